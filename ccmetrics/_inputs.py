@@ -1,0 +1,143 @@
+"""Turning user input into validated numpy arrays, spacings and connectivities.
+
+Every public function of ccmetrics passes its arguments through here, so that
+bad input fails in one place with one kind of message: a ``ValueError`` (or
+``TypeError`` for an unsupported type) that names the argument and the
+problem.  Nothing here imports torch: tensors are recognised by duck typing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+#: connectivities accepted per number of spatial dimensions, default first
+CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
+
+
+def to_numpy(x: Any, name: str) -> np.ndarray:
+    """Return ``x`` as a numpy array (torch tensors are detached and moved to the CPU)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):
+        # torch.Tensor or monai MetaTensor, recognised without importing torch
+        t = x.detach().cpu()
+        if hasattr(t, "as_tensor"):  # MetaTensor -> plain tensor
+            t = t.as_tensor()
+        return t.numpy()
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x)
+    raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
+
+
+def check_ndim(arr: np.ndarray, name: str) -> None:
+    if arr.ndim not in (2, 3):
+        raise ValueError(
+            f"{name} must be a 2D or 3D image (spatial dimensions only, no batch or channel "
+            f"axis), got {arr.ndim} dimensions with shape {arr.shape}"
+        )
+
+
+def as_binary_mask(x: Any, name: str) -> np.ndarray:
+    """Validate a binary mask and return it as a C-contiguous boolean array.
+
+    Accepts booleans, any integer dtype holding only 0 and 1, and floats holding
+    only 0.0 and 1.0.  Anything else (probabilities, label maps, NaN) raises a
+    ``ValueError`` that says what was found.
+    """
+    arr = to_numpy(x, name)
+    check_ndim(arr, name)
+    if arr.dtype == bool:
+        return np.ascontiguousarray(arr)
+    if np.issubdtype(arr.dtype, np.integer):
+        if arr.size:
+            lo, hi = arr.min(), arr.max()
+            if lo < 0 or hi > 1:
+                bad = hi if hi > 1 else lo
+                raise ValueError(
+                    f"{name} must be a binary mask (0/1), but it holds the value {int(bad)}; "
+                    f"for a label map pass classes=[...] to evaluate, or a mask such as "
+                    f"{name} == label"
+                )
+        if arr.itemsize == 1:  # 0/1 bytes are valid booleans: no copy
+            return np.ascontiguousarray(arr).view(bool)
+        return np.ascontiguousarray(arr, dtype=bool)
+    if np.issubdtype(arr.dtype, np.floating):
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains NaN values")
+        bad = (arr != 0) & (arr != 1)
+        if bad.any():
+            raise ValueError(
+                f"{name} must be a binary mask, but it holds non-binary values such as "
+                f"{float(arr[bad].flat[0]):g}; threshold probabilities first (e.g. {name} > 0.5)"
+            )
+        return np.ascontiguousarray(arr != 0)
+    raise ValueError(f"{name} has unsupported dtype {arr.dtype}; use bool, integer or float")
+
+
+def as_label_map(x: Any, name: str) -> np.ndarray:
+    """Validate an integer label map (0 = background, other values = labels)."""
+    arr = to_numpy(x, name)
+    check_ndim(arr, name)
+    if arr.dtype == bool:
+        return np.ascontiguousarray(arr, dtype=np.uint8)
+    if np.issubdtype(arr.dtype, np.floating):
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains NaN values")
+        if (arr != np.round(arr)).any():
+            raise ValueError(f"{name} must hold integer labels, but it holds non-integer values")
+        arr = arr.astype(np.int64)
+    elif not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} has unsupported dtype {arr.dtype}; use an integer label map")
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{name} must hold non-negative labels, found {arr.min()}")
+    return np.ascontiguousarray(arr)
+
+
+def check_same_shape(pred: np.ndarray, gt: np.ndarray) -> None:
+    if pred.shape != gt.shape:
+        raise ValueError(f"pred and gt must have the same shape, got {pred.shape} and {gt.shape}")
+
+
+def as_spacing(spacing: Optional[Any], ndim: int) -> Optional[Tuple[float, ...]]:
+    """Validate a voxel spacing: ``None``, one positive number, or one per axis."""
+    if spacing is None:
+        return None
+    raw = spacing if np.isscalar(spacing) else to_numpy(spacing, "spacing")
+    try:
+        values = np.atleast_1d(np.asarray(raw, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"spacing must be a number or a sequence of numbers, got {spacing!r}") from None
+    if values.ndim != 1:
+        raise ValueError(f"spacing must be a number or a sequence of {ndim} numbers, got shape {values.shape}")
+    if values.size == 1:
+        values = np.repeat(values, ndim)
+    if values.size != ndim:
+        raise ValueError(f"spacing has {values.size} values but the image has {ndim} dimensions")
+    if not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise ValueError(f"spacing values must be positive and finite, got {tuple(values.tolist())}")
+    return tuple(float(v) for v in values)
+
+
+def as_connectivity(connectivity: Optional[int], ndim: int) -> int:
+    """Validate a connectivity; ``None`` gives 26 in 3D and 8 in 2D."""
+    allowed = CONNECTIVITIES[ndim]
+    if connectivity is None:
+        return allowed[0]
+    if connectivity not in allowed:
+        raise ValueError(f"connectivity for {ndim}D images must be one of {sorted(allowed)}, got {connectivity}")
+    return int(connectivity)
+
+
+def as_sites_mode(sites: str) -> str:
+    if sites not in ("components", "labels"):
+        raise ValueError(f"sites must be 'components' or 'labels', got {sites!r}")
+    return sites
+
+
+def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]]) -> float:
+    """Length of the image diagonal, ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm."""
+    s = spacing if spacing is not None else (1.0,) * len(shape)
+    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))

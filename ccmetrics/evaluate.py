@@ -1,0 +1,370 @@
+"""Per-component evaluation: the CC-Metrics of one case, beside the usual global metrics.
+
+Data flow (each step touches the full image a bounded number of times, never
+once per component):
+
+1. validate the inputs and find the GT sites (one labelling pass on the GT's
+   bounding box);
+2. give every prediction voxel its Voronoi region: the site it lies in, or for
+   prediction voxels outside the GT the nearest site (KD-tree over the site
+   surfaces, exact ties to the lowest label);
+3. find the edge voxels of every site and of every region's prediction with
+   sparse neighbour look-ups;
+4. per component: Dice/IoU from counts, surface metrics from two KD-tree
+   queries over that component's edges only.
+
+The per-component values equal MONAI's metrics computed on
+``pred & (partition == c)`` against ``gt & (partition == c)`` over the full
+image, because a region's masked volumes are zero outside their bounding box.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from ._inputs import (
+    as_binary_mask,
+    as_label_map,
+    as_sites_mode,
+    as_spacing,
+    check_same_shape,
+    image_diagonal,
+)
+from .components import Sites, find_sites
+from .overlap import OVERLAP_METRICS, overlap_scores
+from .partition import assign_nearest
+from .surface import SURFACE_METRICS, directed_distances, face_edges, physical, surface_scores
+
+#: metrics computed natively, per component and globally
+BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
+#: metrics whose missing values (inf) are replaced by the worst distance when averaging
+DISTANCE_METRICS = ("hd", "hd95", "assd")
+_BEST = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
+
+
+@dataclass
+class CaseResult:
+    """Result of :func:`evaluate` for one case (and one class).
+
+    Attributes
+    ----------
+    per_component : pandas.DataFrame
+        One row per GT component (index ``component``, 1..K in raster order):
+        ``volume`` (voxels), ``volume_mm3`` (when a spacing is given),
+        ``gt_label`` (with ``sites="labels"``), then one column per metric with
+        the raw value of that component's region: distances are ``inf`` when
+        the region holds no prediction.
+    cc : dict
+        Metric name -> CC-metric: the mean over components, with infinite
+        distances replaced by ``worst_distance``.
+    standard : dict
+        Metric name -> the usual global metric on the whole image (both masks
+        empty: the best value; exactly one empty: Dice/IoU/NSD 0, distances inf).
+    n_components : int
+        Number of GT components K.
+    empty_gt : bool
+        True when the GT is empty: ``cc`` then holds the best value if the
+        prediction is empty too, else the worst (0, or ``worst_distance``), as
+        in the original CC-Metrics code.
+    worst_distance : float
+        Value used for missing distances (voxels, or mm with a spacing).
+    spacing : tuple of float or None
+        Voxel spacing used for distances and volumes.
+    """
+
+    per_component: pd.DataFrame
+    cc: Dict[str, float]
+    standard: Dict[str, float]
+    n_components: int
+    empty_gt: bool
+    worst_distance: float
+    spacing: Optional[Tuple[float, ...]] = None
+    metrics: List[str] = field(default_factory=list)
+
+    def summary(self) -> pd.DataFrame:
+        """Table with one row per metric and columns ``standard`` and ``cc``."""
+        return pd.DataFrame(
+            {"standard": [self.standard.get(m, np.nan) for m in self.metrics],
+             "cc": [self.cc.get(m, np.nan) for m in self.metrics]},
+            index=pd.Index(self.metrics, name="metric"),
+        )
+
+    def __repr__(self) -> str:
+        flag = ", empty GT" if self.empty_gt else ""
+        return (f"CaseResult({self.n_components} components{flag})\n"
+                f"{self.summary().to_string(float_format=lambda v: f'{v:.4f}')}")
+
+
+def evaluate(
+    pred: Any,
+    gt: Any,
+    metrics: Union[str, Sequence[Any]] = ("dice", "nsd", "hd95"),
+    *,
+    spacing: Optional[Any] = None,
+    connectivity: Optional[int] = None,
+    nsd_tolerance: float = 1.0,
+    worst_distance: Optional[float] = None,
+    sites: str = "components",
+    classes: Optional[Sequence[int]] = None,
+) -> Union[CaseResult, Dict[int, CaseResult]]:
+    """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
+
+    Parameters
+    ----------
+    pred : array_like or torch.Tensor
+        Binary prediction, 2D or 3D (bool, 0/1 integers, 0.0/1.0 floats), or a
+        label map when ``classes`` is given.
+    gt : array_like or torch.Tensor
+        Binary GT of the same shape; an instance label map with
+        ``sites="labels"``; a label map when ``classes`` is given.
+    metrics : str or sequence
+        Built-in names ``"dice"``, ``"iou"``, ``"nsd"``, ``"hd"``, ``"hd95"``,
+        ``"assd"``, and/or MONAI metric objects (``CumulativeIterationMetric``,
+        e.g. ``SurfaceDistanceMetric(symmetric=True)``), which are run on each
+        component's crop with a two-channel one-hot input; their column is the
+        class name and the foreground channel is kept.
+    spacing : float or sequence of float, optional
+        Voxel spacing in mm. Distances, the NSD tolerance and ``worst_distance``
+        are then in mm and ``volume_mm3`` is reported; otherwise voxel units.
+    connectivity : int, optional
+        GT component connectivity: 26 (default), 18, 6 in 3D; 8 (default), 4 in 2D.
+    nsd_tolerance : float
+        NSD tolerance (same units as distances). Default 1.0.
+    worst_distance : float, optional
+        Replaces infinite distances (a region without prediction) in the CC
+        means. Default: the image diagonal ``sqrt(sum((n_k * s_k)**2))``.
+    sites : {"components", "labels"}
+        Voronoi sites: GT connected components, or the labels of a GT instance
+        map (touching instances stay separate).
+    classes : sequence of int, optional
+        Evaluate each class of label maps on its own (``pred == c`` vs
+        ``gt == c``); returns a dict class -> CaseResult.
+
+    Returns
+    -------
+    CaseResult or dict of CaseResult
+
+    Examples
+    --------
+    Two lesions; the prediction finds the first exactly and misses the second:
+
+    >>> import numpy as np
+    >>> from ccmetrics import evaluate
+    >>> gt = np.zeros((20, 20), bool)
+    >>> gt[2:8, 2:8] = True      # large lesion, 36 px
+    >>> gt[14:16, 14:16] = True  # small lesion, 4 px
+    >>> pred = np.zeros_like(gt)
+    >>> pred[2:8, 2:8] = True
+    >>> result = evaluate(pred, gt, ["dice"])
+    >>> round(result.standard["dice"], 3), result.cc["dice"]
+    (0.947, 0.5)
+    >>> result.per_component["dice"].tolist()
+    [1.0, 0.0]
+    """
+    if classes is not None:
+        if as_sites_mode(sites) != "components":
+            raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
+        pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
+        check_same_shape(pred_map, gt_map)
+        options = dict(spacing=spacing, connectivity=connectivity, nsd_tolerance=nsd_tolerance,
+                       worst_distance=worst_distance)
+        return {int(c): evaluate(pred_map == c, gt_map == c, metrics, **options) for c in classes}
+
+    names, objects = _parse_metrics(metrics)
+    found = find_sites(gt, sites, connectivity)
+    pred_mask = as_binary_mask(pred, "pred")
+    check_same_shape(pred_mask, np.empty(found.shape, dtype=bool))
+    spacing = as_spacing(spacing, pred_mask.ndim)
+    tolerance = _non_negative(nsd_tolerance, "nsd_tolerance")
+    worst = image_diagonal(found.shape, spacing) if worst_distance is None else _non_negative(
+        worst_distance, "worst_distance")
+
+    case = _CaseGeometry(pred_mask, found, spacing)
+    table = _component_table(found, spacing, sites)
+    standard: Dict[str, float] = {}
+    need_surface = [m for m in names if m in SURFACE_METRICS]
+    for name in names:
+        if name in OVERLAP_METRICS:
+            table[name] = overlap_scores(case.intersection, case.pred_volume, found.volumes, name)
+            standard[name] = float(overlap_scores(case.intersection.sum(), len(case.pred_flat),
+                                                  len(found.flat_index), name))
+    if need_surface:
+        rows = [surface_scores(*case.component_distances(c), need_surface, tolerance)
+                for c in range(1, found.n + 1)]
+        for name in need_surface:
+            table[name] = np.array([row[name] for row in rows], dtype=np.float64)
+        standard.update(surface_scores(*case.global_distances(), need_surface, tolerance))
+    for column, metric in objects.items():
+        table[column] = [case.run_monai(metric, c) for c in range(1, found.n + 1)]
+        standard[column] = case.run_monai(metric, None)
+
+    columns = names + list(objects)
+    cc = {m: _cc_mean(table[m].to_numpy(dtype=np.float64), m, objects.get(m), worst) for m in columns}
+    if found.n == 0:
+        cc = {m: _empty_gt_score(m, len(case.pred_flat) == 0, worst, objects.get(m)) for m in columns}
+    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, columns)
+
+
+class _CaseGeometry:
+    """Regions, counts and edge voxels of one case, computed once and shared by all metrics."""
+
+    def __init__(self, pred_mask: np.ndarray, found: Sites, spacing: Optional[Tuple[float, ...]]):
+        self.shape, self.found, self.spacing = found.shape, found, spacing
+        size = int(np.prod(self.shape))
+        site_map = np.zeros(size, dtype=np.int32)  # calloc'd: only pages under the masks are touched
+        site_map[found.flat_index] = found.label
+        gt_coords = found.coords()
+        gt_own, gt_union = face_edges(found.flat_index, gt_coords, self.shape, site_map, found.label)
+
+        self.pred_flat = np.flatnonzero(pred_mask)
+        pred_coords = np.stack(np.unravel_index(self.pred_flat, self.shape), axis=1)
+        region = site_map[self.pred_flat]
+        inside = region > 0
+        if found.n and not inside.all():
+            region[~inside] = assign_nearest(pred_coords[~inside], gt_coords[gt_own], found.label[gt_own], spacing)
+        self.pred_region = region
+        self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
+        self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
+
+        region_map = np.zeros(size, dtype=np.int32)
+        own_label = region if found.n else np.ones_like(region)
+        region_map[self.pred_flat] = own_label
+        pred_own, pred_union = face_edges(self.pred_flat, pred_coords, self.shape, region_map, own_label)
+
+        # edge voxels grouped by component (site voxels are already sorted by label)
+        self._gt_edges = self._group(gt_coords[gt_own], found.label[gt_own])
+        order = np.argsort(region[pred_own], kind="stable")
+        self._pred_edges = self._group(pred_coords[pred_own][order], region[pred_own][order])
+        self._gt_union_edges = gt_coords[gt_union]
+        self._pred_union_edges = pred_coords[pred_union]
+        self._gt_coords, self._pred_coords = gt_coords, pred_coords
+
+    def _group(self, coords: np.ndarray, labels: np.ndarray) -> List[np.ndarray]:
+        bounds = np.searchsorted(labels, np.arange(1, self.found.n + 2))
+        return [coords[bounds[i]:bounds[i + 1]] for i in range(self.found.n)]
+
+    def _distances(self, pred_edges: np.ndarray, gt_edges: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
+        return directed_distances(p, g), directed_distances(g, p)
+
+    def component_distances(self, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Prediction->GT and GT->prediction edge distances inside region ``c``."""
+        return self._distances(self._pred_edges[c - 1], self._gt_edges[c - 1])
+
+    def global_distances(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Edge distances of the whole prediction and the whole GT."""
+        return self._distances(self._pred_union_edges, self._gt_union_edges)
+
+    def run_monai(self, metric: Any, c: Optional[int]) -> float:
+        """Run a MONAI metric object on region ``c``'s crop (or on the whole image for ``None``)."""
+        if c is None:
+            pred, gt = self._pred_coords, self._gt_coords
+        else:
+            f = self.found
+            pred = self._pred_coords[self.pred_region == c]
+            gt = self._gt_coords[f.starts[c - 1]:f.starts[c]]
+        both = np.concatenate([pred, gt])
+        if c is None or len(both) == 0:
+            lo, crop_shape = np.zeros(len(self.shape), dtype=np.int64), self.shape
+        else:
+            lo = both.min(axis=0)
+            crop_shape = tuple(both.max(axis=0) - lo + 1)
+        return _monai_value(metric, _dense(pred - lo, crop_shape), _dense(gt - lo, crop_shape), self.spacing)
+
+
+def _dense(coords: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    out = np.zeros(tuple(int(s) for s in shape), dtype=bool)
+    out[tuple(coords.T)] = True
+    return out
+
+
+def _monai_value(metric: Any, pred: np.ndarray, gt: np.ndarray, spacing) -> float:
+    import torch
+
+    def one_hot(mask: np.ndarray):
+        fg = torch.from_numpy(mask)
+        return torch.stack([~fg, fg]).unsqueeze(0).float()
+
+    kwargs = {"spacing": spacing} if _accepts_spacing(metric) and spacing is not None else {}
+    value = metric(y_pred=one_hot(pred), y=one_hot(gt), **kwargs)
+    if isinstance(value, (tuple, list)):
+        value = value[0]
+    return float(value.reshape(value.shape[0], -1)[0, -1])
+
+
+def _accepts_spacing(metric: Any) -> bool:
+    params = inspect.signature(metric._compute_tensor).parameters.values()
+    return any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
+
+
+def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], Dict[str, Any]]:
+    if isinstance(metrics, str) or not isinstance(metrics, (Sequence, Mapping)):
+        metrics = [metrics]
+    names: List[str] = []
+    objects: Dict[str, Any] = {}
+    for m in metrics:
+        if isinstance(m, str):
+            key = m.lower()
+            if key not in BUILTIN_METRICS:
+                raise ValueError(f"unknown metric {m!r}; built-in metrics are {BUILTIN_METRICS}, "
+                                 f"or pass a MONAI metric object")
+            if key not in names:
+                names.append(key)
+        elif callable(m) and hasattr(m, "_compute_tensor"):
+            column, k = type(m).__name__, 2
+            while column in objects:
+                column, k = f"{type(m).__name__}_{k}", k + 1
+            objects[column] = copy.deepcopy(m)  # never touch the caller's buffer
+        else:
+            raise ValueError(f"metrics must be names or MONAI metric objects, got {type(m).__name__}")
+    if not names and not objects:
+        raise ValueError("metrics is empty")
+    return names, objects
+
+
+def _non_negative(value: float, name: str) -> float:
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    return value
+
+
+def _component_table(found: Sites, spacing, sites: str) -> pd.DataFrame:
+    table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name="component"))
+    table["volume"] = found.volumes
+    if spacing is not None:
+        table["volume_mm3"] = found.volumes * float(np.prod(spacing))
+    if sites == "labels":
+        table["gt_label"] = found.source_label
+    return table
+
+
+def _is_distance(name: str, metric: Any) -> bool:
+    if metric is None:
+        return name in DISTANCE_METRICS
+    from monai.metrics import HausdorffDistanceMetric, SurfaceDistanceMetric
+
+    return isinstance(metric, (HausdorffDistanceMetric, SurfaceDistanceMetric))
+
+
+def _cc_mean(values: np.ndarray, name: str, metric: Any, worst: float) -> float:
+    if values.size == 0:
+        return math.nan
+    if _is_distance(name, metric):
+        values = np.where(np.isfinite(values), values, worst)
+    return float(values.mean())
+
+
+def _empty_gt_score(name: str, pred_empty: bool, worst: float, metric: Any) -> float:
+    if metric is not None:
+        return math.nan
+    if pred_empty:
+        return _BEST[name]
+    return worst if name in DISTANCE_METRICS else 0.0

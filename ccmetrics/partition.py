@@ -1,0 +1,177 @@
+"""The generalized Voronoi partition of the image by the ground-truth sites.
+
+Every voxel belongs to the site (GT connected component, or instance label)
+whose nearest voxel is closest to it; exact ties go to the lowest site label.
+Distances are Euclidean, physical when a spacing is given, and evaluated as
+``sqrt(sum((delta_k * spacing_k) ** 2))`` in float64 from integer voxel offsets,
+the formula of ``scipy.ndimage.distance_transform_edt``, so that ties are
+decided exactly as the brute-force per-site EDT loop decides them.
+
+The nearest voxel of a site, seen from outside the site, is always one of its
+face-edge voxels (a voxel whose face neighbours all belong to the site has a
+neighbour strictly closer to any outside point), so the search runs over the
+site surfaces only.  :func:`assign_nearest` labels an arbitrary list of voxels
+(what the per-component evaluation needs: prediction voxels outside the GT);
+:func:`voronoi_partition` builds the dense map on request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import ndimage
+from scipy.spatial import cKDTree
+
+from ._inputs import as_spacing
+from .components import Sites, find_sites
+from .surface import face_edges, physical
+
+_CANDIDATES = 8  # nearest surface voxels examined per query before falling back to a ball search
+_REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum are re-checked exactly
+
+
+def site_surfaces(sites: Sites, site_map: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Face-edge voxels of every site.
+
+    Parameters
+    ----------
+    sites : Sites
+        The sites.
+    site_map : ndarray
+        Flat label map of the sites (site label at site voxels, 0 elsewhere).
+
+    Returns
+    -------
+    coords : ndarray of int64, shape (M, ndim)
+        Coordinates of the surface voxels, grouped by site.
+    labels : ndarray of int32, shape (M,)
+        Their site labels.
+    """
+    coords = sites.coords()
+    own_edge, _ = face_edges(sites.flat_index, coords, sites.shape, site_map, sites.label)
+    return coords[own_edge], sites.label[own_edge]
+
+
+def _exact_distance(query: np.ndarray, target: np.ndarray, spacing: Optional[Sequence[float]]) -> np.ndarray:
+    """``sqrt(sum((delta_k * s_k)**2))`` summed axis by axis in float64, as scipy's EDT does."""
+    total = np.zeros(np.broadcast_shapes(query.shape, target.shape)[:-1], dtype=np.float64)
+    for axis in range(query.shape[-1]):
+        delta = (target[..., axis] - query[..., axis]).astype(np.float64)
+        if spacing is not None:
+            delta *= spacing[axis]
+        total += delta * delta
+    return np.sqrt(total)
+
+
+def assign_nearest(
+    query: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Optional[Sequence[float]] = None,
+) -> np.ndarray:
+    """Label each query voxel with its nearest site; exact ties go to the lowest label.
+
+    Parameters
+    ----------
+    query : ndarray of int, shape (N, ndim)
+        Voxel coordinates to label (voxels outside every site).
+    surface_coords : ndarray of int, shape (M, ndim)
+        Surface voxels of the sites (see :func:`site_surfaces`), M >= 1.
+    surface_labels : ndarray of int, shape (M,)
+        Their site labels.
+    spacing : sequence of float, optional
+        Voxel spacing; distances are physical when given.
+
+    Returns
+    -------
+    ndarray of int32, shape (N,)
+    """
+    if len(query) == 0:
+        return np.zeros(0, dtype=np.int32)
+    tree = cKDTree(physical(surface_coords, spacing), leafsize=32)
+    points = physical(query, spacing)
+    k = min(_CANDIDATES, len(surface_coords))
+    dist, idx = tree.query(points, k=k)
+    if k == 1:
+        dist, idx = dist[:, None], idx[:, None]
+    bound = dist[:, :1] * (1 + _REL_TOL) + 1e-12
+    candidate = dist <= bound
+    idx = np.where(candidate, idx, 0)
+    exact = np.where(candidate, _exact_distance(query[:, None, :], surface_coords[idx], spacing), np.inf)
+    labels = _lowest_label_at_minimum(exact, surface_labels[idx])
+    # all k candidates tied within the margin: there may be more, search the whole ball
+    for i in np.flatnonzero(candidate[:, -1]) if k < len(surface_coords) else ():
+        ball = np.asarray(tree.query_ball_point(points[i], bound[i, 0]), dtype=np.int64)
+        d = _exact_distance(query[i][None, :], surface_coords[ball], spacing)
+        labels[i] = _lowest_label_at_minimum(d[None, :], surface_labels[ball][None, :])[0]
+    return labels
+
+
+def _lowest_label_at_minimum(distance: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    at_min = distance == distance.min(axis=1, keepdims=True)
+    return np.where(at_min, labels, np.iinfo(np.int32).max).min(axis=1).astype(np.int32)
+
+
+def voronoi_partition(
+    gt: Any,
+    spacing: Optional[Any] = None,
+    connectivity: Optional[int] = None,
+    sites: str = "components",
+) -> np.ndarray:
+    """Dense generalized Voronoi partition of the image by the GT sites.
+
+    Parameters
+    ----------
+    gt : array_like or torch.Tensor
+        2D or 3D binary GT mask (``sites="components"``) or instance label map
+        (``sites="labels"``).
+    spacing : float or sequence of float, optional
+        Voxel spacing (e.g. mm); distances are physical when given, in voxels
+        otherwise.
+    connectivity : int, optional
+        Connectivity of the GT components: 26 (default), 18, 6 in 3D; 8
+        (default), 4 in 2D.
+    sites : {"components", "labels"}
+        Sites are connected components, or the labels of an instance map
+        (renumbered 1..K in increasing label value).
+
+    Returns
+    -------
+    ndarray of int32
+        Region label 1..K of every voxel; all zeros when the GT is empty.  Each
+        voxel gets the site at the smallest Euclidean distance; exact ties go
+        to the lowest label.  Identical to the brute-force loop of one
+        ``distance_transform_edt`` per site with a strict ``<`` update.
+
+    Notes
+    -----
+    One exact EDT with feature indices labels every voxel (its ties follow scan
+    order); the voxels next to a region border are then re-labelled with the
+    exact tie rule.  Memory: about ``(4 * ndim + 12)`` bytes per voxel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ccmetrics import voronoi_partition
+    >>> gt = np.array([[1, 0, 0, 0, 1, 1]])
+    >>> voronoi_partition(gt)
+    array([[1, 1, 1, 2, 2, 2]], dtype=int32)
+    """
+    found = find_sites(gt, sites, connectivity)
+    spacing = as_spacing(spacing, len(found.shape))
+    if found.n <= 1:
+        return np.full(found.shape, found.n, dtype=np.int32)
+    site_map = np.zeros(found.shape, dtype=np.int32)
+    site_map.ravel()[found.flat_index] = found.label
+    nearest = ndimage.distance_transform_edt(
+        site_map == 0, sampling=spacing, return_distances=False, return_indices=True
+    )
+    partition = site_map[tuple(nearest)]
+    del nearest
+    border = ndimage.maximum_filter(partition, size=3) != ndimage.minimum_filter(partition, size=3)
+    border &= site_map == 0
+    query = np.argwhere(border)
+    surface_coords, surface_labels = site_surfaces(found, site_map.ravel())
+    partition[tuple(query.T)] = assign_nearest(query, surface_coords, surface_labels, spacing)
+    return partition

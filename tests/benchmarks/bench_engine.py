@@ -1,0 +1,341 @@
+"""Benchmark ``ccmetrics.evaluate`` against the published CC-Metrics code (CCMetrics 0.0.3).
+
+What it measures, on the synthetic benchmark case ``ccmetrics.synthetic.lesion_case()``
+(400 x 400 x 300 bool volumes, 20 ellipsoidal lesions, a degraded prediction):
+
+1. wall time of ``ccmetrics.evaluate(pred, gt, ["dice", "nsd", "hd95"])``: the first
+   (cold) call of the process, which includes lazy imports and first-use overhead,
+   and the median of ``--repeats`` further calls;
+2. wall time of the reference implementation (PyPI ``ccmetrics==0.0.3``, import name
+   ``CCMetrics``): ``CCDiceMetric``, ``CCHausdorffDistance95Metric`` and
+   ``CCSurfaceDiceMetric`` each called once on one-hot tensors (1, 2, D, H, W), then
+   ``cc_aggregate()``; one run (they are slow);
+3. the speed-up, reference total / our median, both measured in this run;
+4. peak memory above the inputs: each implementation runs once in a fresh
+   subprocess (this script re-invoked with a hidden flag) that builds its inputs,
+   warms up on a tiny case (imports, first-use allocations), resets the kernel's
+   peak-RSS mark when ``/proc/self/clear_refs`` allows it, and reports the
+   increase of its peak RSS (``VmHWM``, else ``ru_maxrss``) over one call on the
+   big case; for ours also the peak of numpy allocations seen by ``tracemalloc``.
+   The subprocesses run first, while this process is still small;
+5. a sanity check that the per-component values of both implementations agree
+   (max abs difference per metric; components matched through a GT voxel).
+
+Finally it prints a Markdown table for the README and the machine info.
+
+Run from the repository root, with the project's virtual environment active::
+
+    python tests/benchmarks/bench_engine.py                  # everything (~2 minutes)
+    python tests/benchmarks/bench_engine.py --repeats 9
+    python tests/benchmarks/bench_engine.py --skip-reference # ours only
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+# measure the working tree's package, installed or not
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import ccmetrics  # noqa: E402
+from ccmetrics.synthetic import lesion_case  # noqa: E402
+
+METRICS = ["dice", "nsd", "hd95"]
+DIFF_TOLERANCE = 1e-4
+MIB = 1024 * 1024
+
+
+def quiet_warnings() -> None:
+    """Silence MONAI's UserWarnings about empty masks (missed lesions are expected here)."""
+    warnings.filterwarnings("ignore", message=r"the (prediction|ground truth) of class", category=UserWarning)
+
+
+def build_case() -> Tuple[np.ndarray, np.ndarray]:
+    return lesion_case()
+
+
+def tiny_case() -> Tuple[np.ndarray, np.ndarray]:
+    """A small case for warming up imports and first-use code paths."""
+    return lesion_case((40, 40, 30), n_lesions=4, radius_range=(2.0, 5.0), seed=1)
+
+
+def image_diagonal(shape) -> float:
+    return float(np.sqrt(np.sum(np.square(np.asarray(shape, dtype=np.float64)))))
+
+
+# ----------------------------------------------------------------------------- ours
+
+
+def run_ours(pred: np.ndarray, gt: np.ndarray):
+    return ccmetrics.evaluate(pred, gt, METRICS)
+
+
+def time_ours(pred: np.ndarray, gt: np.ndarray, repeats: int):
+    """Return (cold seconds, list of warm seconds, result of the last call)."""
+    start = time.perf_counter()
+    result = run_ours(pred, gt)
+    cold = time.perf_counter() - start
+    warm = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run_ours(pred, gt)
+        warm.append(time.perf_counter() - start)
+    return cold, warm, result
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def one_hot(mask: np.ndarray):
+    """(1, 2, D, H, W) bool tensor: channel 0 background, 1 foreground.
+
+    The reference only takes ``argmax`` over the channels, so a bool one-hot gives
+    the same results as float32 with a quarter of the memory.
+    """
+    import torch
+
+    fg = torch.from_numpy(mask)
+    return torch.stack([~fg, fg]).unsqueeze(0)
+
+
+def reference_metrics(shape) -> Dict[str, object]:
+    from CCMetrics import CCDiceMetric, CCHausdorffDistance95Metric, CCSurfaceDiceMetric
+
+    return {
+        "dice": CCDiceMetric(),
+        "nsd": CCSurfaceDiceMetric(class_thresholds=[1]),
+        "hd95": CCHausdorffDistance95Metric(metric_worst_score=image_diagonal(shape)),
+    }
+
+
+def run_reference(y_pred, y, shape) -> Tuple[Dict[str, float], Dict[str, np.ndarray]]:
+    """Run the three reference classes; return seconds and per-component values per metric."""
+    seconds, values = {}, {}
+    for name, metric in reference_metrics(shape).items():
+        start = time.perf_counter()
+        metric(y_pred=y_pred, y=y)
+        metric.cc_aggregate()
+        seconds[name] = time.perf_counter() - start
+        values[name] = np.atleast_1d(metric.cc_aggregate(mode="overall").double().numpy())
+    return seconds, values
+
+
+# ----------------------------------------------------------------------------- agreement
+
+
+def compare(result, reference: Dict[str, np.ndarray], gt: np.ndarray) -> List[str]:
+    """Per metric: max abs difference of per-component values and count above tolerance.
+
+    The reference numbers its Voronoi regions with ``scipy.ndimage.label`` (26-
+    connectivity); each of our components is matched through its first GT voxel.
+    Our infinite distances (region without prediction) become the worst distance,
+    as the reference's ``cc_aggregate`` does.
+    """
+    from scipy import ndimage
+
+    ref_labels, ref_n = ndimage.label(gt, structure=np.ones((3, 3, 3), dtype=bool))
+    ours_labels, ours_n = ccmetrics.label_components(gt)
+    first_voxel = ndimage.minimum_position(gt, ours_labels, index=np.arange(1, ours_n + 1))
+    ref_index = np.array([ref_labels[p] for p in first_voxel]) - 1
+    lines = [f"components: ours {ours_n}, reference {ref_n}; "
+             f"same order: {bool(np.array_equal(ref_index, np.arange(ours_n)))}"]
+    for name in METRICS:
+        ours = result.per_component[name].to_numpy(dtype=np.float64)
+        ours = np.where(np.isfinite(ours), ours, result.worst_distance if name == "hd95" else 0.0)
+        ref = reference[name]
+        if len(ref) != ref_n:
+            lines.append(f"{name:>5}: reference returned {len(ref)} values for {ref_n} components")
+            continue
+        diff = np.abs(ours - ref[ref_index])
+        bad = np.flatnonzero(diff > DIFF_TOLERANCE) + 1
+        lines.append(f"{name:>5}: max |ours - ref| = {diff.max():.3g}; "
+                     f"{len(bad)} of {ours_n} components differ by > {DIFF_TOLERANCE:g}"
+                     + (f" (components {bad.tolist()})" if len(bad) else ""))
+    return lines
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the peak-RSS mark to the current RSS (Linux >= 4.0); False if not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mib() -> Tuple[float, str]:
+    """Peak RSS of this process in MiB, and where it was read.
+
+    ``VmHWM`` is this address space's own peak (reset by :func:`_reset_peak_rss`).
+    ``ru_maxrss`` is the fallback: on Linux it also keeps the peak of the parent
+    that exec'd this process (``signal->maxrss`` survives ``execve``), so a child
+    of a big parent would report the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024, "VmHWM"
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "ru_maxrss"  # kB on Linux
+
+
+def memory_child(which: str) -> None:
+    """Body of the measuring subprocess: print one JSON line with the peak increase."""
+    quiet_warnings()
+    gt, pred = build_case()
+    small_gt, small_pred = tiny_case()
+    if which == "ours":
+        run_ours(small_pred, small_gt)
+        call = lambda: run_ours(pred, gt)  # noqa: E731
+    else:
+        y_pred, y = one_hot(pred), one_hot(gt)
+        shape = gt.shape
+        del gt, pred
+        run_reference(one_hot(small_pred), one_hot(small_gt), small_gt.shape)
+        call = lambda: run_reference(y_pred, y, shape)  # noqa: E731
+    del small_gt, small_pred
+    gc.collect()
+    reset = _reset_peak_rss()
+    before, source = _peak_rss_mib()
+    call()
+    out = {"which": which, "peak_increase_mib": _peak_rss_mib()[0] - before,
+           "baseline_mib": before, "peak_reset": reset, "source": source}
+    if which == "ours":
+        gc.collect()
+        tracemalloc.start()
+        call()
+        out["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / MIB
+        tracemalloc.stop()
+    print(json.dumps(out))
+
+
+def measure_memory(which: str) -> Optional[dict]:
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", which],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"  memory subprocess for {which} failed (rc {proc.returncode}):\n{proc.stderr[-2000:]}")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def machine_info() -> List[str]:
+    import scipy
+
+    lines = [f"python {platform.python_version()} ({platform.machine()}, {platform.system()}), "
+             f"os.cpu_count() = {os.cpu_count()}",
+             f"numpy {np.__version__}, scipy {scipy.__version__}, ccmetrics {ccmetrics.__version__}"]
+    try:
+        import monai
+        import torch
+
+        lines.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads), monai {monai.__version__}")
+    except ImportError:
+        lines.append("torch/monai not installed")
+    return lines
+
+
+def markdown_table(ours_s: float, ours_mem: Optional[dict], ref_s: Optional[float],
+                   ref_mem: Optional[dict]) -> str:
+    def mem(m):
+        return "n/a" if m is None else f"{m['peak_increase_mib']:.0f}"
+
+    rows = ["| | time (s) | peak memory above inputs (MB) |",
+            "|---|---:|---:|",
+            f"| ccmetrics evaluate (dice+nsd+hd95) | {ours_s:.2f} | {mem(ours_mem)} |"]
+    if ref_s is not None:
+        rows.append(f"| CCMetrics 0.0.3 (3 classes) | {ref_s:.1f} | {mem(ref_mem)} |")
+        rows.append(f"| speed-up | {ref_s / ours_s:.0f}x | |")
+    return "\n".join(rows)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed warm calls of evaluate (default 5)")
+    parser.add_argument("--skip-reference", action="store_true", help="do not run CCMetrics 0.0.3")
+    parser.add_argument("--memory-child", choices=["ours", "reference"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    quiet_warnings()
+    if args.memory_child:
+        memory_child(args.memory_child)
+        return
+
+    # memory first, in subprocesses started while this process is small
+    print("(measuring peak memory in subprocesses first; the reference's takes about a minute)", flush=True)
+    ours_mem = measure_memory("ours")
+    ref_mem = None if args.skip_reference else measure_memory("reference")
+
+    print("== case: ccmetrics.synthetic.lesion_case()")
+    start = time.perf_counter()
+    gt, pred = build_case()
+    print(f"built in {time.perf_counter() - start:.2f} s; shape {gt.shape}, "
+          f"{ccmetrics.label_components(gt)[1]} GT components, "
+          f"foreground voxels: gt {int(gt.sum())}, pred {int(pred.sum())}")
+
+    print(f"\n== ccmetrics.evaluate(pred, gt, {METRICS})")
+    cold, warm, result = time_ours(pred, gt, args.repeats)
+    ours_s = statistics.median(warm)
+    print(f"cold (first call): {cold:.3f} s")
+    print(f"warm, {args.repeats} runs: median {ours_s:.3f} s "
+          f"(min {min(warm):.3f}, max {max(warm):.3f})")
+    print("CC means: " + ", ".join(f"{m} {result.cc[m]:.4f}" for m in METRICS))
+
+    ref_s = None
+    if not args.skip_reference:
+        print("\n== CCMetrics 0.0.3: CCDiceMetric, CCSurfaceDiceMetric, CCHausdorffDistance95Metric")
+        y_pred, y = one_hot(pred), one_hot(gt)
+        seconds, ref_values = run_reference(y_pred, y, gt.shape)
+        del y_pred, y
+        ref_s = sum(seconds.values())
+        for name, s in seconds.items():
+            print(f"{name:>5}: {s:.2f} s")
+        print(f"total: {ref_s:.2f} s")
+        print("CC means: " + ", ".join(f"{m} {ref_values[m].mean():.4f}" for m in METRICS))
+        print(f"\nspeed-up (reference total / our median): {ref_s / ours_s:.1f}x")
+
+        print("\n== agreement of per-component values")
+        for line in compare(result, ref_values, gt):
+            print(line)
+
+    print("\n== peak memory above the inputs (fresh subprocess, peak RSS increase)")
+    if ours_mem:
+        print(f"ours: {ours_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
+              f"{ours_mem['baseline_mib']:.0f} MB; numpy peak seen by tracemalloc: "
+              f"{ours_mem['tracemalloc_peak_mib']:.0f} MB; {ours_mem['source']}, peak mark reset: "
+              f"{ours_mem['peak_reset']})")
+    if ref_mem:
+        print(f"reference: {ref_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
+              f"{ref_mem['baseline_mib']:.0f} MB; {ref_mem['source']}, peak mark reset: "
+              f"{ref_mem['peak_reset']})")
+
+    print("\n== machine")
+    for line in machine_info():
+        print(line)
+    print("\n== README table (MB = MiB)\n")
+    print(markdown_table(ours_s, ours_mem, ref_s, ref_mem))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Independent reference computations shared by the tests.
+
+Nothing here uses ccmetrics' own partition or metric code: the partition is the
+brute-force loop of one EDT per component (the original CC-Metrics algorithm),
+and metric values come from MONAI on full-size masked volumes.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+ALL_METRICS = ["dice", "iou", "nsd", "hd", "hd95", "assd"]
+
+
+def brute_force_partition(sites_map, spacing=None):
+    """Per-site EDT loop with strict '<': ties go to the lowest site label.
+
+    Returns (partition, tie) where tie marks voxels at equal minimal distance
+    from two or more sites.
+    """
+    labels = np.unique(sites_map)
+    labels = labels[labels > 0]
+    best = np.full(sites_map.shape, np.inf)
+    out = np.zeros(sites_map.shape, np.int32)
+    tie = np.zeros(sites_map.shape, bool)
+    for c in labels:
+        d = ndimage.distance_transform_edt(sites_map != c, sampling=spacing)
+        tie |= d == best
+        closer = d < best
+        tie &= ~closer
+        best[closer] = d[closer]
+        out[closer] = c
+    return out, tie
+
+
+def scipy_components(mask, connectivity):
+    """Components via scipy.ndimage.label (raster-order numbering)."""
+    rank = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}[connectivity]
+    structure = ndimage.generate_binary_structure(mask.ndim, rank)
+    return ndimage.label(mask, structure=structure)
+
+
+def one_hot(mask):
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(mask, dtype=bool))
+    return torch.stack([~t, t]).unsqueeze(0).float()
+
+
+def monai_metrics(pred, gt, spacing=None, tolerance=1.0):
+    """MONAI 1.6's own values for each built-in metric on two full-size binary masks."""
+    from monai.metrics import (DiceMetric, HausdorffDistanceMetric, MeanIoU, SurfaceDiceMetric,
+                               SurfaceDistanceMetric)
+
+    p, g = one_hot(pred), one_hot(gt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {
+            "dice": float(DiceMetric(include_background=False)(p, g)[0, 0]),
+            "iou": float(MeanIoU(include_background=False)(p, g)[0, 0]),
+            "nsd": float(SurfaceDiceMetric([tolerance], include_background=False)(p, g, spacing=spacing)[0, 0]),
+            "hd": float(HausdorffDistanceMetric(include_background=False)(p, g, spacing=spacing)[0, 0]),
+            "hd95": float(HausdorffDistanceMetric(include_background=False, percentile=95)(
+                p, g, spacing=spacing)[0, 0]),
+            "assd": float(SurfaceDistanceMetric(include_background=False, symmetric=True)(
+                p, g, spacing=spacing)[0, 0]),
+        }
+
+
+def random_blobs(rng, shape, density=0.03, grow=1, keep=0.8):
+    """Random irregular blobs: dilated random seeds with holes punched in."""
+    seeds = rng.random(shape) < density
+    blobs = ndimage.binary_dilation(seeds, iterations=grow) if grow else seeds
+    return blobs & (rng.random(shape) < keep)
+
+
+def degrade(rng, gt):
+    """A prediction: GT shifted by up to 2 voxels, thinned, plus scattered false positives."""
+    shifted = np.roll(gt, tuple(rng.integers(-2, 3, gt.ndim)), axis=tuple(range(gt.ndim)))
+    return (shifted & (rng.random(gt.shape) < 0.9)) | (rng.random(gt.shape) < 0.003)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

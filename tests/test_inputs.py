@@ -1,0 +1,64 @@
+"""Bad input fails with a clear ValueError naming the problem; good input of any kind is accepted."""
+
+import re
+
+import numpy as np
+import pytest
+
+from ccmetrics import evaluate, label_components, voronoi_partition
+
+GT = np.zeros((6, 7, 8), bool)
+GT[1:3, 1:3, 1:3] = True
+
+
+@pytest.mark.parametrize(
+    "pred,gt,kwargs,message",
+    [
+        (np.zeros((6, 7, 9), bool), GT, {}, "same shape"),
+        (np.full(GT.shape, 0.7, np.float32), GT, {}, "non-binary values such as 0.7"),
+        (np.where(GT, np.nan, 0.0), GT, {}, "NaN"),
+        (GT.astype(np.uint8) * 2, GT, {}, "holds the value 2"),
+        (GT, GT.astype(np.int16) - 1, {}, "holds the value -1"),
+        (GT[None], GT[None], {}, "2D or 3D image"),
+        (GT[0, 0], GT[0, 0], {}, "2D or 3D image"),
+        (GT, GT, {"spacing": (1.0, 1.0)}, "spacing has 2 values but the image has 3"),
+        (GT, GT, {"spacing": (1.0, 0.0, 1.0)}, "positive and finite"),
+        (GT, GT, {"spacing": (1.0, -2.0, 1.0)}, "positive and finite"),
+        (GT, GT, {"spacing": (1.0, np.inf, 1.0)}, "positive and finite"),
+        (GT, GT, {"connectivity": 8}, "connectivity for 3D images"),
+        (GT, GT, {"metrics": ["dice", "jaccard"]}, "unknown metric 'jaccard'"),
+        (GT, GT, {"metrics": []}, "metrics is empty"),
+        (GT, GT, {"nsd_tolerance": -1}, "nsd_tolerance"),
+        (GT, GT, {"worst_distance": float("nan")}, "worst_distance"),
+        (GT, GT, {"sites": "instances"}, "sites must be"),
+        (GT, GT, {"classes": [1], "sites": "labels"}, "classes=... needs"),
+    ],
+)
+def test_bad_input_raises_clear_value_error(pred, gt, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        evaluate(pred, gt, **kwargs)
+
+
+def test_unsupported_types():
+    with pytest.raises(TypeError, match="numpy array or a torch tensor"):
+        evaluate("mask", GT)
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        evaluate(GT.astype(complex), GT)
+
+
+def test_partition_and_labelling_validate_too():
+    with pytest.raises(ValueError, match="connectivity for 2D images"):
+        label_components(np.ones((3, 3)), connectivity=26)
+    with pytest.raises(ValueError, match="spacing has 3 values"):
+        voronoi_partition(np.ones((3, 3)), spacing=(1, 1, 1))
+    with pytest.raises(ValueError, match="non-negative labels"):
+        voronoi_partition(-np.ones((3, 3), int), sites="labels")
+
+
+def test_accepted_inputs_agree():
+    reference = evaluate(GT, GT)
+    for pred in (GT.astype(np.int8), GT.astype(np.uint16), GT.astype(np.float64), GT.tolist()):
+        assert evaluate(pred, GT).cc == reference.cc
+    assert evaluate(GT, GT, spacing=2.0).spacing == (2.0, 2.0, 2.0)
+    assert evaluate(GT, GT, spacing=np.array([1, 2, 3])).spacing == (1.0, 2.0, 3.0)
+    assert evaluate(GT[:, :, ::2], GT[:, :, ::2]).cc["dice"] == 1.0  # non-contiguous views

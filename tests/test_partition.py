@@ -1,0 +1,140 @@
+"""Components and the generalized Voronoi partition against brute force."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from ccmetrics import label_components, voronoi_partition
+from ccmetrics.components import find_sites
+from ccmetrics.partition import assign_nearest, site_surfaces
+
+from conftest import brute_force_partition, scipy_components
+
+EXACT_SPACINGS_3D = [None, (1.0, 1.0, 2.5), (0.5, 0.75, 2.0), (2.0, 1.0, 1.0)]
+
+
+@pytest.mark.parametrize("ndim,connectivity", [(2, 4), (2, 8), (3, 6), (3, 18), (3, 26)])
+def test_label_components_matches_scipy_numbering(rng, ndim, connectivity):
+    for _ in range(10):
+        shape = tuple(rng.integers(5, 40 if ndim == 2 else 15, ndim))
+        mask = rng.random(shape) < 0.3
+        ours, n = label_components(mask, connectivity)
+        ref, n_ref = scipy_components(mask, connectivity)
+        assert n == n_ref
+        np.testing.assert_array_equal(ours, ref)
+        assert ours.dtype == np.int32
+
+
+def test_label_components_default_connectivity_is_full():
+    diagonal = np.eye(4, dtype=bool)
+    assert label_components(diagonal)[1] == 1
+    assert label_components(diagonal, 4)[1] == 4
+    cube = np.zeros((3, 3, 3), bool)
+    cube[0, 0, 0] = cube[1, 1, 1] = True
+    assert label_components(cube)[1] == 1
+    assert label_components(cube, 18)[1] == 2
+
+
+def _check_against_brute_force(gt, spacing):
+    labels, _ = label_components(gt)
+    expected, _ = brute_force_partition(labels, spacing)
+    np.testing.assert_array_equal(voronoi_partition(gt, spacing=spacing), expected)
+
+
+@pytest.mark.parametrize("spacing", EXACT_SPACINGS_3D + [(0.83, 1.37, 2.91)])
+def test_partition_3d_random_sparse(rng, spacing):
+    for density in (0.005, 0.02, 0.08):
+        gt = rng.random((18, 21, 15)) < density
+        _check_against_brute_force(gt, spacing)
+
+
+@pytest.mark.parametrize("spacing", [None, (1.0, 2.0), (0.5, 1.5), (0.7, 1.9)])
+def test_partition_2d_random_sparse(rng, spacing):
+    for density in (0.003, 0.02, 0.06):
+        gt = rng.random((61, 47)) < density
+        _check_against_brute_force(gt, spacing)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_partition_concentric_shells_many_ties(rng, ndim):
+    """Rings around a core: regions nest and exact ties are everywhere."""
+    n = 41 if ndim == 2 else 19
+    grid = np.indices((n,) * ndim) - (n - 1) / 2
+    radius = np.sqrt((grid ** 2).sum(axis=0))
+    for step in (2, 3, 4):
+        gt = np.zeros((n,) * ndim, bool)
+        for r in np.arange(0, n / 2, step):
+            gt |= np.abs(radius - r) < 0.5
+        gt &= rng.random(gt.shape) > 0.3
+        for spacing in (None, (1.0,) * (ndim - 1) + (2.0,)):
+            _check_against_brute_force(gt, spacing)
+
+
+def test_partition_two_points_tie_goes_to_lowest_label():
+    gt = np.zeros((1, 7), bool)
+    gt[0, 0] = gt[0, 6] = True
+    # voxel 3 is equidistant: goes to component 1
+    np.testing.assert_array_equal(voronoi_partition(gt), [[1, 1, 1, 1, 2, 2, 2]])
+    # with a spacing the tie persists (both distances 3 * s)
+    np.testing.assert_array_equal(voronoi_partition(gt, spacing=(1.0, 0.5)), [[1, 1, 1, 1, 2, 2, 2]])
+
+
+def test_partition_empty_and_single():
+    assert not voronoi_partition(np.zeros((4, 5), bool)).any()
+    gt = np.zeros((4, 5, 6), bool)
+    gt[1, 1, 1] = True
+    assert (voronoi_partition(gt) == 1).all()
+
+
+def test_partition_respects_connectivity():
+    gt = np.eye(5, dtype=bool)
+    assert (voronoi_partition(gt) == 1).all()
+    assert voronoi_partition(gt, connectivity=4).max() == 5
+
+
+def test_partition_instance_labels_keep_touching_nuclei_apart(rng):
+    labels = np.zeros((40, 40), np.int32)
+    labels[5:15, 5:15] = 7
+    labels[5:15, 15:25] = 3  # touches label 7
+    labels[30:35, 30:38] = 12
+    part = voronoi_partition(labels, sites="labels")
+    # sites renumbered in increasing label value: 3 -> 1, 7 -> 2, 12 -> 3
+    expected, _ = brute_force_partition(np.searchsorted([0, 3, 7, 12], labels).astype(np.int32))
+    np.testing.assert_array_equal(part, expected)
+    assert set(np.unique(part)) == {1, 2, 3}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gt=arrays(bool, st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)),
+              elements=st.sampled_from([False] * 9 + [True])),
+    spacing=st.sampled_from(EXACT_SPACINGS_3D),
+)
+def test_partition_property_3d(gt, spacing):
+    _check_against_brute_force(gt, spacing)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gt=arrays(bool, st.tuples(st.integers(1, 25), st.integers(1, 25)),
+              elements=st.sampled_from([False] * 12 + [True])),
+    spacing=st.sampled_from([None, (1.0, 2.0), (0.25, 1.0), (3.0, 1.0)]),
+    connectivity=st.sampled_from([4, 8]),
+)
+def test_partition_property_2d(gt, spacing, connectivity):
+    labels, _ = label_components(gt, connectivity)
+    expected, _ = brute_force_partition(labels, spacing)
+    np.testing.assert_array_equal(voronoi_partition(gt, spacing, connectivity), expected)
+
+
+def test_sparse_assignment_equals_dense_map(rng):
+    gt = rng.random((25, 30, 20)) < 0.01
+    spacing = (1.0, 1.0, 2.5)
+    found = find_sites(gt)
+    site_map = np.zeros(gt.size, np.int32)
+    site_map[found.flat_index] = found.label
+    coords, labels = site_surfaces(found, site_map)
+    query = np.argwhere(~gt)
+    expected, _ = brute_force_partition(label_components(gt)[0], spacing)
+    np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
