@@ -1,0 +1,58 @@
+"""The README example, the quickstart script and the demo give the numbers the README shows."""
+
+import math
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quickstart_values_are_hand_computed(capsys):
+    namespace = runpy.run_path(str(ROOT / "examples" / "quickstart.py"))
+    result = namespace["result"]
+    # region 1: the exact 36-px square plus the 4-px false positive; region 2: nothing predicted
+    assert result.per_component["dice"].tolist() == pytest.approx([72 / 76, 0.0])
+    assert result.standard["dice"] == pytest.approx(72 / 80)
+    assert result.cc["dice"] == pytest.approx(72 / 76 / 2)
+    # NSD: 20 square edges at distance 0, 4 false-positive edges at 10-11 px; 20 GT edges at 0
+    assert result.per_component.loc[1, "nsd"] == pytest.approx(40 / 44)
+    # HD95: sorted pred->GT distances are 20 zeros, 10, 10, 11, 11; rank 0.95 * 23 = 21.85
+    assert result.per_component.loc[1, "hd95"] == pytest.approx(10.85, abs=1e-5)
+    assert math.isinf(result.per_component.loc[2, "hd95"])
+    assert result.cc["hd95"] == pytest.approx((10.85 + math.hypot(20, 20)) / 2, abs=1e-5)
+    out = capsys.readouterr().out
+    assert "0.473684" in out and "19.567136" in out  # the numbers printed in the README
+
+
+def test_readme_shows_quickstart_numbers():
+    readme = (ROOT / "README.md").read_text()
+    for number in ("0.900000  0.473684", "10.850000 19.567136", "0.947368  0.909091  10.85"):
+        assert number in readme
+
+
+def test_demo_runs_and_prints_the_table(capsys):
+    from ccmetrics import demo, evaluate
+    from ccmetrics.synthetic import lesion_case
+
+    demo.main()
+    out = capsys.readouterr().out
+    gt, pred = lesion_case(shape=(160, 160, 120), n_lesions=8, radius_range=(1.5, 15.0), n_false_positives=2, seed=4)
+    result = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(1.0, 1.0, 2.0), nsd_tolerance=2.0)
+    assert f"{result.cc['dice']:.3f}" in out and f"{result.standard['hd95']:.3f}" in out
+    assert f"{result.n_components} GT lesions" in out
+
+
+def test_synthetic_case_follows_its_recipe():
+    from ccmetrics import label_components
+    from ccmetrics.synthetic import lesion_case
+
+    gt, pred = lesion_case((80, 80, 60), n_lesions=10, radius_range=(2, 6), n_false_positives=3, seed=0)
+    n = label_components(gt)[1]
+    assert 7 <= n <= 10  # lesions may merge
+    # every fifth lesion is missed: at least one GT component has no prediction at all
+    labels, _ = label_components(gt)
+    hit = np.unique(labels[pred & gt])
+    assert len(hit[hit > 0]) < n
