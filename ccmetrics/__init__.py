@@ -5,7 +5,13 @@ are imported lazily, when a MONAI metric object or tensor is used.
 """
 from .components import label_components
 from .evaluate import BUILTIN_METRICS, CaseResult, evaluate
+from .instances import MultiPQResult, PQResult, match_instances, multiclass_pq, panoptic_quality
+from .lesions import DetectionResult, LesionDiceResult, detection, lesion_dice
 from .partition import voronoi_partition
 
-__all__ = ["BUILTIN_METRICS", "CaseResult", "evaluate", "label_components", "voronoi_partition"]
+__all__ = [
+    "BUILTIN_METRICS", "CaseResult", "evaluate", "label_components", "voronoi_partition",
+    "match_instances", "panoptic_quality", "multiclass_pq", "PQResult", "MultiPQResult",
+    "lesion_dice", "detection", "LesionDiceResult", "DetectionResult",
+]
 __version__ = "0.1.0"

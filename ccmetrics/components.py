@@ -116,6 +116,25 @@ def find_sites(gt: Any, sites: str = "components", connectivity: Optional[int] =
     return _component_sites(mask, as_connectivity(connectivity, mask.ndim))
 
 
+class ComponentCache:
+    """Connected components of one validated boolean mask, computed once per connectivity.
+
+    Lets several metrics of one case share the labelling work.
+    """
+
+    def __init__(self, mask: np.ndarray, known: Optional[Sites] = None, connectivity: Optional[int] = None):
+        self.mask = mask
+        self._sites: dict = {}
+        if known is not None:  # components already found for this connectivity
+            self._sites[as_connectivity(connectivity, mask.ndim)] = known
+
+    def __call__(self, connectivity: Optional[int] = None) -> Sites:
+        conn = as_connectivity(connectivity, self.mask.ndim)
+        if conn not in self._sites:
+            self._sites[conn] = _component_sites(self.mask, conn)
+        return self._sites[conn]
+
+
 def label_components(mask: Any, connectivity: Optional[int] = None) -> Tuple[np.ndarray, int]:
     """Label the connected components of a binary mask.
 

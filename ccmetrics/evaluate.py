@@ -44,6 +44,12 @@ from .surface import SURFACE_METRICS, directed_distances, face_edges, physical, 
 
 #: metrics computed natively, per component and globally
 BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
+#: case-level comparison metrics that add entries to ``CaseResult.standard``
+CASE_METRICS = {
+    "pq": ("pq", "sq", "rq"),
+    "lesion_dice": ("lesion_dice", "lesion_hd95"),
+    "detection": ("sensitivity", "precision", "f1", "fp_volume", "fn_volume"),
+}
 #: metrics whose missing values (inf) are replaced by the worst distance when averaging
 DISTANCE_METRICS = ("hd", "hd95", "assd")
 _BEST = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
@@ -73,6 +79,11 @@ class CaseResult:
         True when the GT is empty: ``cc`` then holds the best value if the
         prediction is empty too, else the worst (0, or ``worst_distance``), as
         in the original CC-Metrics code.
+    details : dict
+        Full results of the case-level metrics asked for: ``"pq"`` ->
+        :class:`~ccmetrics.instances.PQResult`, ``"lesion_dice"`` ->
+        :class:`~ccmetrics.lesions.LesionDiceResult`, ``"detection"`` ->
+        :class:`~ccmetrics.lesions.DetectionResult`.
     worst_distance : float
         Value used for missing distances (voxels, or mm with a spacing).
     spacing : tuple of float or None
@@ -87,13 +98,15 @@ class CaseResult:
     worst_distance: float
     spacing: Optional[Tuple[float, ...]] = None
     metrics: List[str] = field(default_factory=list)
+    details: Dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> pd.DataFrame:
-        """Table with one row per metric and columns ``standard`` and ``cc``."""
+        """Table with one row per score and columns ``standard`` and ``cc`` (NaN where not defined)."""
+        rows = list(dict.fromkeys(list(self.cc) + list(self.standard)))
         return pd.DataFrame(
-            {"standard": [self.standard.get(m, np.nan) for m in self.metrics],
-             "cc": [self.cc.get(m, np.nan) for m in self.metrics]},
-            index=pd.Index(self.metrics, name="metric"),
+            {"standard": [self.standard.get(m, np.nan) for m in rows],
+             "cc": [self.cc.get(m, np.nan) for m in rows]},
+            index=pd.Index(rows, name="metric"),
         )
 
     def __repr__(self) -> str:
@@ -126,7 +139,12 @@ def evaluate(
         ``sites="labels"``; a label map when ``classes`` is given.
     metrics : str or sequence
         Built-in names ``"dice"``, ``"iou"``, ``"nsd"``, ``"hd"``, ``"hd95"``,
-        ``"assd"``, and/or MONAI metric objects (``CumulativeIterationMetric``,
+        ``"assd"``; case-level comparison metrics ``"pq"`` (adds ``pq``, ``sq``,
+        ``rq`` to ``standard``; IoU > 0.5 matching of components, or of the GT
+        instances with ``sites="labels"``), ``"lesion_dice"`` (BraTS-2023
+        defaults: ``lesion_dice``, ``lesion_hd95``) and ``"detection"``
+        (``sensitivity``, ``precision``, ``f1``, ``fp_volume``, ``fn_volume``,
+        volumes in ml with a spacing); and/or MONAI metric objects (``CumulativeIterationMetric``,
         e.g. ``SurfaceDistanceMetric(symmetric=True)``), which are run on each
         component's crop with a two-channel one-hot input; their column is the
         class name and the foreground channel is kept.
@@ -177,8 +195,9 @@ def evaluate(
                        worst_distance=worst_distance)
         return {int(c): evaluate(pred_map == c, gt_map == c, metrics, **options) for c in classes}
 
-    names, objects = _parse_metrics(metrics)
-    found = find_sites(gt, sites, connectivity)
+    names, case_metrics, objects = _parse_metrics(metrics)
+    gt_array = as_label_map(gt, "gt") if as_sites_mode(sites) == "labels" else as_binary_mask(gt, "gt")
+    found = find_sites(gt_array, sites, connectivity)
     pred_mask = as_binary_mask(pred, "pred")
     check_same_shape(pred_mask, np.empty(found.shape, dtype=bool))
     spacing = as_spacing(spacing, pred_mask.ndim)
@@ -204,12 +223,39 @@ def evaluate(
     for column, metric in objects.items():
         table[column] = [case.run_monai(metric, c) for c in range(1, found.n + 1)]
         standard[column] = case.run_monai(metric, None)
+    details = _case_level(case_metrics, pred_mask, gt_array, found, sites, connectivity, spacing, standard)
 
     columns = names + list(objects)
     cc = {m: _cc_mean(table[m].to_numpy(dtype=np.float64), m, objects.get(m), worst) for m in columns}
     if found.n == 0:
         cc = {m: _empty_gt_score(m, len(case.pred_flat) == 0, worst, objects.get(m)) for m in columns}
-    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, columns)
+    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, columns, details)
+
+
+def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing, standard) -> Dict[str, Any]:
+    """Run the case-level comparison metrics and add their scores to ``standard``."""
+    from .components import ComponentCache
+    from .instances import _match, _pq_result
+    from .lesions import BRATS_WORST_HD95, _detection, _lesion_dice
+
+    details: Dict[str, Any] = {}
+    pred_cc = ComponentCache(pred_mask)
+    if sites == "components":
+        gt_cc = ComponentCache(gt_array, known=found, connectivity=connectivity)
+    else:
+        gt_cc = ComponentCache(gt_array != 0)
+    if "pq" in names:
+        gt_instances = found if sites == "labels" else gt_cc(connectivity)
+        r = details["pq"] = _pq_result(_match(pred_cc(connectivity), gt_instances, "iou", 0.5))
+        standard.update(pq=r.pq, sq=r.sq, rq=r.rq)
+    if "lesion_dice" in names:
+        r = details["lesion_dice"] = _lesion_dice(pred_cc, gt_cc, 3, 50.0, spacing, BRATS_WORST_HD95)
+        standard.update(lesion_dice=r.dice, lesion_hd95=r.hd95)
+    if "detection" in names:
+        r = details["detection"] = _detection(pred_cc, gt_cc, connectivity, spacing, None)
+        standard.update(sensitivity=r.sensitivity, precision=r.precision, f1=r.f1,
+                        fp_volume=r.false_positive_volume, fn_volume=r.false_negative_volume)
+    return details
 
 
 class _CaseGeometry:
@@ -304,16 +350,20 @@ def _accepts_spacing(metric: Any) -> bool:
     return any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
 
 
-def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], Dict[str, Any]]:
+def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], List[str], Dict[str, Any]]:
     if isinstance(metrics, str) or not isinstance(metrics, (Sequence, Mapping)):
         metrics = [metrics]
     names: List[str] = []
+    case_metrics: List[str] = []
     objects: Dict[str, Any] = {}
     for m in metrics:
         if isinstance(m, str):
             key = m.lower()
+            if key in CASE_METRICS:
+                case_metrics.append(key)
+                continue
             if key not in BUILTIN_METRICS:
-                raise ValueError(f"unknown metric {m!r}; built-in metrics are {BUILTIN_METRICS}, "
+                raise ValueError(f"unknown metric {m!r}; built-in metrics are {BUILTIN_METRICS + tuple(CASE_METRICS)}, "
                                  f"or pass a MONAI metric object")
             if key not in names:
                 names.append(key)
@@ -324,9 +374,9 @@ def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], Dict[
             objects[column] = copy.deepcopy(m)  # never touch the caller's buffer
         else:
             raise ValueError(f"metrics must be names or MONAI metric objects, got {type(m).__name__}")
-    if not names and not objects:
+    if not names and not objects and not case_metrics:
         raise ValueError("metrics is empty")
-    return names, objects
+    return names, case_metrics, objects
 
 
 def _non_negative(value: float, name: str) -> float:

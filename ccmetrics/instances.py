@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
-from ._inputs import as_binary_mask, as_connectivity, as_label_map, check_same_shape
-from .components import label_components
+from ._inputs import as_binary_mask, as_label_map, check_same_shape
+from .components import Sites, find_sites
 
 MATCHING_RULES = ("iou", "centroid", "max_iou")
 AGGREGATIONS = ("image", "dataset", "group")
@@ -41,28 +41,27 @@ class Overlaps:
         return self.pair_intersection / union
 
 
-def instance_overlaps(pred_instances: np.ndarray, gt_instances: np.ndarray) -> Overlaps:
-    """Count instance sizes and all non-zero pairwise overlaps in one pass.
+def site_overlaps(pred_sites: Sites, gt_sites: Sites) -> Overlaps:
+    """Instance sizes and all non-zero pairwise overlaps, from the voxel lists of both.
 
-    Parameters
-    ----------
-    pred_instances, gt_instances : ndarray of int
-        Instance label maps of the same shape (0 = background, any other values).
-
-    Returns
-    -------
-    Overlaps
+    One gather of the prediction's instance index at every GT voxel: the cost
+    depends on the number of foreground voxels, never on the number of pairs.
     """
-    pred_flat, gt_flat = pred_instances.ravel(), gt_instances.ravel()
-    gt_idx, pred_idx = np.flatnonzero(gt_flat), np.flatnonzero(pred_flat)
-    gt_labels, gt_sizes = np.unique(gt_flat[gt_idx], return_counts=True)
-    pred_labels, pred_sizes = np.unique(pred_flat[pred_idx], return_counts=True)
-    both = gt_idx[pred_flat[gt_idx] != 0]
-    g = np.searchsorted(gt_labels, gt_flat[both])
-    p = np.searchsorted(pred_labels, pred_flat[both])
-    keys, counts = np.unique(g.astype(np.int64) * max(len(pred_labels), 1) + p, return_counts=True)
-    n_pred = max(len(pred_labels), 1)
-    return Overlaps(gt_labels, gt_sizes, pred_labels, pred_sizes, keys // n_pred, keys % n_pred, counts)
+    pred_map = np.zeros(int(np.prod(gt_sites.shape)), dtype=np.int32)
+    pred_map[pred_sites.flat_index] = pred_sites.label
+    at_gt = pred_map[gt_sites.flat_index]
+    both = at_gt > 0
+    g = gt_sites.label[both].astype(np.int64) - 1
+    p = at_gt[both].astype(np.int64) - 1
+    n_pred = max(pred_sites.n, 1)
+    keys, counts = np.unique(g * n_pred + p, return_counts=True)
+    return Overlaps(gt_sites.source_label, gt_sites.volumes, pred_sites.source_label, pred_sites.volumes,
+                    keys // n_pred, keys % n_pred, counts)
+
+
+def instance_overlaps(pred_instances: Any, gt_instances: Any) -> Overlaps:
+    """Instance sizes and all non-zero pairwise overlaps of two instance label maps (voxels)."""
+    return site_overlaps(find_sites(pred_instances, "labels"), find_sites(gt_instances, "labels"))
 
 
 @dataclass(frozen=True)
@@ -111,29 +110,31 @@ def _assign(ov: Overlaps, keep: np.ndarray) -> np.ndarray:
     return np.sort(chosen[chosen >= 0])
 
 
-def _centroid_rule(ov: Overlaps, pred_instances: np.ndarray, gt_instances: np.ndarray) -> np.ndarray:
+def _centroid_rule(ov: Overlaps, pred_sites: Sites, gt_sites: Sites) -> np.ndarray:
     iou = ov.pair_iou
     # for each GT, the overlapping prediction of highest IoU (ties: lowest prediction label)
     order = np.lexsort((ov.pair_pred, -iou, ov.pair_gt))
     first = order[np.r_[True, np.diff(ov.pair_gt[order]) != 0]] if order.size else order
-    # rounded centroid (half up) of every prediction, from one pass over its voxels
-    flat = np.flatnonzero(pred_instances)
-    which = np.searchsorted(ov.pred_labels, pred_instances.ravel()[flat])
-    coords = np.unravel_index(flat, pred_instances.shape)
-    centroid = [np.floor(np.bincount(which, weights=c, minlength=len(ov.pred_labels)) / ov.pred_sizes + 0.5)
-                .astype(np.int64) for c in coords]
-    at = gt_instances[tuple(c[ov.pair_pred[first]] for c in centroid)]
-    return np.sort(first[at == ov.gt_labels[ov.pair_gt[first]]])
+    # rounded centroid (half up) of every prediction
+    coords = pred_sites.coords()
+    which = pred_sites.label - 1
+    centroid = np.stack([np.floor(np.bincount(which, weights=c, minlength=pred_sites.n) / pred_sites.volumes + 0.5)
+                         for c in coords.T], axis=1).astype(np.int64)
+    gt_map = np.zeros(int(np.prod(gt_sites.shape)), dtype=np.int32)
+    gt_map[gt_sites.flat_index] = gt_sites.label
+    at = gt_map[np.ravel_multi_index(tuple(centroid[ov.pair_pred[first]].T), gt_sites.shape)]
+    return np.sort(first[at - 1 == ov.pair_gt[first]])
 
 
-def _match(ov: Overlaps, rule: str, threshold: float, pred_instances=None, gt_instances=None) -> Matching:
+def _match(pred_sites: Sites, gt_sites: Sites, rule: str, threshold: float) -> Matching:
+    ov = site_overlaps(pred_sites, gt_sites)
     if rule == "iou":
         keep = ov.pair_iou > threshold
         chosen = np.flatnonzero(keep) if threshold >= 0.5 else _assign(ov, keep)
     elif rule == "max_iou":
         chosen = _assign(ov, ov.pair_intersection > 0)
     else:
-        chosen = _centroid_rule(ov, pred_instances, gt_instances)
+        chosen = _centroid_rule(ov, pred_sites, gt_sites)
     g, p = ov.pair_gt[chosen], ov.pair_pred[chosen]
     pairs = pd.DataFrame({"gt_label": ov.gt_labels[g], "pred_label": ov.pred_labels[p],
                           "iou": ov.pair_iou[chosen], "intersection": ov.pair_intersection[chosen]})
@@ -185,7 +186,7 @@ def match_instances(pred_instances: Any, gt_instances: Any, rule: str = "iou", t
     threshold = _check_rule(rule, threshold)
     pred_map, gt_map = as_label_map(pred_instances, "pred_instances"), as_label_map(gt_instances, "gt_instances")
     check_same_shape(pred_map, gt_map)
-    return _match(instance_overlaps(pred_map, gt_map), rule, threshold, pred_map, gt_map)
+    return _match(find_sites(pred_map, "labels"), find_sites(gt_map, "labels"), rule, threshold)
 
 
 @dataclass(frozen=True)
@@ -222,11 +223,10 @@ def _pq_result(m: Matching) -> PQResult:
     return PQResult(pq, sq, rq, m.tp, m.fp, m.fn, iou_sum, m.pairs)
 
 
-def _instances(x: Any, name: str, instances: bool, connectivity: Optional[int]) -> np.ndarray:
+def _instances(x: Any, name: str, instances: bool, connectivity: Optional[int]) -> Sites:
     if instances:
-        return as_label_map(x, name)
-    mask = as_binary_mask(x, name)
-    return label_components(mask, as_connectivity(connectivity, mask.ndim))[0]
+        return find_sites(as_label_map(x, name), "labels")
+    return find_sites(as_binary_mask(x, name), "components", connectivity)
 
 
 def panoptic_quality(
@@ -272,10 +272,11 @@ def panoptic_quality(
     (1.0, 3, 0, 0)
     """
     threshold = _check_rule(rule, threshold)
-    pred_map = _instances(pred, "pred", instances, connectivity)
-    gt_map = _instances(gt, "gt", instances, connectivity)
-    check_same_shape(pred_map, gt_map)
-    return _pq_result(_match(instance_overlaps(pred_map, gt_map), rule, threshold, pred_map, gt_map))
+    pred_sites = _instances(pred, "pred", instances, connectivity)
+    gt_sites = _instances(gt, "gt", instances, connectivity)
+    if pred_sites.shape != gt_sites.shape:
+        raise ValueError(f"pred and gt must have the same shape, got {pred_sites.shape} and {gt_sites.shape}")
+    return _pq_result(_match(pred_sites, gt_sites, rule, threshold))
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,7 @@ def multiclass_pq(
         for k in classes:
             p_k = np.where(np.isin(p_inst, p_labels[p_of == k]), p_inst, 0)
             g_k = np.where(np.isin(g_inst, g_labels[g_of == k]), g_inst, 0)
-            m = _match(instance_overlaps(p_k, g_k), rule, threshold, p_k, g_k)
+            m = _match(find_sites(p_k, "labels"), find_sites(g_k, "labels"), rule, threshold)
             counts[i, k - 1] = (m.tp, m.fp, m.fn, m.pairs["iou"].sum())
 
     def class_pq(c: np.ndarray) -> np.ndarray:  # (..., 4) counts -> PQ per class, NaN where absent

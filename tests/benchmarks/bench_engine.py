@@ -6,6 +6,8 @@ What it measures, on the synthetic benchmark case ``ccmetrics.synthetic.lesion_c
 1. wall time of ``ccmetrics.evaluate(pred, gt, ["dice", "nsd", "hd95"])``: the first
    (cold) call of the process, which includes lazy imports and first-use overhead,
    and the median of ``--repeats`` further calls;
+   and of the comparison metrics (``panoptic_quality``, ``lesion_dice``,
+   ``detection``, and ``evaluate`` with all of them), first call and median;
 2. wall time of the reference implementation (PyPI ``ccmetrics==0.0.3``, import name
    ``CCMetrics``): ``CCDiceMetric``, ``CCHausdorffDistance95Metric`` and
    ``CCSurfaceDiceMetric`` each called once on one-hot tensors (1, 2, D, H, W), then
@@ -97,6 +99,29 @@ def time_ours(pred: np.ndarray, gt: np.ndarray, repeats: int):
         result = run_ours(pred, gt)
         warm.append(time.perf_counter() - start)
     return cold, warm, result
+
+
+def time_comparison_metrics(pred: np.ndarray, gt: np.ndarray, repeats: int) -> List[Tuple[str, float, float]]:
+    """(name, cold seconds, warm median seconds) of each comparison metric on the case."""
+    calls = [
+        ("panoptic_quality", lambda: ccmetrics.panoptic_quality(pred, gt)),
+        ("lesion_dice", lambda: ccmetrics.lesion_dice(pred, gt)),
+        ("detection", lambda: ccmetrics.detection(pred, gt)),
+        ("evaluate, all metrics", lambda: ccmetrics.evaluate(
+            pred, gt, METRICS + ["pq", "lesion_dice", "detection"])),
+    ]
+    rows = []
+    for name, call in calls:
+        start = time.perf_counter()
+        call()
+        cold = time.perf_counter() - start
+        warm = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            warm.append(time.perf_counter() - start)
+        rows.append((name, cold, statistics.median(warm)))
+    return rows
 
 
 # ----------------------------------------------------------------------------- reference
@@ -305,6 +330,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f"warm, {args.repeats} runs: median {ours_s:.3f} s "
           f"(min {min(warm):.3f}, max {max(warm):.3f})")
     print("CC means: " + ", ".join(f"{m} {result.cc[m]:.4f}" for m in METRICS))
+
+    print("\n== comparison metrics (first call / median of warm calls)")
+    for name, cold_s, warm_s in time_comparison_metrics(pred, gt, args.repeats):
+        print(f"{name:>22}: {cold_s:.3f} s / {warm_s:.3f} s")
 
     ref_s = None
     if not args.skip_reference:
