@@ -175,3 +175,21 @@ def test_summary_table():
     table = result.summary()
     assert table.loc["dice", "cc"] == 1.0 and table.loc["hd95", "standard"] == 0.0
     assert "1 components" in repr(result)
+
+
+def test_instance_sites_do_not_depend_on_label_values_without_ties():
+    rng = np.random.default_rng(4)
+    labels = np.zeros((60, 60), np.int32)
+    for lab, (r, c) in zip([3, 8, 5, 11], [(5, 5), (5, 40), (40, 8), (42, 45)]):
+        labels[r:r + 9, c:c + 7] = lab
+    pred = np.roll(labels > 0, 2, axis=1) | (rng.random(labels.shape) < 0.01)
+    _, tie = brute_force_partition(np.searchsorted([0, 3, 5, 8, 11], labels).astype(np.int32))
+    assert not (tie & pred).any()
+    reference = evaluate(pred, labels, ALL_METRICS, sites="labels")
+    relabel = np.zeros(12, np.int32)
+    relabel[[3, 8, 5, 11]] = [40, 2, 17, 9]
+    permuted = evaluate(pred, relabel[labels], ALL_METRICS, sites="labels")
+    by_original = permuted.per_component.set_index("gt_label").loc[relabel[[3, 5, 8, 11]]]
+    for name in ALL_METRICS:
+        np.testing.assert_array_equal(by_original[name].to_numpy(), reference.per_component[name].to_numpy())
+    assert permuted.cc == pytest.approx(reference.cc)

@@ -187,3 +187,23 @@ def test_evaluate_adds_case_level_scores_side_by_side():
     table = r.summary()
     assert table.loc["pq", "standard"] == pq.pq and math.isnan(table.loc["pq", "cc"])
     assert table.loc["dice", "cc"] == r.cc["dice"]
+
+
+def test_2d_lesion_dice_and_detection():
+    gt = np.zeros((40, 40), bool)
+    gt[5:15, 5:15] = True  # 100 px lesion
+    gt[30:33, 30:33] = True  # 9 px, below the threshold of 50
+    pred = np.zeros_like(gt)
+    pred[6:15, 5:15] = True  # 90 px inside the big lesion
+    pred[0, 39] = True  # far false positive
+    r = lesion_dice(pred, gt)
+    assert r.per_lesion["counted"].tolist() == [True, False]
+    assert (r.tp, r.fp, r.fn) == (1, 1, 0)
+    assert r.dice == pytest.approx((2 * 90 / 190) / 2)
+    block, lesion = pred.copy(), gt.copy()
+    block[0, 39] = False
+    lesion[30:33, 30:33] = False
+    assert r.hd95 == pytest.approx((monai_metrics(block, lesion)["hd95"] + 374) / 2)
+    d = detection(pred, gt)
+    assert (d.tp, d.fn, d.fp, d.n_pred_components) == (1, 1, 1, 2)
+    assert (d.false_positive_volume, d.false_negative_volume) == (1.0, 9.0)
