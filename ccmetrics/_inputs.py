@@ -58,8 +58,8 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
                 bad = hi if hi > 1 else lo
                 raise ValueError(
                     f"{name} must be a binary mask (0/1), but it holds the value {int(bad)}; "
-                    f"for a label map pass classes=[...] to evaluate, or a mask such as "
-                    f"{name} == label"
+                    f"for a class label map pass classes=[...] to evaluate, for a GT instance map "
+                    f"sites='labels', or pass a mask such as {name} == label"
                 )
         if arr.itemsize == 1:  # 0/1 bytes are valid booleans: no copy
             return np.ascontiguousarray(arr).view(bool)
