@@ -137,6 +137,17 @@ def as_sites_mode(sites: str) -> str:
     return sites
 
 
+def as_non_negative(value: Any, name: str) -> float:
+    """Validate a finite number >= 0 (a tolerance or a distance)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(out) or out < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return out
+
+
 def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]]) -> float:
     """Length of the image diagonal, ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm."""
     s = spacing if spacing is not None else (1.0,) * len(shape)

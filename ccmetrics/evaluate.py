@@ -31,6 +31,7 @@ import pandas as pd
 
 from ._inputs import (
     as_binary_mask,
+    as_non_negative,
     as_label_map,
     as_sites_mode,
     as_spacing,
@@ -195,14 +196,14 @@ def evaluate(
                        worst_distance=worst_distance)
         return {int(c): evaluate(pred_map == c, gt_map == c, metrics, **options) for c in classes}
 
-    names, case_metrics, objects = _parse_metrics(metrics)
+    names, case_metrics, objects = parse_metrics(metrics)
     gt_array = as_label_map(gt, "gt") if as_sites_mode(sites) == "labels" else as_binary_mask(gt, "gt")
     found = find_sites(gt_array, sites, connectivity)
     pred_mask = as_binary_mask(pred, "pred")
     check_same_shape(pred_mask, np.empty(found.shape, dtype=bool))
     spacing = as_spacing(spacing, pred_mask.ndim)
-    tolerance = _non_negative(nsd_tolerance, "nsd_tolerance")
-    worst = image_diagonal(found.shape, spacing) if worst_distance is None else _non_negative(
+    tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
+    worst = image_diagonal(found.shape, spacing) if worst_distance is None else as_non_negative(
         worst_distance, "worst_distance")
 
     case = _CaseGeometry(pred_mask, found, spacing)
@@ -350,7 +351,11 @@ def _accepts_spacing(metric: Any) -> bool:
     return any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
 
 
-def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], List[str], Dict[str, Any]]:
+def parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], List[str], Dict[str, Any]]:
+    """Split a metrics argument into built-in names, case-level names and MONAI objects (by column name).
+
+    Raises ``ValueError`` for unknown names, other objects and an empty list.
+    """
     if isinstance(metrics, str) or not isinstance(metrics, (Sequence, Mapping)):
         metrics = [metrics]
     names: List[str] = []
@@ -379,13 +384,6 @@ def _parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], List[
     return names, case_metrics, objects
 
 
-def _non_negative(value: float, name: str) -> float:
-    value = float(value)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-    return value
-
-
 def _component_table(found: Sites, spacing, sites: str) -> pd.DataFrame:
     table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name="component"))
     table["volume"] = found.volumes
@@ -396,9 +394,13 @@ def _component_table(found: Sites, spacing, sites: str) -> pd.DataFrame:
     return table
 
 
-def _is_distance(name: str, metric: Any) -> bool:
-    if metric is None:
-        return name in DISTANCE_METRICS
+def is_distance_metric(metric: Any) -> bool:
+    """True for a distance metric (a built-in name or a MONAI Hausdorff/SurfaceDistance object).
+
+    Their missing values (inf, or MONAI's nan for HD95) count as the worst distance in CC means.
+    """
+    if isinstance(metric, str):
+        return metric in DISTANCE_METRICS
     from monai.metrics import HausdorffDistanceMetric, SurfaceDistanceMetric
 
     return isinstance(metric, (HausdorffDistanceMetric, SurfaceDistanceMetric))
@@ -407,7 +409,7 @@ def _is_distance(name: str, metric: Any) -> bool:
 def _cc_mean(values: np.ndarray, name: str, metric: Any, worst: float) -> float:
     if values.size == 0:
         return math.nan
-    if _is_distance(name, metric):
+    if is_distance_metric(name if metric is None else metric):
         values = np.where(np.isfinite(values), values, worst)
     return float(values.mean())
 

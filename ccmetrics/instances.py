@@ -9,8 +9,10 @@ match, and never counting predictions of a class absent from an image's GT.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -424,18 +426,15 @@ def multiclass_pq(
         units = counts
         unit_names = pd.RangeIndex(n_images, name="image")
     unit_class_pq = class_pq(units)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            unit_pq = np.nanmean(unit_class_pq, axis=1) if n_classes else np.full(len(units), np.nan)
-            if aggregation == "dataset":
-                per_class_pq = class_pq(pooled)
-                pq, n_undefined = np.nanmean(per_class_pq), int(np.isnan(per_class_pq).sum())
-            else:
-                per_class_pq = np.nanmean(unit_class_pq, axis=0) if len(units) else np.full(n_classes, np.nan)
-                pq, n_undefined = np.nanmean(unit_pq), int(np.isnan(unit_pq).sum())
+    with warnings.catch_warnings():  # nanmean of all-NaN rows is NaN, as intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        unit_pq = np.nanmean(unit_class_pq, axis=1) if n_classes else np.full(len(units), np.nan)
+        if aggregation == "dataset":
+            per_class_pq = class_pq(pooled)
+            pq, n_undefined = np.nanmean(per_class_pq), int(np.isnan(per_class_pq).sum())
+        else:
+            per_class_pq = np.nanmean(unit_class_pq, axis=0) if len(units) else np.full(n_classes, np.nan)
+            pq, n_undefined = np.nanmean(unit_pq), int(np.isnan(unit_pq).sum())
     per_class = pd.DataFrame(pooled, columns=["tp", "fp", "fn", "iou_sum"], index=pd.Index(classes, name="class"))
     per_class[["tp", "fp", "fn"]] = per_class[["tp", "fp", "fn"]].astype(np.int64)
     per_class["pq"] = per_class_pq

@@ -1,6 +1,5 @@
 """Instance matching and Panoptic Quality: hand-computed cases, MoNuSAC pitfalls, brute force."""
 
-import itertools
 
 import numpy as np
 import pytest

@@ -28,7 +28,8 @@ from monai.metrics import (
     SurfaceDistanceMetric,
 )
 
-from .metric import CCMetric, is_distance_metric
+from ..evaluate import is_distance_metric
+from .metric import CCMetric
 
 __all__ = [
     "CCBaseMetric",

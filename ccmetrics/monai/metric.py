@@ -17,16 +17,15 @@ Two buffers are kept:
 
 from __future__ import annotations
 
-import math
 from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import torch
-from monai.metrics import CumulativeIterationMetric, HausdorffDistanceMetric, SurfaceDistanceMetric
+from monai.metrics import CumulativeIterationMetric
 from monai.utils import MetricReduction, look_up_option
 
-from .._inputs import as_spacing, to_numpy
-from ..evaluate import BUILTIN_METRICS, DISTANCE_METRICS, evaluate
+from .._inputs import as_non_negative, as_spacing, to_numpy
+from ..evaluate import evaluate, is_distance_metric, parse_metrics
 
 __all__ = ["CCMetric"]
 
@@ -49,36 +48,16 @@ def metric_column(metric: Any) -> str:
     return metric if isinstance(metric, str) else type(metric).__name__
 
 
-def is_distance_metric(metric: Any) -> bool:
-    """True for metrics whose missing values (inf/nan) count as the worst distance, as in ``evaluate``."""
-    if isinstance(metric, str):
-        return metric in DISTANCE_METRICS
-    return isinstance(metric, (HausdorffDistanceMetric, SurfaceDistanceMetric))
-
-
 def check_metric(metric: Any) -> Any:
     """Validate a metric argument: a built-in name (returned lower-cased) or a MONAI metric object."""
-    if isinstance(metric, str):
-        key = metric.lower()
-        if key not in BUILTIN_METRICS:
-            raise ValueError(f"unknown metric {metric!r}; built-in metrics are {BUILTIN_METRICS}, "
-                             f"or pass a MONAI metric object such as SurfaceDistanceMetric(symmetric=True)")
-        return key
-    if callable(metric) and hasattr(metric, "_compute_tensor"):
-        return metric
-    raise ValueError(f"metric must be a name or a MONAI metric object, got {type(metric).__name__}")
+    names, case_level, objects = parse_metrics([metric])
+    if case_level:
+        raise ValueError(f"{metric!r} is a case-level metric without components; use ccmetrics.evaluate for it")
+    return names[0] if names else metric
 
 
 def check_non_negative(value: Optional[float], name: str, allow_none: bool = False) -> Optional[float]:
-    if value is None and allow_none:
-        return None
-    try:
-        out = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(out) or out < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return out
+    return None if value is None and allow_none else as_non_negative(value, name)
 
 
 def evaluate_channel(pred: np.ndarray, gt: np.ndarray, metric: Any, spacing: Optional[Tuple[float, ...]],
