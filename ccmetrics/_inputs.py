@@ -26,6 +26,8 @@ def to_numpy(x: Any, name: str) -> np.ndarray:
         t = x.detach().cpu()
         if hasattr(t, "as_tensor"):  # MetaTensor -> plain tensor
             t = t.as_tensor()
+        if str(t.dtype) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
+            t = t.float()  # no numpy equivalent; 0/1 and integers are exact in float32
         return t.numpy()
     if isinstance(x, (list, tuple)):
         return np.asarray(x)

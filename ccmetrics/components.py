@@ -68,6 +68,30 @@ def _group(shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.nd
     return Sites(tuple(shape), flat_index[order], label, starts, source_label)
 
 
+_PAD_BELOW = 1 << 20  # arrays up to this many voxels are always padded before cc3d (a cheap copy)
+
+
+def cc3d_label(mask: np.ndarray, connectivity: int) -> Tuple[np.ndarray, int]:
+    """``cc3d.connected_components`` on a boolean array, with a guard for a cc3d bug.
+
+    cc3d 4.1 fails ("maximum length exception") on some small, sparse arrays,
+    e.g. ``[1, 0, 1]`` of shape (3, 1, 1) or the 8 corners of a 3x3x3 cube at
+    26-connectivity.  A one-voxel background border avoids it and changes no
+    component: small arrays are always padded, large ones only on failure.
+    """
+    def padded() -> Tuple[np.ndarray, int]:
+        labels, n = cc3d.connected_components(np.pad(mask, 1), connectivity=connectivity, return_N=True,
+                                              binary_image=True)
+        return labels[tuple(slice(1, 1 + size) for size in mask.shape)], n
+
+    if mask.size <= _PAD_BELOW:
+        return padded()
+    try:
+        return cc3d.connected_components(mask, connectivity=connectivity, return_N=True, binary_image=True)
+    except RuntimeError:  # pragma: no cover (not seen on large arrays)
+        return padded()
+
+
 def _component_sites(mask: np.ndarray, connectivity: int) -> Sites:
     flat = np.flatnonzero(mask)
     if flat.size == 0:
@@ -76,7 +100,7 @@ def _component_sites(mask: np.ndarray, connectivity: int) -> Sites:
     lo = [int(c.min()) for c in coords]
     hi = [int(c.max()) + 1 for c in coords]
     crop = mask[tuple(slice(a, b) for a, b in zip(lo, hi))]
-    labelled, n = cc3d.connected_components(crop, connectivity=connectivity, return_N=True, binary_image=True)
+    labelled, n = cc3d_label(crop, connectivity)
     raw = labelled[tuple(c - a for c, a in zip(coords, lo))]
     # renumber in raster order of the first voxel (flat is sorted, so first occurrence = first voxel)
     _, first = np.unique(raw, return_index=True)

@@ -11,13 +11,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
-import cc3d
 import numpy as np
 import pandas as pd
 from scipy import ndimage
 
 from ._inputs import as_binary_mask, as_connectivity, as_spacing, check_same_shape
-from .components import ComponentCache, Sites
+from .components import ComponentCache, Sites, cc3d_label
 from .overlap import overlap_scores
 from .surface import directed_distances, face_edges, physical, surface_scores
 
@@ -234,9 +233,12 @@ def lesion_dice(
     pred, gt : array_like or torch.Tensor
         Binary masks, 2D or 3D.
     dilation : int
-        Dilation iterations: 3 for glioma (default), 1 for metastases and meningioma.
+        Dilation iterations: 3 for glioma (default), 1 for metastases and
+        meningioma; 0 means no dilation (unlike scipy's ``iterations=0``,
+        which dilates until nothing changes).
     min_volume : float
-        Lesion volume threshold: 50 mm³ for glioma (default), 2 for metastases.
+        Lesion volume threshold: 50 mm³ for glioma (default), 2 for
+        metastases.  Without a spacing it is in voxels.
     spacing : float or sequence of float, optional
         Voxel spacing in mm, for lesion volumes and HD95 (voxel units otherwise).
     worst_hd95 : float
@@ -269,7 +271,7 @@ def lesion_dice(
 def _lesion_dice(pred_cc: ComponentCache, gt_cc: ComponentCache, dilation, min_volume, spacing, worst_hd95):
     pred_mask, gt_mask = pred_cc.mask, gt_cc.mask
     if int(dilation) != dilation or dilation < 0:
-        raise ValueError(f"dilation must be a non-negative integer, got {dilation}")
+        raise ValueError(f"dilation must be a non-negative integer, got {dilation!r}")
     ndim = gt_mask.ndim
     full = as_connectivity(None, ndim)
     structure = ndimage.generate_binary_structure(ndim, 2)
@@ -286,7 +288,7 @@ def _lesion_dice(pred_cc: ComponentCache, gt_cc: ComponentCache, dilation, min_v
         dilated = np.zeros(tuple(hi - lo), dtype=bool)
         for box, local in dilations:
             dilated[tuple(slice(s.start - a, s.stop - a) for s, a in zip(box, lo))] |= local
-        merged = cc3d.connected_components(dilated, connectivity=full)
+        merged, _ = cc3d_label(dilated, full)
         raw_lesion = merged[tuple(np.stack(np.unravel_index(first_voxel, gt_sites.shape)) - lo[:, None])]
         del merged, dilated
     # lesions numbered in raster order of their first GT voxel

