@@ -10,6 +10,7 @@ match, and never counting predictions of a class absent from an image's GT.
 from __future__ import annotations
 
 import warnings
+from functools import cached_property
 
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
@@ -37,7 +38,7 @@ class Overlaps:
     pair_pred: np.ndarray  # index into pred_labels
     pair_intersection: np.ndarray
 
-    @property
+    @cached_property
     def pair_iou(self) -> np.ndarray:
         union = self.gt_sizes[self.pair_gt] + self.pred_sizes[self.pair_pred] - self.pair_intersection
         return self.pair_intersection / union
