@@ -38,6 +38,7 @@ from ._inputs import (
     check_same_shape,
     image_diagonal,
 )
+from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score
 from .components import Sites, find_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
 from .partition import assign_nearest
@@ -45,15 +46,12 @@ from .surface import SURFACE_METRICS, directed_distances, face_edges, physical, 
 
 #: metrics computed natively, per component and globally
 BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
-#: case-level comparison metrics that add entries to ``CaseResult.standard``
+#: case-level comparison metrics and the scores they add to ``CaseResult.case_scores``
 CASE_METRICS = {
     "pq": ("pq", "sq", "rq"),
     "lesion_dice": ("lesion_dice", "lesion_hd95"),
     "detection": ("sensitivity", "precision", "f1", "fp_volume", "fn_volume"),
 }
-#: metrics whose missing values (inf) are replaced by the worst distance when averaging
-DISTANCE_METRICS = ("hd", "hd95", "assd")
-_BEST = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
 
 
 @dataclass
@@ -65,15 +63,20 @@ class CaseResult:
     per_component : pandas.DataFrame
         One row per GT component (index ``component``, 1..K in raster order):
         ``volume`` (voxels), ``volume_mm3`` (when a spacing is given),
-        ``gt_label`` (with ``sites="labels"``), then one column per metric with
-        the raw value of that component's region: distances are ``inf`` when
-        the region holds no prediction.
+        ``gt_label`` (with ``sites="labels"``), ``detected`` (the component
+        overlaps the prediction), then one column per metric with the raw
+        value of that component's region: distances are ``inf`` when the
+        region holds no prediction.
     cc : dict
         Metric name -> CC-metric: the mean over components, with infinite
         distances replaced by ``worst_distance``.
     standard : dict
         Metric name -> the usual global metric on the whole image (both masks
         empty: the best value; exactly one empty: Dice/IoU/NSD 0, distances inf).
+    case_scores : dict
+        Scores of the case-level comparison metrics asked for (no CC version):
+        ``pq``, ``sq``, ``rq``; ``lesion_dice``, ``lesion_hd95``;
+        ``sensitivity``, ``precision``, ``f1``, ``fp_volume``, ``fn_volume``.
     n_components : int
         Number of GT components K.
     empty_gt : bool
@@ -89,6 +92,8 @@ class CaseResult:
         Value used for missing distances (voxels, or mm with a spacing).
     spacing : tuple of float or None
         Voxel spacing used for distances and volumes.
+    pred_volume : int
+        Prediction voxels in the image (for an empty GT: the false-positive volume).
     """
 
     per_component: pd.DataFrame
@@ -100,15 +105,66 @@ class CaseResult:
     spacing: Optional[Tuple[float, ...]] = None
     metrics: List[str] = field(default_factory=list)
     details: Dict[str, Any] = field(default_factory=dict)
+    case_scores: Dict[str, float] = field(default_factory=dict)
+    pred_volume: int = 0
 
     def summary(self) -> pd.DataFrame:
-        """Table with one row per score and columns ``standard`` and ``cc`` (NaN where not defined)."""
-        rows = list(dict.fromkeys(list(self.cc) + list(self.standard)))
+        """Table with one row per score and columns ``standard`` and ``cc`` (NaN where not defined).
+
+        Case-level scores (PQ, Lesion Dice, detection) have no CC version and
+        appear in the ``standard`` column.
+        """
+        standard = {**self.standard, **self.case_scores}
+        rows = list(dict.fromkeys(list(self.cc) + list(standard)))
         return pd.DataFrame(
-            {"standard": [self.standard.get(m, np.nan) for m in rows],
+            {"standard": [standard.get(m, np.nan) for m in rows],
              "cc": [self.cc.get(m, np.nan) for m in rows]},
             index=pd.Index(rows, name="metric"),
         )
+
+    def to_frame(self, case: Optional[str] = None, class_value: int = 1) -> pd.DataFrame:
+        """The per-component table in the tidy data-set format, ready to concatenate across cases.
+
+        Columns: ``case``, ``class``, ``component``, ``volume`` (voxels),
+        ``volume_mm3`` (NaN without a spacing), ``gt_label`` (with
+        ``sites="labels"``), ``detected``, ``worst_distance`` (what a missed
+        lesion's distances count as in means), then the metrics' raw values.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ccmetrics import evaluate
+        >>> gt = np.zeros((12, 12), bool); gt[1:4, 1:4] = True; gt[8:10, 8:10] = True
+        >>> frame = evaluate(gt.copy(), gt, ["dice"]).to_frame("case_01")
+        >>> print(frame[["case", "class", "component", "volume", "detected", "dice"]].to_string(index=False))
+           case  class  component  volume  detected  dice
+        case_01      1          1       9      True   1.0
+        case_01      1          2       4      True   1.0
+        """
+        table = self.per_component.reset_index()
+        if "volume_mm3" not in table:
+            table.insert(table.columns.get_loc("volume") + 1, "volume_mm3", np.nan)
+        table.insert(0, "case", case)
+        table.insert(1, "class", int(class_value))
+        metrics = [c for c in table.columns if c in self.metrics]
+        others = [c for c in table.columns if c not in self.metrics]
+        table["worst_distance"] = float(self.worst_distance)
+        return table[others + ["worst_distance"] + metrics]
+
+    def case_row(self) -> Dict[str, Any]:
+        """One row of the tidy per-case table: counts, global (``m``), CC (``cc_m``) and case-level scores.
+
+        Keys: ``n_components``, ``empty_gt``, ``pred_volume`` (voxels),
+        ``worst_distance``, then for each metric ``m`` the global value ``m``
+        and the CC value ``cc_m``, then :attr:`case_scores`.
+        """
+        row: Dict[str, Any] = {"n_components": self.n_components, "empty_gt": self.empty_gt,
+                               "pred_volume": self.pred_volume, "worst_distance": float(self.worst_distance)}
+        for m in self.metrics:
+            row[m] = self.standard.get(m, np.nan)
+            row[f"cc_{m}"] = self.cc.get(m, np.nan)
+        row.update(self.case_scores)
+        return row
 
     def __repr__(self) -> str:
         flag = ", empty GT" if self.empty_gt else ""
@@ -208,6 +264,7 @@ def evaluate(
 
     case = _CaseGeometry(pred_mask, found, spacing)
     table = _component_table(found, spacing, sites)
+    table["detected"] = case.intersection > 0
     standard: Dict[str, float] = {}
     need_surface = [m for m in names if m in SURFACE_METRICS]
     for name in names:
@@ -224,17 +281,21 @@ def evaluate(
     for column, metric in objects.items():
         table[column] = [case.run_monai(metric, c) for c in range(1, found.n + 1)]
         standard[column] = case.run_monai(metric, None)
-    details = _case_level(case_metrics, pred_mask, gt_array, found, sites, connectivity, spacing, standard)
+    case_scores: Dict[str, float] = {}
+    details = _case_level(case_metrics, pred_mask, gt_array, found, sites, connectivity, spacing, case_scores)
 
     columns = names + list(objects)
-    cc = {m: _cc_mean(table[m].to_numpy(dtype=np.float64), m, objects.get(m), worst) for m in columns}
+    kinds = {m: objects.get(m, m) for m in columns}  # a built-in name, or the MONAI object behind a column
     if found.n == 0:
-        cc = {m: _empty_gt_score(m, len(case.pred_flat) == 0, worst, objects.get(m)) for m in columns}
-    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, columns, details)
+        cc = {m: empty_gt_score(kinds[m], len(case.pred_flat) == 0, worst) for m in columns}
+    else:
+        cc = {m: cc_mean(table[m], kinds[m], worst) for m in columns}
+    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, columns, details, case_scores,
+                      len(case.pred_flat))
 
 
-def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing, standard) -> Dict[str, Any]:
-    """Run the case-level comparison metrics and add their scores to ``standard``."""
+def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing, scores) -> Dict[str, Any]:
+    """Run the case-level comparison metrics and add their scores to ``scores``."""
     from .components import ComponentCache
     from .instances import _match, _pq_result
     from .lesions import BRATS_WORST_HD95, _detection, _lesion_dice
@@ -248,13 +309,13 @@ def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing,
     if "pq" in names:
         gt_instances = found if sites == "labels" else gt_cc(connectivity)
         r = details["pq"] = _pq_result(_match(pred_cc(connectivity), gt_instances, "iou", 0.5))
-        standard.update(pq=r.pq, sq=r.sq, rq=r.rq)
+        scores.update(pq=r.pq, sq=r.sq, rq=r.rq)
     if "lesion_dice" in names:
         r = details["lesion_dice"] = _lesion_dice(pred_cc, gt_cc, 3, 50.0, spacing, BRATS_WORST_HD95)
-        standard.update(lesion_dice=r.dice, lesion_hd95=r.hd95)
+        scores.update(lesion_dice=r.dice, lesion_hd95=r.hd95)
     if "detection" in names:
         r = details["detection"] = _detection(pred_cc, gt_cc, connectivity, spacing, None)
-        standard.update(sensitivity=r.sensitivity, precision=r.precision, f1=r.f1,
+        scores.update(sensitivity=r.sensitivity, precision=r.precision, f1=r.f1,
                         fp_volume=r.false_positive_volume, fn_volume=r.false_negative_volume)
     return details
 
@@ -392,31 +453,3 @@ def _component_table(found: Sites, spacing, sites: str) -> pd.DataFrame:
     if sites == "labels":
         table["gt_label"] = found.source_label
     return table
-
-
-def is_distance_metric(metric: Any) -> bool:
-    """True for a distance metric (a built-in name or a MONAI Hausdorff/SurfaceDistance object).
-
-    Their missing values (inf, or MONAI's nan for HD95) count as the worst distance in CC means.
-    """
-    if isinstance(metric, str):
-        return metric in DISTANCE_METRICS
-    from monai.metrics import HausdorffDistanceMetric, SurfaceDistanceMetric
-
-    return isinstance(metric, (HausdorffDistanceMetric, SurfaceDistanceMetric))
-
-
-def _cc_mean(values: np.ndarray, name: str, metric: Any, worst: float) -> float:
-    if values.size == 0:
-        return math.nan
-    if is_distance_metric(name if metric is None else metric):
-        values = np.where(np.isfinite(values), values, worst)
-    return float(values.mean())
-
-
-def _empty_gt_score(name: str, pred_empty: bool, worst: float, metric: Any) -> float:
-    if metric is not None:
-        return math.nan
-    if pred_empty:
-        return _BEST[name]
-    return worst if name in DISTANCE_METRICS else 0.0

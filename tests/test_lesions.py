@@ -180,9 +180,9 @@ def test_evaluate_adds_case_level_scores_side_by_side():
     pq = panoptic_quality(pred, gt)
     ld = lesion_dice(pred, gt, spacing=spacing)
     det = detection(pred, gt, spacing=spacing)
-    assert (r.standard["pq"], r.standard["sq"], r.standard["rq"]) == (pq.pq, pq.sq, pq.rq)
-    assert (r.standard["lesion_dice"], r.standard["lesion_hd95"]) == (ld.dice, ld.hd95)
-    assert r.standard["fp_volume"] == det.false_positive_volume and r.standard["f1"] == det.f1
+    assert (r.case_scores["pq"], r.case_scores["sq"], r.case_scores["rq"]) == (pq.pq, pq.sq, pq.rq)
+    assert (r.case_scores["lesion_dice"], r.case_scores["lesion_hd95"]) == (ld.dice, ld.hd95)
+    assert r.case_scores["fp_volume"] == det.false_positive_volume and r.case_scores["f1"] == det.f1
     assert set(r.details) == {"pq", "lesion_dice", "detection"}
     table = r.summary()
     assert table.loc["pq", "standard"] == pq.pq and math.isnan(table.loc["pq", "cc"])

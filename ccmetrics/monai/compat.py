@@ -28,7 +28,7 @@ from monai.metrics import (
     SurfaceDistanceMetric,
 )
 
-from ..evaluate import is_distance_metric
+from ..aggregation import fill_missing, is_distance_metric
 from .metric import CCMetric
 
 __all__ = [
@@ -212,7 +212,7 @@ class CCBaseMetric:
         mode = _check_mode(self.cc_reduction if mode is None else mode)
         if not self.buffer_collection:
             raise ValueError("nothing to aggregate: call the metric on a batch first")
-        cleaned = [torch.where(torch.isfinite(x), x, torch.tensor(w, dtype=torch.float32)).reshape(-1, 1)
+        cleaned = [torch.from_numpy(fill_missing(x.cpu().numpy(), w)).reshape(-1, 1)
                    for x, w in zip(self.buffer_collection, self._worst)]
         if mode == "patient":
             return torch.stack([x.mean() for x in cleaned])

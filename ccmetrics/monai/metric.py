@@ -25,7 +25,8 @@ from monai.metrics import CumulativeIterationMetric
 from monai.utils import MetricReduction, look_up_option
 
 from .._inputs import as_non_negative, as_spacing, to_numpy
-from ..evaluate import evaluate, is_distance_metric, parse_metrics
+from ..aggregation import cc_values
+from ..evaluate import evaluate, parse_metrics
 
 __all__ = ["CCMetric"]
 
@@ -70,10 +71,8 @@ def evaluate_channel(pred: np.ndarray, gt: np.ndarray, metric: Any, spacing: Opt
     raw = np.array(result.per_component[column], dtype=np.float64)  # a writable copy
     if result.empty_gt:
         pooled = np.array([value])  # one entry per empty-GT image, as in the published code
-    elif is_distance_metric(metric):
-        pooled = np.where(np.isfinite(raw), raw, result.worst_distance)  # what ``cc`` averages
     else:
-        pooled = raw
+        pooled = cc_values(raw, metric, result.worst_distance)  # what ``cc`` averages
     return ChannelResult(value, raw, pooled, float(result.worst_distance), bool(result.empty_gt),
                          not bool(pred.any()))
 

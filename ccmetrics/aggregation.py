@@ -1,0 +1,92 @@
+"""How CC values are averaged: the one home of the aggregation rules.
+
+Every place that averages per-component values (``evaluate``'s case means,
+``ccmetrics.monai``'s buffers, the data-set tables and their statistics) calls
+these functions, so the rules exist once:
+
+* **Missed lesion.** A GT component whose region holds no prediction has
+  infinite distances (HD, HD95, ASSD; MONAI gives NaN for HD95). When
+  averaging, every non-finite distance counts as the case's *worst distance*
+  (by default the image diagonal, in voxels or mm). Overlap metrics (Dice,
+  IoU, NSD) are 0 there and need no replacement.
+* **Empty GT** (no component): the case's CC value is the metric's best value
+  if the prediction is empty too, else its worst (0, or the worst distance),
+  as in the original CC-Metrics code. Such cases are flagged.
+* **Two aggregations over a data set**: *per patient* (mean of the case
+  means) and *pooled* (mean over all components of all cases, each with its
+  own case's worst distance).
+
+Nothing here imports torch or MONAI: MONAI metric objects are recognised by
+their class names. Cost: one pass over the values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+#: distance metrics: their missing values (inf, or MONAI's NaN) count as the worst distance
+DISTANCE_METRICS = ("hd", "hd95", "assd")
+#: best value of each built-in metric (both masks empty)
+BEST_VALUE = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
+_MONAI_DISTANCE_CLASSES = ("HausdorffDistanceMetric", "SurfaceDistanceMetric")
+
+
+def is_distance_metric(metric: Any) -> bool:
+    """True for a distance metric: a built-in name or a MONAI Hausdorff/SurfaceDistance object.
+
+    >>> is_distance_metric("hd95"), is_distance_metric("dice")
+    (True, False)
+    """
+    if isinstance(metric, str):
+        return metric in DISTANCE_METRICS
+    return any(cls.__name__ in _MONAI_DISTANCE_CLASSES for cls in type(metric).__mro__)
+
+
+def fill_missing(values: Any, worst: Any) -> np.ndarray:
+    """Replace non-finite values (a missed lesion's inf, MONAI's NaN HD95) by ``worst``.
+
+    ``worst`` is one number or one per value (pooled components of several
+    cases each keep their own case's worst distance). The dtype of a floating
+    array is kept.
+
+    >>> fill_missing([1.5, float("inf"), float("nan")], 30.0).tolist()
+    [1.5, 30.0, 30.0]
+    """
+    v = np.asarray(values)
+    if not np.issubdtype(v.dtype, np.floating):
+        v = v.astype(np.float64)
+    return np.where(np.isfinite(v), v, np.asarray(worst, dtype=v.dtype))
+
+
+def cc_values(values: Any, metric: Any, worst: Any) -> np.ndarray:
+    """Per-component values as they enter a CC mean: distances filled with ``worst``, others as they are."""
+    v = np.asarray(values, dtype=np.float64)
+    return fill_missing(v, worst) if is_distance_metric(metric) else v
+
+
+def cc_mean(values: Any, metric: Any, worst: float) -> float:
+    """The CC value of one case: the mean of :func:`cc_values` (NaN without components).
+
+    >>> cc_mean([0.0, 4.0, float("inf")], "hd95", worst=10.0)
+    4.666666666666667
+    """
+    v = cc_values(values, metric, worst)
+    return float(v.mean()) if v.size else math.nan
+
+
+def empty_gt_score(metric: Any, pred_empty: bool, worst: float) -> float:
+    """CC value of a case without GT component: best if the prediction is empty too, else worst.
+
+    NaN for MONAI metric objects (their best and worst values are unknown).
+
+    >>> empty_gt_score("dice", True, 50.0), empty_gt_score("hd95", False, 50.0)
+    (1.0, 50.0)
+    """
+    if not isinstance(metric, str):
+        return math.nan
+    if pred_empty:
+        return BEST_VALUE[metric]
+    return float(worst) if metric in DISTANCE_METRICS else 0.0
