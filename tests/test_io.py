@@ -1,0 +1,373 @@
+"""Tests of ccmetrics.io: both readers agree, round trips keep values and geometry, bad files fail clearly."""
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+import SimpleITK as sitk
+
+from ccmetrics.io import (
+    IMAGE_EXTENSIONS, Image, ImageReadError, check_same_geometry, image_id, is_image_file,
+    load_image, save_image,
+)
+
+SPACING = (0.586, 0.586, 3.3)
+SPINE = Path(__file__).parent / "data" / "spine" / "ref.nii.gz"
+
+
+def oblique_affine(spacing=SPACING, origin=(12.5, -30.0, 41.0)):
+    """RAS affine with a 0.3 rad rotation about z, a flip of the first axis and a shifted origin."""
+    c, s = np.cos(0.3), np.sin(0.3)
+    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ np.diag([-1, 1, 1])
+    affine = np.eye(4)
+    affine[:3, :3] = rot @ np.diag(spacing)
+    affine[:3, 3] = origin
+    return affine
+
+
+def labels(shape=(7, 6, 5), dtype=np.uint8, seed=0):
+    return np.random.default_rng(seed).integers(0, 5, shape).astype(dtype)
+
+
+def write_nifti(path, array, affine, qform=True, sform=True):
+    img = nib.Nifti1Image(array, affine, dtype=array.dtype)
+    img.set_qform(affine if qform else None, code=1 if qform else 0)
+    img.set_sform(affine if sform else None, code=2 if sform else 0)
+    nib.save(img, str(path))
+    return path
+
+
+def assert_same_image(a, b, atol=1e-4):
+    assert a.array.shape == b.array.shape
+    assert a.array.dtype == b.array.dtype
+    np.testing.assert_array_equal(a.array, b.array)
+    np.testing.assert_allclose(a.spacing, b.spacing, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(a.affine, b.affine, rtol=0, atol=atol)
+
+
+# ---------------------------------------------------------------- the two readers agree
+
+
+@pytest.mark.parametrize("ext", [".nii.gz", ".nii"])
+@pytest.mark.parametrize("qform, sform", [(True, True), (True, False), (False, True)])
+def test_nibabel_and_sitk_agree_on_nifti(tmp_path, ext, qform, sform):
+    array, affine = labels(), oblique_affine()
+    path = write_nifti(tmp_path / f"x{ext}", array, affine, qform, sform)
+    a, b = load_image(path, reader="nibabel"), load_image(path, reader="sitk")
+    assert_same_image(a, b)
+    assert load_image(path).array.shape == (7, 6, 5)  # auto = nibabel: [i, j, k], no transpose
+    np.testing.assert_array_equal(a.array, array)
+    np.testing.assert_allclose(a.spacing, SPACING, atol=1e-6)
+    np.testing.assert_allclose(a.affine, affine, atol=1e-5)
+    np.testing.assert_allclose(b.origin, [12.5, -30.0, 41.0], atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(b.direction, axis=0), 1, atol=1e-6)
+    assert a.path == str(path) and type(a.array) is np.ndarray  # not a np.memmap on the file
+
+
+def test_sitk_written_mha_and_nrrd_have_ras_geometry(tmp_path):
+    # (i, j, k) = (4, 3, 2) voxels; ITK stores LPS: direction diag(1, 1, 1) in LPS is diag(-1, -1, 1) in RAS
+    arr_kji = labels((2, 3, 4))
+    img = sitk.GetImageFromArray(arr_kji)
+    img.SetSpacing((0.5, 0.75, 2.5))
+    img.SetOrigin((10.0, 20.0, 30.0))
+    expected = np.array([[-0.5, 0, 0, -10], [0, -0.75, 0, -20], [0, 0, 2.5, 30], [0, 0, 0, 1]])
+    for ext in (".mha", ".nrrd"):
+        sitk.WriteImage(img, str(tmp_path / f"x{ext}"))
+        loaded = load_image(tmp_path / f"x{ext}")
+        np.testing.assert_array_equal(loaded.array, arr_kji.transpose())
+        assert loaded.array.flags.c_contiguous
+        assert loaded.array[3, 1, 0] == img.GetPixel(3, 1, 0)
+        assert loaded.spacing == (0.5, 0.75, 2.5)
+        np.testing.assert_allclose(loaded.affine, expected)
+
+
+@pytest.mark.parametrize("ext", [".mha", ".nrrd", ".mhd", ".nhdr", ".nii", ".nii.gz"])
+def test_save_like_nifti_round_trip(tmp_path, ext):
+    src = write_nifti(tmp_path / "src.nii.gz", labels(dtype=np.int16), oblique_affine())
+    ref = load_image(src)
+    save_image(tmp_path / f"out{ext}", ref.array, like=ref)
+    out = load_image(tmp_path / f"out{ext}")
+    assert_same_image(out, ref)
+    assert check_same_geometry(ref, out) is None
+    if ext.startswith(".nii"):
+        assert_same_image(load_image(tmp_path / f"out{ext}", reader="sitk"), ref)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16, np.int32, np.float32])
+@pytest.mark.parametrize("ext", [".nii.gz", ".mha", ".nrrd"])
+def test_dtype_preserved(tmp_path, dtype, ext):
+    array = labels(dtype=dtype)
+    save_image(tmp_path / f"x{ext}", array, spacing=SPACING)
+    img = load_image(tmp_path / f"x{ext}")
+    assert img.array.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(img.array, array)
+    np.testing.assert_allclose(img.spacing, SPACING, atol=1e-6)
+    np.testing.assert_allclose(img.affine, np.diag(SPACING + (1,)), atol=1e-6)  # identity RAS direction
+    if ext == ".nii.gz":
+        assert load_image(tmp_path / f"x{ext}", reader="sitk").array.dtype == np.dtype(dtype)
+
+
+def test_bool_written_as_uint8_and_default_spacing(tmp_path):
+    mask = labels() > 2
+    save_image(tmp_path / "m.nii.gz", mask)
+    img = load_image(tmp_path / "m.nii.gz")
+    assert img.array.dtype == np.uint8
+    np.testing.assert_array_equal(img.array, mask)
+    assert img.spacing == (1.0, 1.0, 1.0)
+
+
+def test_save_like_keeps_reference_affine(tmp_path):
+    affine = oblique_affine(origin=(-100.25, 7.0, 3.5))
+    ref = load_image(write_nifti(tmp_path / "ref.nii.gz", labels(), affine))
+    pred = labels(seed=1)
+    save_image(tmp_path / "pred.nii.gz", pred, like=ref)
+    out = load_image(tmp_path / "pred.nii.gz")
+    np.testing.assert_array_equal(out.array, pred)
+    np.testing.assert_allclose(out.affine, affine, atol=1e-5)
+    hdr = nib.load(str(tmp_path / "pred.nii.gz")).header
+    assert int(hdr["qform_code"]) == 1 and int(hdr["sform_code"]) == 1
+    np.testing.assert_allclose(hdr.get_qform(), hdr.get_sform(), atol=1e-5)
+
+
+def test_save_image_errors(tmp_path):
+    ref = Image(labels(), SPACING, np.diag(SPACING + (1,)))
+    with pytest.raises(ValueError, match="shapes must match"):
+        save_image(tmp_path / "x.nii.gz", labels((3, 3, 3)), like=ref)
+    with pytest.raises(ValueError, match="not both"):
+        save_image(tmp_path / "x.nii.gz", ref.array, like=ref, spacing=SPACING)
+    with pytest.raises(ValueError, match="finite positive"):
+        save_image(tmp_path / "x.nii.gz", ref.array, spacing=(1, 0, 1))
+    with pytest.raises(ValueError, match="2D or 3D"):
+        save_image(tmp_path / "x.nii.gz", np.zeros((2, 2, 2, 2)))
+    with pytest.raises(ValueError, match=r"\.nii\.gz"):
+        save_image(tmp_path / "x.png", ref.array)
+    assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- dimensions
+
+
+def test_2d_mha_and_nrrd(tmp_path):
+    arr_ji = labels((3, 4))
+    img = sitk.GetImageFromArray(arr_ji)
+    img.SetSpacing((0.3, 0.7))
+    img.SetOrigin((1.0, 2.0))
+    for ext in (".mha", ".nrrd"):
+        sitk.WriteImage(img, str(tmp_path / f"x{ext}"))
+        loaded = load_image(tmp_path / f"x{ext}")
+        assert loaded.array.shape == (4, 3)
+        np.testing.assert_array_equal(loaded.array, arr_ji.T)
+        assert loaded.spacing == pytest.approx((0.3, 0.7))
+        np.testing.assert_allclose(loaded.affine, [[-0.3, 0, -1], [0, -0.7, -2], [0, 0, 1]])
+        np.testing.assert_allclose(loaded.direction, np.diag([-1, -1]))
+        np.testing.assert_allclose(loaded.origin, [-1, -2])
+
+
+def test_2d_round_trip_and_nifti_readers_agree(tmp_path):
+    array = labels((5, 4))
+    save_image(tmp_path / "x.mha", array, spacing=(0.4, 1.5))
+    ref = load_image(tmp_path / "x.mha")
+    np.testing.assert_allclose(ref.affine, np.diag([0.4, 1.5, 1.0]))
+    save_image(tmp_path / "x.nii.gz", array, like=ref)
+    a, b = load_image(tmp_path / "x.nii.gz", "nibabel"), load_image(tmp_path / "x.nii.gz", "sitk")
+    assert a.array.shape == (5, 4)
+    assert_same_image(a, ref)
+    assert_same_image(b, ref)
+
+
+@pytest.mark.parametrize("reader", ["nibabel", "sitk"])
+@pytest.mark.parametrize("extra", [(1,), (1, 1)])
+def test_singleton_4d_5d_nifti_squeezed(tmp_path, reader, extra):
+    array, affine = labels(), oblique_affine()
+    path = write_nifti(tmp_path / "x.nii.gz", array.reshape(array.shape + extra), affine)
+    img = load_image(path, reader=reader)
+    np.testing.assert_array_equal(img.array, array)
+    np.testing.assert_allclose(img.affine, affine, atol=1e-5)
+    assert img.affine.shape == (4, 4)
+
+
+@pytest.mark.parametrize("ext", [".mha", ".nrrd"])
+def test_singleton_4d_mha_nrrd_squeezed(tmp_path, ext):
+    array = labels()
+    path = str(tmp_path / f"x{ext}")
+    sitk.WriteImage(sitk.GetImageFromArray(array.T[None], isVector=False), path)  # size (7, 6, 5, 1)
+    assert sitk.ReadImage(path).GetDimension() == 4  # unlike for NIfTI, SimpleITK keeps the 1 here
+    img = load_image(path)
+    np.testing.assert_array_equal(img.array, array)
+    assert img.spacing == (1.0, 1.0, 1.0)
+    np.testing.assert_array_equal(img.affine, np.diag([-1.0, -1.0, 1.0, 1.0]))
+
+
+@pytest.mark.parametrize("reader", ["nibabel", "sitk"])
+def test_real_4d_raises(tmp_path, reader):
+    path = write_nifti(tmp_path / "x.nii.gz", labels((4, 5, 6, 2)), oblique_affine())
+    with pytest.raises(ValueError, match=r"is a 4D image of shape \(4, 5, 6, 2\); .*take one channel"):
+        load_image(path, reader=reader)
+
+
+def test_vector_pixels_raise(tmp_path):
+    sitk.WriteImage(sitk.GetImageFromArray(labels((4, 5, 3)), isVector=True), str(tmp_path / "v.mha"))
+    with pytest.raises(ValueError, match="3 components"):
+        load_image(tmp_path / "v.mha")
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("reader", ["nibabel", "sitk"])
+@pytest.mark.parametrize("ext", [".nii.gz", ".nii"])
+def test_truncated_nifti_raises(tmp_path, reader, ext):
+    path = write_nifti(tmp_path / f"x{ext}", labels((40, 50, 30)), oblique_affine())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ImageReadError, match=f"x{ext}") as info:
+        load_image(path, reader=reader)
+    assert isinstance(info.value, ValueError)
+
+
+def test_multi_member_gzip_nifti_is_not_truncation(tmp_path):
+    array = labels()
+    raw = write_nifti(tmp_path / "x.nii", array, oblique_affine()).read_bytes()
+    path = tmp_path / "x.nii.gz"
+    path.write_bytes(gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]))
+    for reader in ("nibabel", "sitk"):
+        np.testing.assert_array_equal(load_image(path, reader=reader).array, array)
+
+
+@pytest.mark.parametrize("reader", ["auto", "sitk"])
+def test_random_bytes_raise(tmp_path, reader):
+    path = tmp_path / "noise.nii.gz"
+    path.write_bytes(np.random.default_rng(0).bytes(3000))
+    with pytest.raises(ImageReadError, match="noise.nii.gz"):
+        load_image(path, reader=reader)
+
+
+def test_bad_mha_header_and_truncated_mha_raise(tmp_path):
+    sitk.WriteImage(sitk.GetImageFromArray(labels()), str(tmp_path / "ok.mha"))
+    raw = (tmp_path / "ok.mha").read_bytes()
+    (tmp_path / "bad.mha").write_bytes(raw.replace(b"ElementType = MET_UCHAR", b"ElementType = MET_FOO"))
+    (tmp_path / "cut.mha").write_bytes(raw[:-50])
+    (tmp_path / "zero.mha").write_bytes(raw.replace(b"ElementSpacing = 1 1 1", b"ElementSpacing = 1 0 1"))
+    for name in ("bad.mha", "cut.mha", "zero.mha"):
+        with pytest.raises(ImageReadError, match=rf"{name}.*SimpleITK"):
+            load_image(tmp_path / name)
+
+
+@pytest.mark.parametrize("reader", ["nibabel", "sitk"])
+@pytest.mark.parametrize("value", [0.0, np.nan, np.inf])
+def test_bad_pixdim_raises(tmp_path, reader, value):
+    path = write_nifti(tmp_path / "x.nii", labels(), np.diag([0.5, 0.7, 3.0, 1]), sform=False)
+    hdr = bytearray(path.read_bytes())
+    hdr[84:88] = np.float32(value).tobytes()  # pixdim[2]; both libraries would read 0 or NaN as 1 mm
+    path.write_bytes(bytes(hdr))
+    with pytest.raises(ImageReadError, match=r"x\.nii.*finite and non-zero"):
+        load_image(path, reader=reader)
+
+
+def test_missing_file_and_unknown_extension(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.nii.gz"):
+        load_image(tmp_path / "nope.nii.gz")
+    (tmp_path / "x.png").write_bytes(b"\x89PNG")
+    with pytest.raises(ValueError, match=r"unknown image extension.*\.nii\.gz, \.nii, \.mha"):
+        load_image(tmp_path / "x.png")
+    save_image(tmp_path / "x.mha", labels())
+    with pytest.raises(ValueError, match="reader must be one of"):
+        load_image(tmp_path / "x.mha", reader="itk")
+    with pytest.raises(ValueError, match="nibabel reads only"):
+        load_image(tmp_path / "x.mha", reader="nibabel")
+
+
+def test_disagreeing_qform_and_sform_warn(tmp_path):
+    img = nib.Nifti1Image(labels(), None)
+    img.set_qform(np.diag([0.5, 0.5, 3, 1]), code=1)
+    img.set_sform(oblique_affine(), code=2)
+    nib.save(img, str(tmp_path / "x.nii.gz"))
+    with pytest.warns(UserWarning, match="qform and sform"):
+        a = load_image(tmp_path / "x.nii.gz")
+    np.testing.assert_allclose(a.affine, oblique_affine(), atol=1e-5)  # nibabel: sform
+    with pytest.warns(UserWarning, match="qform and sform"):
+        b = load_image(tmp_path / "x.nii.gz", reader="sitk")
+    np.testing.assert_allclose(b.affine, np.diag([0.5, 0.5, 3, 1]), atol=1e-5)  # ITK: qform (sform_code 2)
+
+
+# ---------------------------------------------------------------- names
+
+
+def test_image_id_and_is_image_file():
+    assert image_id("/data/case_001.nii.gz") == "case_001"
+    assert image_id(Path("a.b/case.v2.mha")) == "case.v2"
+    assert image_id("case_001_0000.nii.gz", suffix="_0000") == "case_001"
+    assert image_id("case_001_0003.nrrd", suffix=r"_\d{4}") == "case_001"
+    assert image_id("case_001_pred.nii", suffix="_pred") == "case_001"
+    assert image_id("case_pred_001.nii", suffix="_pred") == "case_pred_001"  # only a trailing match
+    assert image_id("CASE.NII.GZ") == "CASE"
+    with pytest.raises(ValueError, match="no image extension"):
+        image_id("case_001.png")
+    with pytest.raises(ValueError, match="no image extension"):
+        image_id("case_001.gz")
+    assert [is_image_file(f"x{e}") for e in IMAGE_EXTENSIONS] == [True] * 6
+    assert not is_image_file("x.nii.gz.bak") and not is_image_file(".nii.gz")
+
+
+# ---------------------------------------------------------------- geometry comparison
+
+
+def test_check_same_geometry():
+    aff = oblique_affine()
+    gt = Image(labels(), SPACING, aff)
+    assert check_same_geometry(gt, Image(labels(seed=3), SPACING, aff.copy())) is None
+    noisy = aff + 1e-6
+    assert check_same_geometry(gt, Image(gt.array, tuple(s * (1 + 1e-6) for s in SPACING), noisy)) is None
+
+    msg = check_same_geometry(gt, Image(labels((7, 6, 4)), SPACING, aff))
+    assert msg == "shape differs: gt (7, 6, 5), pred (7, 6, 4)"
+
+    aff2 = oblique_affine(spacing=(0.586, 0.586, 2.0))
+    msg = check_same_geometry(gt, Image(gt.array, (0.586, 0.586, 2.0), aff2))
+    assert msg == "spacing differs: gt (0.586, 0.586, 3.3) mm, pred (0.586, 0.586, 2.0) mm"
+
+    shifted = aff.copy()
+    shifted[:3, 3] += [0, 0, 0.01]
+    msg = check_same_geometry(gt, Image(gt.array, SPACING, shifted), names=("ref", "seg"))
+    assert msg == "origin differs: ref (12.5, -30.0, 41.0) mm, seg (12.5, -30.0, 41.01) mm"
+    assert check_same_geometry(gt, Image(gt.array, SPACING, shifted), atol_mm=0.02) is None
+
+    flipped = np.diag(SPACING + (1,))
+    flipped[:3, 3] = aff[:3, 3]
+    msg = check_same_geometry(gt, Image(gt.array, SPACING, flipped))
+    assert msg.startswith("direction differs: gt ((-0.955336, -0.29552, 0.0), ")
+    assert msg.endswith("pred ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))")
+
+    both = check_same_geometry(gt, Image(gt.array, (0.586, 0.586, 2.0), np.diag([0.586, 0.586, 2.0, 1])))
+    assert both.count("differs") == 3
+
+
+def test_image_properties_and_repr():
+    img = Image(np.zeros((2, 3), np.uint8), (0.5, 2.0), np.array([[0, -2.0, 5], [0.5, 0, 6], [0, 0, 1]]))
+    np.testing.assert_array_equal(img.direction, [[0, -1], [1, 0]])
+    np.testing.assert_array_equal(img.origin, [5, 6])
+    assert repr(img) == "Image(shape=(2, 3), dtype=uint8, spacing=(0.5, 2.0), path=None)"
+
+
+def test_import_is_light():
+    code = ("import sys, ccmetrics.io; "
+            "print(sorted(m for m in ('torch', 'nibabel', 'SimpleITK') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- real data
+
+
+def test_spine_reference_both_readers():
+    if not SPINE.exists():
+        pytest.skip(f"{SPINE} not present")
+    a, b = load_image(SPINE), load_image(SPINE, reader="sitk")
+    assert a.array.shape == (512, 512, 17) and a.array.dtype == np.uint8
+    assert_same_image(a, b)
+    np.testing.assert_allclose(a.spacing, (0.58594, 0.58594, 3.3), atol=1e-5)
+    assert set(np.unique(a.array)) >= {0, 26, 41, 100}
