@@ -1,0 +1,199 @@
+"""ccmetrics.stats against values computed independently (by hand or with plain numpy/scipy)."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from ccmetrics.stats import bootstrap_ci, bootstrap_ci_pooled, compare
+
+try:
+    import scikit_posthocs  # noqa: F401
+except ImportError:
+    scikit_posthocs = None
+needs_posthocs = pytest.mark.skipif(scikit_posthocs is None, reason="scikit-posthocs not installed")
+
+
+# ---------------------------------------------------------------- bootstrap_ci
+def numpy_percentile_bootstrap(values, n_resamples, confidence=0.95, seed=123):
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(n_resamples, len(values)))
+    means = values[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return np.quantile(means, [alpha, 1 - alpha])
+
+
+@pytest.fixture
+def normal50():
+    return np.random.default_rng(42).standard_normal(50)
+
+
+def test_bootstrap_ci_reproducible(normal50):
+    assert bootstrap_ci(normal50, seed=1) == bootstrap_ci(normal50, seed=1)
+    assert bootstrap_ci(normal50, seed=1) != bootstrap_ci(normal50, seed=2)
+
+
+def test_bootstrap_ci_contains_mean_and_matches_numpy(normal50):
+    low, high = bootstrap_ci(normal50, n_resamples=5000)
+    assert low < normal50.mean() < high
+    ref_low, ref_high = numpy_percentile_bootstrap(normal50, 20000)
+    assert low == pytest.approx(ref_low, abs=0.02)
+    assert high == pytest.approx(ref_high, abs=0.02)
+    # a lower confidence level gives a narrower interval
+    low90, high90 = bootstrap_ci(normal50, confidence=0.9, n_resamples=5000)
+    assert high90 - low90 < high - low
+
+
+def test_bootstrap_ci_degenerate():
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+    assert all(math.isnan(v) for v in bootstrap_ci([0.3]))
+    assert bootstrap_ci([0.7, 0.7, 0.7]) == (0.7, 0.7)
+    with pytest.raises(ValueError, match="NaN"):
+        bootstrap_ci([0.1, np.nan, 0.3])
+
+
+# ---------------------------------------------------------------- bootstrap_ci_pooled
+def test_pooled_singleton_groups_match_plain_bootstrap(normal50):
+    low, high = bootstrap_ci_pooled(normal50, np.arange(50), n_resamples=5000)
+    ref_low, ref_high = numpy_percentile_bootstrap(normal50, 20000)
+    assert low == pytest.approx(ref_low, abs=0.02)
+    assert high == pytest.approx(ref_high, abs=0.02)
+    # scipy resamples paired samples through one index array, so with one item per group
+    # the same seed draws the same resamples as bootstrap_ci
+    assert (low, high) == pytest.approx(bootstrap_ci(normal50, n_resamples=5000), abs=1e-12)
+
+
+def test_pooled_contains_pooled_mean_and_is_reproducible():
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(1, 8, size=30)
+    groups = np.repeat(np.arange(30), sizes)
+    values = rng.random(groups.size) + 0.1 * groups / 30   # groups differ a little
+    low, high = bootstrap_ci_pooled(values, groups)
+    assert low < values.mean() < high
+    assert (low, high) == bootstrap_ci_pooled(values, groups)
+
+
+def test_pooled_big_group_dominates():
+    # one case with 1000 lesions at 1.0, nine cases with one lesion at 0.0: the pooled mean
+    # is 1000/1009; resampling cases, the interval reaches far below it (resamples without
+    # the big case have mean 0) but never above 1.
+    values = np.r_[np.ones(1000), np.zeros(9)]
+    groups = np.r_[np.zeros(1000, int), np.arange(1, 10)]
+    low, high = bootstrap_ci_pooled(values, groups)
+    assert high == pytest.approx(1.0, abs=0.01)
+    assert low < 0.98
+    # item-level bootstrap would ignore the clustering and give a tight interval
+    item_low, _ = bootstrap_ci(values)
+    assert item_low > 0.98 > low
+
+
+def test_pooled_degenerate():
+    assert all(math.isnan(v) for v in bootstrap_ci_pooled([0.1, 0.5, 0.9], ["a", "a", "a"]))
+    assert bootstrap_ci_pooled([0.4, 0.4, 0.4], [1, 2, 2]) == (0.4, 0.4)
+    with pytest.raises(ValueError):
+        bootstrap_ci_pooled([0.1, 0.2], [1])
+
+
+# ---------------------------------------------------------------- compare
+def tidy(values, metric="dice", cases=None, **extra):
+    cases = list(range(1, len(values) + 1)) if cases is None else cases
+    return pd.DataFrame({"case": cases, "class": 1, metric: values, **extra})
+
+
+HAND = {"A": [0.9, 0.8, 0.7, 0.6], "B": [0.8, 0.7, 0.9, 0.5], "C": [0.7, 0.6, 0.5, 0.4]}
+
+
+@needs_posthocs
+def test_compare_hand_checked():
+    result = compare({m: tidy(v) for m, v in HAND.items()}, "dice")
+    assert result.test == "friedman" and result.higher_is_better and result.excluded == []
+    assert list(result.scores.columns) == ["A", "B", "C"]
+    assert result.mean_ranks.to_dict() == {"A": 1.25, "B": 1.75, "C": 3.0}
+    # chi2 = 12/(n k (k+1)) * sum(R_j^2) - 3 n (k+1), R = (5, 7, 12), n = 4, k = 3
+    assert result.statistic == pytest.approx(6.5)
+    assert result.pvalue == pytest.approx(stats.chi2.sf(6.5, 2))
+    assert result.pvalue == pytest.approx(0.03877, abs=1e-5)
+    nem = result.nemenyi
+    assert list(nem.index) == list(nem.columns) == ["A", "B", "C"]
+    np.testing.assert_allclose(nem.to_numpy(), nem.to_numpy().T)
+    np.testing.assert_allclose(np.diag(nem.to_numpy()), 1.0)
+    q = abs(1.25 - 3.0) / math.sqrt(3 * 4 / (6 * 4))
+    assert nem.loc["A", "C"] == pytest.approx(stats.studentized_range.sf(q * math.sqrt(2), 3, np.inf))
+    summary = result.summary()
+    assert list(summary.index) == ["A", "B", "C"]
+    assert summary.loc["B", "mean"] == pytest.approx(0.725)
+    assert summary.loc["A", "median"] == pytest.approx(0.75)
+    assert (summary["n"] == 4).all()
+
+
+@needs_posthocs
+def test_compare_lower_is_better_and_inf():
+    # per-case ranks (lower is better): case1 A1 B2 C3, case2 A1 B2 C3 (inf worst),
+    # case3 B1 A2 C3, case4 A1 B2.5 C2.5 (inf tie)
+    hd = {"A": [1.0, 2.0, 5.0, 1.0], "B": [2.0, 3.0, 1.0, np.inf], "C": [3.0, np.inf, 9.0, np.inf]}
+    for metric in ("hd95", "cc_hd95"):
+        result = compare({m: tidy(v, metric) for m, v in hd.items()}, metric)
+        assert result.higher_is_better is False
+        assert np.isinf(result.scores.loc[2, "C"])
+        np.testing.assert_allclose(result.mean_ranks.to_numpy(), [5 / 4, 7.5 / 4, 11.5 / 4])
+        assert result.statistic == pytest.approx(
+            stats.friedmanchisquare(*stats.rankdata(np.array(list(hd.values())).T, axis=1).T).statistic)
+    # the same values as "dice" (higher is better) reverse the ranks
+    reversed_ = compare({m: tidy(v, "dice") for m, v in hd.items()}, "dice")
+    np.testing.assert_allclose(reversed_.mean_ranks.to_numpy(), [4 - 5 / 4, 4 - 7.5 / 4, 4 - 11.5 / 4])
+    forced = compare({m: tidy(v, "dice") for m, v in hd.items()}, "dice", higher_is_better=False)
+    np.testing.assert_allclose(forced.mean_ranks.to_numpy(), [5 / 4, 7.5 / 4, 11.5 / 4])
+
+
+@needs_posthocs
+def test_compare_excluded_cases_warn():
+    tables = {m: tidy(v + [0.5]) for m, v in HAND.items()}          # cases 1..5
+    tables["B"] = tables["B"][tables["B"]["case"] != 2]             # case 2 missing in B
+    tables["C"] = tables["C"].assign(status=["ok", "ok", "flagged", "ok", "error"])  # case 5 error
+    tables["A"].loc[tables["A"]["case"] == 3, "dice"] = np.nan     # case 3 NaN in A
+    with pytest.warns(UserWarning, match="3 case"):
+        result = compare(tables, "dice")
+    assert sorted(result.excluded) == [2, 3, 5]
+    assert list(result.scores.index) == [1, 4]
+    assert result.mean_ranks.to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+
+
+def test_compare_two_methods_wilcoxon():
+    a = [0.9, 0.8, 0.7, 0.6, 0.55, 0.3]
+    b = [0.8, 0.85, 0.5, 0.4, 0.5, 0.1]
+    result = compare({"A": tidy(a), "B": tidy(b)}, "dice")
+    ref = stats.wilcoxon(a, b)
+    assert result.test == "wilcoxon" and result.nemenyi is None
+    assert result.statistic == pytest.approx(ref.statistic)
+    assert result.pvalue == pytest.approx(ref.pvalue)
+    assert result.mean_ranks.to_dict() == {"A": pytest.approx(7 / 6), "B": pytest.approx(11 / 6)}
+
+
+@needs_posthocs
+def test_compare_classes():
+    def two_class(values1, values2):
+        return pd.DataFrame({"case": [1, 2, 3, 1, 2, 3], "class": [1, 1, 1, 2, 2, 2],
+                             "dice": values1 + values2})
+    tables = {"A": two_class([0.9, 0.9, 0.9], [0.1, 0.1, 0.1]),
+              "B": two_class([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]),
+              "C": two_class([0.1, 0.1, 0.1], [0.9, 0.9, 0.9])}
+    with pytest.raises(ValueError, match="class_value"):
+        compare(tables, "dice")
+    assert compare(tables, "dice", class_value=1).mean_ranks.to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+    assert compare(tables, "dice", class_value=2).mean_ranks.to_dict() == {"A": 3.0, "B": 2.0, "C": 1.0}
+
+
+def test_compare_too_few():
+    with pytest.raises(ValueError, match="2 methods"):
+        compare({"A": tidy([0.1, 0.2])}, "dice")
+    with pytest.raises(ValueError, match="2 cases"):
+        compare({"A": tidy([0.1]), "B": tidy([0.2])}, "dice")
+
+
+def test_compare_without_scikit_posthocs(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "scikit_posthocs", None)   # makes the import fail
+    with pytest.raises(ImportError, match=r"pip install \"ccmetrics-toolkit\[stats\]\""):
+        compare({m: tidy(v) for m, v in HAND.items()}, "dice")
+    assert compare({"A": tidy(HAND["A"]), "B": tidy(HAND["B"])}, "dice").test == "wilcoxon"
