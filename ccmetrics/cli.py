@@ -1,0 +1,220 @@
+"""The ``ccmetrics`` command line: a thin layer over the Python API.
+
+Sub-commands:
+
+* ``ccmetrics evaluate GT_DIR PRED_DIR --out OUT_DIR`` → :func:`ccmetrics.evaluate_dataset`,
+  writes ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/``;
+* ``ccmetrics partition GT_FILE OUT_FILE`` → :func:`ccmetrics.voronoi_partition`, written
+  with the GT's geometry;
+* ``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ... --metric cc_dice`` →
+  :func:`ccmetrics.stats.compare` on the folders' ``per_case.csv``.
+
+Exit codes: 0 success; 1 when a case failed (its error row says why);
+2 for a usage error or input that cannot be evaluated at all (a missing
+folder, an unknown metric).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _int_list(text: str) -> List[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integer labels such as 1,2, got {text!r}")
+
+
+def _name_list(text: str) -> List[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _spacing_arg(text: str):
+    if text in ("header", "voxel"):
+        return text
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--spacing takes 'header', 'voxel' or numbers like 0.8,0.8,3, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ccmetrics", description="Segmentation metrics per connected component.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a folder of predictions against a folder of GT images",
+                        description="Pair GT and prediction files by case id, evaluate every case, write tables, "
+                                    "summary and plots.")
+    ev.add_argument("gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd)")
+    ev.add_argument("pred_dir", help="folder of predictions, same case ids")
+    ev.add_argument("--out", required=True, help="output folder (created)")
+    ev.add_argument("--metrics", type=_name_list, default=["dice", "nsd", "hd95"],
+                    help="comma-separated: dice,iou,nsd,hd,hd95,assd,pq,lesion_dice,detection (default dice,nsd,hd95)")
+    ev.add_argument("--classes", type=_int_list, default=None,
+                    help="labels to evaluate one by one in label maps, e.g. 1,2 (default: binary masks)")
+    ev.add_argument("--spacing", type=_spacing_arg, default="header",
+                    help="'header' (default: mm from each GT file), 'voxel' (index units), or numbers for all cases")
+    ev.add_argument("--nsd-tolerance", type=float, default=1.0, metavar="MM", help="NSD tolerance (default 1.0)")
+    ev.add_argument("--worst-distance", type=float, default=None, metavar="MM",
+                    help="distance counted for a missed lesion in means (default: each image's diagonal)")
+    ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
+    ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
+    ev.add_argument("--pred-suffix", default=None,
+                    help="regex removed from prediction file names to form case ids, e.g. _pred or _0000")
+    ev.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
+    ev.add_argument("--dask", default=None, metavar="ADDRESS",
+                    help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)")
+    ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    ev.add_argument("--no-plots", action="store_true", help="write no figures")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    pa = sub.add_parser("partition", help="write the Voronoi regions of a GT image",
+                        description="Label every voxel with its nearest GT component (exact ties: lowest label) "
+                                    "and write the map with the GT's geometry.")
+    pa.add_argument("gt_file")
+    pa.add_argument("out_file")
+    pa.add_argument("--spacing", choices=("header", "voxel"), default="header",
+                    help="physical distances from the header (default) or index units")
+    pa.add_argument("--class", dest="class_value", type=int, default=None,
+                    help="use the voxels of this label of a label map as the GT mask")
+    pa.add_argument("--sites", choices=("components", "labels"), default="components",
+                    help="sites: connected components (default) or the labels of an instance map")
+    pa.add_argument("--connectivity", type=int, default=None)
+
+    co = sub.add_parser("compare", help="compare methods evaluated with `ccmetrics evaluate`",
+                        description="Paired per-case table, Friedman test with Nemenyi post-hoc tests (Wilcoxon "
+                                    "for two methods), mean ranks and a figure.")
+    co.add_argument("result_dirs", nargs="+", help="output folders of `ccmetrics evaluate`, one per method")
+    co.add_argument("--metric", default="cc_dice", help="per-case column to compare (default cc_dice)")
+    co.add_argument("--class", dest="class_value", type=int, default=None, help="class to compare (multi-class)")
+    co.add_argument("--names", type=_name_list, default=None, help="method names (default: folder names)")
+    co.add_argument("--out", default=None, help="folder for comparison.csv and comparison.png (default: none)")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare}[args.command](args)
+    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError) as exc:
+        print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from .dataset import evaluate_dataset
+
+    client = None
+    if args.dask:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise ImportError('--dask needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
+        client = Client(args.dask)
+    start = time.perf_counter()
+    try:
+        result = evaluate_dataset(
+            args.gt_dir, args.pred_dir, args.metrics, classes=args.classes, spacing=args.spacing,
+            nsd_tolerance=args.nsd_tolerance, worst_distance=args.worst_distance, connectivity=args.connectivity,
+            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, workers=args.workers, client=client,
+            progress=not args.quiet)
+    finally:
+        if client is not None:
+            client.close()
+    seconds = time.perf_counter() - start
+    written = result.write(args.out, plots=not args.no_plots, n_resamples=args.bootstrap, seed=args.seed)
+    print(report(result, seconds, n_resamples=args.bootstrap, seed=args.seed))
+    print(f"\nWrote {written['per_component']}, {written['per_case']}, {written['summary']}"
+          + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else ""))
+    return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def report(result, seconds: float, **summary_options) -> str:
+    """The text ``ccmetrics evaluate`` prints: counts, problems, and the summary table."""
+    import pandas as pd
+
+    n = result.counts()
+    lines = [f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
+             f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"]
+    problems = result.per_case[result.per_case["status"] != "ok"].drop_duplicates("case")
+    for row in problems.itertuples():
+        text = row.error if row.status == "error" else row.flags
+        lines.append(f"  {row.status:<8}{row.case}: {text}")
+    for name in result.ignored_files:
+        lines.append(f"  ignored  {name} (not an image file)")
+    summary = result.summary(**summary_options)
+    if len(summary):
+        table = summary.reset_index()
+        table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table["ci_low"], table["ci_high"])]
+        table = table.drop(columns=["ci_low", "ci_high"])
+        with pd.option_context("display.width", 200):
+            text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        lines += ["", "Summary over cases with GT lesions (CC: patient = mean of case means, pooled = all "
+                  "lesions; distances of missed lesions = worst distance):", text]
+    empty = result.empty_gt_summary()
+    for c, row in empty.iterrows():
+        if row["n"]:
+            volume = (f"{row['fp_volume_ml_mean']:.4g} ml" if row["fp_volume_ml_mean"] == row["fp_volume_ml_mean"]
+                      else f"{row['fp_volume_voxels_mean']:.4g} voxels")
+            lines.append(f"\nClass {c}: {int(row['n'])} empty-GT cases, {int(row['with_false_positive'])} with a "
+                         f"false positive (mean false-positive volume {volume}); not in the means above")
+    return "\n".join(lines)
+
+
+def _partition(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .io import load_image, save_image
+    from .partition import voronoi_partition
+
+    gt = load_image(args.gt_file)
+    mask = gt.array if args.class_value is None else (gt.array == args.class_value)
+    if args.class_value is not None and not np.any(mask):
+        raise ValueError(f"label {args.class_value} does not occur in {args.gt_file}")
+    spacing = gt.spacing if args.spacing == "header" else None
+    regions = voronoi_partition(mask, spacing=spacing, connectivity=args.connectivity, sites=args.sites)
+    save_image(args.out_file, regions, like=gt)
+    print(f"{int(regions.max())} regions written to {args.out_file}")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .dataset import DatasetResult
+    from .stats import compare
+
+    dirs = [Path(d) for d in args.result_dirs]
+    names = args.names or [d.resolve().name for d in dirs]
+    if len(names) != len(dirs) or len(set(names)) != len(names):
+        raise ValueError(f"need one distinct name per folder, got {names}; pass --names A,B,...")
+    tables = {name: DatasetResult.read(d).per_case for name, d in zip(names, dirs)}
+    result = compare(tables, args.metric, class_value=args.class_value)
+    direction = "higher is better" if result.higher_is_better else "lower is better"
+    print(f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
+          + (f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
+             if result.excluded else ""))
+    print(result.summary().to_string(float_format=lambda v: f"{v:.4g}"))
+    print(f"\n{result.test.capitalize()} test: statistic {result.statistic:.4g}, p = {result.pvalue:.4g}")
+    if result.nemenyi is not None:
+        print("Nemenyi post-hoc p-values:")
+        print(result.nemenyi.to_string(float_format=lambda v: f"{v:.4g}"))
+    if args.out:
+        from .plots import plot_comparison
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        result.scores.to_csv(out / "comparison.csv")
+        plot_comparison(result.scores, result.mean_ranks, args.metric).savefig(out / "comparison.png", dpi=120)
+        print(f"\nWrote {out / 'comparison.csv'} and {out / 'comparison.png'}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,573 @@
+"""Evaluating whole data sets: pairing, validation, the per-case loop and the tidy tables.
+
+Data flow: a list of :class:`CaseTask` (from :func:`pair_folders`, or from
+arrays and files given directly) → :func:`evaluate_task` on each, in this
+process, in worker processes or on a Dask cluster → one
+:class:`DatasetResult` holding two tidy tables that everything downstream
+(CSV files, :mod:`ccmetrics.stats`, :mod:`ccmetrics.plots`, the command line)
+reads:
+
+* ``per_component``: one row per GT connected component (lesion) of every
+  case and class (see :meth:`ccmetrics.CaseResult.to_frame`);
+* ``per_case``: one row per case and class: ``status`` (``ok``, ``flagged``,
+  ``error``), ``flags``, ``error``, the files, the global metric ``m``, the CC
+  value ``cc_m`` and the case-level scores.
+
+Nothing is dropped in silence: every image file of either folder appears in
+``per_case``; a GT without prediction is evaluated as an empty prediction and
+flagged ``missing_prediction``; a prediction without GT, a file that cannot be
+read, a geometry mismatch, a non-binary mask or NaN voxels give an ``error``
+row that names the problem, and the other cases go on. Non-image files are
+listed in :attr:`DatasetResult.ignored_files`.
+
+Each task reads its own two files, so a worker holds one case at a time.
+Results are sorted by case and class, so the tables are identical whatever
+the number of workers or the scheduler. Cost: one read of each file plus one
+:func:`ccmetrics.evaluate` per case and class.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from .aggregation import cc_values
+from .evaluate import evaluate, parse_metrics
+from .io import Image, ImageReadError, check_same_geometry, image_id, is_image_file, load_image
+
+#: flag of a GT without prediction file (evaluated as an empty prediction)
+MISSING_PREDICTION = "missing_prediction"
+#: flag of a case whose GT has no component (scored by the empty-GT rule, summarised apart)
+EMPTY_GT = "empty_gt"
+_PathLike = Union[str, os.PathLike]
+
+
+@dataclass
+class CaseTask:
+    """One case to evaluate: its id and its GT and prediction (a path, an array or an :class:`~ccmetrics.io.Image`).
+
+    ``pred=None`` means the prediction is missing (evaluated as empty and
+    flagged); ``gt=None`` means there is no GT (an error row); ``error`` set
+    means the case is already known to be broken (e.g. two GT files with one id).
+    """
+
+    case: str
+    gt: Any = None
+    pred: Any = None
+    error: str = ""
+
+    def file_names(self) -> Tuple[str, str]:
+        return _describe(self.gt), _describe(self.pred)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything a worker needs besides the case: the arguments of :func:`evaluate_dataset`."""
+
+    metrics: Tuple[str, ...] = ("dice", "nsd", "hd95")
+    classes: Optional[Tuple[int, ...]] = None
+    spacing: Any = "header"
+    nsd_tolerance: float = 1.0
+    worst_distance: Optional[float] = None
+    connectivity: Optional[int] = None
+    tolerance_mm: float = 1e-3
+
+
+def _describe(item: Any) -> str:
+    if item is None:
+        return ""
+    if isinstance(item, Image):
+        return item.path or "<array>"
+    if isinstance(item, (str, os.PathLike)):
+        return str(item)
+    return "<array>"
+
+
+# ---------------------------------------------------------------- pairing
+
+def pair_folders(gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: Optional[str] = None,
+                 pred_suffix: Optional[str] = None) -> Tuple[List[CaseTask], List[str]]:
+    """Pair the image files of two folders by case id.
+
+    The case id is the file name minus its extension (``.nii.gz``, ``.nii``,
+    ``.mha``, ``.mhd``, ``.nrrd``, ``.nhdr``) minus an optional trailing
+    ``gt_suffix`` / ``pred_suffix`` (a regular expression, e.g. ``"_0000"`` or
+    ``"_pred"``).
+
+    Returns
+    -------
+    tasks : list of CaseTask
+        Sorted by case id: every GT file (with ``pred=None`` when its
+        prediction is missing), every prediction without GT (``gt=None``),
+        and an ``error`` task for an id given by two files of one folder.
+    ignored : list of str
+        Files that are not images (e.g. nnU-Net's ``plans.json``, an ``.mhd``'s
+        ``.raw``), never evaluated, reported so that nothing disappears silently.
+
+    Raises
+    ------
+    NotADirectoryError
+        A folder does not exist.
+    ValueError
+        The GT folder holds no image file.
+    """
+    gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt")
+    pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred")
+    if not gt_files:
+        raise ValueError(f"no image file in the GT folder {gt_dir}; expected names ending in "
+                         f".nii.gz, .nii, .mha, .mhd, .nrrd or .nhdr")
+    tasks = []
+    for case in sorted(set(gt_files) | set(pred_files)):
+        gts, preds = gt_files.get(case, []), pred_files.get(case, [])
+        task = CaseTask(case, gts[0] if gts else None, preds[0] if preds else None)
+        if len(gts) > 1 or len(preds) > 1:
+            dup = gts if len(gts) > 1 else preds
+            task.error = f"case id {case!r} is given by several files: {', '.join(Path(p).name for p in dup)}"
+        elif not gts:
+            task.error = (f"no ground truth for this prediction (expected a GT file with case id {case!r} "
+                          f"in {gt_dir}; check --gt-suffix/--pred-suffix)")
+        tasks.append(task)
+    return tasks, gt_ignored + pred_ignored
+
+
+def _scan(folder: _PathLike, suffix: Optional[str], name: str) -> Tuple[Dict[str, List[str]], List[str]]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{name} folder {folder} does not exist or is not a folder")
+    files: Dict[str, List[str]] = {}
+    ignored = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        if is_image_file(path):
+            files.setdefault(image_id(path, suffix), []).append(str(path))
+        else:
+            ignored.append(str(path))
+    return files, ignored
+
+
+def tasks_from_pairs(pairs: Union[Mapping[str, Tuple[Any, Any]], Iterable[Tuple[str, Any, Any]]]) -> List[CaseTask]:
+    """Tasks from ``{case: (gt, pred)}`` or ``[(case, gt, pred), ...]``; gt/pred are paths, arrays or Images."""
+    items = pairs.items() if isinstance(pairs, Mapping) else ((c, (g, p)) for c, g, p in pairs)
+    tasks = [CaseTask(str(case), gt, pred) for case, (gt, pred) in items]
+    cases = [t.case for t in tasks]
+    if len(set(cases)) != len(cases):
+        raise ValueError("case ids must be unique")
+    for t in tasks:
+        if t.gt is None:
+            t.error = "no ground truth for this prediction"
+    return tasks
+
+
+# ---------------------------------------------------------------- one case
+
+def _as_image(item: Any) -> Image:
+    if isinstance(item, Image):
+        return item
+    if isinstance(item, (str, os.PathLike)):
+        return load_image(item)
+    array = np.asarray(item)
+    return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None)
+
+
+def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
+    """Evaluate one case (the unit of work of every scheduler); never raises.
+
+    Returns a dict with ``rows`` (per-case rows, one per class), ``components``
+    (a per-component DataFrame or None) and ``timing`` (seconds reading and
+    computing).
+    """
+    classes = list(options.classes) if options.classes else [1]
+    gt_file, pred_file = task.file_names()
+    base = {"case": task.case, "gt_file": gt_file, "pred_file": pred_file}
+    t0 = time.perf_counter()
+    t_read = 0.0
+    try:
+        if task.error:
+            raise _CaseError(task.error)
+        gt = _as_image(task.gt)
+        flags = []
+        if task.pred is None:
+            pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine, None)
+            flags.append(MISSING_PREDICTION)
+        else:
+            pred = _as_image(task.pred)
+        t_read = time.perf_counter() - t0
+        if not (isinstance(task.gt, np.ndarray) or isinstance(task.pred, np.ndarray)):
+            problem = check_same_geometry(gt, pred, atol_mm=options.tolerance_mm)
+            if problem:
+                raise _CaseError(problem)
+        elif gt.array.shape != pred.array.shape:
+            raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
+        spacing = _spacing(options.spacing, gt)
+        kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
+                      worst_distance=options.worst_distance, connectivity=options.connectivity)
+        if options.classes:
+            results = evaluate(pred.array, gt.array, list(options.metrics), classes=classes, **kwargs)
+        else:
+            results = {1: evaluate(pred.array, gt.array, list(options.metrics), **kwargs)}
+    except Exception as exc:  # one case's failure must never stop the data set
+        message = str(exc) if isinstance(exc, (_CaseError, ImageReadError, ValueError, OSError)) else (
+            f"{type(exc).__name__}: {exc} ({traceback.format_exc(limit=-1).strip().splitlines()[-2].strip()})")
+        rows = [{**base, "class": c, "status": "error", "flags": "", "error": message} for c in classes]
+        return {"rows": rows, "components": None,
+                "timing": {"case": task.case, "read_seconds": t_read,
+                           "compute_seconds": time.perf_counter() - t0 - t_read}}
+    rows, frames = [], []
+    voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
+    for c, result in results.items():
+        case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
+        row = {**base, "class": int(c), "status": "flagged" if case_flags else "ok",
+               "flags": ";".join(case_flags), "error": "",
+               "spacing": "x".join(f"{s:g}" for s in spacing) if spacing else "voxel"}
+        row.update(result.case_row())
+        row["pred_volume_ml"] = row["pred_volume"] * voxel_ml
+        rows.append(row)
+        frames.append(result.to_frame(task.case, c))
+    t_total = time.perf_counter() - t0
+    return {"rows": rows, "components": pd.concat(frames, ignore_index=True),
+            "timing": {"case": task.case, "read_seconds": t_read, "compute_seconds": t_total - t_read}}
+
+
+class _CaseError(ValueError):
+    """A problem of one case, reported in its error row."""
+
+
+def _spacing(mode: Any, gt: Image) -> Optional[Tuple[float, ...]]:
+    if isinstance(mode, str):
+        if mode == "header":
+            return None if gt.path is None and np.allclose(gt.spacing, 1.0) and gt.affine is not None \
+                and np.array_equal(gt.affine, np.eye(gt.array.ndim + 1)) else tuple(gt.spacing)
+        if mode == "voxel":
+            return None
+        raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {mode!r}")
+    return mode
+
+
+# ---------------------------------------------------------------- the data set
+
+@dataclass
+class DatasetResult:
+    """Result of :func:`evaluate_dataset`: the tidy tables and what could not be evaluated.
+
+    Attributes
+    ----------
+    per_component : pandas.DataFrame
+        One row per GT component of every evaluated case and class.
+    per_case : pandas.DataFrame
+        One row per case and class (errors included), sorted by case and class.
+    ignored_files : list of str
+        Non-image files found in the folders (never evaluated).
+    timings : pandas.DataFrame
+        Per case: ``read_seconds`` and ``compute_seconds``.
+    options : dict
+        The evaluation settings, for the record.
+    """
+
+    per_component: pd.DataFrame
+    per_case: pd.DataFrame
+    ignored_files: List[str] = field(default_factory=list)
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    options: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """The error rows of ``per_case``."""
+        return self.per_case[self.per_case["status"] == "error"]
+
+    def counts(self) -> Dict[str, int]:
+        """Cases (not case-class rows): total, evaluated, flagged, failed, empty GT, missing prediction."""
+        by_case = self.per_case.groupby("case", sort=False)
+        failed = by_case["status"].apply(lambda s: (s == "error").any())
+        flagged = by_case["status"].apply(lambda s: (s == "flagged").any()) & ~failed
+        flags = by_case["flags"].apply(lambda s: ";".join(s.fillna("")))
+        return {"cases": int(len(failed)), "evaluated": int((~failed).sum()), "flagged": int(flagged.sum()),
+                "failed": int(failed.sum()), "empty_gt": int(flags.str.contains(EMPTY_GT).sum()),
+                "missing_prediction": int(flags.str.contains(MISSING_PREDICTION).sum())}
+
+    def summary(self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """Mean, median and bootstrap confidence interval of every score, per class.
+
+        Only cases that were evaluated and have at least one GT component
+        enter (empty-GT cases are summarised by :meth:`empty_gt_summary`, so
+        they never inflate or hide a mean). Aggregations, per metric ``m``:
+
+        * ``standard``: the global value of each case; a non-finite distance
+          (empty prediction) counts as the case's worst distance;
+        * ``cc_patient``: the mean of the case CC values (``cc_m``);
+        * ``cc_pooled``: the mean over all components pooled, each missed
+          lesion's distance counting as its case's worst distance; its
+          interval resamples cases (cluster bootstrap);
+        * ``case``: case-level scores (PQ, Lesion Dice, detection), NaN
+          values (undefined, e.g. PQ of two empty images) left out.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index (class, metric, aggregation); columns ``n``, ``mean``,
+            ``median``, ``ci_low``, ``ci_high``.
+        """
+        from .stats import bootstrap_ci, bootstrap_ci_pooled
+
+        boot = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
+        cases = self.per_case[(self.per_case["status"] != "error") & ~self.per_case["empty_gt"].fillna(False)
+                              .astype(bool)]
+        metrics = [m for m in self.options.get("metrics", []) if f"cc_{m}" in self.per_case]
+        case_level = [c for c in _CASE_SCORES if c in self.per_case]
+        rows = []
+        for c in sorted(self.per_case["class"].unique()):
+            here = cases[cases["class"] == c]
+            comps = self.per_component[(self.per_component["class"] == c)
+                                       & self.per_component["case"].isin(here["case"])]
+            for m in metrics:  # non-finite distances count as the case's worst distance (one rule)
+                standard = cc_values(here[m], m, here["worst_distance"])
+                rows.append(_stats_row(c, m, "standard", standard, bootstrap_ci(standard, **boot)))
+                patient = here[f"cc_{m}"].to_numpy(float)
+                rows.append(_stats_row(c, m, "cc_patient", patient, bootstrap_ci(patient, **boot)))
+                pooled = cc_values(comps[m], m, comps["worst_distance"])
+                rows.append(_stats_row(c, m, "cc_pooled", pooled,
+                                       bootstrap_ci_pooled(pooled, comps["case"].to_numpy(), **boot)))
+            for s in case_level:
+                values = here[s].to_numpy(float)
+                values = values[~np.isnan(values)]
+                rows.append(_stats_row(c, s, "case", values, bootstrap_ci(values, **boot)))
+        columns = ["class", "metric", "aggregation", "n", "mean", "median", "ci_low", "ci_high"]
+        return pd.DataFrame(rows, columns=columns).set_index(["class", "metric", "aggregation"])
+
+    def empty_gt_summary(self) -> pd.DataFrame:
+        """Per class: cases with an empty GT, how many have a false positive, and their false-positive volume."""
+        empty = self.per_case[(self.per_case["status"] != "error") & self.per_case["empty_gt"].fillna(False)
+                              .astype(bool)]
+        rows = []
+        for c in sorted(self.per_case["class"].unique()):
+            e = empty[empty["class"] == c]
+            rows.append({"class": c, "n": len(e), "with_false_positive": int((e["pred_volume"] > 0).sum()),
+                         "fp_volume_voxels_mean": float(e["pred_volume"].mean()) if len(e) else math.nan,
+                         "fp_volume_ml_mean": float(e["pred_volume_ml"].mean()) if len(e) else math.nan})
+        return pd.DataFrame(rows).set_index("class")
+
+    def write(self, out_dir: _PathLike, *, plots: bool = True, **summary_options: Any) -> Dict[str, Any]:
+        """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``.
+
+        Returns a dict naming the paths written.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.per_component.to_csv(out / "per_component.csv", index=False)
+        self.per_case.to_csv(out / "per_case.csv", index=False)
+        summary = self.summary(**summary_options)
+        doc = {"counts": self.counts(),
+               "summary": _records(summary.reset_index()),
+               "empty_gt": _records(self.empty_gt_summary().reset_index()),
+               "errors": _records(self.errors[["case", "class", "error"]]),
+               "ignored_files": self.ignored_files,
+               "options": self.options}
+        (out / "summary.json").write_text(json.dumps(doc, indent=2, allow_nan=True))
+        written = {"per_component": out / "per_component.csv", "per_case": out / "per_case.csv",
+                   "summary": out / "summary.json", "plots": []}
+        if plots:
+            from .plots import write_plots
+
+            written["plots"] = write_plots(self.per_component, self.per_case, out / "plots",
+                                           metrics=self.options.get("metrics"))
+        return written
+
+    @classmethod
+    def read(cls, out_dir: _PathLike) -> "DatasetResult":
+        """Load a result folder written by :meth:`write` (or by ``ccmetrics evaluate``)."""
+        out = Path(out_dir)
+        if not (out / "per_case.csv").is_file():
+            raise FileNotFoundError(f"{out} holds no per_case.csv: give a folder written by `ccmetrics evaluate`")
+        per_case = pd.read_csv(out / "per_case.csv", keep_default_na=False, na_values=[""])
+        per_component = pd.read_csv(out / "per_component.csv") if (out / "per_component.csv").is_file() \
+            else pd.DataFrame()
+        options = {}
+        if (out / "summary.json").is_file():
+            options = json.loads((out / "summary.json").read_text()).get("options", {})
+        for frame in (per_case,):
+            for col in ("flags", "error"):
+                if col in frame:
+                    frame[col] = frame[col].fillna("")
+        return cls(per_component, per_case, options=options)
+
+
+_CASE_SCORES = ("pq", "sq", "rq", "lesion_dice", "lesion_hd95", "sensitivity", "precision", "f1",
+                "fp_volume", "fn_volume")
+
+
+def _stats_row(c, metric, aggregation, values, ci) -> Dict[str, Any]:
+    values = np.asarray(values, dtype=float)
+    n = int(values.size)
+    return {"class": c, "metric": metric, "aggregation": aggregation, "n": n,
+            "mean": float(values.mean()) if n else math.nan,
+            "median": float(np.median(values)) if n else math.nan,
+            "ci_low": float(ci[0]), "ci_high": float(ci[1])}
+
+
+def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
+    out = []
+    for rec in frame.to_dict(orient="records"):
+        out.append({k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
+    return out
+
+
+def evaluate_dataset(
+    gt: Any,
+    pred: Optional[_PathLike] = None,
+    metrics: Union[str, Sequence[str]] = ("dice", "nsd", "hd95"),
+    *,
+    classes: Optional[Sequence[int]] = None,
+    spacing: Any = "header",
+    nsd_tolerance: float = 1.0,
+    worst_distance: Optional[float] = None,
+    connectivity: Optional[int] = None,
+    gt_suffix: Optional[str] = None,
+    pred_suffix: Optional[str] = None,
+    tolerance_mm: float = 1e-3,
+    workers: int = 1,
+    client: Any = None,
+    progress: bool = True,
+) -> DatasetResult:
+    """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
+
+    Parameters
+    ----------
+    gt : path, mapping or sequence
+        A folder of GT images (then ``pred`` is the folder of predictions,
+        paired by case id, see :func:`pair_folders`), or the cases themselves:
+        ``{case: (gt, pred)}`` or ``[(case, gt, pred), ...]`` where each
+        ``gt``/``pred`` is a file path, a numpy array or an
+        :class:`~ccmetrics.io.Image` (``pred=None``: missing, evaluated as empty
+        and flagged).
+    pred : path, optional
+        The predictions folder (with a GT folder).
+    metrics : str or sequence of str
+        Names as in :func:`ccmetrics.evaluate` (``dice``, ``iou``, ``nsd``,
+        ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``).
+    classes : sequence of int, optional
+        Evaluate each label of label maps on its own; default: binary masks
+        (a file holding other values than 0/1 gives an error row).
+    spacing : {"header", "voxel"} or numbers
+        ``"header"`` (default): each case's voxel spacing from its GT file (mm;
+        plain arrays have none, so voxel units); ``"voxel"``: index units; or
+        one spacing for every case.
+    nsd_tolerance, worst_distance, connectivity
+        As in :func:`ccmetrics.evaluate` (mm with a spacing).
+    gt_suffix, pred_suffix : str, optional
+        Regular expressions removed from the end of file names (after the
+        extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
+    tolerance_mm : float
+        Largest accepted difference between the GT's and the prediction's
+        spacing and origin (mm); direction cosines must agree to 1e-4.
+    workers : int
+        Worker processes on this machine (1: in this process). Each reads
+        and evaluates one case at a time.
+    client : dask.distributed.Client, optional
+        Run the cases on a Dask cluster instead (the files must be readable
+        from the workers).
+    progress : bool
+        Show a progress bar (tqdm, on stderr).
+
+    Returns
+    -------
+    DatasetResult
+        Identical tables whatever ``workers`` or ``client``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ccmetrics import evaluate_dataset
+    >>> gt = np.zeros((16, 16), np.uint8); gt[2:6, 2:6] = 1; gt[10:12, 10:12] = 1
+    >>> pred = gt.copy(); pred[10:12, 10:12] = 0                      # second lesion missed
+    >>> result = evaluate_dataset({"a": (gt, gt), "b": (gt, pred), "c": (gt, None)}, metrics=["dice"],
+    ...                           progress=False)
+    >>> print(result.per_case[["case", "status", "flags", "dice", "cc_dice"]].round(3).to_string(index=False))
+    case  status              flags  dice  cc_dice
+       a      ok                    1.000      1.0
+       b      ok                    0.889      0.5
+       c flagged missing_prediction 0.000      0.0
+    >>> result.counts()["flagged"]
+    1
+    """
+    names, case_level, objects = parse_metrics(metrics)
+    if objects:
+        raise ValueError("evaluate_dataset takes metric names only (MONAI metric objects cannot be sent to "
+                         "workers); use ccmetrics.evaluate per case for them")
+    if classes is not None:
+        if isinstance(classes, (str, bytes)) or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                                                         for c in classes):
+            raise TypeError(f"classes must be a sequence of integer labels such as [1, 2], got {classes!r}")
+        classes = tuple(int(c) for c in classes)
+    if isinstance(spacing, str) and spacing not in ("header", "voxel"):
+        raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    if isinstance(gt, (str, os.PathLike)):
+        if pred is None:
+            raise ValueError("give the predictions folder too: evaluate_dataset(gt_dir, pred_dir)")
+        tasks, ignored = pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix)
+    else:
+        if pred is not None:
+            raise ValueError("with cases given as a mapping or list, leave pred=None")
+        tasks, ignored = tasks_from_pairs(gt), []
+    options = EvalOptions(tuple(names + case_level), classes, spacing, float(nsd_tolerance),
+                          worst_distance, connectivity, float(tolerance_mm))
+    outputs = _run(tasks, options, workers, client, progress)
+    outputs.sort(key=lambda o: o["rows"][0]["case"])
+    per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
+    per_case = per_case.sort_values(["case", "class"], kind="stable").reset_index(drop=True)
+    front = ["case", "class", "status", "flags", "error", "gt_file", "pred_file"]
+    per_case = per_case[front + [c for c in per_case.columns if c not in front]]
+    frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
+    per_component = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["case", "class", "component", "volume", "volume_mm3", "detected", "worst_distance"] + names))
+    per_component = per_component.sort_values(["case", "class", "component"], kind="stable").reset_index(drop=True)
+    timings = pd.DataFrame([o["timing"] for o in outputs])
+    record = {"metrics": list(options.metrics), "classes": list(classes) if classes else None,
+              "spacing": spacing if isinstance(spacing, str) else list(np.atleast_1d(spacing).astype(float)),
+              "nsd_tolerance": options.nsd_tolerance, "worst_distance": worst_distance,
+              "connectivity": connectivity, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix,
+              "tolerance_mm": options.tolerance_mm}
+    return DatasetResult(per_component, per_case, ignored, timings, record)
+
+
+def _run(tasks: List[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> List[Dict]:
+    """Evaluate every task here, in worker processes or on a Dask cluster; completion order does not matter."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(tasks), unit="case", desc="evaluating", disable=not progress)
+    outputs = []
+    try:
+        if client is not None:
+            from dask.distributed import as_completed
+
+            futures = client.map(evaluate_task, tasks, options=options, pure=False)
+            for future in as_completed(futures):
+                outputs.append(future.result())
+                bar.update()
+        elif workers > 1 and len(tasks) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed as done
+
+            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = [pool.submit(evaluate_task, t, options) for t in tasks]
+                for future in done(futures):
+                    outputs.append(future.result())
+                    bar.update()
+        else:
+            for task in tasks:
+                outputs.append(evaluate_task(task, options))
+                bar.update()
+    finally:
+        bar.close()
+    return outputs
