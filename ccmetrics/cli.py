@@ -68,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
     ev.add_argument("--pred-suffix", default=None,
                     help="regex removed from prediction file names to form case ids, e.g. _pred or _0000")
+    ev.add_argument("--tolerance-mm", type=float, default=1e-3, metavar="MM",
+                    help="largest accepted GT/prediction difference in spacing and origin (default 0.001)")
     ev.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
     ev.add_argument("--dask", default=None, metavar="ADDRESS",
                     help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)")
@@ -104,7 +106,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"evaluate": _evaluate, "partition": _partition, "compare": _compare}[args.command](args)
-    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError) as exc:
+    except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
         print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -124,7 +126,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         result = evaluate_dataset(
             args.gt_dir, args.pred_dir, args.metrics, classes=args.classes, spacing=args.spacing,
             nsd_tolerance=args.nsd_tolerance, worst_distance=args.worst_distance, connectivity=args.connectivity,
-            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, workers=args.workers, client=client,
+            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, tolerance_mm=args.tolerance_mm,
+            workers=args.workers, client=client,
             progress=not args.quiet)
     finally:
         if client is not None:
@@ -199,7 +202,8 @@ def _compare(args: argparse.Namespace) -> int:
     direction = "higher is better" if result.higher_is_better else "lower is better"
     print(f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
           + (f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
-             if result.excluded else ""))
+             if result.excluded else "")
+          + (f"; {len(result.empty_gt)} empty-GT cases left out (see each summary)" if result.empty_gt else ""))
     print(result.summary().to_string(float_format=lambda v: f"{v:.4g}"))
     print(f"\n{result.test.capitalize()} test: statistic {result.statistic:.4g}, p = {result.pvalue:.4g}")
     if result.nemenyi is not None:

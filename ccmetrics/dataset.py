@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -42,7 +42,7 @@ import pandas as pd
 
 from .aggregation import cc_values
 from .evaluate import evaluate, parse_metrics
-from .io import Image, ImageReadError, check_same_geometry, image_id, is_image_file, load_image
+from .io import Image, check_same_geometry, image_id, is_image_file, load_image
 
 #: flag of a GT without prediction file (evaluated as an empty prediction)
 MISSING_PREDICTION = "missing_prediction"
@@ -118,8 +118,13 @@ def pair_folders(gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: Optional[
     NotADirectoryError
         A folder does not exist.
     ValueError
-        The GT folder holds no image file.
+        The GT folder holds no image file, or a suffix is not a valid regular expression.
     """
+    for name, suffix in (("gt_suffix", gt_suffix), ("pred_suffix", pred_suffix)):
+        try:
+            re.compile(suffix or "")
+        except re.error as exc:
+            raise ValueError(f"{name} {suffix!r} is not a valid regular expression: {exc}") from None
     gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt")
     pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred")
     if not gt_files:
@@ -146,9 +151,9 @@ def _scan(folder: _PathLike, suffix: Optional[str], name: str) -> Tuple[Dict[str
     files: Dict[str, List[str]] = {}
     ignored = []
     for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.is_dir():
+        if path.is_dir():
             continue
-        if is_image_file(path):
+        if is_image_file(path) and not path.name.startswith("."):  # hidden: e.g. macOS "._case.nii.gz"
             files.setdefault(image_id(path, suffix), []).append(str(path))
         else:
             ignored.append(str(path))
@@ -170,13 +175,14 @@ def tasks_from_pairs(pairs: Union[Mapping[str, Tuple[Any, Any]], Iterable[Tuple[
 
 # ---------------------------------------------------------------- one case
 
-def _as_image(item: Any) -> Image:
+def _as_image(item: Any) -> Tuple[Image, bool]:
+    """The item as an Image, and whether its geometry is known (a file or an Image, not a bare array)."""
     if isinstance(item, Image):
-        return item
+        return item, True
     if isinstance(item, (str, os.PathLike)):
-        return load_image(item)
+        return load_image(item), True
     array = np.asarray(item)
-    return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None)
+    return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None), False
 
 
 def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
@@ -194,21 +200,23 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
     try:
         if task.error:
             raise _CaseError(task.error)
-        gt = _as_image(task.gt)
+        gt, gt_known = _as_image(task.gt)
         flags = []
         if task.pred is None:
-            pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine, None)
+            pred, pred_known = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine), gt_known
             flags.append(MISSING_PREDICTION)
         else:
-            pred = _as_image(task.pred)
+            pred, pred_known = _as_image(task.pred)
         t_read = time.perf_counter() - t0
-        if not (isinstance(task.gt, np.ndarray) or isinstance(task.pred, np.ndarray)):
-            problem = check_same_geometry(gt, pred, atol_mm=options.tolerance_mm)
-            if problem:
-                raise _CaseError(problem)
-        elif gt.array.shape != pred.array.shape:
-            raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
-        spacing = _spacing(options.spacing, gt)
+        problem = (check_same_geometry(gt, pred, atol_mm=options.tolerance_mm) if gt_known and pred_known else
+                   None if gt.array.shape == pred.array.shape else
+                   f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
+        if problem:
+            raise _CaseError(problem)
+        if isinstance(options.spacing, str):  # "header": known from a file or an Image; "voxel": none
+            spacing = tuple(gt.spacing) if options.spacing == "header" and gt_known else None
+        else:
+            spacing = options.spacing
         kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
                       worst_distance=options.worst_distance, connectivity=options.connectivity)
         if options.classes:
@@ -216,8 +224,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
         else:
             results = {1: evaluate(pred.array, gt.array, list(options.metrics), **kwargs)}
     except Exception as exc:  # one case's failure must never stop the data set
-        message = str(exc) if isinstance(exc, (_CaseError, ImageReadError, ValueError, OSError)) else (
-            f"{type(exc).__name__}: {exc} ({traceback.format_exc(limit=-1).strip().splitlines()[-2].strip()})")
+        expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
+        message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
         rows = [{**base, "class": c, "status": "error", "flags": "", "error": message} for c in classes]
         return {"rows": rows, "components": None,
                 "timing": {"case": task.case, "read_seconds": t_read,
@@ -240,17 +248,6 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
 
 class _CaseError(ValueError):
     """A problem of one case, reported in its error row."""
-
-
-def _spacing(mode: Any, gt: Image) -> Optional[Tuple[float, ...]]:
-    if isinstance(mode, str):
-        if mode == "header":
-            return None if gt.path is None and np.allclose(gt.spacing, 1.0) and gt.affine is not None \
-                and np.array_equal(gt.affine, np.eye(gt.array.ndim + 1)) else tuple(gt.spacing)
-        if mode == "voxel":
-            return None
-        raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {mode!r}")
-    return mode
 
 
 # ---------------------------------------------------------------- the data set
@@ -319,8 +316,8 @@ class DatasetResult:
         from .stats import bootstrap_ci, bootstrap_ci_pooled
 
         boot = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
-        cases = self.per_case[(self.per_case["status"] != "error") & ~self.per_case["empty_gt"].fillna(False)
-                              .astype(bool)]
+        cases = self.per_case[(self.per_case["status"] != "error") & ~self.per_case["empty_gt"].astype(object)
+                              .fillna(False).astype(bool)]
         metrics = [m for m in self.options.get("metrics", []) if f"cc_{m}" in self.per_case]
         case_level = [c for c in _CASE_SCORES if c in self.per_case]
         rows = []
@@ -345,8 +342,8 @@ class DatasetResult:
 
     def empty_gt_summary(self) -> pd.DataFrame:
         """Per class: cases with an empty GT, how many have a false positive, and their false-positive volume."""
-        empty = self.per_case[(self.per_case["status"] != "error") & self.per_case["empty_gt"].fillna(False)
-                              .astype(bool)]
+        empty = self.per_case[(self.per_case["status"] != "error") & self.per_case["empty_gt"].astype(object)
+                              .fillna(False).astype(bool)]
         rows = []
         for c in sorted(self.per_case["class"].unique()):
             e = empty[empty["class"] == c]
@@ -371,7 +368,7 @@ class DatasetResult:
                "errors": _records(self.errors[["case", "class", "error"]]),
                "ignored_files": self.ignored_files,
                "options": self.options}
-        (out / "summary.json").write_text(json.dumps(doc, indent=2, allow_nan=True))
+        (out / "summary.json").write_text(json.dumps(doc, indent=2, allow_nan=False))
         written = {"per_component": out / "per_component.csv", "per_case": out / "per_case.csv",
                    "summary": out / "summary.json", "plots": []}
         if plots:
@@ -387,16 +384,16 @@ class DatasetResult:
         out = Path(out_dir)
         if not (out / "per_case.csv").is_file():
             raise FileNotFoundError(f"{out} holds no per_case.csv: give a folder written by `ccmetrics evaluate`")
-        per_case = pd.read_csv(out / "per_case.csv", keep_default_na=False, na_values=[""])
-        per_component = pd.read_csv(out / "per_component.csv") if (out / "per_component.csv").is_file() \
-            else pd.DataFrame()
+        per_case = pd.read_csv(out / "per_case.csv", keep_default_na=False, na_values=[""], dtype={"case": str})
+        per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str}) \
+            if (out / "per_component.csv").is_file() else pd.DataFrame()
         options = {}
         if (out / "summary.json").is_file():
             options = json.loads((out / "summary.json").read_text()).get("options", {})
         for frame in (per_case,):
             for col in ("flags", "error"):
                 if col in frame:
-                    frame[col] = frame[col].fillna("")
+                    frame[col] = frame[col].astype(object).fillna("")  # all-empty columns are read as float NaN
         return cls(per_component, per_case, options=options)
 
 
@@ -416,7 +413,8 @@ def _stats_row(c, metric, aggregation, values, ci) -> Dict[str, Any]:
 def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
     out = []
     for rec in frame.to_dict(orient="records"):
-        out.append({k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
+        rec = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
+        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
     return out
 
 
@@ -527,6 +525,9 @@ def evaluate_dataset(
     per_case = per_case.sort_values(["case", "class"], kind="stable").reset_index(drop=True)
     front = ["case", "class", "status", "flags", "error", "gt_file", "pred_file"]
     per_case = per_case[front + [c for c in per_case.columns if c not in front]]
+    if "empty_gt" not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
+        per_case = per_case.reindex(columns=front + ["spacing", "n_components", "empty_gt", "pred_volume",
+                                    "worst_distance"] + [c for m in names for c in (m, f"cc_{m}")] + ["pred_volume_ml"])
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
     per_component = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["case", "class", "component", "volume", "volume_mm3", "detected", "worst_distance"] + names))

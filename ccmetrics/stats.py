@@ -18,7 +18,7 @@ Methods (all from scipy / scikit-posthocs, nothing hand-rolled):
 The Nemenyi test needs the optional dependency ``scikit-posthocs``
 (``pip install "ccmetrics-toolkit[stats]"``); it is imported only when needed.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import inspect
 from typing import List, Mapping, Optional, Tuple
 import warnings
@@ -157,6 +157,9 @@ class Comparison:
     excluded : list
         Case ids dropped because some method has no score for them (missing, NaN or
         status "error").
+    empty_gt : list
+        Case ids left out because their GT is empty in some method's table (the
+        empty-GT rule scores them; each evaluation summarises them apart).
     """
 
     metric: str
@@ -168,6 +171,7 @@ class Comparison:
     pvalue: float
     nemenyi: Optional[pd.DataFrame]
     excluded: List
+    empty_gt: List = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
         """Per method: n, mean, median and mean_rank of the paired scores, best rank first."""
@@ -249,8 +253,20 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     if higher_is_better is None:
         base = metric[3:] if metric.startswith("cc_") else metric
         higher_is_better = base not in LOWER_IS_BETTER
-    columns = [_method_scores(m, tables[m], metric, case_column, class_column, class_value) for m in methods]
+    empty_gt: set = set()
+    kept = {}
+    for m in methods:  # empty-GT cases follow a special rule; they are summarised apart, never ranked
+        table = tables[m]
+        if "empty_gt" in table:
+            flag = table["empty_gt"].astype(object).fillna(False).astype(bool)
+            if class_value is not None and class_column in table:
+                flag &= table[class_column] == class_value
+            empty_gt.update(table.loc[flag, case_column])
+            table = table[~flag]
+        kept[m] = table
+    columns = [_method_scores(m, kept[m], metric, case_column, class_column, class_value) for m in methods]
     wide = pd.concat(columns, axis=1, join="outer")
+    wide = wide[~wide.index.isin(empty_gt)]
     complete = wide.notna().all(axis=1)
     excluded = list(wide.index[~complete])
     if excluded:
@@ -277,4 +293,5 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
         nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
     return Comparison(metric=metric, higher_is_better=higher_is_better, test=test, scores=scores,
                       mean_ranks=mean_ranks, statistic=float(res.statistic),
-                      pvalue=float(res.pvalue), nemenyi=nemenyi, excluded=excluded)
+                      pvalue=float(res.pvalue), nemenyi=nemenyi, excluded=excluded,
+                      empty_gt=sorted(empty_gt, key=str))

@@ -197,3 +197,17 @@ def test_compare_without_scikit_posthocs(monkeypatch):
     with pytest.raises(ImportError, match=r"pip install \"ccmetrics-toolkit\[stats\]\""):
         compare({m: tidy(v) for m, v in HAND.items()}, "dice")
     assert compare({"A": tidy(HAND["A"]), "B": tidy(HAND["B"])}, "dice").test == "wilcoxon"
+
+
+def test_compare_leaves_out_empty_gt_cases_of_the_chosen_class():
+    def table(values, empty):
+        return pd.DataFrame({"case": ["a", "b", "c", "d", "a"], "class": [1, 1, 1, 1, 2],
+                             "cc_dice": values + [0.0], "empty_gt": empty + [True]})
+
+    first = table([0.9, 0.8, 0.7, 1.0], [False, False, False, True])
+    second = table([0.8, 0.7, 0.9, 0.0], [False, False, False, True])
+    third = table([0.7, 0.6, 0.5, 0.0], [False, False, False, True])
+    result = compare({"A": first, "B": second, "C": third}, "cc_dice", class_value=1)
+    assert result.empty_gt == ["d"] and result.excluded == []
+    assert list(result.scores.index) == ["a", "b", "c"]  # case "a" is empty only in class 2: kept
+    assert result.mean_ranks.to_dict() == pytest.approx({"A": 4 / 3, "B": 5 / 3, "C": 3.0})
