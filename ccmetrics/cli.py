@@ -167,8 +167,10 @@ def report(result, seconds: float, **summary_options) -> str:
         if row["n"]:
             volume = (f"{row['fp_volume_ml_mean']:.4g} ml" if row["fp_volume_ml_mean"] == row["fp_volume_ml_mean"]
                       else f"{row['fp_volume_voxels_mean']:.4g} voxels")
-            lines.append(f"\nClass {c}: {int(row['n'])} empty-GT cases, {int(row['with_false_positive'])} with a "
-                         f"false positive (mean false-positive volume {volume}); not in the means above")
+            n_empty = int(row["n"])
+            lines.append(f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
+                         f"{int(row['with_false_positive'])} with a false positive (mean false-positive volume "
+                         f"{volume}); not in the means above")
     return "\n".join(lines)
 
 

@@ -17,6 +17,8 @@ import pathlib
 import numpy as np
 import pandas as pd
 
+from .aggregation import cc_values
+
 OVERLAP = ("dice", "iou", "nsd")
 DISTANCE = ("hd", "hd95", "assd")
 STANDARD_COLOR, CC_COLOR, MISSED_COLOR = "tab:blue", "tab:orange", "tab:red"
@@ -66,6 +68,15 @@ def _usable_cases(per_case, class_value):
         empty = df["empty_gt"].eq(True).to_numpy()
         n_empty, df = int(empty.sum()), df[~empty]
     return df, n_empty, n_error
+
+
+def _case_values(df, column):
+    """A per-case column as plotted: a non-finite distance (empty prediction) counts as the case's worst
+    distance when the table has ``worst_distance``, the rule the summary uses (:mod:`ccmetrics.aggregation`)."""
+    values = df[column].to_numpy(float)
+    if "worst_distance" in df.columns:
+        values = cc_values(values, column.removeprefix("cc_"), df["worst_distance"].to_numpy(float))
+    return values
 
 
 def _caption(n, n_empty, n_error, n_dropped=0, width=200):
@@ -177,7 +188,7 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None):
     cc = f"cc_{metric}"
     _require(per_case, [metric, cc], "per_case", "pass metric= a metric evaluated with its CC value")
     df, n_empty, n_error = _usable_cases(per_case, class_value)
-    x, y = df[metric].to_numpy(float), df[cc].to_numpy(float)
+    x, y = _case_values(df, metric), _case_values(df, cc)
     ok = np.isfinite(x) & np.isfinite(y)
     ax = ax if ax is not None else _figure((5.6, 5.6))[0]
     groups = df["class"].to_numpy() if "class" in df.columns else np.zeros(len(df))
@@ -204,7 +215,7 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None):
 def _boxes(ax, df, cols, rng):
     dropped = 0
     for i, c in enumerate(cols):
-        v = df[c].to_numpy(float)
+        v = _case_values(df, c)
         dropped += int((~np.isfinite(v)).sum())
         v = v[np.isfinite(v)]
         color = CC_COLOR if c.startswith("cc_") else STANDARD_COLOR

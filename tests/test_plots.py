@@ -159,3 +159,14 @@ def test_write_plots_multiclass_empty_and_metric_choice(tmp_path):
     assert plots.write_plots(None, pd.DataFrame(), tmp_path / "c") == []
     no_detected = plots.write_plots(components().drop(columns="detected"), None, tmp_path / "d")
     assert [p.name for p in no_detected] == ["metric_vs_volume_dice.png"]
+
+
+def test_empty_prediction_distance_plotted_at_the_worst_distance():
+    # the rule of the summary: a non-finite distance counts as the case's worst distance
+    per_case = pd.DataFrame({"case": ["a", "b"], "class": [1, 1], "status": ["ok", "flagged"],
+                             "empty_gt": [False, False], "hd95": [3.0, math.inf], "cc_hd95": [4.0, 50.0],
+                             "worst_distance": [40.0, 50.0]})
+    fig = plots.plot_standard_vs_cc(per_case, "hd95")
+    points = fig.axes[0].collections[0].get_offsets()
+    assert np.asarray(points).tolist() == [[3.0, 4.0], [50.0, 50.0]]
+    assert "dropped" not in fig.axes[0].get_title()
