@@ -160,8 +160,10 @@ def report(result, seconds: float, **summary_options) -> str:
         table = table.drop(columns=["ci_low", "ci_high"])
         with pd.option_context("display.width", 200):
             text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-        lines += ["", "Summary over cases with GT lesions (CC: patient = mean of case means, pooled = all "
-                  "lesions; distances of missed lesions = worst distance):", text]
+        units = ("distances and volumes in voxels" if result.options.get("spacing") == "voxel" else
+                 "distances in mm, volumes in ml")
+        lines += ["", f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
+                  f"all lesions; a missed lesion's distance = the worst distance):", text]
     empty = result.empty_gt_summary()
     for c, row in empty.iterrows():
         if row["n"]:

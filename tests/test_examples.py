@@ -56,3 +56,47 @@ def test_synthetic_case_follows_its_recipe():
     labels, _ = label_components(gt)
     hit = np.unique(labels[pred & gt])
     assert len(hit[hit > 0]) < n
+
+
+def test_shipped_example_data_equal_the_script(tmp_path):
+    import runpy
+
+    from ccmetrics.io import load_image
+
+    script = runpy.run_path(str(ROOT / "examples" / "make_example_data.py"))
+    script["main"](tmp_path)
+    for folder in ("gt", "pred"):
+        shipped = sorted(p.name for p in (ROOT / "examples" / "data" / folder).iterdir())
+        assert shipped == sorted(p.name for p in (tmp_path / folder).iterdir())
+        for name in shipped:
+            a, b = load_image(ROOT / "examples" / "data" / folder / name), load_image(tmp_path / folder / name)
+            assert np.array_equal(a.array, b.array) and a.spacing == b.spacing == (2.0, 2.0, 3.0)
+            assert np.allclose(a.affine, b.affine)
+    assert not (ROOT / "examples" / "data" / "pred" / "case_005.nii.gz").exists()  # the missing prediction
+
+
+def test_readme_first_command_prints_what_the_readme_shows(tmp_path, capsys):
+    """The README's set-up command 1 (its `ccmetrics evaluate` part) prints the text shown there, timing aside."""
+    import os
+    import re
+    import shlex
+
+    from ccmetrics.cli import main
+
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"pip install -e \. && (ccmetrics evaluate [^\n]+)", readme).group(1)
+    argv = shlex.split(command)[1:]
+    shown = re.search(r"```text\n(6 cases in .*?)\n```", readme, re.S).group(1)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for src in ("gt", "pred"):  # the command's relative paths, in a scratch folder
+            (tmp_path / "examples" / "data").mkdir(parents=True, exist_ok=True)
+            os.symlink(ROOT / "examples" / "data" / src, tmp_path / "examples" / "data" / src)
+        assert main(argv) == 0
+    finally:
+        os.chdir(cwd)
+    printed = capsys.readouterr().out.strip()
+    timing = re.compile(r"in \d+\.\d s")
+    assert timing.sub("in _ s", printed) == timing.sub("in _ s", shown.strip())
+    assert (tmp_path / "results" / "plots" / "metric_vs_volume_dice.png").is_file()
