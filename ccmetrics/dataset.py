@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregation import cc_values
-from .evaluate import evaluate, parse_metrics
+from .evaluate import CASE_METRICS, evaluate, parse_metrics
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
 
 #: flag of a GT without prediction file (evaluated as an empty prediction)
@@ -276,6 +276,11 @@ class DatasetResult:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
     options: Dict[str, Any] = field(default_factory=dict)
 
+    def _evaluated(self, empty_gt: bool) -> pd.DataFrame:
+        """Rows of evaluated (not failed) case-classes whose GT is empty or not."""
+        empty = self.per_case["empty_gt"].astype(object).fillna(False).astype(bool)  # NaN on error rows
+        return self.per_case[(self.per_case["status"] != "error") & (empty == empty_gt)]
+
     @property
     def errors(self) -> pd.DataFrame:
         """The error rows of ``per_case``."""
@@ -316,10 +321,9 @@ class DatasetResult:
         from .stats import bootstrap_ci, bootstrap_ci_pooled
 
         boot = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
-        cases = self.per_case[(self.per_case["status"] != "error") & ~self.per_case["empty_gt"].astype(object)
-                              .fillna(False).astype(bool)]
+        cases = self._evaluated(empty_gt=False)
         metrics = [m for m in self.options.get("metrics", []) if f"cc_{m}" in self.per_case]
-        case_level = [c for c in _CASE_SCORES if c in self.per_case]
+        case_level = [c for scores in CASE_METRICS.values() for c in scores if c in self.per_case]
         rows = []
         for c in sorted(self.per_case["class"].unique()):
             here = cases[cases["class"] == c]
@@ -342,8 +346,7 @@ class DatasetResult:
 
     def empty_gt_summary(self) -> pd.DataFrame:
         """Per class: cases with an empty GT, how many have a false positive, and their false-positive volume."""
-        empty = self.per_case[(self.per_case["status"] != "error") & self.per_case["empty_gt"].astype(object)
-                              .fillna(False).astype(bool)]
+        empty = self._evaluated(empty_gt=True)
         rows = []
         for c in sorted(self.per_case["class"].unique()):
             e = empty[empty["class"] == c]
@@ -397,8 +400,6 @@ class DatasetResult:
         return cls(per_component, per_case, options=options)
 
 
-_CASE_SCORES = ("pq", "sq", "rq", "lesion_dice", "lesion_hd95", "sensitivity", "precision", "f1",
-                "fp_volume", "fn_volume")
 
 
 def _stats_row(c, metric, aggregation, values, ci) -> Dict[str, Any]:
