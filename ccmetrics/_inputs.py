@@ -13,6 +13,8 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
+#: largest voxel size accepted (mm), and its inverse the smallest: beyond, distances overflow or underflow
+MAX_SPACING = 1e6
 #: connectivities accepted per number of spatial dimensions, default first
 CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
 
@@ -107,6 +109,9 @@ def as_spacing(spacing: Optional[Any], ndim: int) -> Optional[Tuple[float, ...]]
     """Validate a voxel spacing: ``None``, one positive number, or one per axis."""
     if spacing is None:
         return None
+    if isinstance(spacing, (bool, np.bool_)) or (isinstance(spacing, (list, tuple)) and
+                                                 any(isinstance(v, (bool, np.bool_)) for v in spacing)):
+        raise TypeError(f"spacing must be a number or a sequence of numbers (mm per axis), got {spacing!r}")
     raw = spacing if np.isscalar(spacing) else to_numpy(spacing, "spacing")
     try:
         values = np.atleast_1d(np.asarray(raw, dtype=float))
@@ -118,8 +123,11 @@ def as_spacing(spacing: Optional[Any], ndim: int) -> Optional[Tuple[float, ...]]
         values = np.repeat(values, ndim)
     if values.size != ndim:
         raise ValueError(f"spacing has {values.size} values but the image has {ndim} dimensions")
-    if not np.all(np.isfinite(values)) or np.any(values <= 0):
+    if values.dtype == bool or not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise ValueError(f"spacing values must be positive and finite, got {tuple(values.tolist())}")
+    if np.any(values > MAX_SPACING) or np.any(values < 1.0 / MAX_SPACING):
+        raise ValueError(f"spacing values must lie between {1 / MAX_SPACING:g} and {MAX_SPACING:g} (mm), got "
+                         f"{tuple(values.tolist())}; give the voxel size in mm (or none, for voxel units)")
     return tuple(float(v) for v in values)
 
 

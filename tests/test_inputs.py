@@ -62,3 +62,16 @@ def test_accepted_inputs_agree():
     assert evaluate(GT, GT, spacing=2.0).spacing == (2.0, 2.0, 2.0)
     assert evaluate(GT, GT, spacing=np.array([1, 2, 3])).spacing == (1.0, 2.0, 3.0)
     assert evaluate(GT[:, :, ::2], GT[:, :, ::2]).cc["dice"] == 1.0  # non-contiguous views
+
+
+@pytest.mark.parametrize("spacing, error, message", [
+    (True, TypeError, "number or a sequence of numbers"),
+    ([True, 1.0], TypeError, "number or a sequence of numbers"),
+    (1e300, ValueError, "between 1e-06 and 1e\\+06"),
+    ((1.0, 1e-300), ValueError, "between 1e-06 and 1e\\+06"),
+])
+def test_spacing_holes_are_closed(spacing, error, message):
+    gt = np.zeros((6, 6), bool)
+    gt[2, 2] = True
+    with pytest.raises(error, match=message):
+        evaluate(gt, gt, ["hd95"], spacing=spacing)

@@ -240,7 +240,7 @@ def test_ddp_style_buffer_shape(three_cases):
     preds, gts = zip(*three_cases)
     multi = np.stack([np.asarray(gts), np.asarray(preds)], axis=1)  # two foreground channels
     y = torch.cat([torch.as_tensor(~multi.any(1))[:, None], torch.as_tensor(multi)], dim=1).float()
-    metric = CCMetric("dice")
+    metric = CCMetric("dice", multi_label=True)  # the two foreground channels overlap
     metric(y, y)
     metric(y[:1], y[:1])
     buffer = metric.get_buffer()
@@ -327,6 +327,20 @@ def test_get_not_nans_and_reduction_options():
     for reduction in ("none", "mean_channel", "sum_channel"):
         with pytest.raises(ValueError, match="does not apply to mode='overall'"):
             metric.aggregate("overall", reduction)
+
+
+def test_one_hot_layout_is_checked():
+    # a batch of two 3D binary masks (B, H, W, D) would be read as 2D images with H channels
+    masks = torch.zeros(2, 6, 8, 8)
+    masks[:, 2:4, 2:4, 2:4] = 1
+    with pytest.raises(ValueError, match=r"one-hot.*\(B, H, W\[, D\]\) needs a channel axis"):
+        CCMetric("dice")(masks, masks)
+    onehot = torch.stack([1 - masks, masks], dim=1)
+    assert CCMetric("dice")(onehot, onehot).tolist() == [[1.0], [1.0]]
+    overlapping = torch.cat([onehot, masks[:, None]], dim=1)  # a third channel overlapping the second
+    with pytest.raises(ValueError, match="multi_label=True"):
+        CCMetric("dice")(overlapping, overlapping)
+    assert CCMetric("dice", multi_label=True)(overlapping, overlapping).tolist() == [[1.0, 1.0], [1.0, 1.0]]
 
 
 @pytest.mark.parametrize("y_pred, y, message", [

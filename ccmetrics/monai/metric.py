@@ -81,7 +81,8 @@ def one_hot_masks(x: Any, name: str) -> np.ndarray:
     """Validate a batch-first one-hot tensor (B, C, H, W[, D]) and return it as a numpy bool array.
 
     Binary values are checked on the tensor's own device, and only the boolean
-    mask (one byte per voxel) is copied to the CPU.
+    mask (one byte per voxel) is copied to the CPU. See :func:`check_one_hot`
+    for the channel layout.
     """
     if x is None:
         raise ValueError(f"{name} is required: CC-Metrics compare a prediction with a ground truth")
@@ -113,6 +114,22 @@ def one_hot_masks(x: Any, name: str) -> np.ndarray:
                              f"predictions and AsDiscrete(to_onehot=num_classes) for labels")
         t = t != 0
     return np.ascontiguousarray(t.cpu().numpy())
+
+
+def check_one_hot(masks: np.ndarray, name: str) -> None:
+    """Every voxel of a (B, C, ...) boolean array must have exactly one channel set.
+
+    Otherwise a batch of 3D binary masks (B, H, W, D) would be read as 2D
+    images with H channels; overlapping channels need ``multi_label=True``.
+    """
+    per_voxel = masks.sum(axis=1, dtype=np.int64)
+    wrong = per_voxel != 1
+    if wrong.any():
+        raise ValueError(f"{name} must be one-hot, shape (B, C, H, W[, D]) with exactly one channel set per voxel, "
+                         f"but in an array of shape {masks.shape} a voxel has {int(per_voxel[wrong][0])} channels "
+                         f"set. A batch of binary masks (B, H, W[, D]) needs a channel axis and "
+                         f"AsDiscrete(to_onehot=2); for overlapping channels (e.g. BraTS TC/WT/ET) pass "
+                         f"multi_label=True")
 
 
 def _is_vector(s: Any) -> bool:
@@ -231,14 +248,18 @@ class CCMetric(CumulativeIterationMetric):
         Make :meth:`aggregate` return ``(value, not_nans)``.
     mode : {"patient", "overall"}
         Default aggregation of :meth:`aggregate` (used by the ignite handlers).
+    multi_label : bool
+        Accept channels that overlap or leave voxels without any channel.
 
     Notes
     -----
     **Input**: batch-first one-hot tensors ``(B, C, H, W)`` or ``(B, C, H, W, D)``
     with values 0/1 (bool, integer or float), ``C >= 2``, on any device, or
-    lists of channel-first tensors (as all MONAI metrics take them). Channels
-    are not required to sum to one, so multi-label outputs (overlapping
-    channels) work too. Invalid input raises ``ValueError``.
+    lists of channel-first tensors (as all MONAI metrics take them). Every
+    voxel must have exactly one channel set (so that a batch of 3D masks
+    ``(B, H, W, D)`` is not read as 2D images with H channels); pass
+    ``multi_label=True`` for overlapping channels (e.g. BraTS TC/WT/ET).
+    Invalid input raises ``ValueError`` naming the expected layout.
 
     **Buffers**: ``get_buffer()`` holds one row per image and one column per
     evaluated channel (``C - 1``, or ``C`` with ``include_background``): the
@@ -284,9 +305,11 @@ class CCMetric(CumulativeIterationMetric):
         reduction: Union[MetricReduction, str] = MetricReduction.MEAN,
         get_not_nans: bool = False,
         mode: str = "patient",
+        multi_label: bool = False,
     ) -> None:
         super().__init__()
         self.metric = check_metric(metric)
+        self.multi_label = bool(multi_label)
         self.include_background = bool(include_background)
         if spacing is not None:
             if isinstance(spacing, (list, tuple)) and any(_is_vector(s) for s in spacing):
@@ -318,6 +341,9 @@ class CCMetric(CumulativeIterationMetric):
         pred, gt = one_hot_masks(y_pred, "y_pred"), one_hot_masks(y, "y")
         if pred.shape != gt.shape:
             raise ValueError(f"y_pred and y must have the same shape, got {pred.shape} and {gt.shape}")
+        if not self.multi_label:
+            check_one_hot(pred, "y_pred")
+            check_one_hot(gt, "y")
         batch, channels, ndim = pred.shape[0], pred.shape[1], pred.ndim - 2
         spacings = spacing_per_image(self.spacing if spacing is None else spacing, batch, ndim)
         first = 0 if self.include_background else 1
