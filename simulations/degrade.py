@@ -242,7 +242,8 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
 
     Each ball has ``volume`` voxels (default: the 25th percentile of the case's lesion volumes), is
     placed at a random position (``seed``) whose nearest GT component is the targeted one (exact rule,
-    :func:`ccmetrics.partition.assign_nearest`), and neither touches the GT nor another false positive
+    :func:`ccmetrics.partition.assign_nearest`; every voxel of the ball when such a free position is found
+    in ``max_tries`` batches, else its centre only), and neither touches the GT nor another false positive
     (so it is a component of its own). With a ``spacing`` the ball is round in mm.
 
     Raises ``ValueError`` when no such position is found in ``max_tries`` batches of candidates.
@@ -276,6 +277,7 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
     if np.any(shape < 2 * reach + 1):
         raise ValueError(f"a false positive of {volume:g} voxels does not fit in an image of shape {tuple(shape)}")
     for c in labels:
+        fallback = None  # a free ball whose centre only is in c's region: placed when no ball fits inside
         for _ in range(max_tries):
             candidates = rng.integers(reach, np.maximum(shape - reach, reach + 1), size=(256, ndim))
             nearest = assign_nearest(candidates, surface, surface_labels, spacing)
@@ -288,6 +290,7 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
                 ball = sum((g / rr) ** 2 for g, rr in zip(grids, radii)) <= 1.0
                 voxels = np.argwhere(ball) + (center - reach)  # every voxel in c's region, not only the centre
                 if np.any(assign_nearest(voxels, surface, surface_labels, spacing) != c):
+                    fallback = (box, ball) if fallback is None else fallback
                     continue
                 out[box] |= ball
                 placed = True
@@ -295,6 +298,9 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
             if placed:
                 break
         else:
+            if fallback is not None:
+                out[fallback[0]] |= fallback[1]
+                continue
             raise ValueError(f"found no free position for a false positive of {volume:g} voxels in the region "
                              f"of component {c}; pass a smaller volume=")
     return out

@@ -24,6 +24,7 @@ from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, three_ba
 from .run import Scenario, SimulationResult, run, summarize
 
 STANDARD, CC, OTHER = "tab:blue", "tab:orange", "tab:green"
+_NAMES = {"dice": "Dice", "nsd": "NSD", "hd95": "HD95 (mm)"}
 
 
 def _figure(rows: int, cols: int, size=(4.2, 3.4)):
@@ -150,16 +151,16 @@ def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) 
             for order, ls in (("smallest", "-"), ("largest", "--")):
                 for column, color in ((metric, STANDARD), (f"cc_{metric}", CC)):
                     rows = summary[(summary["scenario"] == f"{kind}_{order}") & (summary["metric"] == column)]
-                    label = f"{'CC-' if column.startswith('cc_') else ''}{metric.upper()}, n {order}"
+                    label = f"{'CC-' if column.startswith('cc_') else ''}{_NAMES[metric]}, n {order}"
                     ax.plot(rows["step"], rows["median"], color=color, ls=ls, marker="o", ms=2.5, label=label)
                     ax.fill_between(rows["step"], rows["q25"], rows["q75"], color=color, alpha=0.12)
-            ax.set(title=f"{kind.replace('_', ' ')}: {metric.upper()}", xlabel="n components")
+            ax.set(title=f"{kind.replace('_', ' ')}: {_NAMES[metric]}", xlabel="n components")
             if r == 0 and c == 0:
                 ax.legend(fontsize="xx-small")
     n_cases = result.per_step["case"].nunique()
     rule = ("cases with at least n components (n + 1 when dropping)" if subset == "at_least"
-            else "a constant subset: the cases with enough components for n = 10")
-    fig.suptitle(f"Fig. {name[3:]}: median and 25th-75th percentile over {rule} ({n_cases} cases)")
+            else f"a constant subset: the cases with enough components for n = {int(result.per_step['step'].max())}")
+    fig.suptitle(f"Fig. {name[3:]}: median and 25th-75th percentile over {rule} (cohort of {n_cases} cases)")
     return _save(fig, result, Path(out), name, {"summary": summary})
 
 

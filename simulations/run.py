@@ -124,7 +124,7 @@ def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray,
     gt = case.gt
     box = _crop_box(gt, pred) if crop else tuple(slice(None) for _ in gt.shape)
     worst = image_diagonal(gt.shape, case.spacing)
-    names = [m for m in scenario.metrics if m != "lesion_dice"]
+    names = [m for m in scenario.metrics if m != "lesion_dice"] or ["dice"]  # evaluate gives the counts too
     result = evaluate(pred[box], gt[box], names, spacing=case.spacing, worst_distance=worst,
                       nsd_tolerance=scenario.nsd_tolerance)
     row: Dict[str, Any] = {"scenario": scenario.name, "case": case.case, "step": int(step),
