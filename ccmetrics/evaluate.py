@@ -85,7 +85,7 @@ class CaseResult:
         in the original CC-Metrics code.
     details : dict
         Full results of the case-level metrics asked for: ``"pq"`` ->
-        :class:`~ccmetrics.instances.PQResult`, ``"lesion_dice"`` ->
+        :class:`~ccmetrics.panoptic.PQResult`, ``"lesion_dice"`` ->
         :class:`~ccmetrics.lesions.LesionDiceResult`, ``"detection"`` ->
         :class:`~ccmetrics.lesions.DetectionResult`.
     worst_distance : float
@@ -297,8 +297,9 @@ def evaluate(
 def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing, scores) -> Dict[str, Any]:
     """Run the case-level comparison metrics and add their scores to ``scores``."""
     from .components import ComponentCache
-    from .instances import _match, _pq_result
-    from .lesions import BRATS_WORST_HD95, _detection, _lesion_dice
+    from .lesions import BRATS_WORST_HD95, detection_from_components, lesion_dice_from_components
+    from .matching import match_sites
+    from .panoptic import PQResult
 
     details: Dict[str, Any] = {}
     pred_cc = ComponentCache(pred_mask)
@@ -308,13 +309,13 @@ def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing,
         gt_cc = ComponentCache(gt_array != 0)
     if "pq" in names:
         gt_instances = found if sites == "labels" else gt_cc(connectivity)
-        r = details["pq"] = _pq_result(_match(pred_cc(connectivity), gt_instances, "iou", 0.5))
+        r = details["pq"] = PQResult.from_matching(match_sites(pred_cc(connectivity), gt_instances, "iou", 0.5))
         scores.update(pq=r.pq, sq=r.sq, rq=r.rq)
     if "lesion_dice" in names:
-        r = details["lesion_dice"] = _lesion_dice(pred_cc, gt_cc, 3, 50.0, spacing, BRATS_WORST_HD95)
+        r = details["lesion_dice"] = lesion_dice_from_components(pred_cc, gt_cc, 3, 50.0, spacing, BRATS_WORST_HD95)
         scores.update(lesion_dice=r.dice, lesion_hd95=r.hd95)
     if "detection" in names:
-        r = details["detection"] = _detection(pred_cc, gt_cc, connectivity, spacing, None)
+        r = details["detection"] = detection_from_components(pred_cc, gt_cc, connectivity, spacing, None)
         scores.update(sensitivity=r.sensitivity, precision=r.precision, f1=r.f1,
                         fp_volume=r.false_positive_volume, fn_volume=r.false_negative_volume)
     return details

@@ -119,10 +119,43 @@ def detection(
     (1.0, 4.0, 'voxels')
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
-    return _detection(ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing, volume_connectivity)
+    return detection_from_components(ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing,
+                                     volume_connectivity)
 
 
-def _detection(pred_cc: ComponentCache, gt_cc: ComponentCache, connectivity, spacing, volume_connectivity):
+def detection_from_components(
+    pred_cc: ComponentCache,
+    gt_cc: ComponentCache,
+    connectivity: Optional[int] = None,
+    spacing: Optional[Sequence[float]] = None,
+    volume_connectivity: Optional[int] = None,
+) -> DetectionResult:
+    """:func:`detection` on masks whose components are already (or lazily) labelled.
+
+    Lets a caller that evaluates several metrics of one case share the
+    labelling work (:func:`ccmetrics.evaluate` does).
+
+    Parameters
+    ----------
+    pred_cc, gt_cc : ComponentCache
+        The validated boolean prediction and GT masks with their component
+        caches (:class:`ccmetrics.components.ComponentCache`).
+    connectivity, volume_connectivity
+        As in :func:`detection`.
+    spacing : tuple of float, optional
+        Already validated spacing (``ccmetrics._inputs.as_spacing``) in mm.
+
+    Returns
+    -------
+    DetectionResult
+
+    Examples
+    --------
+    >>> gt = np.zeros((6, 6), bool); gt[1:3, 1:3] = True
+    >>> d = detection_from_components(ComponentCache(gt.copy()), ComponentCache(gt))
+    >>> d.tp, d.fp, d.fn
+    (1, 0, 0)
+    """
     pred_mask, gt_mask = pred_cc.mask, gt_cc.mask
     ndim = gt_mask.ndim
     conn = as_connectivity(connectivity, ndim)
@@ -265,10 +298,41 @@ def lesion_dice(
     (0.5, 187.0, 1, 1, 0)
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
-    return _lesion_dice(ComponentCache(pred_mask), ComponentCache(gt_mask), dilation, min_volume, spacing, worst_hd95)
+    return lesion_dice_from_components(ComponentCache(pred_mask), ComponentCache(gt_mask), dilation, min_volume, spacing,
+                                      worst_hd95)
 
 
-def _lesion_dice(pred_cc: ComponentCache, gt_cc: ComponentCache, dilation, min_volume, spacing, worst_hd95):
+def lesion_dice_from_components(
+    pred_cc: ComponentCache,
+    gt_cc: ComponentCache,
+    dilation: int = 3,
+    min_volume: float = 50.0,
+    spacing: Optional[Sequence[float]] = None,
+    worst_hd95: float = BRATS_WORST_HD95,
+) -> LesionDiceResult:
+    """:func:`lesion_dice` on masks whose components are already (or lazily) labelled.
+
+    Parameters
+    ----------
+    pred_cc, gt_cc : ComponentCache
+        The validated boolean prediction and GT masks with their component
+        caches (:class:`ccmetrics.components.ComponentCache`).
+    dilation, min_volume, worst_hd95
+        As in :func:`lesion_dice`.
+    spacing : tuple of float, optional
+        Already validated spacing (``ccmetrics._inputs.as_spacing``) in mm.
+
+    Returns
+    -------
+    LesionDiceResult
+
+    Examples
+    --------
+    >>> gt = np.zeros((20, 20, 20), bool); gt[5:10, 5:10, 5:10] = True
+    >>> r = lesion_dice_from_components(ComponentCache(gt.copy()), ComponentCache(gt))
+    >>> r.dice, r.hd95
+    (1.0, 0.0)
+    """
     pred_mask, gt_mask = pred_cc.mask, gt_cc.mask
     if int(dilation) != dilation or dilation < 0:
         raise ValueError(f"dilation must be a non-negative integer, got {dilation!r}")
