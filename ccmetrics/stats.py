@@ -8,12 +8,17 @@ Methods (all from scipy / scikit-posthocs, nothing hand-rolled):
 * :func:`bootstrap_ci_pooled` -- cluster (case-level) bootstrap CI of a mean over pooled
   items such as all lesions of all patients: cases are resampled, not items. Cost:
   O(n_resamples * n_groups) after one O(n_items) grouping pass.
-* :func:`compare` -- pairs cases across methods, ranks methods within each case
-  (:func:`scipy.stats.rankdata`, ties get average ranks) and tests for differences:
-  Friedman (:func:`scipy.stats.friedmanchisquare`) with the Nemenyi post-hoc test
-  (:func:`scikit_posthocs.posthoc_nemenyi_friedman`) for three or more methods, the
-  Wilcoxon signed-rank test (:func:`scipy.stats.wilcoxon`) for exactly two. Cost:
-  O(n_cases * n_methods * log n_methods), negligible next to computing the metrics.
+* :func:`friedman_nemenyi` -- on a paired table (rows = cases or patients, columns =
+  methods): ranks methods within each row (:func:`scipy.stats.rankdata`, ties get average
+  ranks), the Friedman test (:func:`scipy.stats.friedmanchisquare`) and the Nemenyi
+  post-hoc test (:func:`scikit_posthocs.posthoc_nemenyi_friedman`), with mean ranks, the
+  critical difference and a table of significant pairs. Cost: O(n_rows * n_methods *
+  log n_methods) plus O(n_methods^2) for the post-hoc matrix.
+* :func:`compare` -- pairs cases across methods from tidy per-case tables and tests for
+  differences: :func:`friedman_nemenyi` for three or more methods (the one implementation,
+  shared with ``ccmetrics compare`` and the nuclei per-patient comparisons), the Wilcoxon
+  signed-rank test (:func:`scipy.stats.wilcoxon`) for exactly two. Cost as above,
+  negligible next to computing the metrics.
 
 The Nemenyi test needs the optional dependency ``scikit-posthocs``
 (``pip install "ccmetrics-toolkit[stats]"``); it is imported only when needed.
@@ -27,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare"]
+__all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "FriedmanNemenyi", "friedman_nemenyi"]
 
 LOWER_IS_BETTER = frozenset({"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"})
 # scipy >= 1.15 names the generator ``rng``; older versions call it ``random_state``.
@@ -160,6 +165,9 @@ class Comparison:
     empty_gt : list
         Case ids left out because their GT is empty in some method's table (the
         empty-GT rule scores them; each evaluation summarises them apart).
+    significance : pandas.DataFrame or None
+        One row per pair of methods (3 or more methods): see
+        :attr:`FriedmanNemenyi.significance`; None for 2 methods.
     """
 
     metric: str
@@ -172,12 +180,133 @@ class Comparison:
     nemenyi: Optional[pd.DataFrame]
     excluded: List
     empty_gt: List = field(default_factory=list)
+    significance: Optional[pd.DataFrame] = None
 
     def summary(self) -> pd.DataFrame:
         """Per method: n, mean, median and mean_rank of the paired scores, best rank first."""
         table = pd.DataFrame({"n": self.scores.count(), "mean": self.scores.mean(),
                               "median": self.scores.median(), "mean_rank": self.mean_ranks})
         return table.sort_values("mean_rank", kind="stable")
+
+
+@dataclass
+class FriedmanNemenyi:
+    """Friedman test and Nemenyi post-hoc tests of methods over paired rows; see :func:`friedman_nemenyi`.
+
+    Attributes
+    ----------
+    statistic, pvalue : float
+        Friedman's chi-square statistic and its p-value.
+    nemenyi : pandas.DataFrame
+        Method x method Nemenyi p-values (1 on the diagonal).
+    mean_ranks : pandas.Series
+        Mean over rows of each method's within-row rank (1 = best, ties averaged).
+    ranks : pandas.DataFrame
+        The within-row ranks (same index and columns as the scores).
+    significance : pandas.DataFrame
+        One row per pair of methods, the better mean rank first: ``method_a``,
+        ``method_b``, ``mean_rank_a``, ``mean_rank_b``, ``rank_difference``, ``pvalue``
+        (Nemenyi), ``significant`` (``pvalue < alpha``), ``better`` (``method_a`` when
+        significant, else empty).
+    critical_difference : float
+        Nemenyi critical difference of mean ranks at ``alpha``,
+        ``q_alpha * sqrt(k (k + 1) / (6 n))`` with ``q_alpha`` the studentized range
+        quantile over sqrt(2) (Demsar 2006).
+    n_rows, n_methods : int
+    alpha : float
+    higher_is_better : bool
+    """
+
+    statistic: float
+    pvalue: float
+    nemenyi: pd.DataFrame
+    mean_ranks: pd.Series
+    ranks: pd.DataFrame
+    significance: pd.DataFrame
+    critical_difference: float
+    n_rows: int
+    n_methods: int
+    alpha: float
+    higher_is_better: bool
+
+
+def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
+                     alpha: float = 0.05) -> FriedmanNemenyi:
+    """Friedman test with Nemenyi post-hoc tests on a paired table of scores.
+
+    Methods are ranked within each row (1 = best, ties get average ranks; ``inf`` is a
+    valid value, e.g. a worst distance). The Friedman statistic and the Nemenyi tests
+    are computed on these ranks, which fixes the direction explicitly and gives the same
+    statistic as on the raw scores.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Rows: paired units (patients, cases); columns: methods (at least 3). No NaN: drop
+        incomplete rows first (``scores.dropna()``).
+    higher_is_better : bool
+        Direction of the score (False for distances).
+    alpha : float
+        Significance level of the ``significance`` table and the critical difference.
+
+    Returns
+    -------
+    FriedmanNemenyi
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"A": [0.9, 0.8, 0.7, 0.6], "B": [0.8, 0.7, 0.9, 0.5],
+    ...                        "C": [0.7, 0.6, 0.5, 0.4]}, index=["p1", "p2", "p3", "p4"])
+    >>> r = friedman_nemenyi(scores)
+    >>> round(r.statistic, 3), round(r.pvalue, 4), r.mean_ranks.to_dict()
+    (6.5, 0.0388, {'A': 1.25, 'B': 1.75, 'C': 3.0})
+    >>> r.significance[["method_a", "method_b", "significant"]].values.tolist()
+    [['A', 'B', False], ['A', 'C', True], ['B', 'C', False]]
+    """
+    if not isinstance(scores, pd.DataFrame):
+        raise TypeError(f"scores must be a pandas DataFrame (rows: patients, columns: methods), "
+                        f"got {type(scores).__name__}")
+    methods = list(scores.columns)
+    if len(methods) < 3:
+        raise ValueError(f"the Friedman test needs at least 3 methods (columns), got {len(methods)}; "
+                         "for 2 methods use scipy.stats.wilcoxon or compare()")
+    if len(scores) < 2:
+        raise ValueError(f"need at least 2 rows (patients) scored by every method, got {len(scores)}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    values = scores.to_numpy(dtype=float)
+    if np.isnan(values).any():
+        bad = list(scores.index[np.isnan(values).any(axis=1)])
+        raise ValueError(f"scores has NaN in rows {bad[:10]}; drop incomplete rows first (scores.dropna())")
+    try:
+        import scikit_posthocs
+    except ImportError as err:
+        raise ImportError("the Nemenyi test needs scikit-posthocs: "
+                          'pip install "ccmetrics-toolkit[stats]"') from err
+    ranks = stats.rankdata(-values if higher_is_better else values, axis=1)
+    res = stats.friedmanchisquare(*ranks.T)
+    nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
+    nemenyi.index, nemenyi.columns = pd.Index(methods), pd.Index(methods)
+    mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
+    n, k = ranks.shape
+    q_alpha = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+    critical_difference = float(q_alpha * np.sqrt(k * (k + 1) / (6 * n)))
+    order = sorted(range(k), key=lambda j: (mean_ranks.iloc[j], j))
+    rows = []
+    for a_pos, a in enumerate(order):
+        for b in order[a_pos + 1:]:
+            p = float(nemenyi.iloc[a, b])
+            rows.append({"method_a": methods[a], "method_b": methods[b],
+                         "mean_rank_a": float(mean_ranks.iloc[a]), "mean_rank_b": float(mean_ranks.iloc[b]),
+                         "rank_difference": float(mean_ranks.iloc[b] - mean_ranks.iloc[a]),
+                         "pvalue": p, "significant": p < alpha, "better": methods[a] if p < alpha else ""})
+    columns = ["method_a", "method_b", "mean_rank_a", "mean_rank_b", "rank_difference", "pvalue", "significant",
+               "better"]
+    significance = pd.DataFrame(rows, columns=columns)
+    return FriedmanNemenyi(statistic=float(res.statistic), pvalue=float(res.pvalue), nemenyi=nemenyi,
+                           mean_ranks=mean_ranks, ranks=pd.DataFrame(ranks, index=scores.index, columns=methods),
+                           significance=significance, critical_difference=critical_difference, n_rows=n,
+                           n_methods=k, alpha=alpha, higher_is_better=higher_is_better)
 
 
 def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str,
@@ -275,23 +404,16 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     scores = wide[complete]
     if len(scores) < 2:
         raise ValueError(f"need at least 2 cases scored by every method, got {len(scores)}")
-    ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
-    mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
     if len(methods) == 2:
+        ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
+        mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
         diff = np.where(a == b, 0.0, a - b)   # inf - inf would be NaN: equal values are a tie
-        res, test, nemenyi = stats.wilcoxon(diff), "wilcoxon", None
-    else:
-        try:
-            import scikit_posthocs
-        except ImportError as err:
-            raise ImportError("the Nemenyi test needs scikit-posthocs: "
-                              'pip install "ccmetrics-toolkit[stats]"') from err
-        # Friedman and Nemenyi rank within cases; passing the ranks gives the same statistic
-        # and fixes the direction (1 = best) and the handling of inf explicitly.
-        res, test = stats.friedmanchisquare(*ranks.T), "friedman"
-        nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
-    return Comparison(metric=metric, higher_is_better=higher_is_better, test=test, scores=scores,
-                      mean_ranks=mean_ranks, statistic=float(res.statistic),
-                      pvalue=float(res.pvalue), nemenyi=nemenyi, excluded=excluded,
-                      empty_gt=sorted(empty_gt, key=str))
+        res = stats.wilcoxon(diff)
+        return Comparison(metric=metric, higher_is_better=higher_is_better, test="wilcoxon", scores=scores,
+                          mean_ranks=mean_ranks, statistic=float(res.statistic), pvalue=float(res.pvalue),
+                          nemenyi=None, excluded=excluded, empty_gt=sorted(empty_gt, key=str))
+    fn = friedman_nemenyi(scores, higher_is_better=higher_is_better)
+    return Comparison(metric=metric, higher_is_better=higher_is_better, test="friedman", scores=scores,
+                      mean_ranks=fn.mean_ranks, statistic=fn.statistic, pvalue=fn.pvalue, nemenyi=fn.nemenyi,
+                      excluded=excluded, empty_gt=sorted(empty_gt, key=str), significance=fn.significance)

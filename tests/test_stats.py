@@ -211,3 +211,67 @@ def test_compare_leaves_out_empty_gt_cases_of_the_chosen_class():
     assert result.empty_gt == ["d"] and result.excluded == []
     assert list(result.scores.index) == ["a", "b", "c"]  # case "a" is empty only in class 2: kept
     assert result.mean_ranks.to_dict() == pytest.approx({"A": 4 / 3, "B": 5 / 3, "C": 3.0})
+
+
+# ---------------------------------------------------------------- friedman_nemenyi
+@needs_posthocs
+def test_friedman_nemenyi_against_scipy_and_hand_values():
+    from ccmetrics.stats import friedman_nemenyi
+
+    rng = np.random.default_rng(7)
+    scores = pd.DataFrame(rng.random((12, 4)) + np.array([0.3, 0.2, 0.1, 0.0]), columns=list("ABCD"),
+                          index=[f"patient{i}" for i in range(12)])
+    r = friedman_nemenyi(scores)
+    ref = stats.friedmanchisquare(*scores.to_numpy().T)
+    assert r.statistic == pytest.approx(ref.statistic) and r.pvalue == pytest.approx(ref.pvalue)
+    ranks = stats.rankdata(-scores.to_numpy(), axis=1)
+    np.testing.assert_allclose(r.ranks.to_numpy(), ranks)
+    np.testing.assert_allclose(r.mean_ranks.to_numpy(), ranks.mean(axis=0))
+    # Nemenyi p-value of a pair by hand: q = |R_a - R_b| / sqrt(k (k + 1) / (6 n)), studentized range
+    n, k = scores.shape
+    for a in "ABCD":
+        for b in "ABCD":
+            if a != b:
+                q = abs(r.mean_ranks[a] - r.mean_ranks[b]) / math.sqrt(k * (k + 1) / (6 * n))
+                expected = stats.studentized_range.sf(q * math.sqrt(2), k, np.inf)
+                assert r.nemenyi.loc[a, b] == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    cd = stats.studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2) * math.sqrt(k * (k + 1) / (6 * n))
+    assert r.critical_difference == pytest.approx(cd)
+    # significance table: one row per pair, better mean rank first, consistent with the p-values
+    sig = r.significance
+    assert len(sig) == k * (k - 1) // 2
+    assert (sig["mean_rank_a"] <= sig["mean_rank_b"]).all()
+    for _, row in sig.iterrows():
+        assert row["pvalue"] == pytest.approx(r.nemenyi.loc[row["method_a"], row["method_b"]])
+        assert row["significant"] == (row["pvalue"] < 0.05)
+        assert row["better"] == (row["method_a"] if row["significant"] else "")
+    # lower is better reverses the ranks
+    low = friedman_nemenyi(scores, higher_is_better=False)
+    np.testing.assert_allclose(low.mean_ranks.to_numpy(), k + 1 - r.mean_ranks.to_numpy())
+    assert low.statistic == pytest.approx(r.statistic)
+
+
+@needs_posthocs
+def test_compare_uses_friedman_nemenyi():
+    from ccmetrics.stats import friedman_nemenyi
+
+    result = compare({m: tidy(v) for m, v in HAND.items()}, "dice")
+    direct = friedman_nemenyi(result.scores)
+    assert result.statistic == direct.statistic and result.pvalue == direct.pvalue
+    pd.testing.assert_frame_equal(result.nemenyi, direct.nemenyi)
+    pd.testing.assert_frame_equal(result.significance, direct.significance)
+
+
+@needs_posthocs
+def test_friedman_nemenyi_errors():
+    from ccmetrics.stats import friedman_nemenyi
+
+    good = pd.DataFrame(HAND)
+    with pytest.raises(ValueError, match="at least 3 methods"):
+        friedman_nemenyi(good[["A", "B"]])
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        friedman_nemenyi(good.iloc[:1])
+    with pytest.raises(ValueError, match=r"dropna"):
+        friedman_nemenyi(good.assign(A=[0.1, np.nan, 0.3, 0.4]))
+    with pytest.raises(TypeError, match="DataFrame"):
+        friedman_nemenyi(good.to_numpy())
