@@ -1,0 +1,731 @@
+"""Nuclei instance segmentation and classification of one image, disentangled (Foucart et al.).
+
+Detection, classification and segmentation are scored apart, on one
+class-agnostic matching, and beside them Panoptic Quality per class and the
+CC-Metrics with the GT nuclei as sites.
+
+Algorithm and cost, for an image of V pixels with N_g GT and N_p predicted
+nuclei (F foreground pixels):
+
+1. Validate the maps; group the pixels of every instance
+   (:func:`ccmetrics.components.find_sites`, ``"labels"``): O(V + F log F).
+2. Read one class per instance from the class maps or dicts
+   (:func:`ccmetrics.panoptic.instance_classes`, one ``reduceat`` over F).
+3. Drop the instances lying in the ignore mask: one gather of the mask at F
+   pixels and one ``bincount``.
+4. All pairwise overlaps in one pass and the class-agnostic matching
+   (:mod:`ccmetrics.matching`): O(F log F) plus the Hungarian step for
+   ``max_iou``/low thresholds on the (sparse) overlap graph.
+5. Confusion matrix, detection and classification scores: O(N + C^2) for C
+   classes.
+6. Per matched pair: IoU and Dice from the overlap counts; HD and HD95 as
+   MONAI computes them (edges = mask XOR its erosion with the face-connected
+   cross, Euclidean distances between edge pixels, HD95 the larger of the two
+   directed 95th percentiles with torch's interpolation).  The edges of all
+   instances are found in one pass (:func:`ccmetrics.surface.face_edges`) and
+   all edge-to-edge distances of all pairs are computed in padded, vectorised
+   batches: O(sum over pairs of |edges_g| x |edges_p|), never a per-object
+   pass over the image.
+7. PQ per class: the overlap list filtered to each class and matched again
+   (:func:`ccmetrics.panoptic.class_counts`): O(pairs x C).
+8. CC-Dice / CC-NSD / CC-HD95 with the GT nuclei as Voronoi sites:
+   :func:`ccmetrics.evaluate` with ``sites="labels"`` on the GT nuclei
+   renumbered in raster order of their first pixel, so that exact ties of the
+   partition (which go to the lowest site) never depend on label values.
+
+A 2000 x 2000 tile with 3000 nuclei takes well under 2 s on 2 CPU cores
+(``tests/benchmarks/bench_nuclei.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing, image_diagonal
+from ..aggregation import cc_values
+from ..components import Sites, find_sites
+from ..evaluate import CaseResult
+from ..evaluate import evaluate as cc_evaluate
+from ..matching import check_matching_rule, choose_pairs, site_overlaps
+from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
+from ..surface import face_edges, physical, torch_lerp, torch_quantile
+
+__all__ = ["NucleiResult", "evaluate", "metrics_from_confusion", "confusion_frame", "NO_OBJECT",
+           "keep_sites", "ignored_instances", "pair_distances", "rows_quantile"]
+
+#: label of row / column 0 of the confusion matrix
+NO_OBJECT = "no object"
+#: CC-Metrics computed by default
+CC_METRICS = ("dice", "nsd", "hd95")
+_PAIR_METRICS = ("iou", "dice", "hd", "hd95")
+_MAX_BATCH = 1 << 22  # padded distance entries per batch (32 MiB of float64)
+
+
+# --------------------------------------------------------------------------- confusion-matrix metrics
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num) / float(den) if den else math.nan
+
+
+def confusion_frame(matrix: np.ndarray, classes: Sequence[Any]) -> pd.DataFrame:
+    """Label a confusion matrix: rows GT class, columns predicted class, ``"no object"`` first.
+
+    Examples
+    --------
+    >>> confusion_frame(np.array([[0, 1], [2, 3]]), [1])
+    pred       no object  1
+    gt                     
+    no object          0  1
+    1                  2  3
+    """
+    labels = [NO_OBJECT, *list(classes)]
+    return pd.DataFrame(np.asarray(matrix), index=pd.Index(labels, name="gt", dtype=object),
+                        columns=pd.Index(labels, name="pred", dtype=object))
+
+
+def metrics_from_confusion(cm: Union[np.ndarray, pd.DataFrame]) -> Tuple[Dict[str, float], Dict[str, Any]]:
+    """Detection and classification scores from a confusion matrix with a "no object" row/column 0.
+
+    Parameters
+    ----------
+    cm : ndarray or pandas.DataFrame, shape (C + 1, C + 1)
+        Counts.  ``cm[i, j]`` (i, j >= 1): matched GT objects of class i
+        predicted as class j; ``cm[0, j]``: unmatched predictions of class j
+        (false positives); ``cm[i, 0]``: missed GT objects of class i (false
+        negatives); ``cm[0, 0]`` must be 0.  A DataFrame's labels name the
+        classes in ``per_class``.
+
+    Returns
+    -------
+    detection : dict
+        Class ignored. ``tp = sum(cm[1:, 1:])``, ``fp = sum(cm[0, :])``,
+        ``fn = sum(cm[:, 0])``; ``precision = tp / (tp + fp)``,
+        ``recall = tp / (tp + fn)``, ``f1 = 2 tp / (2 tp + fp + fn)`` (NaN when
+        the denominator is 0).
+    classification : dict
+        On the matched objects only, ``M = cm[1:, 1:]``:
+        ``n_matched``; ``accuracy = trace(M) / sum(M)``;
+        ``balanced_accuracy``: the mean of the diagonal of the row-normalised
+        M over the classes with matched GT objects (= the mean per-class
+        recall); ``macro_f1`` and ``macro_f1_norm``: the mean of the per-class
+        F1 (raw, row-normalised) over classes with matched GT or predicted
+        objects; ``per_class``: a DataFrame (index: class) with ``support``
+        (matched GT objects), ``n_predicted`` (matched objects predicted as the
+        class), one-vs-rest ``precision``, ``recall``, ``f1`` on the raw counts
+        and ``precision_norm``, ``recall_norm``, ``f1_norm`` on the
+        row-normalised matrix (each GT class weighs the same, so precision no
+        longer depends on class prevalence).  Undefined values are NaN.
+
+    Examples
+    --------
+    Two classes; 10 GT objects of class 1 (8 matched: 6 right, 2 as class 2,
+    2 missed), 4 of class 2 (all matched, 1 as class 1), 3 false positives:
+
+    >>> cm = np.array([[0, 1, 2],
+    ...                [2, 6, 2],
+    ...                [0, 1, 3]])
+    >>> det, cls = metrics_from_confusion(cm)
+    >>> det["tp"], det["fp"], det["fn"], round(det["f1"], 4)
+    (12, 3, 2, 0.8276)
+    >>> cls["balanced_accuracy"]  # (6/8 + 3/4) / 2
+    0.75
+    >>> cls["per_class"][["precision", "recall", "precision_norm"]].round(4).values.tolist()
+    [[0.8571, 0.75, 0.75], [0.6, 0.75, 0.75]]
+    """
+    labels = None
+    if isinstance(cm, pd.DataFrame):
+        labels = list(cm.index)[1:]
+        cm = cm.to_numpy()
+    m = np.asarray(cm)
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
+        raise ValueError(f"the confusion matrix must be square, (C + 1) x (C + 1), got shape {m.shape}")
+    if not np.issubdtype(m.dtype, np.number) or np.isnan(m.astype(float)).any() or (m < 0).any():
+        raise ValueError("the confusion matrix must hold non-negative counts")
+    if m[0, 0] != 0:
+        raise ValueError(f"cm[0, 0] (no GT object matched with no prediction) must be 0, got {m[0, 0]}; "
+                         "row and column 0 are the 'no object' row and column")
+    n = m.shape[0] - 1
+    labels = list(range(1, n + 1)) if labels is None else labels
+    inner = m[1:, 1:].astype(np.float64)
+    tp, fp, fn = m[1:, 1:].sum(), m[0, :].sum(), m[:, 0].sum()
+    tp, fp, fn = (int(v) if float(v).is_integer() else float(v) for v in (tp, fp, fn))
+    detection = {"tp": tp, "fp": fp, "fn": fn, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
+                 "f1": _ratio(2 * tp, 2 * tp + fp + fn)}
+
+    rows, cols, diag = inner.sum(axis=1), inner.sum(axis=0), np.diag(inner)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normalised = np.where(rows[:, None] > 0, inner / np.where(rows > 0, rows, 1)[:, None], 0.0)
+        n_rows, n_cols, n_diag = normalised.sum(axis=1), normalised.sum(axis=0), np.diag(normalised)
+
+        def safe(num, den):
+            return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+        per_class = pd.DataFrame({
+            "support": rows, "n_predicted": cols,
+            "precision": safe(diag, cols), "recall": safe(diag, rows), "f1": safe(2 * diag, rows + cols),
+            "precision_norm": safe(n_diag, n_cols), "recall_norm": safe(n_diag, n_rows),
+            "f1_norm": safe(2 * n_diag, n_rows + n_cols),
+        }, index=pd.Index(labels, name="class"))
+    present = rows > 0
+    total = inner.sum()
+    classification = {
+        "n_matched": int(total) if float(total).is_integer() else float(total),
+        "accuracy": _ratio(diag.sum(), total),
+        "balanced_accuracy": float(n_diag[present].mean()) if present.any() else math.nan,
+        "macro_f1": float(np.nanmean(per_class["f1"])) if per_class["f1"].notna().any() else math.nan,
+        "macro_f1_norm": float(np.nanmean(per_class["f1_norm"])) if per_class["f1_norm"].notna().any() else math.nan,
+        "per_class": per_class,
+    }
+    return detection, classification
+
+
+# --------------------------------------------------------------------------- instances
+
+
+def keep_sites(sites: Sites, keep: np.ndarray) -> Sites:
+    """The instances flagged in ``keep`` only, renumbered 1..K' (order and source labels kept).
+
+    Examples
+    --------
+    >>> s = find_sites(np.array([[4, 4, 0, 9, 7]]), "labels")
+    >>> k = keep_sites(s, np.array([True, False, True]))
+    >>> k.source_label.tolist(), k.flat_index.tolist(), k.label.tolist()
+    ([4, 9], [0, 1, 3], [1, 1, 2])
+    """
+    keep = np.asarray(keep, dtype=bool)
+    if keep.all():
+        return sites
+    at = keep[sites.label - 1]
+    new_label = (np.cumsum(keep)[sites.label[at] - 1]).astype(np.int32)
+    volumes = sites.volumes[keep]
+    starts = np.concatenate(([0], np.cumsum(volumes))).astype(np.int64)
+    return Sites(sites.shape, sites.flat_index[at], new_label, starts, sites.source_label[keep])
+
+
+def ignored_instances(sites: Sites, ignore: np.ndarray, fraction: float = 0.5) -> np.ndarray:
+    """Flag the instances lying in an ignore mask: more than ``fraction`` of their pixels inside it.
+
+    Examples
+    --------
+    >>> s = find_sites(np.array([[1, 1, 1, 2, 2]]), "labels")
+    >>> ignore = np.array([[0, 0, 1, 1, 1]], bool)
+    >>> ignored_instances(s, ignore).tolist(), ignored_instances(s, ignore, 0.0).tolist()
+    ([False, True], [True, True])
+    """
+    inside = np.bincount(sites.label[ignore.ravel()[sites.flat_index]], minlength=sites.n + 1)[1:]
+    return inside > fraction * sites.volumes
+
+
+def _edges_by_site(sites: Sites, spacing) -> Tuple[np.ndarray, np.ndarray]:
+    """Physical coordinates of every instance's own edge pixels (grouped by site) and the group starts."""
+    size = int(np.prod(sites.shape))
+    site_map = np.zeros(size, dtype=np.int32)
+    site_map[sites.flat_index] = sites.label
+    coords = sites.coords()
+    own, _ = face_edges(sites.flat_index, coords, sites.shape, site_map, sites.label)
+    starts = np.searchsorted(sites.label[own], np.arange(1, sites.n + 2)).astype(np.int64)
+    return physical(coords[own], spacing), starts
+
+
+def pair_distances(
+    gt_edges: np.ndarray, gt_starts: np.ndarray, pred_edges: np.ndarray, pred_starts: np.ndarray,
+    pair_gt: np.ndarray, pair_pred: np.ndarray,
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Hausdorff distance and HD95 of many (GT, prediction) pairs of edge-point sets, as MONAI computes them.
+
+    All point-to-point distances of a pair are computed (the edge sets of
+    nuclei are small), in padded batches of similar sizes; each directed
+    distance list is cast to float32 as MONAI does, HD is the larger
+    maximum and HD95 the larger of the two directed 95th percentiles
+    (:func:`rows_quantile`, i.e. :func:`ccmetrics.surface.torch_quantile`
+    vectorised).
+
+    Parameters
+    ----------
+    gt_edges, pred_edges : ndarray, shape (E, ndim)
+        Edge-point coordinates (physical units), grouped by instance.
+    gt_starts, pred_starts : ndarray of int
+        Instance k's points are ``edges[starts[k]:starts[k + 1]]``.
+    pair_gt, pair_pred : ndarray of int
+        Instance index (0-based) of each pair.
+
+    Returns
+    -------
+    hd, hd95 : ndarray of float64
+        One value per pair; inf when one of the two sets is empty.
+
+    Examples
+    --------
+    >>> g = np.array([[0.0, 0.0], [0.0, 1.0]]); p = np.array([[0.0, 3.0]])
+    >>> pair_distances(g, np.array([0, 2]), p, np.array([0, 1]), np.array([0]), np.array([0]))
+    (array([3.]), array([2.95000005]))
+    """
+    n_pairs = len(pair_gt)
+    hd, hd95 = np.full(n_pairs, np.inf), np.full(n_pairs, np.inf)
+    if n_pairs == 0:
+        return hd, hd95
+    g_lo, g_n = gt_starts[pair_gt], gt_starts[pair_gt + 1] - gt_starts[pair_gt]
+    p_lo, p_n = pred_starts[pair_pred], pred_starts[pair_pred + 1] - pred_starts[pair_pred]
+    ok = (g_n > 0) & (p_n > 0)
+    order = np.flatnonzero(ok)[np.argsort(np.maximum(g_n, p_n)[ok], kind="stable")]
+    far = 1e9  # padding points, far from everything and from each other's padding
+    start = 0
+    while start < len(order):
+        # grow the batch while the padded block stays small (pairs are sorted by size)
+        big_g, big_p = int(g_n[order[start]]), int(p_n[order[start]])
+        stop = start
+        while stop < len(order):
+            k = order[stop]
+            mg, mp = max(big_g, int(g_n[k])), max(big_p, int(p_n[k]))
+            if stop > start and (stop - start + 1) * mg * mp > _MAX_BATCH:
+                break
+            big_g, big_p, stop = mg, mp, stop + 1
+        batch = order[start:stop]
+        start = stop
+        steps_g, steps_p = np.arange(big_g), np.arange(big_p)
+        valid_g = steps_g[None, :] < g_n[batch, None]
+        valid_p = steps_p[None, :] < p_n[batch, None]
+        G = gt_edges[np.where(valid_g, g_lo[batch, None] + steps_g[None, :], 0)]
+        P = pred_edges[np.where(valid_p, p_lo[batch, None] + steps_p[None, :], 0)]
+        G[~valid_g] = far
+        P[~valid_p] = -far
+        diff = P[:, :, None, :] - G[:, None, :, :]
+        d = np.sqrt(np.einsum("bpgk,bpgk->bpg", diff, diff))
+        p2g = np.where(valid_p, d.min(axis=2), np.inf).astype(np.float32)
+        g2p = np.where(valid_g, d.min(axis=1), np.inf).astype(np.float32)
+        hd[batch] = np.maximum(np.where(valid_p, p2g, -np.inf).max(axis=1),
+                               np.where(valid_g, g2p, -np.inf).max(axis=1)).astype(np.float64)
+        hd95[batch] = np.maximum(rows_quantile(p2g, p_n[batch], 0.95), rows_quantile(g2p, g_n[batch], 0.95))
+    return hd, hd95
+
+
+def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
+    """:func:`ccmetrics.surface.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
+
+    The same float32 arithmetic as ``torch.quantile`` (rank, floor/ceil
+    neighbours, :func:`ccmetrics.surface.torch_lerp`), bit for bit; entries
+    past ``counts[i]`` must be ``inf`` (they sort last and are never used).
+
+    Examples
+    --------
+    >>> v = np.array([[2.0, 3.0, np.inf], [1.0, 5.0, 4.0]], np.float32)
+    >>> rows_quantile(v, np.array([2, 3]), 0.95).tolist() == [torch_quantile(v[0, :2], 0.95),
+    ...                                                        torch_quantile(v[1], 0.95)]
+    True
+    """
+    ordered = np.sort(values.astype(np.float32, copy=False), axis=1)
+    rank = np.float32(q) * (np.asarray(counts) - 1).astype(np.float32)
+    below = np.floor(rank).astype(np.int64)
+    above = np.ceil(rank).astype(np.int64)
+    weight = (rank - below.astype(np.float32)).astype(np.float32)
+    rows = np.arange(len(ordered))
+    return torch_lerp(ordered[rows, below], ordered[rows, above], weight).astype(np.float64)
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass
+class NucleiResult:
+    """Disentangled nuclei metrics of one image; returned by :func:`evaluate`.
+
+    Attributes
+    ----------
+    classes : list
+        The classes, in the order of the confusion matrix rows 1..C.
+    confusion : pandas.DataFrame
+        (C + 1) x (C + 1) counts, rows GT class (index ``gt``), columns
+        predicted class (``pred``), row/column ``"no object"`` first:
+        ``confusion.loc["no object", j]`` unmatched predictions of class j,
+        ``confusion.loc[i, "no object"]`` missed GT nuclei of class i.
+    confusion_matrix : ndarray
+        The same counts without labels.
+    detection : dict
+        ``tp``, ``fp``, ``fn``, ``precision``, ``recall``, ``f1`` (class ignored).
+    classification : dict
+        ``n_matched``, ``accuracy``, ``balanced_accuracy``, ``macro_f1``,
+        ``macro_f1_norm`` on the matched nuclei (see
+        :func:`metrics_from_confusion`); the per-class values are in
+        ``per_class``.
+    segmentation : dict
+        Means over the matched pairs, whatever their classes: ``iou``,
+        ``dice``, ``hd``, ``hd95`` (pixels, or the units of ``spacing``), and
+        ``n_pairs``.  NaN without a match.
+    pq : dict
+        Class-agnostic ``pq``, ``sq``, ``rq``, ``tp``, ``fp``, ``fn``,
+        ``iou_sum``, and ``mpq``: the mean of the per-class PQ (matching
+        within each class) over the classes present in the GT or the
+        prediction (the image's term of aPQ).
+    cc : dict
+        CC-Metrics (``cc_dice``, ``cc_nsd``, ``cc_hd95`` by default) with the GT
+        nuclei as sites; empty when ``cc_metrics`` is empty.
+    per_class : pandas.DataFrame
+        Index ``class``: ``n_gt``, ``n_pred``; classification ``support``,
+        ``n_predicted``, ``precision``, ``recall``, ``f1``,
+        ``precision_norm``, ``recall_norm``, ``f1_norm``; PQ within the class
+        ``pq_tp``, ``pq_fp``, ``pq_fn``, ``iou_sum``, ``pq``, ``sq``, ``rq``;
+        segmentation means over the matched pairs by GT class ``seg_n``,
+        ``seg_iou``, ``seg_dice``, ``seg_hd``, ``seg_hd95``; CC means over the
+        GT nuclei of the class ``cc_<metric>``.
+    per_pair : pandas.DataFrame
+        One row per object: ``match`` (``"tp"`` for a matched pair, ``"fn"``
+        for a missed GT nucleus, ``"fp"`` for an unmatched prediction),
+        ``gt_label``, ``pred_label`` (nullable integers), ``gt_class``,
+        ``pred_class`` (0 = no object), ``gt_area``, ``pred_area``,
+        ``intersection`` (pixels), ``iou``, ``dice``, ``hd``, ``hd95`` (NaN
+        unless matched).  ``pd.crosstab(gt_class, pred_class)`` gives the
+        confusion matrix back.
+    per_component : pandas.DataFrame or None
+        :func:`ccmetrics.evaluate`'s per-component table: one row per GT
+        nucleus, in raster order of its first pixel (index ``component``
+        1..K), with its ``gt_label`` and ``gt_class``.
+    ignored : dict
+        ``"gt"`` and ``"pred"``: labels of the instances removed by the
+        ignore mask.
+    rule, threshold, spacing, worst_distance
+        The settings used (``worst_distance`` fills missing CC distances).
+    """
+
+    classes: list
+    confusion: pd.DataFrame
+    confusion_matrix: np.ndarray
+    detection: Dict[str, float]
+    classification: Dict[str, float]
+    segmentation: Dict[str, float]
+    pq: Dict[str, float]
+    cc: Dict[str, float]
+    per_class: pd.DataFrame
+    per_pair: pd.DataFrame
+    per_component: Optional[pd.DataFrame]
+    ignored: Dict[str, np.ndarray]
+    rule: str
+    threshold: float
+    spacing: Optional[Tuple[float, ...]]
+    worst_distance: float
+    cc_case: Optional[CaseResult] = field(default=None, repr=False)
+
+    def scores(self) -> Dict[str, float]:
+        """All scalar scores in one flat dict (the row of a per-image table).
+
+        Keys: ``det_tp``, ``det_fp``, ``det_fn``, ``det_precision``,
+        ``det_recall``, ``det_f1``; ``cls_n_matched``, ``cls_accuracy``,
+        ``cls_balanced_accuracy``, ``cls_macro_f1``, ``cls_macro_f1_norm``;
+        ``seg_n_pairs``, ``seg_iou``, ``seg_dice``, ``seg_hd``, ``seg_hd95``;
+        ``pq``, ``sq``, ``rq``, ``mpq``, ``pq_class_<c>`` per class; then the CC
+        metrics.
+        """
+        out: Dict[str, float] = {f"det_{k}": v for k, v in self.detection.items()}
+        out.update({f"cls_{k}": v for k, v in self.classification.items() if k != "per_class"})
+        out.update({f"seg_{k}": v for k, v in self.segmentation.items()})
+        out.update({k: self.pq[k] for k in ("pq", "sq", "rq", "mpq")})
+        out.update({f"pq_class_{c}": float(v) for c, v in self.per_class["pq"].items()})
+        out.update(self.cc)
+        return out
+
+    def summary(self) -> pd.DataFrame:
+        """Tidy table of the scalar scores: index ``metric``, columns ``task`` and ``value``.
+
+        Examples
+        --------
+        >>> gt = np.zeros((20, 20), int); gt[2:8, 2:8] = 1; gt[10:16, 10:16] = 2
+        >>> r = evaluate(gt, {1: 1, 2: 2}, gt, {1: 1, 2: 1}, cc_metrics=())
+        >>> r.summary().loc[["det_f1", "cls_balanced_accuracy", "seg_iou", "pq"], "value"].tolist()
+        [1.0, 0.5, 1.0, 1.0]
+        """
+        scores = self.scores()
+        task = {"det": "detection", "cls": "classification", "seg": "segmentation", "cc": "cc"}
+        rows = [(name, task.get(name.split("_")[0], "panoptic"), value) for name, value in scores.items()]
+        table = pd.DataFrame(rows, columns=["metric", "task", "value"]).set_index("metric")
+        table["value"] = table["value"].astype(float)
+        return table
+
+    def __repr__(self) -> str:
+        d, c, s, p = self.detection, self.classification, self.segmentation, self.pq
+        return (f"NucleiResult({len(self.classes)} classes, TP {d['tp']} FP {d['fp']} FN {d['fn']}: "
+                f"detection F1 {d['f1']:.4f}, balanced accuracy {c['balanced_accuracy']:.4f}, "
+                f"mean IoU {s['iou']:.4f}, PQ {p['pq']:.4f}, mPQ {p['mpq']:.4f})")
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def _classes_of(sites: Sites, classes: Any, class_rule: str, name: str) -> np.ndarray:
+    if classes is None:
+        return np.ones(sites.n, dtype=np.int64)
+    return instance_classes(sites, classes, class_rule=class_rule, name=name)
+
+
+def _class_list(classes: Optional[Sequence[int]], g_cls: np.ndarray, p_cls: np.ndarray) -> list:
+    found = np.union1d(g_cls, p_cls)
+    if classes is None:
+        return [int(c) for c in found]
+    wanted = [int(c) for c in classes]
+    if len(set(wanted)) != len(wanted) or any(c <= 0 for c in wanted):
+        raise ValueError(f"classes must be distinct integers >= 1 (0 is background), got {list(classes)}")
+    for name, cls in (("gt", g_cls), ("pred", p_cls)):
+        unknown = sorted(set(np.unique(cls).tolist()) - set(wanted))
+        if unknown:
+            raise ValueError(f"the {name} instances have class(es) {unknown} not in classes={wanted}; "
+                             "add them to classes= or fix the class map")
+    return wanted
+
+
+def _matrix(classes: list, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free) -> np.ndarray:
+    lookup = {c: i + 1 for i, c in enumerate(classes)}
+    to_row = np.vectorize(lookup.__getitem__, otypes=[np.int64]) if classes else None
+    m = np.zeros((len(classes) + 1, len(classes) + 1), dtype=np.int64)
+    if to_row is None:
+        return m
+    gi = to_row(g_cls) if len(g_cls) else np.zeros(0, np.int64)
+    pi = to_row(p_cls) if len(p_cls) else np.zeros(0, np.int64)
+    np.add.at(m, (gi[pair_g], pi[pair_p]), 1)
+    np.add.at(m, (gi[gt_free], 0), 1)
+    np.add.at(m, (0, pi[pred_free]), 1)
+    return m
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def evaluate(
+    gt_inst: Any,
+    gt_class: Any,
+    pred_inst: Any,
+    pred_class: Any,
+    *,
+    rule: str = "iou",
+    threshold: float = 0.5,
+    ignore: Any = None,
+    ignore_fraction: float = 0.5,
+    spacing: Optional[Any] = None,
+    classes: Optional[Sequence[int]] = None,
+    class_rule: str = "unique",
+    cc_metrics: Sequence[str] = CC_METRICS,
+    nsd_tolerance: float = 1.0,
+    worst_distance: Optional[float] = None,
+) -> NucleiResult:
+    """Evaluate nuclei instance segmentation and classification of one image, disentangled.
+
+    One class-agnostic matching of GT and predicted nuclei gives the
+    confusion matrix (with a "no object" row and column), from which
+    detection (class ignored) and classification (matched nuclei only) are
+    scored apart; the matched pairs give the segmentation scores (IoU, Dice,
+    HD, HD95), whatever their classes.  Beside them: PQ per class (matching
+    within each class, as :func:`ccmetrics.multiclass_pq`) and overall, and
+    the CC-Metrics with the GT nuclei as Voronoi sites (touching nuclei stay
+    separate).
+
+    Parameters
+    ----------
+    gt_inst, pred_inst : array_like or torch.Tensor
+        Instance label maps (H, W) (3D works too), 0 = background, any label
+        values.
+    gt_class, pred_class : array_like, mapping or None
+        The class of each instance: a class map of the same shape (the class
+        of every pixel, 0 = background), or a dict ``{instance id: class}``
+        with classes >= 1; None puts every instance in class 1.
+    rule : {"iou", "centroid", "max_iou"}
+        Matching rule (:func:`ccmetrics.matching.match_instances`): strict
+        IoU above ``threshold``, the centroid rule, or maximum-IoU assignment.
+    threshold : float
+        IoU threshold of the ``"iou"`` rule.
+    ignore : array_like of bool, optional
+        Ambiguous / ignore mask (e.g. MoNuSAC's ambiguous regions).  GT and
+        predicted instances with more than ``ignore_fraction`` of their pixels
+        inside it are removed before matching, from every score (they are
+        listed in ``ignored``).  The kept instances keep all their pixels.
+    ignore_fraction : float
+        See ``ignore``: 0.5 (default) removes the instances lying mostly in
+        the mask; 0 removes every instance touching it.
+    spacing : float or sequence of float, optional
+        Pixel size (e.g. µm); distances are then in those units.
+    classes : sequence of int, optional
+        All classes, in the order of the confusion matrix; a class of an
+        instance not listed is an error.  Default: the classes found in GT
+        and prediction.
+    class_rule : {"unique", "majority"}
+        For class maps: ``"unique"`` (default) requires one class per
+        instance and names the offending instance otherwise; ``"majority"``
+        takes the most frequent class of its pixels.
+    cc_metrics : sequence of str
+        CC-Metrics to compute (:func:`ccmetrics.evaluate` names); empty to
+        skip them.
+    nsd_tolerance, worst_distance : float
+        As in :func:`ccmetrics.evaluate` (units of ``spacing``).
+
+    Returns
+    -------
+    NucleiResult
+
+    Examples
+    --------
+    Three GT nuclei of classes 1, 1, 2 labelled 1, 2, 3; the prediction,
+    labelled 7, 8, 9, finds them all, gets the class of the second wrong and
+    adds a false positive of class 2:
+
+    >>> gt = np.zeros((30, 40), int)
+    >>> gt[2:8, 2:8], gt[2:8, 20:26], gt[15:21, 2:8] = 1, 2, 3
+    >>> pred = np.where(gt > 0, gt + 6, 0)
+    >>> pred[20:25, 30:35] = 10
+    >>> r = evaluate(gt, {1: 1, 2: 1, 3: 2}, pred, {7: 1, 8: 2, 9: 2, 10: 2})
+    >>> r.confusion
+    pred       no object  1  2
+    gt                        
+    no object          0  0  1
+    1                  0  1  1
+    2                  0  0  1
+    >>> r.detection["tp"], r.detection["fp"], r.detection["fn"]
+    (3, 1, 0)
+    >>> r.classification["balanced_accuracy"], r.segmentation["iou"]
+    (0.75, 1.0)
+    >>> r.per_class["pq"].round(4).tolist()
+    [0.6667, 0.5]
+    """
+    threshold = check_matching_rule(rule, threshold)
+    if class_rule not in CLASS_RULES:
+        raise ValueError(f"class_rule must be one of {CLASS_RULES}, got {class_rule!r}")
+    g_map = as_label_map(gt_inst, "gt_inst")
+    p_map = as_label_map(pred_inst, "pred_inst")
+    if g_map.shape != p_map.shape:
+        raise ValueError(f"gt_inst and pred_inst must have the same shape, got {g_map.shape} and {p_map.shape}")
+    spacing = as_spacing(spacing, g_map.ndim)
+    fraction = as_non_negative(ignore_fraction, "ignore_fraction")
+    if fraction >= 1:
+        raise ValueError(f"ignore_fraction must be in [0, 1), got {ignore_fraction}")
+    cc_metrics = [cc_metrics] if isinstance(cc_metrics, str) else list(cc_metrics or ())
+    worst = image_diagonal(g_map.shape, spacing) if worst_distance is None else as_non_negative(
+        worst_distance, "worst_distance")
+
+    g_sites, p_sites = find_sites(g_map, "labels"), find_sites(p_map, "labels")
+    g_cls = _classes_of(g_sites, gt_class, class_rule, "gt_inst")
+    p_cls = _classes_of(p_sites, pred_class, class_rule, "pred_inst")
+
+    ignored = {"gt": np.zeros(0, g_sites.source_label.dtype), "pred": np.zeros(0, p_sites.source_label.dtype)}
+    if ignore is not None:
+        mask = as_binary_mask(ignore, "ignore")
+        if mask.shape != g_map.shape:
+            raise ValueError(f"ignore must have the shape of the instance maps {g_map.shape}, got {mask.shape}")
+        g_out, p_out = ignored_instances(g_sites, mask, fraction), ignored_instances(p_sites, mask, fraction)
+        ignored = {"gt": g_sites.source_label[g_out], "pred": p_sites.source_label[p_out]}
+        g_sites, g_cls = keep_sites(g_sites, ~g_out), g_cls[~g_out]
+        p_sites, p_cls = keep_sites(p_sites, ~p_out), p_cls[~p_out]
+    class_list = _class_list(classes, g_cls, p_cls)
+
+    # class-agnostic matching
+    ov = site_overlaps(p_sites, g_sites, centroids=rule == "centroid")
+    chosen = choose_pairs(ov, rule, threshold)
+    pair_g, pair_p = ov.pair_gt[chosen], ov.pair_pred[chosen]
+    order = np.argsort(pair_g, kind="stable")
+    chosen, pair_g, pair_p = chosen[order], pair_g[order], pair_p[order]
+    gt_free = np.setdiff1d(np.arange(g_sites.n), pair_g)
+    pred_free = np.setdiff1d(np.arange(p_sites.n), pair_p)
+    matrix = _matrix(class_list, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free)
+    confusion = confusion_frame(matrix, class_list)
+    detection, classification = metrics_from_confusion(confusion)
+    per_class_cls = classification.pop("per_class")
+
+    # segmentation of the matched pairs
+    inter = ov.pair_intersection[chosen]
+    g_area, p_area = g_sites.volumes[pair_g], p_sites.volumes[pair_p]
+    iou = ov.pair_iou[chosen]
+    dice = 2 * inter / (g_area + p_area) if len(inter) else np.zeros(0)
+    g_edges, g_starts = _edges_by_site(g_sites, spacing)
+    p_edges, p_starts = _edges_by_site(p_sites, spacing)
+    hd, hd95 = pair_distances(g_edges, g_starts, p_edges, p_starts, pair_g, pair_p)
+    segmentation = {"n_pairs": int(len(chosen)), "iou": _mean(iou), "dice": _mean(dice), "hd": _mean(hd),
+                    "hd95": _mean(hd95)}
+
+    per_pair = _per_pair_table(g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free,
+                               inter, iou, dice, hd, hd95)
+
+    # PQ: class-agnostic, and within each class
+    iou_sum = float(iou.sum())
+    pq, sq, rq = pq_from_counts(len(chosen), len(pred_free), len(gt_free), iou_sum)
+    counts = class_counts(ov, g_cls, p_cls, class_list, rule, threshold)
+    class_pq = np.array([pq_from_counts(*row) for row in counts]).reshape(len(class_list), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mpq = float(np.nanmean(class_pq[:, 0])) if len(class_list) else math.nan
+    pq_scores = {"pq": pq, "sq": sq, "rq": rq, "tp": int(len(chosen)), "fp": int(len(pred_free)),
+                 "fn": int(len(gt_free)), "iou_sum": iou_sum, "mpq": mpq}
+
+    # per-class table
+    index = pd.Index(class_list, name="class")
+    per_class = pd.DataFrame(index=index)
+    per_class["n_gt"] = [int((g_cls == c).sum()) for c in class_list]
+    per_class["n_pred"] = [int((p_cls == c).sum()) for c in class_list]
+    per_class_cls.index = index
+    per_class = per_class.join(per_class_cls)
+    for j, name in enumerate(("pq_tp", "pq_fp", "pq_fn")):
+        per_class[name] = counts[:, j].astype(np.int64)
+    per_class["iou_sum"] = counts[:, 3]
+    per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
+    matched = per_pair[per_pair["match"] == "tp"]
+    by_class = matched.groupby("gt_class")
+    per_class["seg_n"] = by_class.size().reindex(class_list, fill_value=0).astype(np.int64).to_numpy()
+    for name in _PAIR_METRICS:
+        per_class[f"seg_{name}"] = by_class[name].mean().reindex(class_list).to_numpy(dtype=float)
+
+    # CC-Metrics with the GT nuclei as sites
+    cc: Dict[str, float] = {}
+    per_component, cc_case = None, None
+    if cc_metrics:
+        # GT nuclei renumbered in raster order of their first pixel: Voronoi ties then never depend on label values
+        raster = np.argsort(g_sites.flat_index[g_sites.starts[:-1]], kind="stable")
+        new_id = np.empty(g_sites.n, dtype=np.int32)
+        new_id[raster] = np.arange(1, g_sites.n + 1, dtype=np.int32)
+        kept_gt = np.zeros(int(np.prod(g_sites.shape)), dtype=np.int32)
+        kept_gt[g_sites.flat_index] = new_id[g_sites.label - 1]
+        pred_mask = np.zeros(int(np.prod(p_sites.shape)), dtype=bool)
+        pred_mask[p_sites.flat_index] = True
+        cc_case = cc_evaluate(pred_mask.reshape(p_sites.shape), kept_gt.reshape(g_sites.shape), cc_metrics,
+                              spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst, sites="labels")
+        cc = {f"cc_{m}": float(v) for m, v in cc_case.cc.items()}
+        per_component = cc_case.per_component.copy()  # one row per GT nucleus, in raster order
+        per_component["gt_label"] = g_sites.source_label[raster]
+        per_component["gt_class"] = g_cls[raster]
+        for m in cc_case.metrics:
+            column = cc_values(per_component[m], m, worst)
+            means = pd.Series(column, index=per_component.index).groupby(per_component["gt_class"].to_numpy()).mean()
+            per_class[f"cc_{m}"] = means.reindex(class_list).to_numpy(dtype=float)
+
+    return NucleiResult(classes=class_list, confusion=confusion, confusion_matrix=matrix, detection=detection,
+                        classification=classification, segmentation=segmentation, pq=pq_scores, cc=cc,
+                        per_class=per_class, per_pair=per_pair, per_component=per_component, ignored=ignored,
+                        rule=rule, threshold=threshold, spacing=spacing, worst_distance=worst, cc_case=cc_case)
+
+
+def _per_pair_table(g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free, inter, iou, dice, hd, hd95):
+    n_tp, n_fn, n_fp = len(pair_g), len(gt_free), len(pred_free)
+    nan = np.full(n_fn + n_fp, np.nan)
+
+    gt_label = pd.array(np.concatenate([g_sites.source_label[pair_g], g_sites.source_label[gt_free],
+                                        np.zeros(n_fp, g_sites.source_label.dtype)]).astype(np.int64), dtype="Int64")
+    gt_label[n_tp + n_fn:] = pd.NA
+    pred_label = pd.array(np.concatenate([p_sites.source_label[pair_p], np.zeros(n_fn, p_sites.source_label.dtype),
+                                          p_sites.source_label[pred_free]]).astype(np.int64), dtype="Int64")
+    pred_label[n_tp:n_tp + n_fn] = pd.NA
+    zeros_fn, zeros_fp = np.zeros(n_fn, np.int64), np.zeros(n_fp, np.int64)
+    table = pd.DataFrame({
+        "match": np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [n_tp, n_fn, n_fp]),
+        "gt_label": gt_label,
+        "pred_label": pred_label,
+        "gt_class": np.concatenate([g_cls[pair_g], g_cls[gt_free], zeros_fp]).astype(np.int64),
+        "pred_class": np.concatenate([p_cls[pair_p], zeros_fn, p_cls[pred_free]]).astype(np.int64),
+        "gt_area": np.concatenate([g_sites.volumes[pair_g], g_sites.volumes[gt_free], zeros_fp]).astype(np.int64),
+        "pred_area": np.concatenate([p_sites.volumes[pair_p], zeros_fn, p_sites.volumes[pred_free]]).astype(np.int64),
+        "intersection": np.concatenate([inter, zeros_fn, zeros_fp]).astype(np.int64),
+        "iou": np.concatenate([iou, nan]),
+        "dice": np.concatenate([dice, nan]),
+        "hd": np.concatenate([hd, nan]),
+        "hd95": np.concatenate([hd95, nan]),
+    })
+    return table
