@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregation import cc_values
-from .evaluate import CASE_METRICS, evaluate, parse_metrics
+from .case import CASE_METRICS, evaluate, parse_metrics
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
 
 #: flag of a GT without prediction file (evaluated as an empty prediction)

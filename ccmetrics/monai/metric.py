@@ -26,7 +26,7 @@ from monai.utils import MetricReduction, look_up_option
 
 from .._inputs import as_non_negative, as_spacing, to_numpy
 from ..aggregation import cc_values
-from ..evaluate import evaluate, parse_metrics
+from ..case import evaluate, parse_metrics
 
 __all__ = ["CCMetric"]
 

@@ -50,8 +50,8 @@ import pandas as pd
 from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing, image_diagonal
 from ..aggregation import cc_values
 from ..components import Sites, find_sites
-from ..evaluate import CaseResult
-from ..evaluate import evaluate as cc_evaluate
+from ..case import CaseResult
+from ..case import evaluate as cc_evaluate
 from ..matching import check_matching_rule, choose_pairs, site_overlaps
 from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
 from ..surface import face_edges, physical, torch_lerp, torch_quantile
