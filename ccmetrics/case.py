@@ -31,6 +31,7 @@ import pandas as pd
 
 from ._inputs import (
     as_binary_mask,
+    as_classes,
     as_non_negative,
     as_label_map,
     as_sites_mode,
@@ -250,7 +251,7 @@ def evaluate(
         check_same_shape(pred_map, gt_map)
         options = dict(spacing=spacing, connectivity=connectivity, nsd_tolerance=nsd_tolerance,
                        worst_distance=worst_distance)
-        return {int(c): evaluate(pred_map == c, gt_map == c, metrics, **options) for c in classes}
+        return {c: evaluate(pred_map == c, gt_map == c, metrics, **options) for c in as_classes(classes)}
 
     names, case_metrics, objects = parse_metrics(metrics)
     gt_array = as_label_map(gt, "gt") if as_sites_mode(sites) == "labels" else as_binary_mask(gt, "gt")
@@ -434,6 +435,9 @@ def parse_metrics(metrics: Union[str, Sequence[Any]]) -> Tuple[List[str], List[s
                                  f"or pass a MONAI metric object")
             if key not in names:
                 names.append(key)
+        elif isinstance(m, type):
+            raise TypeError(f"metrics takes MONAI metric objects, got the class {m.__name__}: pass an instance "
+                            f"such as {m.__name__}() with its options")
         elif callable(m) and hasattr(m, "_compute_tensor"):
             column, k = type(m).__name__, 2
             while column in objects:

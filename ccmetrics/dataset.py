@@ -40,6 +40,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from ._inputs import as_classes
 from .aggregation import cc_values
 from .case import CASE_METRICS, evaluate, parse_metrics
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
@@ -502,10 +503,7 @@ def evaluate_dataset(
         raise ValueError("evaluate_dataset takes metric names only (MONAI metric objects cannot be sent to "
                          "workers); use ccmetrics.evaluate per case for them")
     if classes is not None:
-        if isinstance(classes, (str, bytes)) or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
-                                                         for c in classes):
-            raise TypeError(f"classes must be a sequence of integer labels such as [1, 2], got {classes!r}")
-        classes = tuple(int(c) for c in classes)
+        classes = as_classes(classes)
     if isinstance(spacing, str) and spacing not in ("header", "voxel"):
         raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
     if not isinstance(workers, int) or workers < 1:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import ndimage
 
-from ._inputs import as_binary_mask, as_connectivity, as_spacing, check_same_shape
+from ._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
 from .components import ComponentCache, Sites, cc3d_label
 from .overlap import overlap_scores
 from .surface import directed_distances, face_edges, physical, surface_scores
@@ -298,6 +298,10 @@ def lesion_dice(
     (0.5, 187.0, 1, 1, 0)
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
+    if isinstance(dilation, bool) or not isinstance(dilation, (int, np.integer)) or dilation < 0:
+        raise ValueError(f"dilation must be a whole number of iterations >= 0, got {dilation!r}")
+    min_volume = as_non_negative(min_volume, "min_volume")
+    worst_hd95 = as_non_negative(worst_hd95, "worst_hd95")
     return lesion_dice_from_components(ComponentCache(pred_mask), ComponentCache(gt_mask), dilation, min_volume, spacing,
                                       worst_hd95)
 

@@ -75,3 +75,39 @@ def test_spacing_holes_are_closed(spacing, error, message):
     gt[2, 2] = True
     with pytest.raises(error, match=message):
         evaluate(gt, gt, ["hd95"], spacing=spacing)
+
+
+@pytest.mark.parametrize("classes, error", [("1", TypeError), ([1.5], TypeError), ([True], TypeError),
+                                            ([1, 1], ValueError), ([-1], ValueError), ([], ValueError)])
+def test_classes_must_be_integer_labels(classes, error):
+    labels = np.zeros((6, 6), np.uint8)
+    labels[1:3, 1:3] = 1
+    with pytest.raises(error, match="classes|class labels"):
+        evaluate(labels, labels, ["dice"], classes=classes)
+
+
+def test_numpy_class_labels_are_accepted():
+    labels = np.zeros((6, 6), np.uint8)
+    labels[1:3, 1:3] = 1
+    assert list(evaluate(labels, labels, ["dice"], classes=np.array([1, 2]))) == [1, 2]
+
+
+def test_monai_metric_class_instead_of_instance():
+    pytest.importorskip("monai")
+    from monai.metrics import HausdorffDistanceMetric
+
+    gt = np.zeros((6, 6), bool)
+    gt[2, 2] = True
+    with pytest.raises(TypeError, match=r"pass an instance such as HausdorffDistanceMetric\(\)"):
+        evaluate(gt, gt, [HausdorffDistanceMetric])
+
+
+@pytest.mark.parametrize("kwargs, message", [({"min_volume": -1}, "min_volume"), ({"dilation": -1}, "dilation"),
+                                             ({"dilation": 1.5}, "dilation"), ({"worst_hd95": float("nan")}, "worst_hd95")])
+def test_lesion_dice_options_are_checked(kwargs, message):
+    from ccmetrics import lesion_dice
+
+    gt = np.zeros((8, 8, 8), bool)
+    gt[2:4, 2:4, 2:4] = True
+    with pytest.raises(ValueError, match=message):
+        lesion_dice(gt, gt, **kwargs)
