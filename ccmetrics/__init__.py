@@ -12,7 +12,7 @@ import importlib
 _EXPORTS = {
     "label_components": "components",
     "DatasetResult": "dataset", "evaluate_dataset": "dataset",
-    "BUILTIN_METRICS": "case", "CaseResult": "case", "evaluate": "case",
+    "BUILTIN_METRICS": "case", "CaseResult": "case", "GroundTruth": "case", "evaluate": "case",
     "Matching": "matching", "match_instances": "matching",
     "DetectionResult": "lesions", "LesionDiceResult": "lesions", "detection": "lesions", "lesion_dice": "lesions",
     "MultiPQResult": "panoptic", "PQResult": "panoptic", "multiclass_pq": "panoptic",

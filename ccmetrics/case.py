@@ -173,6 +173,65 @@ class CaseResult:
                 f"{self.summary().to_string(float_format=lambda v: f'{v:.4f}')}")
 
 
+class GroundTruth:
+    """A validated GT with its sites, their surfaces and components, prepared once for many predictions.
+
+    Pass it to :func:`evaluate` instead of the GT array to evaluate several predictions of one case
+    (degradation steps, model checkpoints) without labelling the GT and finding its surfaces again
+    every time; the results are identical.
+
+    Parameters
+    ----------
+    gt : array_like or torch.Tensor
+        As in :func:`evaluate`.
+    sites : {"components", "labels"}
+    connectivity : int, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[14:16, 14:16] = True
+    >>> prepared = GroundTruth(gt)
+    >>> [round(evaluate(np.roll(gt, k, axis=0), prepared, ["dice"]).cc["dice"], 4) for k in (0, 1)]
+    [1.0, 0.6667]
+    >>> evaluate(np.roll(gt, 1, axis=0), gt, ["dice"]).cc == evaluate(np.roll(gt, 1, axis=0), prepared, ["dice"]).cc
+    True
+    """
+
+    def __init__(self, gt: Any, *, sites: str = "components", connectivity: Optional[int] = None):
+        self.sites = as_sites_mode(sites)
+        self.connectivity = connectivity
+        self.array = as_label_map(gt, "gt") if self.sites == "labels" else as_binary_mask(gt, "gt")
+        self.found = find_sites(self.array, self.sites, connectivity)
+        self.site_map = np.zeros(int(np.prod(self.found.shape)), dtype=np.int32)  # flat; pages under the GT only
+        self.site_map[self.found.flat_index] = self.found.label
+        self.coords = self.found.coords()
+        self.own_edge, self.union_edge = face_edges(self.found.flat_index, self.coords, self.found.shape,
+                                                    self.site_map, self.found.label)
+        self._components = None
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self.found.shape
+
+    def components(self):
+        """The GT mask's :class:`~ccmetrics.components.ComponentCache` (shared by PQ, Lesion Dice, detection)."""
+        from .components import ComponentCache
+
+        if self._components is None:
+            if self.sites == "components":
+                self._components = ComponentCache(self.array, known=self.found, connectivity=self.connectivity)
+            else:
+                self._components = ComponentCache(self.array != 0)
+        return self._components
+
+    def check_options(self, sites: str, connectivity: Optional[int]) -> None:
+        if (sites, connectivity) not in (("components", None), (self.sites, self.connectivity)):
+            raise ValueError(f"this GroundTruth was prepared with sites={self.sites!r}, connectivity="
+                             f"{self.connectivity!r}; evaluate got sites={sites!r}, connectivity={connectivity!r}: "
+                             f"prepare it with the options you want")
+
+
 def evaluate(
     pred: Any,
     gt: Any,
@@ -192,9 +251,10 @@ def evaluate(
     pred : array_like or torch.Tensor
         Binary prediction, 2D or 3D (bool, 0/1 integers, 0.0/1.0 floats), or a
         label map when ``classes`` is given.
-    gt : array_like or torch.Tensor
+    gt : array_like, torch.Tensor or GroundTruth
         Binary GT of the same shape; an instance label map with
-        ``sites="labels"``; a label map when ``classes`` is given.
+        ``sites="labels"``; a label map when ``classes`` is given; or a
+        :class:`GroundTruth` prepared once for many predictions.
     metrics : str or sequence
         Built-in names ``"dice"``, ``"iou"``, ``"nsd"``, ``"hd"``, ``"hd95"``,
         ``"assd"``; case-level comparison metrics ``"pq"`` (adds ``pq``, ``sq``,
@@ -245,6 +305,8 @@ def evaluate(
     [1.0, 0.0]
     """
     if classes is not None:
+        if isinstance(gt, GroundTruth):
+            raise ValueError("classes=... takes label maps, not a GroundTruth; prepare one GroundTruth per class")
         if as_sites_mode(sites) != "components":
             raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
         pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
@@ -254,8 +316,12 @@ def evaluate(
         return {c: evaluate(pred_map == c, gt_map == c, metrics, **options) for c in as_classes(classes)}
 
     names, case_metrics, objects = parse_metrics(metrics)
-    gt_array = as_label_map(gt, "gt") if as_sites_mode(sites) == "labels" else as_binary_mask(gt, "gt")
-    found = find_sites(gt_array, sites, connectivity)
+    if isinstance(gt, GroundTruth):
+        gt.check_options(sites, connectivity)
+        prepared = gt
+    else:
+        prepared = GroundTruth(gt, sites=sites, connectivity=connectivity)
+    found, sites, connectivity = prepared.found, prepared.sites, prepared.connectivity
     pred_mask = as_binary_mask(pred, "pred")
     check_same_shape(pred_mask, np.empty(found.shape, dtype=bool))
     spacing = as_spacing(spacing, pred_mask.ndim)
@@ -263,7 +329,7 @@ def evaluate(
     worst = image_diagonal(found.shape, spacing) if worst_distance is None else as_non_negative(
         worst_distance, "worst_distance")
 
-    case = _CaseGeometry(pred_mask, found, spacing)
+    case = _CaseGeometry(pred_mask, prepared, spacing)
     table = _component_table(found, spacing, sites)
     table["detected"] = case.intersection > 0
     standard: Dict[str, float] = {}
@@ -283,7 +349,7 @@ def evaluate(
         table[column] = [case.run_monai(metric, c) for c in range(1, found.n + 1)]
         standard[column] = case.run_monai(metric, None)
     case_scores: Dict[str, float] = {}
-    details = _case_level(case_metrics, pred_mask, gt_array, found, sites, connectivity, spacing, case_scores)
+    details = _case_level(case_metrics, pred_mask, prepared, spacing, case_scores)
 
     columns = names + list(objects)
     kinds = {m: objects.get(m, m) for m in columns}  # a built-in name, or the MONAI object behind a column
@@ -295,7 +361,7 @@ def evaluate(
                       len(case.pred_flat))
 
 
-def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing, scores) -> Dict[str, Any]:
+def _case_level(names, pred_mask, prepared: "GroundTruth", spacing, scores) -> Dict[str, Any]:
     """Run the case-level comparison metrics and add their scores to ``scores``."""
     from .components import ComponentCache
     from .lesions import BRATS_WORST_HD95, detection_from_components, lesion_dice_from_components
@@ -303,11 +369,11 @@ def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing,
     from .panoptic import PQResult
 
     details: Dict[str, Any] = {}
+    if not names:
+        return details
+    found, sites, connectivity = prepared.found, prepared.sites, prepared.connectivity
     pred_cc = ComponentCache(pred_mask)
-    if sites == "components":
-        gt_cc = ComponentCache(gt_array, known=found, connectivity=connectivity)
-    else:
-        gt_cc = ComponentCache(gt_array != 0)
+    gt_cc = prepared.components()
     if "pq" in names:
         gt_instances = found if sites == "labels" else gt_cc(connectivity)
         r = details["pq"] = PQResult.from_matching(match_sites(pred_cc(connectivity), gt_instances, "iou", 0.5))
@@ -325,13 +391,12 @@ def _case_level(names, pred_mask, gt_array, found, sites, connectivity, spacing,
 class _CaseGeometry:
     """Regions, counts and edge voxels of one case, computed once and shared by all metrics."""
 
-    def __init__(self, pred_mask: np.ndarray, found: Sites, spacing: Optional[Tuple[float, ...]]):
+    def __init__(self, pred_mask: np.ndarray, prepared: GroundTruth, spacing: Optional[Tuple[float, ...]]):
+        found = prepared.found
         self.shape, self.found, self.spacing = found.shape, found, spacing
         size = int(np.prod(self.shape))
-        site_map = np.zeros(size, dtype=np.int32)  # calloc'd: only pages under the masks are touched
-        site_map[found.flat_index] = found.label
-        gt_coords = found.coords()
-        gt_own, gt_union = face_edges(found.flat_index, gt_coords, self.shape, site_map, found.label)
+        site_map, gt_coords = prepared.site_map, prepared.coords
+        gt_own, gt_union = prepared.own_edge, prepared.union_edge
 
         self.pred_flat = np.flatnonzero(pred_mask)
         pred_coords = np.stack(np.unravel_index(self.pred_flat, self.shape), axis=1)

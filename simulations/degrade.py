@@ -147,8 +147,20 @@ def _replace(gt: np.ndarray, comps: Components, labels: Sequence[int], pad: Sequ
     return out
 
 
-def _cube(ndim: int) -> np.ndarray:
-    return np.ones((3,) * ndim, bool)
+def _cube_filter(mask: np.ndarray, step: int, grow: bool) -> np.ndarray:
+    """``step`` iterations of binary erosion (``grow=False``) or dilation with the 3×3×3 cube, outside = 0.
+
+    Iterating the 3-cube ``step`` times equals one pass with the (2 step + 1)-cube, which is separable:
+    a 1D minimum (maximum) filter of that length along each axis, O(voxels) whatever the step.
+    """
+    out = mask.view(np.uint8)
+    size = 2 * step + 1
+    for axis in range(mask.ndim):
+        if grow:
+            out = ndimage.maximum_filter1d(out, size, axis=axis, mode="constant", cval=0)
+        else:
+            out = ndimage.minimum_filter1d(out, size, axis=axis, mode="constant", cval=0)
+    return out.astype(bool)
 
 
 def erode(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None,
@@ -163,9 +175,7 @@ def erode(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None
     comps = _components(gt, components)
     if step == 0:
         return np.array(gt, dtype=bool, copy=True)
-    cube = _cube(np.ndim(gt))
-    return _replace(gt, comps, select(comps, target), [0] * np.ndim(gt),
-                    lambda m, lo: ndimage.binary_erosion(m, cube, iterations=step, border_value=0))
+    return _replace(gt, comps, select(comps, target), [0] * np.ndim(gt), lambda m, lo: _cube_filter(m, step, False))
 
 
 def dilate(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None,
@@ -180,9 +190,7 @@ def dilate(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = Non
     comps = _components(gt, components)
     if step == 0:
         return np.array(gt, dtype=bool, copy=True)
-    cube = _cube(np.ndim(gt))
-    return _replace(gt, comps, select(comps, target), [step] * np.ndim(gt),
-                    lambda m, lo: ndimage.binary_dilation(m, cube, iterations=step))
+    return _replace(gt, comps, select(comps, target), [step] * np.ndim(gt), lambda m, lo: _cube_filter(m, step, True))
 
 
 def shift(gt: np.ndarray, step: int, target: Target = "all", *, axis: int = 0, seed: Any = None,

@@ -7,9 +7,10 @@ runner degrades each case's GT at every step and evaluates the prediction with
 (one row per scenario, case and step) and ``per_component`` (one row per GT component as well).
 
 Cost per case: the GT is labelled once (:class:`~simulations.degrade.Components`, shared by all
-steps); each step degrades the targeted components on their bounding boxes and evaluates the
-prediction on the bounding box of GT ∪ prediction padded by a few voxels, with the worst distance of
-the whole image. Cropping changes no value: the Voronoi regions, edges, components and distances inside
+steps) and prepared once per scenario (:class:`ccmetrics.GroundTruth`: sites, surfaces, components,
+on a box holding the GT and every prediction of the scenario, padded by a few voxels); each step
+degrades the targeted components on their bounding boxes and evaluates the prediction in that box,
+with the worst distance of the whole image. Cropping changes no value: the Voronoi regions, edges, components and distances inside
 the box are those of the whole image (a region's voxels keep their nearest site; voxels on the box
 border are on the image border or background), which the tests check against the uncropped
 evaluation.
@@ -23,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ccmetrics import evaluate, lesion_dice
+from ccmetrics import GroundTruth, evaluate, lesion_dice
 from ccmetrics._inputs import image_diagonal
 
 from .degrade import DEGRADATIONS, Components
@@ -118,14 +119,41 @@ def _crop_box(gt: np.ndarray, pred: np.ndarray) -> Tuple[slice, ...]:
     return tuple(box)
 
 
-def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray,
-                  crop: bool = True) -> Tuple[Dict[str, Any], pd.DataFrame]:
-    """Evaluate one prediction of ``case``: a ``per_step`` row and its ``per_component`` rows."""
+def scenario_box(scenario: Scenario, components: Components) -> Tuple[slice, ...]:
+    """One box holding the GT and every prediction of ``scenario`` (with the crop margin).
+
+    The GT's bounding box, grown by the largest dilation or shift of the scenario; the whole image
+    for false positives, which may fall anywhere in a region.
+    """
+    shape = np.array(components.sites.shape)
+    if scenario.degradation == "add_false_positives" or components.n == 0:
+        return tuple(slice(0, int(n)) for n in shape)
+    grow = 0
+    if scenario.degradation in ("dilate", "shift"):
+        grow = scenario.magnitude if scenario.counts_components else max(scenario.steps)
+    lo = np.maximum(components.lo.min(axis=0) - grow - _CROP_MARGIN, 0)
+    hi = np.minimum(components.hi.max(axis=0) + grow + _CROP_MARGIN, shape)
+    return tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
+
+
+def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray, crop: bool = True,
+                  prepared: Optional[Tuple[Tuple[slice, ...], GroundTruth]] = None
+                  ) -> Tuple[Dict[str, Any], pd.DataFrame]:
+    """Evaluate one prediction of ``case``: a ``per_step`` row and its ``per_component`` rows.
+
+    ``prepared``: a box holding every prediction of the scenario and the GT cropped to it as a
+    :class:`ccmetrics.GroundTruth` (labelled once for all steps); a prediction reaching outside the
+    box is evaluated on its own box instead.
+    """
     gt = case.gt
-    box = _crop_box(gt, pred) if crop else tuple(slice(None) for _ in gt.shape)
+    if prepared is not None and int(np.count_nonzero(pred[prepared[0]])) == int(np.count_nonzero(pred)):
+        box, gt_crop = prepared
+    else:
+        box = _crop_box(gt, pred) if crop else tuple(slice(None) for _ in gt.shape)
+        gt_crop = gt[box]
     worst = image_diagonal(gt.shape, case.spacing)
     names = [m for m in scenario.metrics if m != "lesion_dice"] or ["dice"]  # evaluate gives the counts too
-    result = evaluate(pred[box], gt[box], names, spacing=case.spacing, worst_distance=worst,
+    result = evaluate(pred[box], gt_crop, names, spacing=case.spacing, worst_distance=worst,
                       nsd_tolerance=scenario.nsd_tolerance)
     row: Dict[str, Any] = {"scenario": scenario.name, "case": case.case, "step": int(step),
                            "n_components": result.n_components}
@@ -143,10 +171,14 @@ def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray,
 def run_case(scenario: Scenario, case: Case, crop: bool = True, seed: int = 0) -> SimulationResult:
     """Every step of ``scenario`` on one case (the GT labelled once)."""
     components = Components.of(case.gt)
+    prepared = None
+    if crop:
+        box = scenario_box(scenario, components)
+        prepared = (box, GroundTruth(case.gt[box]))
     rows, frames = [], []
     for step in scenario.steps:
         pred = scenario.prediction(case, int(step), components, seed=seed)
-        row, frame = evaluate_step(scenario, case, int(step), pred, crop)
+        row, frame = evaluate_step(scenario, case, int(step), pred, crop, prepared)
         rows.append(row)
         frames.append(frame)
     return SimulationResult(pd.DataFrame(rows), pd.concat(frames, ignore_index=True))

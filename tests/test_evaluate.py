@@ -194,3 +194,28 @@ def test_instance_sites_do_not_depend_on_label_values_without_ties():
     for name in ALL_METRICS:
         np.testing.assert_array_equal(by_original[name].to_numpy(), reference.per_component[name].to_numpy())
     assert permuted.cc == pytest.approx(reference.cc)
+
+
+def test_prepared_ground_truth_gives_identical_results(rng):
+    from ccmetrics import GroundTruth
+    from ccmetrics.synthetic import lesion_case
+
+    gt, pred = lesion_case((48, 48, 32), n_lesions=6, radius_range=(1.5, 6), seed=3)
+    metrics = ["dice", "nsd", "hd95", "assd", "pq", "lesion_dice", "detection"]
+    prepared = GroundTruth(gt)
+    for k in range(3):  # several predictions against one prepared GT
+        moved = np.roll(pred, k, axis=k % 3)
+        a, b = evaluate(moved, gt, metrics, spacing=(1, 1, 2)), evaluate(moved, prepared, metrics, spacing=(1, 1, 2))
+        assert a.per_component.equals(b.per_component) and a.cc == b.cc and a.standard == b.standard
+        assert a.case_scores == b.case_scores
+    labels = np.zeros((20, 20), np.int32)
+    labels[2:6, 2:6], labels[6:9, 2:6] = 4, 2  # touching instances
+    instances = GroundTruth(labels, sites="labels")
+    result = evaluate(labels > 0, instances, ["dice", "pq"], sites="labels")
+    reference = evaluate(labels > 0, labels, ["dice", "pq"], sites="labels")
+    assert result.per_component["dice"].tolist() == [1.0, 1.0]
+    assert result.case_scores == reference.case_scores  # the binary prediction is one component: PQ < 1
+    with pytest.raises(ValueError, match="prepared with sites='labels'"):
+        evaluate(labels > 0, instances, ["dice"], sites="components", connectivity=4)
+    with pytest.raises(ValueError, match="not a GroundTruth"):
+        evaluate(labels, instances, ["dice"], classes=[2])

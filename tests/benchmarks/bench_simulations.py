@@ -23,6 +23,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", choices=("fig2", "fig3", "fig4"), default=None)
+    parser.add_argument("--out", default=None, help="keep the figures and tables in this folder")
     args = parser.parse_args()
 
     import numpy as np
@@ -31,7 +32,8 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}")
     rows = []
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = args.out or scratch
         if args.only in (None, "fig2"):
             start = time.perf_counter()
             figures.fig2(Path(out), workers=args.workers, progress=False)
