@@ -158,10 +158,7 @@ def as_non_negative(value: Any, name: str) -> float:
     return out
 
 
-def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]]) -> float:
-    """Length of the image diagonal, ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm."""
-    s = spacing if spacing is not None else (1.0,) * len(shape)
-    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
+
 
 
 def as_classes(classes: Any) -> Tuple[int, ...]:

@@ -23,7 +23,7 @@ their class names. Cost: one pass over the values.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -32,6 +32,16 @@ DISTANCE_METRICS = ("hd", "hd95", "assd")
 #: best value of each built-in metric (both masks empty)
 BEST_VALUE = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
 _MONAI_DISTANCE_CLASSES = ("HausdorffDistanceMetric", "SurfaceDistanceMetric")
+
+
+def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]] = None) -> float:
+    """The default worst distance: the image diagonal ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm.
+
+    >>> round(image_diagonal((240, 240, 155), (1.0, 1.0, 1.0)), 1)
+    373.1
+    """
+    s = spacing if spacing is not None else (1.0,) * len(shape)
+    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
 
 
 def is_distance_metric(metric: Any) -> bool:

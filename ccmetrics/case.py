@@ -37,9 +37,8 @@ from ._inputs import (
     as_sites_mode,
     as_spacing,
     check_same_shape,
-    image_diagonal,
 )
-from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score
+from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score, image_diagonal
 from .components import Sites, find_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
 from .partition import assign_nearest

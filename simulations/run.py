@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ccmetrics import GroundTruth, evaluate, lesion_dice
-from ccmetrics._inputs import image_diagonal
+from ccmetrics.aggregation import image_diagonal
 
 from .degrade import DEGRADATIONS, Components
 from .phantoms import Case

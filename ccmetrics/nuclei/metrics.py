@@ -47,8 +47,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing, image_diagonal
-from ..aggregation import cc_values
+from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
+from ..aggregation import cc_values, image_diagonal
 from ..components import Sites, find_sites
 from ..case import CaseResult
 from ..case import evaluate as cc_evaluate
