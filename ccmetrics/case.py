@@ -202,8 +202,7 @@ class GroundTruth:
         self.connectivity = connectivity
         self.array = as_label_map(gt, "gt") if self.sites == "labels" else as_binary_mask(gt, "gt")
         self.found = find_sites(self.array, self.sites, connectivity)
-        self.site_map = np.zeros(int(np.prod(self.found.shape)), dtype=np.int32)  # flat; pages under the GT only
-        self.site_map[self.found.flat_index] = self.found.label
+        self.site_map = self.found.label_map(flat=True)
         self.coords = self.found.coords()
         self.own_edge, self.union_edge = face_edges(self.found.flat_index, self.coords, self.found.shape,
                                                     self.site_map, self.found.label)

@@ -55,6 +55,20 @@ class Sites:
         """Voxel count of each site (length K)."""
         return np.diff(self.starts)
 
+    def label_map(self, flat: bool = False) -> np.ndarray:
+        """The sites as an int32 label map: site label 1..K at site voxels, 0 elsewhere.
+
+        ``flat=True`` gives the C-order flat array (what flat indices address). The
+        zeros come from ``calloc``, so only the pages under the sites are written.
+
+        >>> s = find_sites(np.array([[1, 0, 1], [0, 0, 1]], bool))
+        >>> s.label_map().tolist()
+        [[1, 0, 2], [0, 0, 2]]
+        """
+        out = np.zeros(int(np.prod(self.shape)), dtype=np.int32)
+        out[self.flat_index] = self.label
+        return out if flat else out.reshape(self.shape)
+
     def coords(self) -> np.ndarray:
         """Voxel coordinates of all site voxels, shape (N, ndim), int64."""
         return np.stack(np.unravel_index(self.flat_index, self.shape), axis=1)
@@ -193,6 +207,4 @@ def label_components(mask: Any, connectivity: Optional[int] = None) -> Tuple[np.
            [3, 0, 0, 2]], dtype=int32)
     """
     found = find_sites(mask, "components", connectivity)
-    labels = np.zeros(found.shape, dtype=np.int32)
-    labels.ravel()[found.flat_index] = found.label
-    return labels, found.n
+    return found.label_map(), found.n

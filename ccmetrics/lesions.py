@@ -346,7 +346,6 @@ def lesion_dice_from_components(
     gt_sites, pred_sites = gt_cc(full), pred_cc(full)
 
     # 1. merge GT components whose dilations touch (26-connectivity labelling of the dilated GT)
-    size = gt_mask.size
     dilations = list(_dilate_components(gt_sites, structure, int(dilation)))
     first_voxel = gt_sites.flat_index[gt_sites.starts[:-1]]
     raw_lesion = np.zeros(0, dtype=np.int64)
@@ -366,9 +365,7 @@ def lesion_dice_from_components(
     n_lesions = len(renumber)
 
     # 3. prediction components touching each lesion's dilation (= union of its components' dilations)
-    pred_map = np.zeros(size, dtype=np.int32)
-    pred_map[pred_sites.flat_index] = pred_sites.label
-    pred_map = pred_map.reshape(gt_mask.shape)
+    pred_map = pred_sites.label_map()
     touching: List[set] = [set() for _ in range(n_lesions)]
     for k, (box, local) in enumerate(dilations):
         found = np.unique(pred_map[box][local])
@@ -376,8 +373,7 @@ def lesion_dice_from_components(
 
     # per-lesion Dice and HD95 from voxel lists
     gt_coords, pred_coords = gt_sites.coords(), pred_sites.coords()
-    gt_map = np.zeros(size, dtype=np.int32)
-    gt_map[gt_sites.flat_index] = gt_sites.label
+    gt_map = gt_sites.label_map(flat=True)
     _, gt_edge = face_edges(gt_sites.flat_index, gt_coords, gt_sites.shape, gt_map, gt_sites.label)
     _, pred_edge = face_edges(pred_sites.flat_index, pred_coords, pred_sites.shape, pred_map.ravel(), pred_sites.label)
     in_pred = pred_mask.ravel()[gt_sites.flat_index]

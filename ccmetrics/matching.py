@@ -148,8 +148,7 @@ def _centroid_sites(pred_sites: Sites, gt_sites: Sites) -> np.ndarray:
     which = pred_sites.label - 1
     centroid = np.stack([np.floor(np.bincount(which, weights=c, minlength=pred_sites.n) / pred_sites.volumes + 0.5)
                          for c in coords.T], axis=1).astype(np.int64)
-    gt_map = np.zeros(int(np.prod(gt_sites.shape)), dtype=np.int32)
-    gt_map[gt_sites.flat_index] = gt_sites.label
+    gt_map = gt_sites.label_map(flat=True)
     return gt_map[np.ravel_multi_index(tuple(centroid.T), gt_sites.shape)].astype(np.int64) - 1
 
 
@@ -183,8 +182,7 @@ def site_overlaps(pred_sites: Sites, gt_sites: Sites, *, centroids: bool = False
     """
     if pred_sites.shape != gt_sites.shape:
         raise ValueError(f"pred and gt must have the same shape, got {pred_sites.shape} and {gt_sites.shape}")
-    pred_map = np.zeros(int(np.prod(gt_sites.shape)), dtype=np.int32)
-    pred_map[pred_sites.flat_index] = pred_sites.label
+    pred_map = pred_sites.label_map(flat=True)
     at_gt = pred_map[gt_sites.flat_index]
     both = at_gt > 0
     g = gt_sites.label[both].astype(np.int64) - 1

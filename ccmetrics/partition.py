@@ -195,8 +195,7 @@ def voronoi_partition(
     spacing = as_spacing(spacing, len(found.shape))
     if found.n <= 1:
         return np.full(found.shape, found.n, dtype=np.int32)
-    site_map = np.zeros(found.shape, dtype=np.int32)
-    site_map.ravel()[found.flat_index] = found.label
+    site_map = found.label_map()
     bound, nearest = ndimage.distance_transform_edt(site_map == 0, sampling=spacing, return_indices=True)
     partition = site_map[tuple(nearest)]
     del nearest

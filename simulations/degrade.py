@@ -277,8 +277,7 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
     voxel = float(np.prod(spacing_arr))
     unit = (3 * volume * voxel / (4 * np.pi)) ** (1 / 3) if ndim == 3 else np.sqrt(volume * voxel / np.pi)
     radii = np.maximum(unit / spacing_arr, 0.5)
-    site_map = np.zeros(int(np.prod(shape)), np.int32)
-    site_map[comps.sites.flat_index] = comps.sites.label
+    site_map = comps.sites.label_map(flat=True)
     surface, surface_labels = site_surfaces(comps.sites, site_map)
     rng = np.random.default_rng(seed)
     reach = np.ceil(radii).astype(int) + 1  # a ball plus one voxel of clearance

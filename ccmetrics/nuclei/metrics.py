@@ -225,9 +225,7 @@ def ignored_instances(sites: Sites, ignore: np.ndarray, fraction: float = 0.5) -
 
 def _edges_by_site(sites: Sites, spacing) -> Tuple[np.ndarray, np.ndarray]:
     """Physical coordinates of every instance's own edge pixels (grouped by site) and the group starts."""
-    size = int(np.prod(sites.shape))
-    site_map = np.zeros(size, dtype=np.int32)
-    site_map[sites.flat_index] = sites.label
+    site_map = sites.label_map(flat=True)
     coords = sites.coords()
     own, _ = face_edges(sites.flat_index, coords, sites.shape, site_map, sites.label)
     starts = np.searchsorted(sites.label[own], np.arange(1, sites.n + 2)).astype(np.int64)
