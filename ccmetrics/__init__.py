@@ -22,7 +22,7 @@ _EXPORTS = {
 
 #: submodules reachable as attributes (``ccmetrics.io.load_image``) without an explicit import
 _SUBMODULES = ("aggregation", "case", "components", "dataset", "io", "lesions", "matching", "monai", "nuclei",
-               "panoptic", "partition", "plots", "stats", "surface", "synthetic")
+               "panoptic", "partition", "plots", "report", "stats", "surface", "synthetic")
 
 __all__ = list(_EXPORTS)
 __version__ = "0.1.0"

@@ -7,7 +7,9 @@ Sub-commands:
 * ``ccmetrics partition GT_FILE OUT_FILE`` → :func:`ccmetrics.voronoi_partition`, written
   with the GT's geometry;
 * ``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ... --metric cc_dice`` →
-  :func:`ccmetrics.stats.compare` on the folders' ``per_case.csv``.
+  :func:`ccmetrics.stats.compare` on the folders' ``per_case.csv``;
+* ``ccmetrics report RESULT_DIR --out report.html`` → :func:`ccmetrics.report.write_report`,
+  one self-contained HTML page with every lesion and false positive.
 
 Exit codes: 0 success; 1 when a case failed (its error row says why);
 2 for a usage error or input that cannot be evaluated at all (a missing
@@ -99,13 +101,28 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--class", dest="class_value", type=int, default=None, help="class to compare (multi-class)")
     co.add_argument("--names", type=_name_list, default=None, help="method names (default: folder names)")
     co.add_argument("--out", default=None, help="folder for comparison.csv and comparison.png (default: none)")
+
+    re_ = sub.add_parser("report", help="write a per-lesion HTML report of a `ccmetrics evaluate` folder",
+                         description="One self-contained HTML page: the summary, the cases ranked by standard - CC "
+                                     "difference, every lesion and false positive with thumbnails, sortable and "
+                                     "filterable tables. Opens from disk, needs no server or network.")
+    re_.add_argument("result_dir", help="output folder of `ccmetrics evaluate`")
+    re_.add_argument("--out", default=None, help="HTML file to write (default: RESULT_DIR/report.html)")
+    re_.add_argument("--max-cases", type=int, default=20, metavar="N",
+                     help="draw thumbnails for the N cases with the worst CC score (default 20; every case and "
+                          "lesion is listed in the tables whatever N)")
+    re_.add_argument("--image-root", default=None, metavar="DIR",
+                     help="folder the relative image paths of per_case.csv start from (default: the current "
+                          "folder, then the result folder and its parent)")
+    re_.add_argument("--title", default=None, help="page title")
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare}[args.command](args)
+        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare,
+                "report": _report}[args.command](args)
     except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
         print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -221,6 +238,17 @@ def _compare(args: argparse.Namespace) -> int:
         result.scores.to_csv(out / "comparison.csv")
         plot_comparison(result.scores, result.mean_ranks, args.metric).savefig(out / "comparison.png", dpi=120)
         print(f"\nWrote {out / 'comparison.csv'} and {out / 'comparison.png'}")
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    if args.max_cases < 0:
+        raise ValueError(f"--max-cases must be 0 or more, got {args.max_cases}")
+    out = args.out if args.out is not None else Path(args.result_dir) / "report.html"
+    info = write_report(args.result_dir, out, max_cases=args.max_cases, image_root=args.image_root, title=args.title)
+    print(info)
     return EXIT_OK
 
 

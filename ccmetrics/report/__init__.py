@@ -1,0 +1,18 @@
+"""A visual per-lesion report of a ``ccmetrics evaluate`` output folder, as one self-contained HTML page.
+
+``ccmetrics report RESULT_DIR --out report.html`` or :func:`write_report`. The page shows the
+data-set summary (standard against CC metrics with confidence intervals, the evaluation's plots,
+evaluated / flagged / failed cases), the cases ranked by the difference between a standard metric
+and its CC variant and by their worst CC score, a filterable table of every lesion and false
+positive, and per case every GT lesion and false positive with a thumbnail (axial, coronal and
+sagittal slices through its centroid, GT and prediction contours, Voronoi region borders).
+
+Modules, in the order the data flows: :mod:`~ccmetrics.report.data` (tables, ranking, components
+of the images), :mod:`~ccmetrics.report.geometry` (crop boxes and contour lines),
+:mod:`~ccmetrics.report.thumbnails` (drawing), :mod:`~ccmetrics.report.page` (the Jinja2 template
+in ``templates/``). Needs Jinja2 and matplotlib (imported when a report is written).
+"""
+
+from .page import DEFAULT_MAX_CASES, ReportInfo, build_model, render_html, write_report
+
+__all__ = ["DEFAULT_MAX_CASES", "ReportInfo", "build_model", "render_html", "write_report"]

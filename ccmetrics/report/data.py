@@ -1,0 +1,402 @@
+"""The report's data: the result folder, the case ranking, and each case's lesions and false positives.
+
+Nothing here draws or writes HTML. A result folder of ``ccmetrics evaluate`` is read with
+:meth:`ccmetrics.dataset.DatasetResult.read` (tables), ``summary.json`` (counts, summary, options)
+and ``plots/*.png``. Images are read again from the files named in ``per_case.csv`` only to find
+what the tables do not hold: the false-positive components (prediction components that overlap no
+GT voxel, labelled with :func:`ccmetrics.label_components` at the evaluation's connectivity) and the
+Voronoi region each one falls in (the GT component whose region holds most of its voxels). Regions are
+found voxel by voxel where needed (:class:`Regions`: the false positives' voxels and the thumbnails'
+slices), with :func:`ccmetrics.partition.assign_nearest`, which equals :func:`ccmetrics.voronoi_partition`
+voxel for voxel, so no dense region map of a large image is ever built.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from ..aggregation import cc_values, is_distance_metric
+
+#: how the metrics are named on the page
+METRIC_LABELS = {"dice": "Dice", "iou": "IoU", "nsd": "NSD", "hd": "HD", "hd95": "HD95", "assd": "ASSD",
+                 "sensitivity": "Sensitivity", "precision": "Precision", "f1": "F1", "pq": "PQ", "sq": "SQ",
+                 "rq": "RQ", "lesion_dice": "Lesion Dice", "lesion_hd95": "Lesion HD95",
+                 "fp_volume": "FP volume", "fn_volume": "FN volume"}
+
+
+def label(metric: str) -> str:
+    """Display name of a metric or score.
+
+    >>> label("hd95"), label("cc_dice"), label("custom")
+    ('HD95', 'CC-Dice', 'custom')
+    """
+    if metric.startswith("cc_"):
+        return "CC-" + label(metric[3:])
+    return METRIC_LABELS.get(metric, metric)
+
+
+@dataclass
+class ResultFolder:
+    """What ``ccmetrics evaluate`` wrote into a folder.
+
+    Attributes
+    ----------
+    path : Path
+    per_case, per_component : pandas.DataFrame
+        The tables (see :mod:`ccmetrics.dataset`).
+    doc : dict
+        ``summary.json`` (``counts``, ``summary``, ``empty_gt``, ``errors``, ``ignored_files``, ``options``).
+    plots : list of Path
+        ``plots/*.png``, sorted.
+    """
+
+    path: Path
+    per_case: pd.DataFrame
+    per_component: pd.DataFrame
+    doc: Dict[str, Any]
+    plots: List[Path]
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        return self.doc.get("options", {})
+
+    @property
+    def case_metrics(self) -> List[str]:
+        """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``)."""
+        return [m for m in self.options.get("metrics", []) if m in self.per_case and f"cc_{m}" in self.per_case]
+
+    @property
+    def component_metrics(self) -> List[str]:
+        """Metrics with a value per lesion (columns of ``per_component``)."""
+        return [m for m in self.case_metrics if m in self.per_component]
+
+    @property
+    def case_scores(self) -> List[str]:
+        """Case-level scores present in ``per_case`` (detection, PQ, Lesion Dice)."""
+        return [s for s in METRIC_LABELS if s in self.per_case and f"cc_{s}" not in self.per_case
+                and s not in self.case_metrics]
+
+    @property
+    def binary(self) -> bool:
+        """True when the evaluation read binary masks (no ``--classes``)."""
+        return not self.options.get("classes")
+
+
+def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
+    """Read the output folder of ``ccmetrics evaluate``.
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder holds no ``per_case.csv``.
+    """
+    from ..dataset import DatasetResult
+
+    path = Path(result_dir)
+    result = DatasetResult.read(path)
+    doc = json.loads((path / "summary.json").read_text()) if (path / "summary.json").is_file() else {}
+    doc.setdefault("options", result.options)
+    if "counts" not in doc:
+        doc["counts"] = result.counts()
+    plots = sorted((path / "plots").glob("*.png")) if (path / "plots").is_dir() else []
+    return ResultFolder(path, result.per_case, result.per_component, doc, plots)
+
+
+# ---------------------------------------------------------------- ranking
+
+def primary_metric(metrics: Sequence[str]) -> Optional[str]:
+    """The metric the cases are ranked by: Dice if evaluated, else the first overlap metric, else the first.
+
+    >>> primary_metric(["hd95", "nsd"]), primary_metric(["hd95"]), primary_metric([])
+    ('nsd', 'hd95', None)
+    """
+    for m in ["dice"] + [m for m in metrics if not is_distance_metric(m)] + list(metrics):
+        if m in metrics:
+            return m
+    return None
+
+
+def with_differences(per_case: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """``per_case`` plus ``delta_m = m - cc_m`` for each metric (non-finite distances as the worst distance).
+
+    A positive Dice difference means the global Dice looks better than the average lesion: it hides
+    missed or poorly segmented small lesions. For distances a negative difference means the same.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"dice": [0.9], "cc_dice": [0.5], "hd95": [float("inf")], "cc_hd95": [40.0],
+    ...                   "worst_distance": [100.0]})
+    >>> with_differences(t, ["dice", "hd95"])[["delta_dice", "delta_hd95"]].round(3).values.tolist()
+    [[0.4, 60.0]]
+    """
+    out = per_case.copy()
+    worst = out["worst_distance"] if "worst_distance" in out else np.nan
+    for m in metrics:
+        out[f"delta_{m}"] = cc_values(out[m], m, worst) - cc_values(out[f"cc_{m}"], m, worst)
+    return out
+
+
+def worst_first(per_case: pd.DataFrame, metric: Optional[str]) -> List[int]:
+    """Row positions of the evaluated cases, the worst CC value of ``metric`` first.
+
+    Ties (and cases without a value) are ordered by the size of the difference ``|m - cc_m|``,
+    largest first; error rows are left out.
+    """
+    ok = per_case[per_case["status"] != "error"]
+    if metric is None or f"cc_{metric}" not in ok:
+        return [per_case.index.get_loc(i) for i in ok.index]
+    worst = ok["worst_distance"] if "worst_distance" in ok else np.nan
+    cc = cc_values(ok[f"cc_{metric}"], metric, worst)
+    badness = cc if is_distance_metric(metric) else -cc
+    gap = np.abs(ok[f"delta_{metric}"].to_numpy(float)) if f"delta_{metric}" in ok else np.zeros(len(ok))
+    order = np.lexsort((np.nan_to_num(-gap, nan=0.0), np.nan_to_num(-badness, nan=np.inf)))
+    return [per_case.index.get_loc(ok.index[i]) for i in order]
+
+
+# ---------------------------------------------------------------- images
+
+def resolve_image(name: Any, result_dir: Path, image_root: Optional[os.PathLike] = None) -> Optional[Path]:
+    """The file a ``gt_file``/``pred_file`` entry names, or None when it cannot be found.
+
+    A relative path is looked up under ``image_root`` when given, else under the current folder,
+    the result folder and its parent (``ccmetrics evaluate`` writes the paths as it was given them).
+    """
+    if not isinstance(name, str) or not name or name == "<array>":
+        return None
+    path = Path(name)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    bases = [Path(image_root)] if image_root is not None else [Path.cwd(), result_dir, result_dir.parent]
+    return next((b / path for b in bases if (b / path).is_file()), None)
+
+
+@dataclass
+class Component:
+    """A connected component of one case: a GT lesion or a false-positive prediction component.
+
+    Attributes
+    ----------
+    kind : str
+        ``"lesion"`` or ``"false_positive"``.
+    label : int
+        Its number: the GT component number of ``per_component.csv``, or the false positive's number
+        among the prediction components (raster order of :func:`ccmetrics.label_components`).
+    voxels : int
+        Volume in voxels.
+    centroid : tuple of float
+        Mean voxel index.
+    bbox : tuple of (start, stop)
+        Bounding box, stop exclusive.
+    region : int
+        GT component whose Voronoi region holds it (a lesion: itself; a false positive: the region
+        holding most of its voxels, ties to the lowest number; 0 without GT).
+    """
+
+    kind: str
+    label: int
+    voxels: int
+    centroid: Tuple[float, ...]
+    bbox: Tuple[Tuple[int, int], ...]
+    region: int
+
+    def extent_mm(self, spacing: Sequence[float]) -> float:
+        """Largest side of the bounding box in mm."""
+        return max((stop - start) * float(s) for (start, stop), s in zip(self.bbox, spacing))
+
+
+class Regions:
+    """The Voronoi region of any voxel on demand, without the dense map.
+
+    A voxel of a GT component belongs to that component; any other voxel gets the component with
+    the nearest surface voxel, exact ties to the lowest number: :func:`ccmetrics.partition.assign_nearest`,
+    equal voxel for voxel to :func:`ccmetrics.voronoi_partition` (about 1-2 µs per voxel asked for,
+    after one pass over the GT surface).
+
+    Parameters
+    ----------
+    gt_labels : ndarray of int
+        GT components numbered 1..n.
+    spacing : sequence of float, optional
+        Voxel size (the evaluation's; None: voxel units).
+
+    Examples
+    --------
+    >>> gt_labels = np.array([[1, 0, 0, 0, 2, 2]])
+    >>> Regions(gt_labels)(np.argwhere(np.ones((1, 6), bool))).tolist()
+    [1, 1, 1, 2, 2, 2]
+    """
+
+    def __init__(self, gt_labels: np.ndarray, spacing: Optional[Sequence[float]] = None):
+        self.gt_labels = gt_labels
+        self.spacing = spacing
+        self.n = int(gt_labels.max()) if gt_labels.size else 0
+        self._surface = None
+
+    def _surfaces(self):
+        if self._surface is None:  # on first use: one pass over the GT
+            from ..components import find_sites
+            from ..partition import site_surfaces
+
+            sites = find_sites(self.gt_labels, "labels")  # labels 1..n: numbered as they are
+            site_map = np.zeros(self.gt_labels.size, np.int32)
+            site_map[sites.flat_index] = sites.label
+            self._surface = site_surfaces(sites, site_map)
+        return self._surface
+
+    def __call__(self, coords: np.ndarray) -> np.ndarray:
+        """Region labels (int32, 0 without GT) of voxels ``coords`` (shape (N, ndim), inside the image)."""
+        from ..partition import assign_nearest
+
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.gt_labels.ndim)
+        labels = self.gt_labels[tuple(coords.T)].astype(np.int32)
+        outside = labels == 0
+        if self.n and outside.any():
+            labels[outside] = assign_nearest(coords[outside], *self._surfaces(), self.spacing)
+        return labels
+
+
+@dataclass
+class CaseImages:
+    """The masks of one case and its components.
+
+    Attributes
+    ----------
+    gt, pred : ndarray of bool
+    regions : Regions
+        The Voronoi region of any voxel (``regions.gt_labels``: GT components numbered as in
+        ``per_component.csv``).
+    spacing : tuple of float
+        Voxel size from the GT header (mm), for drawing.
+    lesions, false_positives : list of Component
+    """
+
+    gt: np.ndarray
+    pred: np.ndarray
+    regions: Regions
+    spacing: Tuple[float, ...]
+    lesions: List[Component] = field(default_factory=list)
+    false_positives: List[Component] = field(default_factory=list)
+
+
+def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> List[Component]:
+    from scipy import ndimage
+
+    found = []
+    for k, box in enumerate(ndimage.find_objects(labels, max_label=n), start=1):
+        if box is None or (keep is not None and k not in keep):
+            continue
+        where = np.nonzero(labels[box] == k)
+        centroid = tuple(float(w.mean() + s.start) for w, s in zip(where, box))
+        found.append(Component(kind, k, int(where[0].size), centroid, tuple((s.start, s.stop) for s in box),
+                               k if regions is None else int(regions.get(k, 0))))
+    return found
+
+
+def find_components(gt: np.ndarray, pred: np.ndarray, spacing: Optional[Sequence[float]] = None,
+                    connectivity: Optional[int] = None) -> Tuple[Regions, List[Component], List[Component]]:
+    """The GT components and the false-positive prediction components of one case.
+
+    Parameters
+    ----------
+    gt, pred : ndarray of bool
+    spacing : sequence of float, optional
+        The evaluation's spacing (distances of the Voronoi partition), None for voxel units.
+    connectivity : int, optional
+        The evaluation's connectivity (26 / 8 by default), used for both masks.
+
+    Returns
+    -------
+    regions : Regions
+        The GT components (``regions.gt_labels``) and the region of any voxel.
+    lesions : list of Component
+    false_positives : list of Component
+        Prediction components overlapping no GT voxel, each with the region it falls in.
+
+    Examples
+    --------
+    >>> gt = np.zeros((12, 12), bool); gt[1:3, 1:3] = True; gt[9:11, 9:11] = True
+    >>> pred = np.zeros_like(gt); pred[1:3, 1:3] = True; pred[9:11, 4:6] = True
+    >>> _, lesions, fps = find_components(gt, pred)
+    >>> [(c.label, c.voxels) for c in lesions], [(c.label, c.voxels, c.region) for c in fps]
+    ([(1, 4), (2, 4)], [(2, 4, 2)])
+    """
+    from ..components import label_components
+
+    gt_labels, n_gt = label_components(gt, connectivity)
+    pred_labels, n_pred = label_components(pred, connectivity)
+    overlapping = np.bincount(pred_labels[gt], minlength=n_pred + 1)
+    fp_labels = [k for k in range(1, n_pred + 1) if overlapping[k] == 0]
+    regions = Regions(gt_labels, spacing)
+    owner_region: Dict[int, int] = {}
+    if fp_labels and n_gt:
+        is_fp = np.zeros(n_pred + 1, bool)
+        is_fp[fp_labels] = True
+        query = np.argwhere(is_fp[pred_labels])
+        assigned = regions(query)
+        owner = pred_labels[tuple(query.T)]
+        for k in fp_labels:
+            owner_region[k] = int(np.argmax(np.bincount(assigned[owner == k])))  # most voxels; ties: lowest
+    lesions = _components(gt_labels, n_gt, "lesion")
+    false_positives = _components(pred_labels, n_pred, "false_positive", keep=set(fp_labels), regions=owner_region)
+    return regions, lesions, false_positives
+
+
+def masks_of(array: np.ndarray, class_value: Optional[int]) -> np.ndarray:
+    """The mask evaluated: ``array == class_value`` for label maps, ``array != 0`` for binary masks."""
+    return array == class_value if class_value is not None else array != 0
+
+
+def load_case(gt_file: Optional[Path], pred_file: Optional[Path], *, class_value: Optional[int] = None,
+              spacing: Any = "header", connectivity: Optional[int] = None) -> CaseImages:
+    """Read one case's files and find its components.
+
+    Parameters
+    ----------
+    gt_file : Path
+    pred_file : Path or None
+        None: the prediction is missing (evaluated as empty).
+    class_value : int, optional
+        The label of a label map (evaluations with ``--classes``); None for binary masks.
+    spacing : "header", "voxel" or sequence of float
+        The evaluation's ``spacing`` option (for the Voronoi distances).
+    connectivity : int, optional
+
+    Raises
+    ------
+    OSError, ValueError
+        A file cannot be read, or the two images differ in shape.
+    """
+    from ..io import load_image
+
+    gt_image = load_image(gt_file)
+    gt = masks_of(gt_image.array, class_value)
+    if pred_file is None:
+        pred = np.zeros_like(gt)
+    else:
+        pred = masks_of(load_image(pred_file).array, class_value)
+        if pred.shape != gt.shape:
+            raise ValueError(f"prediction shape {pred.shape} differs from the GT's {gt.shape}")
+    header = tuple(float(s) for s in gt_image.spacing)
+    metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
+    regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity)
+    return CaseImages(gt, pred, regions, header, lesions, fps)
+
+
+def voxel_ml(spacing: Any, header: Sequence[float]) -> float:
+    """Millilitres per voxel under the evaluation's ``spacing`` option (NaN for ``"voxel"``).
+
+    >>> voxel_ml("header", (2.0, 2.0, 3.0)), voxel_ml("voxel", (2.0, 2.0, 3.0))
+    (0.012, nan)
+    """
+    if spacing == "voxel":
+        return math.nan
+    values = header if spacing == "header" else spacing
+    return float(np.prod(np.asarray(values, float))) / 1000.0

@@ -1,0 +1,244 @@
+"""Where a thumbnail looks: crop boxes around a component and the lines drawn on its slices.
+
+Pure numpy, no drawing: :mod:`ccmetrics.report.thumbnails` draws what this module computes, so
+the geometry is tested without looking at pixels.
+
+Conventions (the array axes of :mod:`ccmetrics.io`: ``array[i, j, k]``, ``spacing[n]`` along axis
+``n``):
+
+* a 3D component is shown in three planes through its centroid (rounded to the nearest voxel):
+  **axial** = the plane ``k = const`` (horizontal axis i, vertical axis j), **coronal** = ``j = const``
+  (i, k), **sagittal** = ``i = const`` (j, k); a 2D image has one plane (i, j). The vertical axis
+  grows upwards (``origin="lower"``); the image is not reoriented to the patient's anatomy.
+* the crop is a box of ``2 h + 1`` voxels along each axis centred on the centroid voxel, ``h`` chosen
+  so that the field of view is about the same in mm along every axis (square on screen). Parts of the
+  box outside the image are padded (and drawn as "outside the image"), never shifted, so the
+  component's centroid is always at the centre of its crop.
+* a 2D slice is indexed ``[h, v]`` (horizontal, vertical); lines are drawn on pixel borders, in the
+  coordinates of ``imshow(slice.T, origin="lower")`` where pixel ``(h, v)`` covers
+  ``[h - 0.5, h + 0.5] × [v - 0.5, v + 0.5]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+#: (plane name, the array axis held fixed) of a 3D image, in the order shown
+PLANES_3D = (("axial", 2), ("coronal", 1), ("sagittal", 0))
+#: the one plane of a 2D image
+PLANES_2D = (("image", None),)
+#: array axis names
+AXIS_NAMES = "ijk"
+
+Box = Tuple[Tuple[int, int], ...]  # per axis (start, stop), stop exclusive; may reach outside the image
+
+
+def half_widths(extent_mm: float, spacing: Sequence[float], *, min_half_mm: float = 12.0, scale: float = 0.75,
+                margin_mm: float = 4.0) -> Tuple[int, ...]:
+    """Half widths ``h`` (voxels, per axis) of a crop showing a component of largest extent ``extent_mm``.
+
+    The field of view is ``2 * half_mm`` with ``half_mm = max(min_half_mm, scale * extent_mm + margin_mm)``:
+    the component fills about two thirds of it, and a tiny lesion keeps some surroundings.
+
+    Examples
+    --------
+    >>> half_widths(20.0, (2.0, 2.0, 3.0))   # 19 mm each side: 10, 10 and 7 voxels
+    (10, 10, 7)
+    >>> half_widths(2.0, (1.0, 1.0))          # small: at least 12 mm
+    (12, 12)
+    """
+    half_mm = max(min_half_mm, scale * extent_mm + margin_mm)
+    return tuple(max(1, int(math.ceil(half_mm / s - 1e-9))) for s in spacing)
+
+
+def crop_box(center: Sequence[int], half: Sequence[int]) -> Box:
+    """The box of ``2 h + 1`` voxels per axis centred on voxel ``center`` (may reach outside the image).
+
+    >>> crop_box((5, 0), (2, 3))
+    ((3, 8), (-3, 4))
+    """
+    return tuple((int(c) - int(h), int(c) + int(h) + 1) for c, h in zip(center, half))
+
+
+def crop(array: np.ndarray, box: Box, fill=0) -> np.ndarray:
+    """``array`` cut to ``box``; voxels of the box outside the array are set to ``fill``.
+
+    >>> crop(np.arange(4), ((-1, 2),), fill=-9)
+    array([-9,  0,  1])
+    """
+    dtype = np.result_type(array.dtype, np.min_scalar_type(fill))
+    out = np.full([stop - start for start, stop in box], fill, dtype=dtype)
+    src = tuple(slice(max(start, 0), min(stop, n)) for (start, stop), n in zip(box, array.shape))
+    if all(s.stop > s.start for s in src):
+        dst = tuple(slice(s.start - start, s.stop - start) for s, (start, _) in zip(src, box))
+        out[dst] = array[src]
+    return out
+
+
+def boundary_segments(labels: np.ndarray) -> np.ndarray:
+    """Pixel borders between neighbouring pixels of different value in a 2D slice.
+
+    Parameters
+    ----------
+    labels : ndarray, shape (n_h, n_v)
+        A slice indexed ``[h, v]``: a mask (a contour) or a region map (region borders).
+
+    Returns
+    -------
+    ndarray of float, shape (n, 2, 2)
+        Segments ``((x0, y0), (x1, y1))`` in ``imshow(labels.T, origin="lower")`` coordinates: one
+        per pair of face neighbours whose values differ. The border of the slice itself is not drawn.
+
+    Examples
+    --------
+    A single pixel has four borders, the unit square around its centre:
+
+    >>> m = np.zeros((3, 3), bool); m[1, 1] = True
+    >>> boundary_segments(m).tolist()
+    [[[0.5, 0.5], [0.5, 1.5]], [[1.5, 0.5], [1.5, 1.5]], [[0.5, 0.5], [1.5, 0.5]], [[0.5, 1.5], [1.5, 1.5]]]
+    """
+    labels = np.asarray(labels)
+    h, v = np.nonzero(labels[1:, :] != labels[:-1, :])  # between (h, v) and (h + 1, v): a vertical line
+    vertical = np.stack([np.stack([h + 0.5, v - 0.5], 1), np.stack([h + 0.5, v + 0.5], 1)], 1)
+    h, v = np.nonzero(labels[:, 1:] != labels[:, :-1])  # between (h, v) and (h, v + 1): a horizontal line
+    horizontal = np.stack([np.stack([h - 0.5, v + 0.5], 1), np.stack([h + 0.5, v + 0.5], 1)], 1)
+    return np.concatenate([vertical, horizontal]).astype(float).reshape(-1, 2, 2)
+
+
+@dataclass
+class PlaneView:
+    """One slice of a thumbnail: what to draw and how.
+
+    Attributes
+    ----------
+    name : str
+        ``"axial"``, ``"coronal"``, ``"sagittal"`` or ``"image"`` (2D).
+    axis : int or None
+        The fixed array axis (None in 2D); ``index`` its voxel index.
+    h_axis, v_axis : int
+        Array axes shown horizontally and vertically.
+    gt, pred : ndarray of bool, shape (n_h, n_v)
+        The masks on the slice (outside the image: False).
+    regions : ndarray of int32, shape (n_h, n_v)
+        Voronoi region labels on the slice; -1 outside the image (0 where unknown).
+    aspect : float
+        ``spacing[v_axis] / spacing[h_axis]``: the height of a pixel on screen relative to its width.
+    """
+
+    name: str
+    axis: Optional[int]
+    index: int
+    h_axis: int
+    v_axis: int
+    gt: np.ndarray
+    pred: np.ndarray
+    regions: np.ndarray
+    aspect: float
+
+    @property
+    def caption(self) -> str:
+        """e.g. ``"axial k=12"``."""
+        return self.name if self.axis is None else f"{self.name} {AXIS_NAMES[self.axis]}={self.index}"
+
+
+@dataclass
+class ThumbnailGeometry:
+    """The crop around one component and its slices.
+
+    Attributes
+    ----------
+    center : tuple of int
+        The centroid voxel (rounded), the centre of ``box``.
+    box : tuple of (start, stop)
+        The crop, ``2 h + 1`` voxels per axis.
+    own_region : int
+        The Voronoi region drawn as "this component's region" (0: none).
+    field_of_view_mm : float
+        Width of the crop in mm (its largest side).
+    planes : list of PlaneView
+    """
+
+    center: Tuple[int, ...]
+    box: Box
+    own_region: int
+    field_of_view_mm: float
+    planes: List[PlaneView]
+
+
+def plane_coords(box: Box, axis: Optional[int], index: int) -> np.ndarray:
+    """Voxel coordinates of one plane of a box, shape ``(n_h, n_v, ndim)`` (the fixed axis at ``index``).
+
+    >>> plane_coords(((0, 2), (5, 7), (1, 4)), 2, 3)[1, 0].tolist()
+    [1, 5, 3]
+    """
+    ranges = [np.array([index]) if a == axis else np.arange(start, stop) for a, (start, stop) in enumerate(box)]
+    grid = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1)
+    return grid.reshape([len(r) for a, r in enumerate(ranges) if a != axis] + [len(box)])
+
+
+def plane_regions(regions, box: Box, axis: Optional[int], index: int, shape: Sequence[int]) -> np.ndarray:
+    """Region labels on one plane of a box: -1 outside the image.
+
+    ``regions`` is the dense region map of the whole image, or a function giving the labels of voxel
+    coordinates (shape (N, ndim)), such as :class:`ccmetrics.report.data.Regions`: then only the
+    plane's voxels are labelled.
+
+    >>> plane_regions(np.array([[1, 1, 2]]), ((0, 1), (-1, 4)), None, 0, (1, 3)).tolist()
+    [[-1, 1, 1, 2, -1]]
+    """
+    coords = plane_coords(box, axis, index)
+    inside = np.all((coords >= 0) & (coords < np.asarray(shape)), axis=-1)
+    out = np.full(inside.shape, -1, np.int32)
+    where = coords[inside]
+    if len(where):
+        out[inside] = regions(where) if callable(regions) else np.asarray(regions)[tuple(where.T)]
+    return out
+
+
+def thumbnail_geometry(center: Sequence[int], box: Box, gt: np.ndarray, pred: np.ndarray, regions,
+                       spacing: Sequence[float], own_region: int = 0) -> ThumbnailGeometry:
+    """Cut the slices of a thumbnail through voxel ``center`` inside ``box``.
+
+    Parameters
+    ----------
+    center : sequence of int
+        Voxel the planes go through (the component's rounded centroid).
+    box : tuple of (start, stop)
+        The crop (from :func:`crop_box`).
+    gt, pred : ndarray of bool
+        The whole image's masks.
+    regions : ndarray of int or callable
+        The Voronoi region map of the whole image, or a function of voxel coordinates (see
+        :func:`plane_regions`).
+    spacing : sequence of float
+        Voxel size along each axis (for the on-screen aspect ratio).
+    own_region : int
+        The region to highlight.
+
+    Examples
+    --------
+    >>> gt = np.zeros((9, 9, 9), bool); gt[3:6, 3:6, 3:6] = True
+    >>> g = thumbnail_geometry((4, 4, 4), crop_box((4, 4, 4), (2, 2, 2)), gt, gt, gt.astype(int),
+    ...                        (1.0, 1.0, 2.0), own_region=1)
+    >>> [p.caption for p in g.planes], g.planes[0].gt.shape, g.planes[1].aspect
+    (['axial k=4', 'coronal j=4', 'sagittal i=4'], (5, 5), 2.0)
+    """
+    ndim = gt.ndim
+    box = tuple(box)
+    planes = []
+    for name, axis in (PLANES_3D if ndim == 3 else PLANES_2D):
+        shown = [a for a in range(ndim) if a != axis]
+        index = 0 if axis is None else int(center[axis])
+        plane_box = tuple((index, index + 1) if a == axis else b for a, b in enumerate(box))
+        squeeze = (lambda a: a) if axis is None else (lambda a: a.take(0, axis=axis))
+        planes.append(PlaneView(name, axis, index, shown[0], shown[1],
+                                squeeze(crop(gt, plane_box, False)).astype(bool),
+                                squeeze(crop(pred, plane_box, False)).astype(bool),
+                                plane_regions(regions, box, axis, index, gt.shape),
+                                float(spacing[shown[1]]) / float(spacing[shown[0]])))
+    fov = max((stop - start) * float(s) for (start, stop), s in zip(box, spacing))
+    return ThumbnailGeometry(tuple(int(c) for c in center), box, int(own_region), fov, planes)

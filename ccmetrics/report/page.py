@@ -1,0 +1,371 @@
+"""The report page: the result folder's data and thumbnails put into the Jinja2 template.
+
+:func:`build_model` turns a result folder into plain dicts and lists (everything the page shows),
+:func:`render_html` fills ``templates/report.html.j2`` with them, :func:`write_report` does both and
+writes one self-contained file: images as base64 PNG data URIs, style and script inline, no request
+to a server or the internet.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pandas as pd
+
+from . import data, geometry, thumbnails
+
+TEMPLATES = Path(__file__).parent / "templates"
+#: thumbnails are drawn for this many cases unless told otherwise (the command's ``--max-cases``)
+DEFAULT_MAX_CASES = 20
+
+#: captions of the plots ``ccmetrics evaluate`` writes (file name pattern → caption)
+PLOT_CAPTIONS = (
+    (r"metric_vs_volume_(\w+?)(_class\d+)?$", "Per-lesion {0} against lesion volume: missed lesions (red) sit at 0 "
+                                              "whatever their size. CC-{0} averages these points with equal weight."),
+    (r"standard_vs_cc_(\w+?)(_class\d+)?$", "Global {0} against CC-{0}, one point per case: points off the identity "
+                                            "line are cases where the global value hides what happens per lesion."),
+    (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
+    (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
+)
+AGGREGATIONS = {"standard": "standard (global value per case)", "cc_patient": "CC, per patient (mean of case means)",
+                "cc_pooled": "CC, pooled (every lesion weighs the same)", "case": "case-level score"}
+
+
+@dataclass
+class ReportInfo:
+    """What :func:`write_report` wrote.
+
+    Attributes
+    ----------
+    path : Path
+    size_bytes : int
+    n_cases : int
+        Case (and class) rows of ``per_case.csv``.
+    n_thumbnail_cases : int
+        Cases drawn with thumbnails.
+    n_thumbnails : int
+    n_lesions, n_false_positives : int
+        Rows of the lesion finder (false positives only of cases whose images were read).
+    unreadable : list of str
+        Cases whose images could not be read, with the reason.
+    """
+
+    path: Path
+    size_bytes: int
+    n_cases: int
+    n_thumbnail_cases: int
+    n_thumbnails: int
+    n_lesions: int
+    n_false_positives: int
+    unreadable: List[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        size = self.size_bytes
+        human = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+        text = (f"Wrote {self.path} ({human}): {_count(self.n_cases, 'case')}, thumbnails for "
+                f"{self.n_thumbnail_cases} ({_count(self.n_thumbnails, 'image')}), {_count(self.n_lesions, 'lesion')}, "
+                f"{_count(self.n_false_positives, 'false positive')}")
+        if self.unreadable:
+            text += (f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  "
+                     + "\n  ".join(self.unreadable))
+        return text
+
+
+# ---------------------------------------------------------------- small helpers
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless ``n == 1``.
+
+    >>> _count(1, "case"), _count(3, "case")
+    ('1 case', '3 cases')
+    """
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _number(value: Any) -> Optional[float]:
+    """A table value as a float, None when empty."""
+    if value is None or isinstance(value, str) and not value:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number as shown on the page (``digits`` significant digits, ``∞``, ``–`` for none).
+
+    >>> fmt(0.4510065294), fmt(float("inf")), fmt(None), fmt(12), fmt(98.7511473)
+    ('0.451', '∞', '–', '12', '98.75')
+    """
+    v = _number(value)
+    if v is None:
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if v == int(v) and abs(v) < 1e15 and not isinstance(value, float):
+        return str(int(v))
+    return f"{v:.{digits}g}"
+
+
+def sort_value(value: Any) -> str:
+    """A number for a ``data-value`` attribute (read by the page's sorting and the tests): exact, or empty.
+
+    >>> sort_value(0.1), sort_value(float("inf")), sort_value(float("nan"))
+    ('0.1', 'Infinity', '')
+    """
+    v = _number(value)
+    if v is None:
+        return ""
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return repr(v)
+
+
+def anchor(case: str, class_value: Any, multi_class: bool) -> str:
+    """An HTML id for a case section.
+
+    >>> anchor("case 001/a", 1, False), anchor("x", 2, True)
+    ('case-case_001_a', 'case-x-class2')
+    """
+    text = "case-" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(case))
+    return text + (f"-class{class_value}" if multi_class else "")
+
+
+def _plot_caption(path: Path) -> str:
+    for pattern, caption in PLOT_CAPTIONS:
+        match = re.match(pattern, path.stem)
+        if match:
+            groups = [data.label(g) for g in match.groups() if g and not g.startswith("_class")]
+            suffix = re.search(r"_class(\d+)$", path.stem)
+            return caption.format(*groups) + (f" (class {suffix.group(1)})" if suffix else "")
+    return path.stem.replace("_", " ")
+
+
+# ---------------------------------------------------------------- one case
+
+def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple:
+    """(CaseImages or None, problem text or None) for one per-case row."""
+    if row["status"] == "error":
+        return None, None
+    gt_file = data.resolve_image(row.get("gt_file"), folder.path, image_root)
+    pred_name = row.get("pred_file")
+    pred_given = isinstance(pred_name, str) and bool(pred_name)
+    pred_file = data.resolve_image(pred_name, folder.path, image_root) if pred_given else None
+    missing = [str(n) for n, f, given in ((row.get("gt_file"), gt_file, True), (pred_name, pred_file, pred_given))
+               if given and f is None]
+    if missing:
+        return None, "image file not found: " + ", ".join(missing)
+    try:
+        class_value = None if folder.binary else int(row["class"])
+        images = data.load_case(gt_file, pred_file, class_value=class_value,
+                                spacing=folder.options.get("spacing", "header"),
+                                connectivity=folder.options.get("connectivity"))
+    except (OSError, ValueError) as exc:
+        return None, f"could not read the images: {exc}"
+    return images, None
+
+
+def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> Optional[str]:
+    """A problem text when the images no longer hold the lesions of ``per_component.csv``."""
+    volumes = [c.voxels for c in images.lesions]
+    listed = components["volume"].astype(int).tolist() if len(components) else []
+    if volumes != listed:
+        return (f"the image files do not match per_component.csv ({len(volumes)} lesions in the images, "
+                f"{len(listed)} in the table, or other volumes): were they changed after `ccmetrics evaluate`? "
+                f"Thumbnails and false positives are left out")
+    return None
+
+
+def _thumbnails(images: data.CaseImages, panel_px: int) -> Dict[tuple, Dict[str, str]]:
+    """(kind, label) → {"src": data URI, "caption": text} for every component of a case."""
+    renderer = thumbnails.Renderer(images.gt.ndim, panel_px=panel_px)
+    out = {}
+    for c in images.lesions + images.false_positives:
+        center = tuple(int(math.floor(x + 0.5)) for x in c.centroid)
+        box = geometry.crop_box(center, geometry.half_widths(c.extent_mm(images.spacing), images.spacing))
+        g = geometry.thumbnail_geometry(center, box, images.gt, images.pred, images.regions, images.spacing,
+                                        own_region=c.region)
+        out[(c.kind, c.label)] = {"src": thumbnails.data_uri(renderer.render(g)), "caption": thumbnails.caption(g)}
+    return out
+
+
+def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, *, multi_class: bool, draw: bool,
+                rank: Optional[int], image_root, panel_px: int, unit: str) -> Dict[str, Any]:
+    case, class_value = str(row["case"]), row["class"]
+    images, problem = _case_images(folder, row, image_root)
+    if images is not None:
+        problem = _check_consistent(images, comps)
+        if problem:
+            images = None
+    thumbs = _thumbnails(images, panel_px) if images is not None and draw else {}
+    name = anchor(case, class_value, multi_class)
+    lesions = []
+    for comp in comps.itertuples(index=False):
+        k = int(comp.component)
+        volume = comp.volume_mm3 / 1000.0 if unit == "ml" else comp.volume
+        lesions.append({
+            "id": f"{name}-lesion-{k}", "label": k, "volume": volume, "detected": bool(comp.detected),
+            "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
+            "thumb": thumbs.get(("lesion", k))})
+    fps = None
+    if images is not None:
+        ml = data.voxel_ml(folder.options.get("spacing", "header"), images.spacing)
+        fps = [{"id": f"{name}-fp-{c.label}", "label": c.label,
+                "volume": c.voxels * ml if unit == "ml" else c.voxels, "region": c.region or None,
+                "thumb": thumbs.get(("false_positive", c.label))}
+               for c in images.false_positives]
+    metrics = [{"key": m, "name": data.label(m), "standard": row.get(m), "cc": row.get(f"cc_{m}"),
+                "delta": row.get(f"delta_{m}")} for m in folder.case_metrics]
+    scores = [{"key": s, "name": data.label(s), "value": row.get(s)} for s in folder.case_scores]
+    return {"case": case, "class": class_value, "title": case + (f" (class {class_value})" if multi_class else ""),
+            "anchor": name, "status": row["status"], "flags": row.get("flags") or "", "error": row.get("error") or "",
+            "gt_file": row.get("gt_file") if isinstance(row.get("gt_file"), str) else "",
+            "pred_file": row.get("pred_file") if isinstance(row.get("pred_file"), str) else "",
+            "rank": rank, "drawn": bool(thumbs), "thumbnails_wanted": draw, "problem": problem,
+            "metrics": metrics, "scores": scores, "lesions": lesions, "false_positives": fps,
+            "n_lesions": len(lesions), "n_missed": sum(not les["detected"] for les in lesions),
+            "n_fp": None if fps is None else len(fps), "empty_gt": str(row.get("empty_gt")) == "True"}
+
+
+# ---------------------------------------------------------------- the whole page
+
+def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, image_root: Optional[os.PathLike] = None,
+                panel_px: int = 120, title: Optional[str] = None) -> Dict[str, Any]:
+    """Everything the page shows, as plain Python data (the template's context).
+
+    Parameters are those of :func:`write_report`. Keys: ``title``, ``source``, ``counts``,
+    ``problems``, ``summary`` (the rows of ``summary.json``), ``empty_gt``, ``plots``, ``cases`` (in the
+    order of the per-case sections: worst CC value of the primary metric first, failed cases last),
+    ``finder`` (every lesion and false positive), ``primary``, ``metrics``, ``unit`` and more.
+    """
+    folder = data.read_result_folder(result_dir)
+    metrics = folder.case_metrics
+    primary = data.primary_metric(metrics)
+    per_case = data.with_differences(folder.per_case, metrics).reset_index(drop=True)
+    order = data.worst_first(per_case, primary)
+    order += [i for i in range(len(per_case)) if i not in set(order)]  # failed cases last
+    n_draw = len(order) if max_cases is None else max(0, int(max_cases))
+    multi_class = per_case["class"].nunique() > 1 if len(per_case) else False
+    unit = "voxels" if folder.options.get("spacing") == "voxel" else "ml"
+    components = folder.per_component
+    by_case = ({(str(c), k): g.sort_values("component") for (c, k), g in components.groupby(["case", "class"])}
+               if len(components) else {})
+    cases = []
+    for position, i in enumerate(order):
+        row = per_case.iloc[i]
+        evaluated = row["status"] != "error"
+        comps = by_case.get((str(row["case"]), row["class"]), components.iloc[:0])
+        cases.append(_case_entry(folder, row, comps, multi_class=multi_class, draw=evaluated and position < n_draw,
+                                 rank=position + 1 if evaluated else None, image_root=image_root,
+                                 panel_px=panel_px, unit=unit))
+    finder = []
+    for case in cases:
+        for les in case["lesions"]:
+            finder.append({**les, "case": case, "kind": "lesion"})
+        for fp in case["false_positives"] or []:
+            finder.append({**fp, "case": case, "kind": "false_positive", "detected": None})
+    by_gap = sorted(cases, key=lambda c: _gap_key(c, primary))
+    counts = folder.doc.get("counts", {})
+    problems = [c for c in cases if c["status"] != "ok"]
+    return {
+        "title": title or f"Per-lesion report: {folder.path.resolve().name}",
+        "source": str(folder.path.resolve()),
+        "written": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "version": _version(), "counts": counts, "problems": problems,
+        "unreadable": [c for c in cases if c["problem"]],
+        "ignored_files": folder.doc.get("ignored_files", []),
+        "summary": folder.doc.get("summary", []), "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
+        "aggregations": AGGREGATIONS,
+        "plots": [{"name": p.name, "caption": _plot_caption(p), "src": thumbnails.data_uri(p.read_bytes())}
+                  for p in folder.plots],
+        "cases": cases, "cases_by_gap": by_gap, "finder": finder, "multi_class": multi_class,
+        "primary": primary, "primary_name": data.label(primary) if primary else "",
+        "metrics": [{"key": m, "name": data.label(m)} for m in metrics],
+        "component_metrics": [{"key": m, "name": data.label(m)} for m in folder.component_metrics],
+        "scores": [{"key": s, "name": data.label(s)} for s in folder.case_scores],
+        "unit": unit, "max_cases": n_draw, "n_drawn": sum(c["drawn"] for c in cases),
+        "options": folder.options, "legend": thumbnails.LEGEND,
+        "is_distance": {m: m in ("hd", "hd95", "assd") for m in metrics},
+    }
+
+
+def _gap_key(case: Dict[str, Any], primary: Optional[str]):
+    delta = next((m["delta"] for m in case["metrics"] if m["key"] == primary), None)
+    v = _number(delta)
+    return (v is None, -abs(v) if v is not None else 0.0)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def render_html(model: Dict[str, Any]) -> str:
+    """Fill the template with a :func:`build_model` dict."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["fmt"] = fmt
+    env.filters["sortval"] = sort_value
+    env.filters["label"] = data.label
+    env.globals["abs_sortval"] = lambda v: sort_value(abs(_number(v))) if _number(v) is not None else ""
+    style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
+    script = Markup((TEMPLATES / "report.js").read_text(encoding="utf-8"))
+    return env.get_template("report.html.j2").render(style=style, script=script, **model)
+
+
+def write_report(result_dir: os.PathLike, out: os.PathLike, *, max_cases: Optional[int] = None,
+                 image_root: Optional[os.PathLike] = None, panel_px: int = 120,
+                 title: Optional[str] = None) -> ReportInfo:
+    """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
+
+    Parameters
+    ----------
+    result_dir : path
+        Folder written by ``ccmetrics evaluate`` (``per_case.csv``, ``per_component.csv``,
+        ``summary.json``, ``plots/``).
+    out : path
+        The HTML file to write (its folder is created).
+    max_cases : int, optional
+        Draw thumbnails for this many cases, those with the worst CC value of the primary metric
+        (Dice if evaluated) first; None: every case (the command's default is 20). Every case and
+        lesion is listed in the tables whatever this number.
+    image_root : path, optional
+        Folder that relative paths in ``per_case.csv`` start from (default: tried from the current
+        folder, the result folder and its parent).
+    panel_px : int
+        Size of one thumbnail panel in pixels.
+    title : str, optional
+
+    Returns
+    -------
+    ReportInfo
+        The path, its size and what it holds (``str(info)`` is the line the command prints).
+
+    Notes
+    -----
+    The images of every evaluated case are read again (to find the false positives and their
+    regions). Voronoi regions are found only for the voxels needed (the false positives and the
+    thumbnails' slices), exactly as :func:`ccmetrics.voronoi_partition` would label them.
+    """
+    model = build_model(result_dir, max_cases=max_cases, image_root=image_root, panel_px=panel_px, title=title)
+    html = render_html(model)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return ReportInfo(out, out.stat().st_size, len(model["cases"]), model["n_drawn"],
+                      sum(bool(r["thumb"]) for r in model["finder"]),
+                      sum(r["kind"] == "lesion" for r in model["finder"]),
+                      sum(r["kind"] == "false_positive" for r in model["finder"]),
+                      [f"{c['title']}: {c['problem']}" for c in model["unreadable"]])

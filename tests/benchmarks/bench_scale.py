@@ -1,0 +1,121 @@
+"""Benchmark the engine on the inputs of the engine's second pass (issue targets in brackets).
+
+Run from the repository root with the project's environment active::
+
+    python tests/benchmarks/bench_scale.py            # everything but the 1024³ case
+    python tests/benchmarks/bench_scale.py --huge     # also the 1024³ case (about 2 GB of inputs)
+
+Measures, on this machine:
+
+1. dense ``voronoi_partition`` against the brute-force per-component EDT loop, K = 20 sites, anisotropic
+   spacing, 160×160×120, and the 400×400×300 partition alone [≥ 10× faster; ≤ 5 s];
+2. an almost all-foreground prediction, in units of one full-volume EDT of the same image [≤ 2];
+3. 1000 small lesions evaluated (dice, nsd, hd95): cc3d labelling passes of the GT [≤ 8];
+4. the 400×400×300 / 20-lesion case of the engine benchmark [≤ 0.15 s, median of 5];
+5. (``--huge``) a 1024³ uint8 case with 40 lesions: peak memory above the two inputs [≤ 2 GB].
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import numpy as np
+from scipy import ndimage
+
+
+def best_of(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), float(np.median(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--huge", action="store_true", help="also the 1024³ case")
+    args = parser.parse_args()
+
+    import ccmetrics.components as components
+    from ccmetrics import evaluate, label_components, voronoi_partition
+    from ccmetrics.synthetic import lesion_case
+
+    rows = []
+    spacing = (0.8, 0.8, 2.0)
+
+    # 1. dense partition vs the per-component EDT loop
+    gt, _ = lesion_case((160, 160, 120), n_lesions=20, radius_range=(2, 10), seed=2)
+    labels, k = label_components(gt)
+
+    def loop():
+        best = np.full(gt.shape, np.inf)
+        out = np.zeros(gt.shape, np.int32)
+        for c in range(1, k + 1):
+            d = ndimage.distance_transform_edt(labels != c, sampling=spacing)
+            closer = d < best
+            best[closer], out[closer] = d[closer], c
+        return out
+
+    t_loop = best_of(loop, 1)[0]
+    t_dense = best_of(lambda: voronoi_partition(gt, spacing=spacing), 1)[0]
+    rows.append((f"dense partition, 160×160×120, K = {k}, spacing {spacing}", f"{t_dense:.2f} s vs loop "
+                 f"{t_loop:.2f} s: {t_loop / t_dense:.1f}×", "≥ 10×"))
+    big, _ = lesion_case((400, 400, 300), n_lesions=20, seed=0)
+    t_big = best_of(lambda: voronoi_partition(big, spacing=spacing), 1)[0]
+    rows.append(("dense partition, 400×400×300, 20 lesions", f"{t_big:.1f} s", "≤ 5 s"))
+
+    # 2. an almost all-foreground prediction, in full-volume EDT passes of the same image
+    gt, _ = lesion_case((160, 160, 120), n_lesions=12, radius_range=(2, 10), seed=5)
+    pred = np.ones_like(gt)
+    pred[:4] = False
+    t_edt = best_of(lambda: ndimage.distance_transform_edt(~gt, sampling=spacing), 1)[0]
+    t_fg = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing), 1)[0]
+    rows.append(("all-foreground prediction, 160×160×120, 12 lesions", f"{t_fg:.2f} s = {t_fg / t_edt:.1f} EDT passes "
+                 f"(one EDT {t_edt:.2f} s)", "≤ 2 passes"))
+
+    # 3. 1000 small lesions: labelling passes
+    gt, pred = lesion_case((300, 300, 200), n_lesions=1000, radius_range=(1.0, 3.0), seed=0)
+    calls = [0]
+    original = components.cc3d_label
+
+    def counting(*a, **kw):
+        calls[0] += 1
+        return original(*a, **kw)
+
+    components.cc3d_label = counting
+    try:
+        start = time.perf_counter()
+        result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+        t_many = time.perf_counter() - start
+    finally:
+        components.cc3d_label = original
+    rows.append((f"{result.n_components} small lesions, 300×300×200 (dice, nsd, hd95)",
+                 f"{calls[0]} cc3d pass(es), {t_many:.2f} s", "≤ 8 passes"))
+
+    # 4. the engine benchmark case
+    gt, pred = lesion_case()
+    evaluate(pred, gt, ["dice", "nsd", "hd95"])  # warm-up
+    _, median = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"]), 5)
+    rows.append(("400×400×300, 20 lesions (dice, nsd, hd95), median of 5", f"{median:.3f} s", "≤ 0.15 s"))
+
+    # 5. the 1024³ case
+    if args.huge:
+        gt, pred = lesion_case((1024, 1024, 1024), n_lesions=40, radius_range=(3, 40), seed=1)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        evaluate(pred, gt, ["dice", "nsd", "hd95"])
+        t_huge = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rows.append(("1024³ uint8, 40 lesions", f"{t_huge:.1f} s, peak RSS grew by {(peak - before) / 1024:.0f} MiB "
+                     f"(from the process peak before: inputs 2 × 1024 MiB)", "≤ 2 GB above the inputs"))
+
+    print("| input | measured | target |\n|---|---|---|")
+    for name, value, target in rows:
+        print(f"| {name} | {value} | {target} |")
+
+
+if __name__ == "__main__":
+    main()
