@@ -24,10 +24,12 @@ def main() -> None:
     pd.set_option("display.width", 120)
     print(f"Synthetic case: {gt.shape} voxels, spacing {spacing} mm, "
           f"{result.n_components} GT lesions, evaluated in {elapsed:.2f} s\n")
-    print("Per lesion (each row: the metric inside that lesion's Voronoi region; inf = lesion missed):")
+    print("Per lesion (each row: the metric inside that lesion's Voronoi region; detected: the lesion overlaps "
+          "the prediction; HD95 inf: nothing predicted in the region, finite for a missed lesion whose region "
+          "holds a false positive):")
     print(result.per_component.to_string(float_format=lambda v: f"{v:.3f}"))
-    print("\nStandard (whole image) vs CC (mean over lesions; missed lesions count as "
-          f"HD95 = {result.worst_distance:.1f} mm):")
+    print("\nStandard (whole image) vs CC (mean over lesions; an infinite HD95 counts as "
+          f"{result.worst_distance:.1f} mm, the image diagonal):")
     print(result.summary().to_string(float_format=lambda v: f"{v:.3f}"))
 
 
