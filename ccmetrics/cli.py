@@ -19,6 +19,7 @@ folder, an unknown metric).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -71,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--pred-suffix", default=None,
                     help="regex removed from prediction file names to form case ids, e.g. _pred or _0000")
     ev.add_argument("--tolerance-mm", type=float, default=1e-3, metavar="MM",
-                    help="largest accepted GT/prediction difference in spacing and origin (default 0.001)")
+                    help="largest accepted GT/prediction difference of the origin, in mm (default 0.001; spacings "
+                         "must agree to a relative 1e-4)")
     ev.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
     ev.add_argument("--dask", default=None, metavar="ADDRESS",
                     help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)")
@@ -169,7 +171,7 @@ def report(result, seconds: float, **summary_options) -> str:
         text = row.error if row.status == "error" else row.flags
         lines.append(f"  {row.status:<8}{row.case}: {text}")
     for name in result.ignored_files:
-        lines.append(f"  ignored  {name} (not an image file)")
+        lines.append(f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})")
     summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()

@@ -40,7 +40,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ._inputs import as_classes
+from ._inputs import as_classes, as_spacing
 from .aggregation import cc_values
 from .case import CASE_METRICS, evaluate, parse_metrics
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
@@ -152,7 +152,8 @@ def _scan(folder: _PathLike, suffix: Optional[str], name: str) -> Tuple[Dict[str
     files: Dict[str, List[str]] = {}
     ignored = []
     for path in sorted(folder.iterdir()):
-        if path.is_dir():
+        if path.is_dir():  # not searched: listed, so that files in it do not vanish unnoticed
+            ignored.append(str(path) + os.sep)
             continue
         if is_image_file(path) and not path.name.startswith("."):  # hidden: e.g. macOS "._case.nii.gz"
             files.setdefault(image_id(path, suffix), []).append(str(path))
@@ -216,8 +217,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
             raise _CaseError(problem)
         if isinstance(options.spacing, str):  # "header": known from a file or an Image; "voxel": none
             spacing = tuple(gt.spacing) if options.spacing == "header" and gt_known else None
-        else:
-            spacing = options.spacing
+        else:  # one number for every axis, or one per axis (a wrong count is this case's error row)
+            spacing = as_spacing(options.spacing, gt.array.ndim)
         kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
                       worst_distance=options.worst_distance, connectivity=options.connectivity)
         if options.classes:
@@ -389,7 +390,8 @@ class DatasetResult:
         if not (out / "per_case.csv").is_file():
             raise FileNotFoundError(f"{out} holds no per_case.csv: give a folder written by `ccmetrics evaluate`")
         per_case = pd.read_csv(out / "per_case.csv", keep_default_na=False, na_values=[""], dtype={"case": str})
-        per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str}) \
+        per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str}, keep_default_na=False,
+                                    na_values=[""]) \
             if (out / "per_component.csv").is_file() else pd.DataFrame()
         options = {}
         if (out / "summary.json").is_file():
@@ -467,7 +469,8 @@ def evaluate_dataset(
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
     tolerance_mm : float
         Largest accepted difference between the GT's and the prediction's
-        spacing and origin (mm); direction cosines must agree to 1e-4.
+        origin (mm); spacings must agree to a relative 1e-4 and direction
+        cosines to 1e-4.
     workers : int
         Worker processes on this machine (1: in this process). Each reads
         and evaluates one case at a time.

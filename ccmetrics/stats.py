@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .aggregation import cc_values, is_distance_metric
+
 __all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "FriedmanNemenyi", "friedman_nemenyi"]
 
 LOWER_IS_BETTER = frozenset({"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"})
@@ -321,6 +323,10 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
         raise ValueError(f"method {name!r} has several classes {sorted(table[class_column].unique())}; "
                          "pass class_value to pick one")
     values = table[metric].astype(float)
+    base = metric[3:] if metric.startswith("cc_") else metric
+    if "worst_distance" in table.columns and is_distance_metric(base):
+        # an empty prediction's infinite distance counts as the case's worst distance, as in every mean
+        values = pd.Series(cc_values(values, base, table["worst_distance"].astype(float)), index=values.index)
     if "status" in table.columns:
         values = values.where(table["status"] != "error")   # an error row is not a score
     values.index = pd.Index(table[case_column], name=case_column)

@@ -11,8 +11,8 @@ Each function starts from the GT (a "perfect prediction") and degrades the *targ
 
 Targets (:func:`select`): ``"all"``, one component label ``c`` (1..K, raster order), or
 ``("smallest", n)`` / ``("largest", n)``. For :func:`drop` and :func:`add_false_positives` the step is the
-number of components affected, so their target is ``"smallest"``, ``"largest"`` (the ``step`` smallest or
-largest) or ``"all"``.
+number of components affected with target ``"smallest"`` or ``"largest"`` (the ``step`` smallest or
+largest); another target is a fixed set, affected from step 1 on; step 0 is always the GT itself.
 
 Cost: the GT is labelled once into a :class:`Components` (pass it as ``components=`` to reuse it over
 steps); each step copies the mask once and works on every targeted component's bounding box only
@@ -224,9 +224,15 @@ def shift(gt: np.ndarray, step: int, target: Target = "all", *, axis: int = 0, s
 
 
 def _count_target(target: Target, step: int, comps: Components) -> List[int]:
+    """The components a counting degradation (drop, false positives) affects at ``step``.
+
+    ``"smallest"`` / ``"largest"``: the ``step`` smallest / largest. Any other target (``"all"``, a
+    label, ``("smallest", n)``) is a fixed set: none at step 0, the set from step 1 on. Step 0 always
+    leaves the GT unchanged.
+    """
     if target in ("smallest", "largest"):
         return select(comps, (target, step))
-    return select(comps, target)
+    return select(comps, target) if step > 0 else []
 
 
 def drop(gt: np.ndarray, step: int, target: Target = "smallest", *, seed: Any = None,

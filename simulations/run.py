@@ -76,6 +76,10 @@ class Scenario:
     def __post_init__(self):
         if self.degradation not in DEGRADATIONS:
             raise ValueError(f"unknown degradation {self.degradation!r}; choose one of {sorted(DEGRADATIONS)}")
+        if self.degradation in ("drop", "add_false_positives") and self.target not in ("smallest", "largest"):
+            if any(step > 1 for step in self.steps):  # steps beyond 1 would all give the same prediction
+                raise ValueError(f"a {self.degradation} scenario counts components with its steps: use target "
+                                 f"'smallest' or 'largest' (a fixed target {self.target!r} only has steps 0 and 1)")
 
     @property
     def counts_components(self) -> bool:

@@ -6,6 +6,7 @@ written to disk, with the spacing written into their headers.
 """
 
 import math
+import os
 import re
 import shutil
 from pathlib import Path
@@ -220,7 +221,8 @@ def test_counts_and_ignored_files(branches):
     result = branches["result"]
     assert result.counts() == {"cases": len(VALID) + len(ERRORS), "evaluated": len(VALID), "flagged": 3,
                                "failed": len(ERRORS), "empty_gt": 2, "missing_prediction": 1}
-    assert sorted(Path(f).name for f in result.ignored_files) == ["notes.txt", "plans.json"]
+    assert sorted(Path(f).name for f in result.ignored_files) == ["notes.txt", "plans.json", "subfolder"]
+    assert [f for f in result.ignored_files if f.endswith(os.sep)] == [str(branches["pred"] / "subfolder") + os.sep]
     assert set(result.errors["case"]) == set(ERRORS)
     assert sorted(result.timings["case"]) == sorted(VALID + list(ERRORS))
     assert (result.timings[["read_seconds", "compute_seconds"]] >= 0).all().all()

@@ -416,7 +416,7 @@ def test_degradations_equal_whole_volume_operations(index):
         for n in range(0, k + 2):
             labels, chosen = expected_targets(gt, order, n)
             assert np.array_equal(drop(gt, n, order), gt & ~np.isin(labels, chosen)), (order, n)
-    assert np.array_equal(drop(gt, 0, "all"), np.zeros_like(gt)) or k == 0
+    assert np.array_equal(drop(gt, 0, "all"), gt)  # step 0 is the GT, whatever the target
     assert np.array_equal(gt, original)  # the input is never modified
 
 
@@ -748,3 +748,22 @@ def test_cli_usage_errors(tmp_path, capsys):
         cli_main(["fig9", "--out", out])
     assert exc.value.code == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_counting_degradations_start_from_the_gt_and_count_components():
+    from simulations.degrade import add_false_positives, drop
+    from simulations.run import Scenario
+
+    gt = np.zeros((40, 40), bool)
+    gt[2:5, 2:5] = gt[30:36, 30:36] = True
+    gt[20, 5] = True
+    for target in ("smallest", "largest", "all", 2, ("smallest", 2)):  # step 0 is the GT, whatever the target
+        assert np.array_equal(drop(gt, 0, target), gt)
+        assert np.array_equal(add_false_positives(gt, 0, target, volume=5), gt)
+    assert drop(gt, 1, 2).sum() == gt.sum() - 1  # component 2 in raster order is the single pixel at row 20
+    assert drop(gt, 2, "smallest").sum() == 36 and drop(gt, 1, "all").sum() == 0
+    from ccmetrics import label_components
+
+    assert label_components(add_false_positives(gt, 2, "largest", volume=5))[1] == 5  # two more components
+    with pytest.raises(ValueError, match="counts components"):
+        Scenario("drop_all", "drop", [0, 1, 2])

@@ -393,10 +393,12 @@ def load_case(gt_file: Optional[Path], pred_file: Optional[Path], *, class_value
 def voxel_ml(spacing: Any, header: Sequence[float]) -> float:
     """Millilitres per voxel under the evaluation's ``spacing`` option (NaN for ``"voxel"``).
 
-    >>> voxel_ml("header", (2.0, 2.0, 3.0)), voxel_ml("voxel", (2.0, 2.0, 3.0))
-    (0.012, nan)
+    >>> voxel_ml("header", (2.0, 2.0, 3.0)), voxel_ml("voxel", (2.0, 2.0, 3.0)), voxel_ml([2.0], (1.0, 1.0, 1.0))
+    (0.012, nan, 0.008)
     """
     if spacing == "voxel":
         return math.nan
-    values = header if spacing == "header" else spacing
-    return float(np.prod(np.asarray(values, float))) / 1000.0
+    values = np.asarray(header if spacing == "header" else spacing, float).ravel()
+    if values.size == 1:  # one number given for every axis
+        values = np.repeat(values, len(header))
+    return float(np.prod(values)) / 1000.0
