@@ -503,3 +503,24 @@ def test_real_spine_pair_uses_header_spacing_per_class(tmp_path):
     # the header spacing matters: index units give other distances
     voxel = evaluate(pred.array, ref.array, ["hd95"], classes=[42])
     assert result.per_case.set_index("class").loc[42, "cc_hd95"] != pytest.approx(voxel[42].cc["hd95"])
+
+
+def test_review_regressions_scalar_spacing_and_na_like_case_ids(tmp_path):
+    from ccmetrics import evaluate_dataset
+    from ccmetrics.dataset import DatasetResult
+
+    gt = np.zeros((12, 12, 8), np.uint8)
+    gt[2:5, 2:5, 2:5] = 1
+    pred = gt.copy()
+    pred[8:10, 8:10, 4:6] = 1  # an 8-voxel false positive
+    cases = {name: (gt, pred) for name in ("NA", "null", "nan", "001")}
+    one = evaluate_dataset(cases, metrics=["dice"], spacing=2.0, progress=False)
+    three = evaluate_dataset(cases, metrics=["dice"], spacing=(2.0, 2.0, 2.0), progress=False)
+    # one number means every axis: 35 predicted voxels of 8 mm^3 each
+    assert one.per_case["pred_volume_ml"].tolist() == [35 * 8 / 1000] * 4
+    assert one.per_case["spacing"].tolist() == ["2x2x2"] * 4
+    pd.testing.assert_frame_equal(one.per_case, three.per_case)
+    one.write(tmp_path / "out", plots=False)
+    back = DatasetResult.read(tmp_path / "out")
+    assert sorted(back.per_component["case"]) == ["001", "NA", "nan", "null"]  # not read as missing values
+    assert back.summary().loc[(1, "dice", "cc_pooled"), "n"] == 4

@@ -275,3 +275,11 @@ def test_friedman_nemenyi_errors():
         friedman_nemenyi(good.assign(A=[0.1, np.nan, 0.3, 0.4]))
     with pytest.raises(TypeError, match="DataFrame"):
         friedman_nemenyi(good.to_numpy())
+
+
+def test_compare_counts_an_infinite_distance_as_the_worst_distance():
+    a = pd.DataFrame({"case": ["p", "q", "r"], "hd95": [1.0, 2.0, 3.0], "worst_distance": [50.0, 60.0, 70.0]})
+    b = pd.DataFrame({"case": ["p", "q", "r"], "hd95": [2.0, np.inf, 1.0], "worst_distance": [50.0, 60.0, 70.0]})
+    result = compare({"A": a, "B": b}, "hd95")
+    assert result.scores["B"].tolist() == [2.0, 60.0, 1.0]  # the empty prediction counts as q's worst distance
+    assert result.summary().loc["B", "mean"] == pytest.approx(21.0)
