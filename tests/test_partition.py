@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ccmetrics import label_components, voronoi_partition
+from ccmetrics import evaluate, label_components, voronoi_partition
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
 
@@ -201,3 +201,46 @@ def test_lattice_circles_of_equidistant_sites(rng, radius_sq):
     assert tie[r + 1, r + 1]
     np.testing.assert_array_equal(voronoi_partition(gt, sites="labels"), expected)
     np.testing.assert_array_equal(voronoi_partition(gt, sites="labels", spacing=(1.0, 1.0)), expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_certification_equals_brute_force(monkeypatch, seed):
+    """Whole blocks labelled at once (many query voxels) give the per-voxel rule's labels, ties included."""
+    import ccmetrics.partition as partition
+
+    monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)  # certify blocks even on these small images
+    rng = np.random.default_rng(seed)
+    shape = [(30, 28, 22), (40, 36), (26, 30, 24)][seed % 3]
+    spacing = [(1.0, 1.0, 2.5), (0.7, 1.3), None][seed % 3]
+    gt = rng.random(shape) < 0.004
+    if seed >= 3:  # lattice-symmetric sites: many exact ties far from the sites
+        gt = np.zeros(shape, bool)
+        gt[tuple(slice(4, n - 4, 6) for n in shape)] = True
+    found = find_sites(gt)
+    coords, labels = site_surfaces(found, found.label_map(flat=True))
+    query = np.argwhere(~gt)
+    expected, tie = brute_force_partition(label_components(gt)[0], spacing)
+    got = assign_nearest(query, coords, labels, spacing)
+    np.testing.assert_array_equal(got, expected[~gt])
+    left = partition._certify_blocks(query, coords, labels, np.unique(labels), spacing, np.empty(len(query), np.int32))
+    assert 0 < len(left) < len(query)  # blocks did label most voxels; the border voxels went to the exact rule
+    if seed >= 3:
+        assert tie.any()  # the case does exercise ties
+
+
+def test_block_certification_keeps_the_isolated_corner_tie(monkeypatch):
+    import ccmetrics.partition as partition
+
+    monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)
+    voxels = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
+              (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
+              (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
+    gt = np.zeros((5, 7, 10), bool)
+    gt[tuple(np.array(voxels).T)] = True
+    pred = np.ones_like(gt)
+    expected, tie = brute_force_partition(label_components(gt)[0])
+    assert tie[0, 0, 0]
+    result = evaluate(pred, gt, ["dice"])
+    counts = np.bincount(expected[pred & ~gt], minlength=3)[1:] + np.bincount(label_components(gt)[0][gt], minlength=3)[1:]
+    assert result.per_component["dice"].tolist() == pytest.approx(
+        [2 * v / (v + c) for v, c in zip(result.per_component["volume"], counts)])
