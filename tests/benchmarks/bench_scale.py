@@ -18,7 +18,6 @@ Measures, on this machine:
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 
 import numpy as np
@@ -34,10 +33,42 @@ def best_of(fn, repeat=3):
     return min(times), float(np.median(times))
 
 
+def _status_mib(field: str) -> float:
+    """A memory field of /proc/self/status (VmRSS, VmHWM) in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def huge_case() -> None:
+    """1024³ uint8 with 40 lesions: peak resident memory above the two inputs (VmHWM - VmRSS before)."""
+    from ccmetrics import evaluate
+    from ccmetrics.synthetic import lesion_case
+
+    gt, pred = lesion_case((1024, 1024, 1024), n_lesions=40, radius_range=(3, 40), seed=1)
+    gt, pred = gt.view(np.uint8), pred.view(np.uint8)
+    gt.sum(), pred.sum()  # every page of the inputs resident
+    evaluate(pred[:8], gt[:8], ["dice"])  # imports and first-call set-up outside the measurement
+    before = _status_mib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:  # reset the high-water mark to the current RSS
+        f.write("5")
+    start = time.perf_counter()
+    evaluate(pred, gt, ["dice", "nsd", "hd95"])
+    seconds = time.perf_counter() - start
+    above = _status_mib("VmHWM") - before
+    print(f"1024³ uint8, 40 lesions (dice, nsd, hd95)\t{seconds:.1f} s, peak {above:.0f} MiB above the inputs "
+          f"(and imports: {before:.0f} MiB resident before)\t≤ 2 GB above the inputs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--huge", action="store_true", help="also the 1024³ case")
+    parser.add_argument("--huge-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.huge_only:
+        return huge_case()
 
     import ccmetrics.components as components
     from ccmetrics import evaluate, label_components, voronoi_partition
@@ -101,16 +132,13 @@ def main() -> None:
     _, median = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"]), 5)
     rows.append(("400×400×300, 20 lesions (dice, nsd, hd95), median of 5", f"{median:.3f} s", "≤ 0.15 s"))
 
-    # 5. the 1024³ case
+    # 5. the 1024³ case, in a fresh process so that its peak is its own
     if args.huge:
-        gt, pred = lesion_case((1024, 1024, 1024), n_lesions=40, radius_range=(3, 40), seed=1)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        start = time.perf_counter()
-        evaluate(pred, gt, ["dice", "nsd", "hd95"])
-        t_huge = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        rows.append(("1024³ uint8, 40 lesions", f"{t_huge:.1f} s, peak RSS grew by {(peak - before) / 1024:.0f} MiB "
-                     f"(from the process peak before: inputs 2 × 1024 MiB)", "≤ 2 GB above the inputs"))
+        import subprocess
+        import sys
+
+        done = subprocess.run([sys.executable, __file__, "--huge-only"], capture_output=True, text=True, check=True)
+        rows.append(tuple(done.stdout.strip().split("\t")))
 
     print("| input | measured | target |\n|---|---|---|")
     for name, value, target in rows:
