@@ -224,19 +224,14 @@ def test_matching_and_confusion_equal_brute_force(seed, rule):
 def test_per_class_pq_equals_multiclass_pq(seed):
     gt, gt_cls, pred, pred_cls = random_tile(seed)
     r = evaluate(gt, gt_cls, pred, pred_cls, cc_metrics=())
-    lut_g = np.zeros(gt.max() + 1, int)
-    lut_p = np.zeros(pred.max() + 1, int)
-    for k, v in gt_cls.items():
-        lut_g[k] = v
-    for k, v in pred_cls.items():
-        lut_p[k] = v
-    ref = ccmetrics.multiclass_pq([pred], [lut_p[pred]], [gt], [lut_g[gt]], aggregation="dataset",
+    gt_map, pred_map = _class_maps(gt, gt_cls, pred, pred_cls)
+    ref = ccmetrics.multiclass_pq([pred], [pred_map], [gt], [gt_map], aggregation="dataset",
                                   n_classes=max(r.classes))
     table = ref.per_class.reindex(r.classes)
     assert r.per_class[["pq_tp", "pq_fp", "pq_fn"]].to_numpy().tolist() == table[["tp", "fp", "fn"]].to_numpy().tolist()
     np.testing.assert_allclose(r.per_class["pq"], table["pq"])
     # class maps give the same result as dicts
-    by_map = evaluate(gt, lut_g[gt], pred, lut_p[pred], cc_metrics=())
+    by_map = evaluate(gt, gt_map, pred, pred_map, cc_metrics=())
     assert by_map.scores() == pytest.approx(r.scores(), nan_ok=True)
 
 
