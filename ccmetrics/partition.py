@@ -167,7 +167,11 @@ def _assign_dense(query: np.ndarray, surface_coords: np.ndarray, surface_labels:
     spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
     nearest = nearest_label(box, spacing_arr)
     del box
-    out[:] = nearest[tuple((query - lo).T)]
+    strides = np.cumprod((1,) + tuple(nearest.shape[:0:-1]))[::-1]
+    flat = np.zeros(len(query), dtype=np.int64)
+    for axis, stride in enumerate(strides):  # flat index in the box, one axis at a time (no (N, ndim) temporary)
+        flat += (query[:, axis] - lo[axis]) * int(stride)
+    np.take(nearest.ravel(), flat, out=out)
     return np.flatnonzero(out < 0)
 
 
