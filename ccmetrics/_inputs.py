@@ -57,7 +57,8 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
         return np.ascontiguousarray(arr)
     if np.issubdtype(arr.dtype, np.integer):
         if arr.size:
-            lo, hi = arr.min(), arr.max()
+            hi = arr.max()
+            lo = arr.min() if np.issubdtype(arr.dtype, np.signedinteger) else 0  # one pass for unsigned
             if lo < 0 or hi > 1:
                 bad = hi if hi > 1 else lo
                 raise ValueError(

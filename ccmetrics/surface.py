@@ -70,6 +70,61 @@ def face_edges(
     return ~own_inner, ~union_inner
 
 
+def own_face_edges(
+    flat_index: np.ndarray,
+    shape: Sequence[int],
+    labels: np.ndarray,
+    union_edge: np.ndarray,
+    runs,
+) -> np.ndarray:
+    """The own-set edges of :func:`face_edges` for labelled subsets of a mask, without a label map.
+
+    Parameters
+    ----------
+    flat_index : ndarray of int64, shape (N,)
+        Sorted flat indices of all voxels of the mask.
+    shape : sequence of int
+        Image shape.
+    labels : ndarray, shape (N,)
+        Set label of each voxel.
+    union_edge : ndarray of bool, shape (N,)
+        Edge voxels of the whole mask (``face_edges(flat_index, coords, shape, mask, True)[1]``:
+        the mask itself serves as the label map).
+    runs : ccmetrics.components.Runs
+        ``Runs(flat_index, shape)``.
+
+    Returns
+    -------
+    own_edge : ndarray of bool, shape (N,)
+        As :func:`face_edges` with a label map holding ``labels`` at ``flat_index``.
+
+    Notes
+    -----
+    A union edge is an edge of its own set. Every face neighbour of the other
+    voxels is in the list: along the last axis it is the next or previous
+    entry, along the others it is found by a binary search over the runs
+    (:meth:`~ccmetrics.components.Runs.locate`); such a voxel is an edge of its
+    own set when one of those neighbours has another label.
+    """
+    own_edge = union_edge.copy()
+    interior = np.flatnonzero(~union_edge)
+    if len(interior) == 0 or np.all(labels == labels[0]):
+        return own_edge
+    mine = labels[interior]
+    flat = flat_index[interior]
+    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    differs = np.zeros(len(interior), dtype=bool)
+    for axis, stride in enumerate(strides):
+        for step in (-1, 1):
+            if axis == len(shape) - 1:
+                neighbour = interior + step
+            else:
+                neighbour = runs.locate(flat + step * int(stride))
+            differs |= labels[neighbour] != mine
+    own_edge[interior] = differs
+    return own_edge
+
+
 def physical(coords: np.ndarray, spacing: Optional[Sequence[float]]) -> np.ndarray:
     """Voxel coordinates (N, ndim) as float64 points, scaled by ``spacing`` when given."""
     points = coords.astype(np.float64)

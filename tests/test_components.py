@@ -1,0 +1,117 @@
+"""Sparse labelling (run graph), voxel-list edge look-ups and the threaded evaluation, against references."""
+
+import numpy as np
+import pytest
+
+import ccmetrics.case as case_module
+import ccmetrics.components as components
+from ccmetrics import GroundTruth, evaluate
+from ccmetrics.components import Runs, component_labels, run_components
+from ccmetrics.surface import face_edges, own_face_edges
+from ccmetrics.synthetic import lesion_case
+
+from conftest import ALL_METRICS, scipy_components
+
+CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
+
+
+def _random_mask(rng, ndim, max_side, density):
+    shape = tuple(int(v) for v in rng.integers(1, max_side, ndim))
+    return rng.random(shape) < density
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_run_graph_equals_scipy_label(rng, ndim):
+    for _ in range(60):
+        mask = _random_mask(rng, ndim, 14, rng.uniform(0.02, 0.9))
+        flat = np.flatnonzero(mask)
+        for conn in CONNECTIVITIES[ndim]:
+            expected, n = scipy_components(mask, conn)
+            labels, m = run_components(flat, mask.shape, conn)
+            assert m == n
+            np.testing.assert_array_equal(labels, expected.ravel()[flat])
+
+
+@pytest.mark.parametrize("dense_runs", [0, 1 << 30])  # always the run graph, always cc3d on the box
+def test_both_labelling_paths_equal_scipy(rng, monkeypatch, dense_runs):
+    monkeypatch.setattr(components, "_DENSE_RUNS", dense_runs)
+    for ndim in (2, 3):
+        for density in (0.002, 0.05, 0.5, 1.0):
+            mask = _random_mask(rng, ndim, 40, density)
+            flat = np.flatnonzero(mask)
+            for conn in CONNECTIVITIES[ndim]:
+                expected, n = scipy_components(mask, conn)
+                labels, m = component_labels(mask, flat, conn)
+                assert m == n
+                np.testing.assert_array_equal(labels, expected.ravel()[flat])
+
+
+def test_runs_locate():
+    mask = np.zeros((4, 5, 6), bool)
+    mask[1, 2, 1:4] = mask[1, 3, 0] = mask[2, :, 5] = mask[3, 4, :] = True
+    flat = np.flatnonzero(mask)
+    runs = Runs(flat, mask.shape)
+    assert len(runs) == 2 + 5 + 1  # rows break runs even where flat indices are consecutive
+    position = runs.locate(np.arange(mask.size))
+    expected = np.full(mask.size, -1)
+    expected[flat] = np.arange(len(flat))
+    np.testing.assert_array_equal(position, expected)
+    assert Runs(np.zeros(0, np.int64), mask.shape).locate(np.array([0, 5])).tolist() == [-1, -1]
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_own_face_edges_equal_the_label_map_rule(rng, ndim):
+    for _ in range(20):
+        mask = _random_mask(rng, ndim, 16, rng.uniform(0.3, 1.0))
+        flat = np.flatnonzero(mask)
+        if flat.size == 0:
+            continue
+        coords = np.stack(np.unravel_index(flat, mask.shape), axis=1)
+        labels = rng.integers(1, 4, flat.size).astype(np.int32)
+        label_map = np.zeros(mask.size, np.int32)
+        label_map[flat] = labels
+        own, union = face_edges(flat, coords, mask.shape, label_map, labels)
+        _, mask_union = face_edges(flat, coords, mask.shape, mask.ravel(), True)
+        np.testing.assert_array_equal(mask_union, union)
+        np.testing.assert_array_equal(own_face_edges(flat, mask.shape, labels, union, Runs(flat, mask.shape)), own)
+
+
+def _same(a, b):
+    assert a.per_component.equals(b.per_component)
+    assert a.cc == b.cc and a.standard == b.standard and a.case_scores == b.case_scores
+
+
+@pytest.mark.parametrize("spacing", [None, (0.8, 1.1, 2.3)])
+def test_threads_change_no_value(monkeypatch, spacing):
+    """The threaded evaluation (images from 2^20 voxels) equals the serial one bit for bit."""
+    gt, pred = lesion_case((40, 36, 30), n_lesions=12, radius_range=(1.0, 7.0), seed=4)
+    metrics = ALL_METRICS + ["pq", "detection"]
+    serial = evaluate(pred, gt, metrics, spacing=spacing)
+    monkeypatch.setattr(case_module, "_THREADS_FROM", 0)
+    calls = []
+    original = case_module._worker_threads
+
+    def counting(shape):
+        calls.append(shape)
+        return original(shape)
+
+    monkeypatch.setattr(case_module, "_worker_threads", counting)
+    for batch in (0, 64, 1 << 20):  # one query per task, small batches, everything in one task
+        monkeypatch.setattr(case_module, "_BATCH_POINTS", batch)
+        _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
+        _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
+    assert calls
+
+
+def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
+    """A 2^21-voxel case is labelled on its voxel lists: cc3d is not called, results equal the box labelling."""
+    gt, pred = lesion_case((160, 128, 128), n_lesions=10, radius_range=(2.0, 9.0), seed=2)
+    calls = []
+    original = components.cc3d_label
+    monkeypatch.setattr(components, "cc3d_label", lambda *a: calls.append(a) or original(*a))
+    result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+    assert calls == []
+    monkeypatch.setattr(components, "_DENSE_RUNS", 1 << 40)  # force cc3d on the bounding box
+    reference = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+    assert len(calls) == 1
+    _same(result, reference)
