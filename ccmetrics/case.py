@@ -1,10 +1,10 @@
 """Per-component evaluation: the CC-Metrics of one case, beside the usual global metrics.
 
 Data flow: each input image is scanned once (validation aside) by one
-``flatnonzero``; everything after works on the two voxel lists, so no
-image-sized array is created and time and memory grow with the foreground,
-not with the image (a 1024³ case with 40 lesions: about 2 s and 0.3 GB above
-the inputs):
+``flatnonzero``; everything after works on the two voxel lists, so time and
+memory grow with the foreground, not with the image (no array holds more than
+a few bytes per foreground voxel; a 1024³ case with 40 lesions: about 2 s and
+0.3 GB above the inputs):
 
 1. validate the inputs; list the GT voxels and label their components on the
    list (runs along the last axis joined into a run graph,
@@ -12,13 +12,14 @@ the inputs):
    work, on a second thread for images from 2^20 voxels);
 2. find the edge voxels of the GT and of the whole prediction by face-neighbour
    look-ups in the input masks themselves;
-3. give every prediction voxel its Voronoi region: the site it lies in (a binary
-   search over the GT's runs), or for prediction voxels outside the GT the
-   nearest site (KD-tree over the site surfaces, exact ties to the lowest
-   label); the whole-image edge distances, which need no regions, run beside
-   it;
-4. find the edge voxels of every region's prediction (neighbours looked up in
-   the prediction's list);
+3. give every prediction voxel its Voronoi region: the site it lies in (a
+   look-up in the GT, then a binary search over the GT's runs), or for
+   prediction voxels outside the GT the nearest site (KD-tree over the site
+   surfaces, exact ties to the lowest label); the whole-image edge distances,
+   which need no regions, run beside it;
+4. find the edge voxels of every region's prediction (neighbours' regions
+   looked up in the prediction's list, or in a region map of its flat-index
+   span when the prediction fills at least 1/8 of the span);
 5. per component: Dice/IoU from counts, surface metrics from two KD-tree
    queries over that component's edges only (spread over the worker threads,
    largest first; the values do not depend on the threads).
@@ -56,7 +57,8 @@ from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score, image_diagon
 from .components import Runs, Sites, raster_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
 from .partition import assign_nearest
-from .surface import SURFACE_METRICS, directed_distances, face_edges, own_face_edges, physical, surface_scores
+from .surface import (SURFACE_METRICS, directed_distances, face_edges, mask_edges, own_face_edges, physical,
+                      surface_scores)
 
 #: metrics computed natively, per component and globally
 BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
@@ -453,20 +455,23 @@ def _submit(pool: Optional[ThreadPoolExecutor], fn, *args):
 
 
 class _PredVoxels:
-    """The prediction's voxel list: sorted flat indices, coordinates, edges of the whole mask, runs."""
+    """The prediction's voxel list: sorted flat indices, edges of the whole mask, runs."""
 
     def __init__(self, pred_mask: np.ndarray):
         self.flat = np.flatnonzero(pred_mask)
-        self.coords = np.stack(np.unravel_index(self.flat, pred_mask.shape), axis=1)
-        _, self.union_edge = face_edges(self.flat, self.coords, pred_mask.shape, pred_mask.ravel(), True)
+        self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel())
         self.runs = Runs(self.flat, pred_mask.shape)
+
+
+def _coords(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    return np.stack(np.unravel_index(flat_index, shape), axis=1)
 
 
 class _CaseGeometry:
     """Regions, counts and edge voxels of one case, computed once and shared by all metrics.
 
     Everything is derived from the two voxel lists (sorted flat indices of the
-    prediction and of the GT sites): no image-sized array is created here.  With a
+    prediction and of the GT sites), never from an image-sized label map.  With a
     thread ``pool``, the whole-image edge distances (which need no regions) run
     beside the nearest-site search, and the per-component KD-tree queries run
     on all workers; the values do not depend on the threads.
@@ -478,20 +483,20 @@ class _CaseGeometry:
         self.shape, self.found, self.spacing = found.shape, found, spacing
         gt_coords, gt_own = prepared.coords, prepared.own_edge
 
-        self.pred_flat, pred_coords, pred_union = pred.flat, pred.coords, pred.union_edge
+        self.pred_flat, pred_union = pred.flat, pred.union_edge  # prediction coordinates only where needed
         self._gt_union_edges = gt_coords[prepared.union_edge]
-        self._pred_union_edges = pred_coords[pred_union]
+        self._pred_union_edges = _coords(self.pred_flat[pred_union], self.shape)
         self._global = None
         if global_distances:  # needs no regions: starts now, beside the nearest-site search
             self._global = self._submit_pair(pool, self._pred_union_edges, self._gt_union_edges)
 
-        at = prepared.runs.locate(self.pred_flat)  # position in the GT's voxel list, -1 outside the GT
-        inside = at >= 0
-        region = np.zeros(len(self.pred_flat), dtype=np.int32)
-        region[inside] = prepared.raster_label[at[inside]]
-        del at
+        inside = prepared.array.ravel()[self.pred_flat] != 0
+        region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
+        region[inside] = prepared.raster_label[prepared.runs.locate(self.pred_flat[inside])]
         if found.n and not inside.all():
-            region[~inside] = assign_nearest(pred_coords[~inside], gt_coords[gt_own], found.label[gt_own], spacing)
+            outside = _coords(self.pred_flat[~inside], self.shape)
+            region[~inside] = assign_nearest(outside, gt_coords[gt_own], found.label[gt_own], spacing)
+            del outside
         self.pred_region = region
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
@@ -502,8 +507,8 @@ class _CaseGeometry:
         # edge voxels grouped by component (site voxels are already sorted by label)
         self._gt_edges = self._group(gt_coords[gt_own], found.label[gt_own])
         order = np.argsort(region[pred_own], kind="stable")
-        self._pred_edges = self._group(pred_coords[pred_own][order], region[pred_own][order])
-        self._gt_coords, self._pred_coords = gt_coords, pred_coords
+        self._pred_edges = self._group(_coords(self.pred_flat[pred_own][order], self.shape), region[pred_own][order])
+        self._gt_coords = gt_coords
 
     def _group(self, coords: np.ndarray, labels: np.ndarray) -> List[np.ndarray]:
         bounds = np.searchsorted(labels, np.arange(1, self.found.n + 2))
@@ -558,10 +563,10 @@ class _CaseGeometry:
     def run_monai(self, metric: Any, c: Optional[int]) -> float:
         """Run a MONAI metric object on region ``c``'s crop (or on the whole image for ``None``)."""
         if c is None:
-            pred, gt = self._pred_coords, self._gt_coords
+            pred, gt = _coords(self.pred_flat, self.shape), self._gt_coords
         else:
             f = self.found
-            pred = self._pred_coords[self.pred_region == c]
+            pred = _coords(self.pred_flat[self.pred_region == c], self.shape)
             gt = self._gt_coords[f.starts[c - 1]:f.starts[c]]
         both = np.concatenate([pred, gt])
         if c is None or len(both) == 0:

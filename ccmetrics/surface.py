@@ -70,6 +70,40 @@ def face_edges(
     return ~own_inner, ~union_inner
 
 
+def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarray) -> np.ndarray:
+    """Edge voxels of a whole mask from its voxel list, without coordinates.
+
+    The ``union_edge`` of :func:`face_edges` with the mask itself as the label map: a
+    voxel is an edge when a face neighbour lies outside the image or outside the mask.
+    Each axis' coordinate is derived from the flat index in turn, so the only arrays
+    are a few of N entries (no (N, ndim) coordinate array).
+
+    Parameters
+    ----------
+    flat_index : ndarray of int64, shape (N,)
+        Flat C-order indices of the mask's voxels.
+    shape : sequence of int
+        Image shape.
+    mask_flat : ndarray, flat, size prod(shape)
+        The mask (non-zero inside).
+    """
+    inner = np.ones(flat_index.shape, dtype=bool)
+    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    for axis, (size, stride) in enumerate(zip(shape, strides)):
+        coord = flat_index // int(stride)
+        if axis:
+            coord %= size
+        for step in (-1, 1):
+            inside = coord >= 1 if step < 0 else coord < size - 1
+            neighbour = np.where(inside, flat_index + step * int(stride), 0)
+            inner &= inside & (mask_flat[neighbour] != 0)
+    return ~inner
+
+
+#: a voxel list whose flat-index span holds at most this many voxels per listed voxel gets a span label map
+_DENSE_BOX = 8
+
+
 def own_face_edges(
     flat_index: np.ndarray,
     shape: Sequence[int],
@@ -77,7 +111,7 @@ def own_face_edges(
     union_edge: np.ndarray,
     runs,
 ) -> np.ndarray:
-    """The own-set edges of :func:`face_edges` for labelled subsets of a mask, without a label map.
+    """The own-set edges of :func:`face_edges` for labelled subsets of a mask, without an image-sized label map.
 
     Parameters
     ----------
@@ -85,8 +119,8 @@ def own_face_edges(
         Sorted flat indices of all voxels of the mask.
     shape : sequence of int
         Image shape.
-    labels : ndarray, shape (N,)
-        Set label of each voxel.
+    labels : ndarray of int, shape (N,)
+        Set label (>= 0) of each voxel.
     union_edge : ndarray of bool, shape (N,)
         Edge voxels of the whole mask (``face_edges(flat_index, coords, shape, mask, True)[1]``:
         the mask itself serves as the label map).
@@ -101,10 +135,13 @@ def own_face_edges(
     Notes
     -----
     A union edge is an edge of its own set. Every face neighbour of the other
-    voxels is in the list: along the last axis it is the next or previous
-    entry, along the others it is found by a binary search over the runs
-    (:meth:`~ccmetrics.components.Runs.locate`); such a voxel is an edge of its
-    own set when one of those neighbours has another label.
+    voxels is in the list, and such a voxel is an edge of its own set when one
+    of those neighbours has another label. The neighbours' labels come from a
+    label map of the flat-index span of the list (first to last voxel) when the
+    list fills at least 1/8 of it (memory: at most 8 small integers per voxel
+    of the list), otherwise from the list itself: along the last axis the next
+    or previous entry, along the others a binary search over the runs
+    (:meth:`~ccmetrics.components.Runs.locate`).
     """
     own_edge = union_edge.copy()
     interior = np.flatnonzero(~union_edge)
@@ -112,15 +149,24 @@ def own_face_edges(
         return own_edge
     mine = labels[interior]
     flat = flat_index[interior]
-    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
     differs = np.zeros(len(interior), dtype=bool)
-    for axis, stride in enumerate(strides):
-        for step in (-1, 1):
-            if axis == len(shape) - 1:
-                neighbour = interior + step
-            else:
-                neighbour = runs.locate(flat + step * int(stride))
-            differs |= labels[neighbour] != mine
+    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    first, span = int(flat_index[0]), int(flat_index[-1] - flat_index[0]) + 1
+    if span <= _DENSE_BOX * len(flat_index):
+        label_map = np.zeros(span, dtype=np.min_scalar_type(int(labels.max())))
+        label_map[flat_index - first] = labels
+        at = flat - first
+        for stride in strides:  # interior voxels: every face neighbour is in the list, so in the span
+            differs |= label_map[at - int(stride)] != mine
+            differs |= label_map[at + int(stride)] != mine
+    else:
+        for axis, stride in enumerate(strides):
+            for step in (-1, 1):
+                if axis == len(shape) - 1:
+                    neighbour = interior + step
+                else:
+                    neighbour = runs.locate(flat + step * int(stride))
+                differs |= labels[neighbour] != mine
     own_edge[interior] = differs
     return own_edge
 

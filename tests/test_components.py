@@ -60,14 +60,18 @@ def test_runs_locate():
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
-def test_own_face_edges_equal_the_label_map_rule(rng, ndim):
+@pytest.mark.parametrize("dense_box", [0, 1 << 30])  # neighbours found in the voxel list, in a span label map
+def test_own_face_edges_equal_the_label_map_rule(rng, monkeypatch, ndim, dense_box):
+    import ccmetrics.surface as surface
+
+    monkeypatch.setattr(surface, "_DENSE_BOX", dense_box)
     for _ in range(20):
         mask = _random_mask(rng, ndim, 16, rng.uniform(0.3, 1.0))
         flat = np.flatnonzero(mask)
         if flat.size == 0:
             continue
         coords = np.stack(np.unravel_index(flat, mask.shape), axis=1)
-        labels = rng.integers(1, 4, flat.size).astype(np.int32)
+        labels = rng.integers(1, rng.choice([3, 300, 70000]), flat.size).astype(np.int32)
         label_map = np.zeros(mask.size, np.int32)
         label_map[flat] = labels
         own, union = face_edges(flat, coords, mask.shape, label_map, labels)
@@ -115,3 +119,15 @@ def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
     reference = evaluate(pred, gt, ["dice", "nsd", "hd95"])
     assert len(calls) == 1
     _same(result, reference)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_mask_edges_equal_face_edges(rng, ndim):
+    from ccmetrics.surface import mask_edges
+
+    for _ in range(30):
+        mask = _random_mask(rng, ndim, 12, rng.uniform(0.1, 1.0))
+        flat = np.flatnonzero(mask)
+        coords = np.stack(np.unravel_index(flat, mask.shape), axis=1).reshape(-1, ndim)
+        _, union = face_edges(flat, coords, mask.shape, mask.ravel(), True)
+        np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
