@@ -7,6 +7,11 @@ mask to the nearest edge voxel of the other (a KD-tree in float64, physical
 when a spacing is given, stored as float32) and reduce those distances.  This
 module does the same on sparse voxel lists, so a mask is never materialised:
 the cost depends on the number of foreground voxels, not on the image size.
+Edge tests look up each voxel's face neighbours in a label map
+(:func:`face_edges`), in the input mask itself (:func:`mask_edges`), or in
+the voxel list (:func:`own_face_edges`: binary searches over its runs, or a
+small-integer map of its flat-index span when the list is dense there), so
+no image-sized label map is needed.
 """
 
 from __future__ import annotations
