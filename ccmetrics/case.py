@@ -56,9 +56,9 @@ from ._inputs import (
 from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score, image_diagonal
 from .components import Runs, Sites, raster_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
-from .partition import assign_nearest
-from .surface import (SURFACE_METRICS, directed_distances, face_edges, mask_edges, own_face_edges, physical,
-                      surface_scores)
+from .partition import assign_nearest_flat
+from .surface import (SURFACE_METRICS, directed_distances, face_edges, grouped_directed_distances, mask_edges,
+                      own_face_edges, physical, surface_scores)
 
 #: metrics computed natively, per component and globally
 BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
@@ -424,19 +424,26 @@ def _case_level(names, pred_mask, prepared: "GroundTruth", spacing, scores) -> D
 _THREADS_FROM = 1 << 20
 _MAX_THREADS = 4
 _BATCH_POINTS = 4096  # edge voxels per thread task at least (smaller tasks cost more than they save)
+_GROUPED_FROM = 64  # regions from which one grouped KD-tree query serves them all
+
+
+def _thread_count() -> int:
+    """Worker threads for a large image: the CPUs this process may use, at most ``_MAX_THREADS``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS, Windows)
+        cpus = os.cpu_count() or 1
+    return min(cpus, _MAX_THREADS)
 
 
 @contextlib.contextmanager
 def _worker_threads(shape: Sequence[int]):
     """A thread pool for one evaluation of a large image (None: run serially), closed on exit."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover (macOS, Windows)
-        cpus = os.cpu_count() or 1
-    if cpus < 2 or math.prod(shape) < _THREADS_FROM:
+    threads = _thread_count()
+    if threads < 2 or math.prod(shape) < _THREADS_FROM:
         yield None
         return
-    with ThreadPoolExecutor(min(cpus, _MAX_THREADS), thread_name_prefix="ccmetrics") as pool:
+    with ThreadPoolExecutor(threads, thread_name_prefix="ccmetrics") as pool:
         yield pool
 
 
@@ -494,9 +501,8 @@ class _CaseGeometry:
         region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
         region[inside] = prepared.raster_label[prepared.runs.locate(self.pred_flat[inside])]
         if found.n and not inside.all():
-            outside = _coords(self.pred_flat[~inside], self.shape)
-            region[~inside] = assign_nearest(outside, gt_coords[gt_own], found.label[gt_own], spacing)
-            del outside
+            region[~inside] = assign_nearest_flat(self.pred_flat[~inside], self.shape, gt_coords[gt_own],
+                                                  found.label[gt_own], spacing)
         self.pred_region = region
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
@@ -521,9 +527,16 @@ class _CaseGeometry:
     def component_distances(self, pool: Optional[ThreadPoolExecutor] = None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         """Prediction->GT and GT->prediction edge distances inside each region 1..K, in order.
 
-        With a pool, the 2K directed queries are submitted at once, largest first, small ones
-        batched (at least ``_BATCH_POINTS`` edge voxels per task) so that threads pay off.
+        From ``_GROUPED_FROM`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
+        all regions (:func:`ccmetrics.surface.grouped_directed_distances`, the region as an extra
+        coordinate; about 30x faster there, 2x slower for a dozen large regions). Otherwise one tree per
+        region and direction; with a pool, the 2K directed queries are submitted at once, largest first,
+        small ones batched (at least ``_BATCH_POINTS`` edge voxels per task) so that threads pay off.
+        Both ways give the same values bit for bit.
         """
+        if self.found.n >= _GROUPED_FROM:
+            yield from self._grouped_distances(pool)
+            return
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
         if pool is None:
             for p, g in zip(pred_edges, gt_edges):
@@ -553,6 +566,25 @@ class _CaseGeometry:
             where.update((unit, future) for unit in batch)
         for i in range(self.found.n):
             yield where[i, 0].result()[i, 0], where[i, 1].result()[i, 1]
+
+    def _grouped_distances(self, pool: Optional[ThreadPoolExecutor]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+        """Two KD-tree queries for all regions (the region as an extra coordinate), each shared by the pool's threads."""
+        pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        counts_p = [len(e) for e in pred_edges]
+        counts_g = [len(e) for e in gt_edges]
+        labels = np.arange(1, self.found.n + 1)
+        dim = len(self.shape)
+        p = physical(np.concatenate(pred_edges) if pred_edges else np.zeros((0, dim), np.int64), self.spacing)
+        g = physical(np.concatenate(gt_edges) if gt_edges else np.zeros((0, dim), np.int64), self.spacing)
+        p_group, g_group = np.repeat(labels, counts_p), np.repeat(labels, counts_g)
+        span = image_diagonal(self.shape, self.spacing)
+        workers = 1 if pool is None else _thread_count()
+        d_pg = grouped_directed_distances(p, p_group, g, g_group, span, workers)
+        d_gp = grouped_directed_distances(g, g_group, p, p_group, span, workers)
+        bounds_p = np.cumsum([0] + counts_p)
+        bounds_g = np.cumsum([0] + counts_g)
+        for i in range(self.found.n):
+            yield d_pg[bounds_p[i]:bounds_p[i + 1]], d_gp[bounds_g[i]:bounds_g[i + 1]]
 
     def global_distances(self) -> Tuple[np.ndarray, np.ndarray]:
         """Edge distances of the whole prediction and the whole GT."""

@@ -132,14 +132,68 @@ def assign_nearest(
         out[:] = present[0] if len(present) else 0
         return out
     todo = np.arange(len(query))
-    lo = np.minimum(query.min(axis=0), surface_coords.min(axis=0))
-    hi = np.maximum(query.max(axis=0), surface_coords.max(axis=0)) + 1
+    lo = np.array([min(query[:, k].min(), surface_coords[:, k].min()) for k in range(query.shape[1])])
+    hi = np.array([max(query[:, k].max(), surface_coords[:, k].max()) for k in range(query.shape[1])]) + 1
     if len(query) >= _DENSE_MIN_QUERIES and int(np.prod(hi - lo)) <= _DENSE_MAX_RATIO * len(query):
         todo = _assign_dense(query, surface_coords, surface_labels, spacing, lo, hi, out)
     elif len(query) >= _BLOCK_MIN_QUERIES and len(present) <= _BLOCK_MAX_SITES:
         todo = _certify_blocks(query, surface_coords, surface_labels, present, spacing, out)
     _assign_exact(query, todo, surface_coords, surface_labels, spacing, out)
     return out
+
+
+def assign_nearest_flat(
+    flat_index: np.ndarray,
+    shape: Sequence[int],
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Optional[Sequence[float]] = None,
+) -> np.ndarray:
+    """:func:`assign_nearest` for voxels given by their flat (C-order) indices in an image of ``shape``.
+
+    The same labels as ``assign_nearest(np.argwhere(...), ...)``; a foreground-heavy list (at least 32768
+    voxels filling at least 1/32 of the slab of axis-0 planes that holds them and the surfaces) is
+    labelled from the nearest-label transform of that slab without ever forming its coordinates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> surface = np.array([[0, 0], [0, 5]])
+    >>> assign_nearest_flat(np.array([2, 3, 7]), (2, 6), surface, np.array([1, 2]))
+    array([1, 2, 1], dtype=int32)
+    """
+    flat_index = np.asarray(flat_index, dtype=np.int64)
+    shape = tuple(int(n) for n in shape)
+    plane = int(np.prod(shape[1:]))
+    present = np.unique(surface_labels)
+    if len(flat_index) >= _DENSE_MIN_QUERIES and len(present) > 1:
+        lo = min(int(flat_index.min()) // plane, int(surface_coords[:, 0].min()))
+        hi = max(int(flat_index.max()) // plane, int(surface_coords[:, 0].max())) + 1
+        if (hi - lo) * plane <= _DENSE_MAX_RATIO * len(flat_index):
+            out = np.empty(len(flat_index), dtype=np.int32)
+            origin = np.zeros(len(shape), dtype=np.int64)
+            origin[0] = lo
+            nearest = _nearest_in_box(surface_coords, surface_labels, spacing, origin, (hi - lo,) + shape[1:])
+            np.take(nearest.ravel(), flat_index - lo * plane, out=out)
+            del nearest
+            flagged = np.flatnonzero(out < 0)  # another label within the tie margin: the exact rule decides
+            query = np.stack(np.unravel_index(flat_index[flagged], shape), axis=1)
+            exact = np.empty(len(flagged), dtype=np.int32)
+            _assign_exact(query, np.arange(len(flagged)), surface_coords, surface_labels, spacing, exact)
+            out[flagged] = exact
+            return out
+    return assign_nearest(np.stack(np.unravel_index(flat_index, shape), axis=1), surface_coords, surface_labels,
+                          spacing)
+
+
+def _nearest_in_box(surface_coords: np.ndarray, surface_labels: np.ndarray, spacing: Optional[Sequence[float]],
+                    lo: np.ndarray, box_shape: Sequence[int]) -> np.ndarray:
+    """The nearest-label transform of a box (origin ``lo``) holding every surface voxel; flagged voxels < 0."""
+    from ._nearest_label import nearest_label  # numba: imported on first use
+
+    box = np.zeros(tuple(int(n) for n in box_shape), dtype=np.int32)
+    box[tuple((surface_coords - lo).T)] = surface_labels
+    return nearest_label(box, np.ones(box.ndim) if spacing is None else np.asarray(spacing, float))
 
 
 def _assign_exact(query: np.ndarray, todo: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
@@ -160,13 +214,7 @@ def _assign_dense(query: np.ndarray, surface_coords: np.ndarray, surface_labels:
     The box holds every query and every surface voxel, so distances inside it are those of the whole
     image. Queries where another label lies within the tie margin come back for the exact rule.
     """
-    from ._nearest_label import nearest_label  # numba: imported on first use
-
-    box = np.zeros(tuple(hi - lo), dtype=np.int32)
-    box[tuple((surface_coords - lo).T)] = surface_labels
-    spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
-    nearest = nearest_label(box, spacing_arr)
-    del box
+    nearest = _nearest_in_box(surface_coords, surface_labels, spacing, lo, hi - lo)
     strides = np.cumprod((1,) + tuple(nearest.shape[:0:-1]))[::-1]
     flat = np.zeros(len(query), dtype=np.int64)
     for axis, stride in enumerate(strides):  # flat index in the box, one axis at a time (no (N, ndim) temporary)

@@ -92,8 +92,15 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     mask_flat : ndarray, flat, size prod(shape)
         The mask (non-zero inside).
     """
-    inner = np.ones(flat_index.shape, dtype=bool)
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    if len(flat_index) >= _KERNELS_FROM and mask_flat.dtype == bool:
+        from . import _edge_kernels  # numba: imported for long lists only
+
+        edge = np.empty(len(flat_index), dtype=bool)
+        _edge_kernels.mask_edges(np.asarray(flat_index, np.int64), np.asarray(shape, np.int64),
+                                 strides.astype(np.int64), mask_flat.view(np.uint8), edge)
+        return edge
+    inner = np.ones(flat_index.shape, dtype=bool)
     for axis, (size, stride) in enumerate(zip(shape, strides)):
         coord = flat_index // int(stride)
         if axis:
@@ -107,6 +114,8 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
 
 #: a voxel list whose flat-index span holds at most this many voxels per listed voxel gets a span label map
 _DENSE_BOX = 8
+#: from this many voxels, the edge tests run as numba kernels (:mod:`ccmetrics._edge_kernels`, both cores)
+_KERNELS_FROM = 1 << 18
 
 
 def own_face_edges(
@@ -161,9 +170,14 @@ def own_face_edges(
         label_map = np.zeros(span, dtype=np.min_scalar_type(int(labels.max())))
         label_map[flat_index - first] = labels
         at = flat - first
-        for stride in strides:  # interior voxels: every face neighbour is in the list, so in the span
-            differs |= label_map[at - int(stride)] != mine
-            differs |= label_map[at + int(stride)] != mine
+        if len(interior) >= _KERNELS_FROM:
+            from . import _edge_kernels  # numba: imported for long lists only
+
+            _edge_kernels.label_differs(at, mine.astype(label_map.dtype), label_map, strides.astype(np.int64), differs)
+        else:
+            for stride in strides:  # interior voxels: every face neighbour is in the list, so in the span
+                differs |= label_map[at - int(stride)] != mine
+                differs |= label_map[at + int(stride)] != mine
     else:
         for axis, stride in enumerate(strides):
             for step in (-1, 1):
@@ -194,7 +208,40 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
         return np.full(len(source), np.inf, dtype=np.float32)
     if len(source) == 0:
         return np.zeros(0, dtype=np.float32)
-    return cKDTree(target, leafsize=32).query(source, k=1)[0].astype(np.float32)
+    tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)  # faster to build, same answers
+    return tree.query(source, k=1)[0].astype(np.float32)
+
+
+def grouped_directed_distances(source: np.ndarray, source_group: np.ndarray, target: np.ndarray,
+                               target_group: np.ndarray, span: float, workers: int = 1) -> np.ndarray:
+    """:func:`directed_distances` within groups: each source point to the nearest target point of its group.
+
+    One KD-tree serves all groups: every point gets one more coordinate, its group number times a gap
+    wider than twice ``span`` (an upper bound of every distance within a group, e.g. the image diagonal),
+    and the search is bounded by ``span``, so a point never reaches another group and a group without
+    target points gives ``inf`` (as MONAI and :func:`directed_distances` do). Within a group the extra
+    coordinates differ by exactly 0, which cKDTree adds to the sum of squares without changing a bit:
+    the distances equal those of one tree per group. Cost: one tree and one query for all groups instead
+    of one per group (3000 nuclei: about 30x faster); ``workers`` threads share the query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> src = np.array([[0.0, 0.0], [0.0, 0.0]])
+    >>> tgt = np.array([[3.0, 4.0], [0.0, 1.0]])
+    >>> grouped_directed_distances(src, np.array([1, 2]), tgt, np.array([1, 3]), span=10.0)
+    array([ 5., inf], dtype=float32)
+    """
+    if len(source) == 0:
+        return np.zeros(0, dtype=np.float32)
+    if len(target) == 0:
+        return np.full(len(source), np.inf, dtype=np.float32)
+    bound = float(span) * (1 + 1e-6) + 1e-6
+    gap = 2 * bound + 1
+    tree = cKDTree(np.column_stack([target, np.asarray(target_group, np.float64) * gap]), leafsize=32,
+                   balanced_tree=False, compact_nodes=False)
+    query = np.column_stack([source, np.asarray(source_group, np.float64) * gap])
+    return tree.query(query, k=1, distance_upper_bound=bound, workers=workers)[0].astype(np.float32)
 
 
 def lerp_uses_fma() -> bool:

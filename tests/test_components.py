@@ -60,11 +60,13 @@ def test_runs_locate():
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
-@pytest.mark.parametrize("dense_box", [0, 1 << 30])  # neighbours found in the voxel list, in a span label map
-def test_own_face_edges_equal_the_label_map_rule(rng, monkeypatch, ndim, dense_box):
+@pytest.mark.parametrize("dense_box,kernels_from", [(0, 1 << 60), (1 << 30, 1 << 60), (1 << 30, 0)])
+def test_own_face_edges_equal_the_label_map_rule(rng, monkeypatch, ndim, dense_box, kernels_from):
+    """Neighbours found in the voxel list, in a span label map with numpy, and with the numba kernel."""
     import ccmetrics.surface as surface
 
     monkeypatch.setattr(surface, "_DENSE_BOX", dense_box)
+    monkeypatch.setattr(surface, "_KERNELS_FROM", kernels_from)
     for _ in range(20):
         mask = _random_mask(rng, ndim, 16, rng.uniform(0.3, 1.0))
         flat = np.flatnonzero(mask)
@@ -86,7 +88,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("spacing", [None, (0.8, 1.1, 2.3)])
-def test_threads_change_no_value(monkeypatch, spacing):
+def test_threads_and_grouped_queries_change_no_value(monkeypatch, spacing):
     """The threaded evaluation (images from 2^20 voxels) equals the serial one bit for bit."""
     gt, pred = lesion_case((40, 36, 30), n_lesions=12, radius_range=(1.0, 7.0), seed=4)
     metrics = ALL_METRICS + ["pq", "detection"]
@@ -104,6 +106,10 @@ def test_threads_change_no_value(monkeypatch, spacing):
         monkeypatch.setattr(case_module, "_BATCH_POINTS", batch)
         _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
         _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
+    monkeypatch.setattr(case_module, "_GROUPED_FROM", 1)  # one grouped KD-tree query for all regions
+    for threads in (2, 3):
+        monkeypatch.setattr(case_module, "_thread_count", lambda: threads)
+        _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
     assert calls
 
 
@@ -121,13 +127,34 @@ def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
     _same(result, reference)
 
 
-@pytest.mark.parametrize("ndim", [2, 3])
-def test_mask_edges_equal_face_edges(rng, ndim):
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("kernels_from", [1 << 60, 0])  # numpy, numba kernel
+def test_mask_edges_equal_face_edges(rng, monkeypatch, ndim, kernels_from):
+    import ccmetrics.surface as surface
     from ccmetrics.surface import mask_edges
 
+    monkeypatch.setattr(surface, "_KERNELS_FROM", kernels_from)
     for _ in range(30):
         mask = _random_mask(rng, ndim, 12, rng.uniform(0.1, 1.0))
         flat = np.flatnonzero(mask)
         coords = np.stack(np.unravel_index(flat, mask.shape), axis=1).reshape(-1, ndim)
         _, union = face_edges(flat, coords, mask.shape, mask.ravel(), True)
         np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
+
+
+@pytest.mark.parametrize("ndim,spacing", [(2, None), (2, (0.7, 1.3)), (3, (0.8, 0.8, 2.0)), (3, (0.9765625, 0.9765625, 3.3))])
+def test_grouped_directed_distances_equal_one_tree_per_group(rng, ndim, spacing):
+    """The extra group coordinate changes no bit: equal to a tree per group, inf for a group without targets."""
+    from ccmetrics.surface import directed_distances, grouped_directed_distances, physical
+
+    shape = (50,) * ndim
+    groups = 40
+    src_g = np.sort(rng.integers(1, groups + 1, 3000))
+    tgt_g = np.sort(rng.integers(1, groups, 800))  # the last group has no target points
+    src = physical(rng.integers(0, 50, (3000, ndim)), spacing)
+    tgt = physical(rng.integers(0, 50, (800, ndim)), spacing)
+    span = case_module.image_diagonal(shape, spacing)
+    got = grouped_directed_distances(src, src_g, tgt, tgt_g, span, workers=2)
+    expected = np.concatenate([directed_distances(src[src_g == c], tgt[tgt_g == c]) for c in range(1, groups + 1)])
+    np.testing.assert_array_equal(got, expected)
+    assert np.isinf(got[src_g == groups]).all() and np.isfinite(got[src_g < groups]).all()

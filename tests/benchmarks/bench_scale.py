@@ -105,10 +105,10 @@ def main() -> None:
     gt, _ = lesion_case((160, 160, 120), n_lesions=12, radius_range=(2, 10), seed=5)
     pred = np.ones_like(gt)
     pred[:4] = False
-    t_edt = best_of(lambda: ndimage.distance_transform_edt(~gt, sampling=spacing), 1)[0]
-    t_fg = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing), 1)[0]
-    rows.append(("all-foreground prediction, 160×160×120, 12 lesions", f"{t_fg:.2f} s = {t_fg / t_edt:.1f} EDT passes "
-                 f"(one EDT {t_edt:.2f} s)", "≤ 2 passes"))
+    t_edt = best_of(lambda: ndimage.distance_transform_edt(~gt, sampling=spacing), 3)[1]
+    t_fg = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing), 5)[1]
+    rows.append(("all-foreground prediction, 160×160×120, 12 lesions (dice, nsd, hd95), medians of 5 and 3",
+                 f"{t_fg:.2f} s = {t_fg / t_edt:.1f} EDT passes (one EDT {t_edt:.2f} s)", "≤ 2 passes"))
 
     # 3. 1000 small lesions: labelling passes
     gt, pred = lesion_case((300, 300, 200), n_lesions=1000, radius_range=(1.0, 3.0), seed=0)

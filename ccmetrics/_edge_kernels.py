@@ -1,0 +1,43 @@
+"""Numba kernels of the edge tests of :mod:`ccmetrics.surface`, for long voxel lists.
+
+Same rules as the numpy code they replace (:func:`ccmetrics.surface.mask_edges`, the span-map branch of
+:func:`ccmetrics.surface.own_face_edges`), one pass over the list with no temporaries, shared between the
+CPU cores; the numpy code stays for short lists, so that small images never import numba.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mask_edges(flat_index, shape, strides, mask, out):
+    """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
+    ndim = shape.shape[0]
+    for i in numba.prange(flat_index.shape[0]):
+        f = flat_index[i]
+        rest = f
+        edge = False
+        for axis in range(ndim):
+            stride = strides[axis]
+            coord = rest // stride
+            rest -= coord * stride
+            if coord == 0 or coord == shape[axis] - 1 or mask[f - stride] == 0 or mask[f + stride] == 0:
+                edge = True
+                break
+        out[i] = edge
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def label_differs(at, mine, label_map, strides, out):
+    """out[i]: a face neighbour of span position at[i] holds another label than mine[i] (interior voxels)."""
+    for i in numba.prange(at.shape[0]):
+        a = at[i]
+        m = mine[i]
+        differs = False
+        for stride in strides:
+            if label_map[a - stride] != m or label_map[a + stride] != m:
+                differs = True
+                break
+        out[i] = differs
