@@ -22,8 +22,8 @@ Two engines, one rule:
   foreground-heavy prediction): the separable nearest-label transform of
   :mod:`ccmetrics._nearest_label` (three line passes over the box, both CPU
   cores, about 30-50 ns a voxel), which also bounds the distance to the second
-  nearest label; only voxels where another label is within the margin go on to
-  the exact per-voxel rule.
+  nearest label; only voxels where another label may be within its 2e-6 margin
+  go on to the exact per-voxel rule.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def assign_nearest(
     cost is about 1-2 µs per query voxel.  When at least 32768 query voxels
     fill at least 1/32 of the bounding box of queries and surfaces (a
     foreground-heavy prediction), the box is labelled by the separable
-    nearest-label transform instead (about 30-50 ns per box voxel, 20 bytes of
+    nearest-label transform instead (about 30-50 ns per box voxel, 16 bytes of
     memory per box voxel) and only the voxels it flags as possibly tied get the
     per-voxel rule.  Many query voxels scattered in a large box are first
     labelled block by block where no tie is possible (:func:`_certify_blocks`).
@@ -319,14 +319,14 @@ def voronoi_partition(
     The separable nearest-label transform (:mod:`ccmetrics._nearest_label`)
     gives every voxel a nearest site and the distance to the nearest voxel of
     any *other* site, in three line passes shared between the CPU cores.  Where
-    that second distance is within a 1e-9 relative margin of the first (a tie
-    or a near-tie), the voxel is relabelled with the exact rule of
+    that second distance may be within a 2e-6 relative margin of the first (a
+    tie or a near-tie), the voxel is relabelled with the exact rule of
     :func:`assign_nearest`; elsewhere the nearest site is unique by far more than
     any rounding.  Cost: about 0.12 s for 160x160x120 with 20 sites (the
     per-site EDT loop: 3 s) and 1.5 s for 400x400x300 on 2 cores
     (``tests/benchmarks/bench_scale.py``); the first call in a process loads the
     compiled kernels (about 0.3 s; 7 s to compile them once after install).
-    Memory: about 24 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
+    Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
     this map for the whole image: it labels only the prediction voxels outside
     the GT.
 

@@ -28,7 +28,7 @@ def _check_transform(labels, spacing):
     np.testing.assert_array_equal(np.abs(got), np.where(flagged, np.abs(got), nearest))
     if len(present) > 1:
         gap = order[1] ** 2 - order[0] ** 2
-        assert (gap[flagged] <= 1e-6 * order[0][flagged] ** 2).all()  # no voxel flagged without a near-tie
+        assert (gap[flagged] <= 1e-5 * order[0][flagged] ** 2).all()  # no voxel flagged without a near-tie
         assert (~flagged[gap == 0]).sum() == 0  # every exact tie between two labels is flagged
     else:
         assert not flagged.any()
