@@ -57,8 +57,8 @@ from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score, image_diagon
 from .components import Runs, Sites, raster_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
 from .partition import assign_nearest_flat
-from .surface import (SURFACE_METRICS, directed_distances, face_edges, grouped_directed_distances, mask_edges,
-                      own_face_edges, physical, surface_scores)
+from .surface import (SURFACE_METRICS, directed_distances, face_edges, grouped_directed_distances,
+                      grouped_surface_scores, mask_edges, own_face_edges, physical, surface_scores)
 
 #: metrics computed natively, per component and globally
 BUILTIN_METRICS = OVERLAP_METRICS + SURFACE_METRICS
@@ -363,7 +363,7 @@ def evaluate(
         found = prepared.found
         case = _CaseGeometry(pred_voxels.result(), prepared, spacing, pool, global_distances=bool(need_surface))
         if need_surface:
-            rows = [surface_scores(*pair, need_surface, tolerance) for pair in case.component_distances(pool)]
+            rows = grouped_surface_scores(*case.component_distances(pool), need_surface, tolerance)
             global_scores = surface_scores(*case.global_distances(), need_surface, tolerance)
     table = _component_table(found, spacing, sites)
     table["detected"] = case.intersection > 0
@@ -470,6 +470,10 @@ class _PredVoxels:
         self.runs = Runs(self.flat, pred_mask.shape)
 
 
+def _concat(arrays: List[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+
+
 def _coords(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return np.stack(np.unravel_index(flat_index, shape), axis=1)
 
@@ -524,8 +528,12 @@ class _CaseGeometry:
         p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
         return _submit(pool, directed_distances, p, g), _submit(pool, directed_distances, g, p)
 
-    def component_distances(self, pool: Optional[ThreadPoolExecutor] = None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-        """Prediction->GT and GT->prediction edge distances inside each region 1..K, in order.
+    def component_distances(self, pool: Optional[ThreadPoolExecutor] = None
+                            ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Prediction->GT and GT->prediction edge distances inside the regions 1..K, concatenated.
+
+        Returns ``(pred_to_gt, pred_bounds, gt_to_pred, gt_bounds)``: region ``c`` owns
+        ``pred_to_gt[pred_bounds[c - 1]:pred_bounds[c]]`` and likewise for ``gt_to_pred``.
 
         From ``_GROUPED_FROM`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
         all regions (:func:`ccmetrics.surface.grouped_directed_distances`, the region as an extra
@@ -534,15 +542,15 @@ class _CaseGeometry:
         small ones batched (at least ``_BATCH_POINTS`` edge voxels per task) so that threads pay off.
         Both ways give the same values bit for bit.
         """
-        if self.found.n >= _GROUPED_FROM:
-            yield from self._grouped_distances(pool)
-            return
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        bounds_p = np.cumsum([0] + [len(e) for e in pred_edges])
+        bounds_g = np.cumsum([0] + [len(e) for e in gt_edges])
+        if self.found.n >= _GROUPED_FROM:
+            return self._grouped_distances(pool) + (bounds_g,)
         if pool is None:
-            for p, g in zip(pred_edges, gt_edges):
-                pair = self._submit_pair(None, p, g)
-                yield pair[0].result(), pair[1].result()
-            return
+            pairs = [self._submit_pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
+            return (_concat([pair[0].result() for pair in pairs]), bounds_p,
+                    _concat([pair[1].result() for pair in pairs]), bounds_g)
         cost = {(i, d): len(pred_edges[i]) + len(gt_edges[i]) for i in range(self.found.n) for d in (0, 1)}
         batches: List[List[Tuple[int, int]]] = []
         total = 0
@@ -564,10 +572,10 @@ class _CaseGeometry:
         for batch in batches:
             future = pool.submit(run, batch)
             where.update((unit, future) for unit in batch)
-        for i in range(self.found.n):
-            yield where[i, 0].result()[i, 0], where[i, 1].result()[i, 1]
+        return (_concat([where[i, 0].result()[i, 0] for i in range(self.found.n)]), bounds_p,
+                _concat([where[i, 1].result()[i, 1] for i in range(self.found.n)]), bounds_g)
 
-    def _grouped_distances(self, pool: Optional[ThreadPoolExecutor]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+    def _grouped_distances(self, pool: Optional[ThreadPoolExecutor]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Two KD-tree queries for all regions (the region as an extra coordinate), each shared by the pool's threads."""
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
         counts_p = [len(e) for e in pred_edges]
@@ -581,10 +589,7 @@ class _CaseGeometry:
         workers = 1 if pool is None else _thread_count()
         d_pg = grouped_directed_distances(p, p_group, g, g_group, span, workers)
         d_gp = grouped_directed_distances(g, g_group, p, p_group, span, workers)
-        bounds_p = np.cumsum([0] + counts_p)
-        bounds_g = np.cumsum([0] + counts_g)
-        for i in range(self.found.n):
-            yield d_pg[bounds_p[i]:bounds_p[i + 1]], d_gp[bounds_g[i]:bounds_g[i + 1]]
+        return d_pg, np.cumsum([0] + counts_p), d_gp
 
     def global_distances(self) -> Tuple[np.ndarray, np.ndarray]:
         """Edge distances of the whole prediction and the whole GT."""

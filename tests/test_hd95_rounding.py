@@ -120,3 +120,41 @@ def test_hd95_of_evaluate_equals_monai_on_an_fma_sensitive_case():
     distances = np.array([1, 1, 1, 1, math.sqrt(17)], np.float32)
     assert torch_quantile_with(distances, True) != torch_quantile_with(distances, False)
     assert result.standard["hd95"] == torch_quantile(distances, 0.95)
+
+
+@pytest.mark.parametrize("fma", [True, False])
+def test_grouped_surface_scores_equal_per_component_bit_for_bit(monkeypatch, fma):
+    """All components at once (one sort, one vectorised lerp) equal surface_scores one by one: rounding-
+    sensitive vectors, empty sides, infinities, ties, single values, under both lerp roundings."""
+    import ccmetrics.surface as surface
+    from ccmetrics.surface import grouped_surface_scores, surface_scores
+
+    monkeypatch.setattr(surface, "lerp_uses_fma", lambda: fma)
+    rng = np.random.default_rng(3)
+    sensitive = np.array([1.0] * 8 + [math.sqrt(29)], np.float32)
+    groups_p, groups_g = [], []
+    for i in range(400):
+        kind = i % 8
+        if kind == 0:
+            p, g = sensitive.copy(), rng.permutation(sensitive)
+        elif kind == 1:
+            p, g = np.zeros(0, np.float32), rng.random(rng.integers(1, 30)).astype(np.float32)  # empty prediction side
+        elif kind == 2:
+            p, g = np.full(rng.integers(1, 9), np.inf, np.float32), np.zeros(0, np.float32)
+        elif kind == 3:
+            p, g = np.zeros(0, np.float32), np.zeros(0, np.float32)  # both empty
+        elif kind == 4:
+            p, g = np.float32([rng.random()]), np.float32([2.0, 2.0, 2.0])  # single value, ties
+        else:
+            p = (rng.random(rng.integers(1, 300)) * 40).astype(np.float32)
+            g = np.sqrt(rng.integers(0, 400, rng.integers(1, 200))).astype(np.float32)
+        groups_p.append(rng.permutation(p))
+        groups_g.append(rng.permutation(g))
+    metrics = ["nsd", "hd", "hd95", "assd"]
+    expected = [surface_scores(p, g, metrics, 1.5) for p, g in zip(groups_p, groups_g)]
+    bounds_p = np.cumsum([0] + [len(p) for p in groups_p])
+    bounds_g = np.cumsum([0] + [len(g) for g in groups_g])
+    got = grouped_surface_scores(np.concatenate(groups_p), bounds_p, np.concatenate(groups_g), bounds_g, metrics, 1.5)
+    for e, r in zip(expected, got):
+        for name in metrics:
+            assert np.float64(e[name]).tobytes() == np.float64(r[name]).tobytes(), (name, e, r)
