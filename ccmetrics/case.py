@@ -357,11 +357,11 @@ def evaluate(
 
     need_surface = [m for m in names if m in SURFACE_METRICS]
     with _worker_threads(prepared.shape) as pool:
-        pred_voxels = _submit(pool, _PredVoxels, pred_mask)
+        pred_voxels = _submit(pool, _PredVoxels, pred_mask, bool(need_surface))
         if unprepared:
             prepared._prepare()
         found = prepared.found
-        case = _CaseGeometry(pred_voxels.result(), prepared, spacing, pool, global_distances=bool(need_surface))
+        case = _CaseGeometry(pred_voxels.result(), prepared, spacing, pool, surfaces=bool(need_surface))
         if need_surface:
             rows = grouped_surface_scores(*case.component_distances(pool), need_surface, tolerance)
             global_scores = surface_scores(*case.global_distances(), need_surface, tolerance)
@@ -462,11 +462,11 @@ def _submit(pool: Optional[ThreadPoolExecutor], fn, *args):
 
 
 class _PredVoxels:
-    """The prediction's voxel list: sorted flat indices, edges of the whole mask, runs."""
+    """The prediction's voxel list: sorted flat indices, edges of the whole mask (``edges=True``), runs."""
 
-    def __init__(self, pred_mask: np.ndarray):
+    def __init__(self, pred_mask: np.ndarray, edges: bool = True):
         self.flat = np.flatnonzero(pred_mask)
-        self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel())
+        self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
         self.runs = Runs(self.flat, pred_mask.shape)
 
 
@@ -482,23 +482,24 @@ class _CaseGeometry:
     """Regions, counts and edge voxels of one case, computed once and shared by all metrics.
 
     Everything is derived from the two voxel lists (sorted flat indices of the
-    prediction and of the GT sites), never from an image-sized label map.  With a
+    prediction and of the GT sites), never from an image-sized label map; edge
+    voxels and distances only with ``surfaces=True`` (a surface metric).  With a
     thread ``pool``, the whole-image edge distances (which need no regions) run
     beside the nearest-site search, and the per-component KD-tree queries run
     on all workers; the values do not depend on the threads.
     """
 
     def __init__(self, pred: "_PredVoxels", prepared: GroundTruth, spacing: Optional[Tuple[float, ...]],
-                 pool: Optional[ThreadPoolExecutor] = None, global_distances: bool = False):
+                 pool: Optional[ThreadPoolExecutor] = None, surfaces: bool = False):
         found = prepared.found
         self.shape, self.found, self.spacing = found.shape, found, spacing
         gt_coords, gt_own = prepared.coords, prepared.own_edge
 
         self.pred_flat, pred_union = pred.flat, pred.union_edge  # prediction coordinates only where needed
-        self._gt_union_edges = gt_coords[prepared.union_edge]
-        self._pred_union_edges = _coords(self.pred_flat[pred_union], self.shape)
         self._global = None
-        if global_distances:  # needs no regions: starts now, beside the nearest-site search
+        if surfaces:  # the whole-image distances need no regions: they start now, beside the nearest-site search
+            self._gt_union_edges = gt_coords[prepared.union_edge]
+            self._pred_union_edges = _coords(self.pred_flat[pred_union], self.shape)
             self._global = self._submit_pair(pool, self._pred_union_edges, self._gt_union_edges)
 
         inside = prepared.array.ravel()[self.pred_flat] != 0
@@ -511,6 +512,9 @@ class _CaseGeometry:
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
 
+        self._gt_coords = gt_coords
+        if not surfaces:
+            return
         own_label = region if found.n else np.ones_like(region)
         pred_own = own_face_edges(self.pred_flat, self.shape, own_label, pred_union, pred.runs)
 
@@ -518,7 +522,6 @@ class _CaseGeometry:
         self._gt_edges = self._group(gt_coords[gt_own], found.label[gt_own])
         order = np.argsort(region[pred_own], kind="stable")
         self._pred_edges = self._group(_coords(self.pred_flat[pred_own][order], self.shape), region[pred_own][order])
-        self._gt_coords = gt_coords
 
     def _group(self, coords: np.ndarray, labels: np.ndarray) -> List[np.ndarray]:
         bounds = np.searchsorted(labels, np.arange(1, self.found.n + 2))

@@ -72,6 +72,8 @@ def main() -> None:
 
     import ccmetrics.components as components
     from ccmetrics import evaluate, label_components, voronoi_partition
+    from ccmetrics.components import find_sites
+    from ccmetrics.partition import assign_nearest_flat, site_surfaces
     from ccmetrics.synthetic import lesion_case
 
     rows = []
@@ -105,10 +107,18 @@ def main() -> None:
     gt, _ = lesion_case((160, 160, 120), n_lesions=12, radius_range=(2, 10), seed=5)
     pred = np.ones_like(gt)
     pred[:4] = False
-    t_edt = best_of(lambda: ndimage.distance_transform_edt(~gt, sampling=spacing), 3)[1]
+    t_edt = best_of(lambda: ndimage.distance_transform_edt(~gt, sampling=spacing), 5)[1]
+    found = find_sites(gt)
+    surface, surface_labels = site_surfaces(found, found.label_map(flat=True))
+    outside = np.flatnonzero(pred & ~gt)
+    t_regions = best_of(lambda: assign_nearest_flat(outside, gt.shape, surface, surface_labels, spacing), 5)[1]
+    t_dice = best_of(lambda: evaluate(pred, gt, ["dice"], spacing=spacing), 5)[1]
     t_fg = best_of(lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing), 5)[1]
-    rows.append(("all-foreground prediction, 160×160×120, 12 lesions (dice, nsd, hd95), medians of 5 and 3",
-                 f"{t_fg:.2f} s = {t_fg / t_edt:.1f} EDT passes (one EDT {t_edt:.2f} s)", "≤ 2 passes"))
+    name = "all-foreground prediction, 160×160×120, 12 lesions, medians of 5"
+    rows.append((f"{name}: region labels of the {len(outside)} voxels outside the GT",
+                 f"{t_regions:.2f} s = {t_regions / t_edt:.1f} EDT passes (one EDT {t_edt:.2f} s)", "≤ 2 passes"))
+    rows.append((f"{name}: `evaluate` (dice)", f"{t_dice:.2f} s = {t_dice / t_edt:.1f} EDT passes", "≤ 2 passes"))
+    rows.append((f"{name}: `evaluate` (dice, nsd, hd95)", f"{t_fg:.2f} s = {t_fg / t_edt:.1f} EDT passes", "≤ 2 passes"))
 
     # 3. 1000 small lesions: labelling passes
     gt, pred = lesion_case((300, 300, 200), n_lesions=1000, radius_range=(1.0, 3.0), seed=0)
