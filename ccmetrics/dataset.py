@@ -280,7 +280,7 @@ class DatasetResult:
 
     def _evaluated(self, empty_gt: bool) -> pd.DataFrame:
         """Rows of evaluated (not failed) case-classes whose GT is empty or not."""
-        empty = self.per_case["empty_gt"].astype(object).fillna(False).astype(bool)  # NaN on error rows
+        empty = self.per_case["empty_gt"].eq(True)  # NaN on error rows: not empty (no fillna downcasting warning)
         return self.per_case[(self.per_case["status"] != "error") & (empty == empty_gt)]
 
     @property

@@ -393,7 +393,7 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     for m in methods:  # empty-GT cases follow a special rule; they are summarised apart, never ranked
         table = tables[m]
         if "empty_gt" in table:
-            flag = table["empty_gt"].astype(object).fillna(False).astype(bool)
+            flag = table["empty_gt"].eq(True)
             if class_value is not None and class_column in table:
                 flag &= table[class_column] == class_value
             empty_gt.update(table.loc[flag, case_column])
