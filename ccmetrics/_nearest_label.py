@@ -13,8 +13,9 @@ decomposition: the nearest voxel of another label than ``L`` seen from x in a li
 position q of the line, ``d1(q)`` when ``l1(q) != L`` and ``d2(q)`` otherwise, so each line takes one
 lower envelope for ``d1`` and one per distinct label of its ``l1`` (1 to 3 in a typical line).
 
-Exactness. The envelopes are evaluated in float64 and the three maps are stored between passes in
-float32 (d1, d2) and int32 (l1). Each pass multiplies the relative error by at most (1 + 2^-24) and
+Exactness. The envelopes are evaluated in float64, their breakpoints from offsets between parabolas
+(no ``w q^2`` term, whose rounding on long lines would swallow the differences it compares), and the
+three maps are stored between passes in float32 (d1, d2) and int32 (l1). Each pass multiplies the relative error by at most (1 + 2^-24) and
 only two one-sided bounds are needed: ``d1`` is never below ``(1 - 2e-7)`` times the true distance of
 label ``l1`` and never above ``(1 + 2e-7)`` times the true nearest distance, ``d2`` never above
 ``(1 + 2e-7)`` times the true distance of the nearest other label (by induction over the passes: a
@@ -46,11 +47,12 @@ def _envelope(f, n, w, v, z):
         fq = f[q]
         if fq == _INF:
             continue
-        hq = fq + w * q * q
         s = -_INF
         while k >= 0:
             p = v[k]
-            s = (hq - (f[p] + w * p * p)) / (2.0 * w * (q - p))
+            # breakpoint from offsets: ((f_q - f_p) / (w (q - p)) + p + q) / 2, never w q^2, whose rounding
+            # would swallow the differences of f on long lines (q ~ 2^21)
+            s = ((fq - f[p]) / (w * (q - p)) + (p + q)) * 0.5
             if s <= z[k]:
                 k -= 1
                 s = -_INF

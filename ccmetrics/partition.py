@@ -312,7 +312,10 @@ def voronoi_partition(
         Region label 1..K of every voxel; all zeros when the GT is empty.  Each
         voxel gets the site at the smallest Euclidean distance; exact ties go
         to the lowest label.  Identical to the brute-force loop of one
-        ``distance_transform_edt`` per site with a strict ``<`` update.
+        ``distance_transform_edt`` per site with a strict ``<`` update
+        (tested for spacing ratios up to 1e6; at ratios near 1e9 scipy's own
+        feature transform can return a voxel one ulp farther than the nearest,
+        and this function keeps to the formula's minimum).
 
     Notes
     -----

@@ -158,3 +158,19 @@ def test_foreground_heavy_evaluate_equals_brute_force_regions(rng):
     inter = np.bincount(labels[pred & gt], minlength=n + 1)[1:]
     size = np.bincount(labels[gt], minlength=n + 1)[1:]
     assert result.per_component["dice"].tolist() == pytest.approx((2 * inter / (region + size)).tolist(), abs=0)
+
+
+def test_long_line_near_tie_is_not_lost_to_cancellation():
+    """On a line of 2^21 voxels the breakpoint formula with w q^2 lost the differences of f (found by an
+    adversarial review): the voxel (R, 0) is sqrt(5) from label 2 and sqrt(5) (1 + 2e-6) from label 1."""
+    r = 1 << 21
+    spacing = (1.0, float(np.sqrt(1 + 1e-5)))
+    gt = np.zeros((r + 6, 5), np.int32)
+    gt[r - 4, 3] = 1
+    gt[r - 3, 4] = 2
+    gt[r + 5, 0] = 2
+    got = voronoi_partition(gt, spacing, sites="labels")
+    window = (slice(r - 10, r + 6), slice(None))  # the brute-force loop on a window holding all sites
+    expected, _ = brute_force_partition(gt[window], spacing)
+    np.testing.assert_array_equal(got[window], expected)
+    assert got[r, 0] == 2
