@@ -328,7 +328,7 @@ def voronoi_partition(
     any rounding.  Cost: about 0.12 s for 160x160x120 with 20 sites (the
     per-site EDT loop: 3 s) and 1.5 s for 400x400x300 on 2 cores
     (``tests/benchmarks/bench_scale.py``); the first call in a process loads the
-    compiled kernels (about 0.3 s; 7 s to compile them once after install).
+    compiled kernels (about 0.5-0.8 s; 7 s to compile them once after install).
     Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
     this map for the whole image: it labels only the prediction voxels outside
     the GT.
