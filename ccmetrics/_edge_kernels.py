@@ -1,8 +1,8 @@
 """Numba kernels of the edge tests of :mod:`ccmetrics.surface`, for long voxel lists.
 
 Same rules as the numpy code they replace (:func:`ccmetrics.surface.mask_edges`, the span-map branch of
-:func:`ccmetrics.surface.own_face_edges`), one pass over the list with no temporaries, shared between the
-CPU cores; the numpy code stays for short lists, so that small images never import numba.
+:func:`ccmetrics.surface.own_face_edges`), passes over the list without numpy temporaries, shared between
+the CPU cores; the numpy code stays for short lists, so that small images never import numba.
 """
 
 from __future__ import annotations
@@ -30,11 +30,18 @@ def mask_edges(flat_index, shape, strides, mask, out):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def label_differs(at, mine, label_map, strides, out):
-    """out[i]: a face neighbour of span position at[i] holds another label than mine[i] (interior voxels)."""
-    for i in numba.prange(at.shape[0]):
-        a = at[i]
-        m = mine[i]
+def own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
+    """out[i]: voxel i is a union edge, or a face neighbour holds another label (a map of the flat span)."""
+    n = flat_index.shape[0]
+    label_map = np.zeros(span, np.int32)
+    for i in numba.prange(n):
+        label_map[flat_index[i] - first] = labels[i]
+    for i in numba.prange(n):
+        if union_edge[i]:
+            out[i] = True
+            continue
+        a = flat_index[i] - first  # an interior voxel: every face neighbour is in the list, so in the span
+        m = labels[i]
         differs = False
         for stride in strides:
             if label_map[a - stride] != m or label_map[a + stride] != m:

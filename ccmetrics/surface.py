@@ -157,6 +157,16 @@ def own_face_edges(
     or previous entry, along the others a binary search over the runs
     (:meth:`~ccmetrics.components.Runs.locate`).
     """
+    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    if len(flat_index):
+        first, span = int(flat_index[0]), int(flat_index[-1] - flat_index[0]) + 1
+        if len(flat_index) >= _KERNELS_FROM and span <= _DENSE_BOX * len(flat_index):
+            from . import _edge_kernels  # numba: imported for long lists only
+
+            own_edge = np.empty(len(flat_index), dtype=bool)
+            _edge_kernels.own_edges_in_span(np.asarray(flat_index, np.int64), np.asarray(labels, np.int32),
+                                            union_edge, first, span, strides.astype(np.int64), own_edge)
+            return own_edge
     own_edge = union_edge.copy()
     interior = np.flatnonzero(~union_edge)
     if len(interior) == 0 or np.all(labels == labels[0]):
@@ -164,20 +174,13 @@ def own_face_edges(
     mine = labels[interior]
     flat = flat_index[interior]
     differs = np.zeros(len(interior), dtype=bool)
-    strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
-    first, span = int(flat_index[0]), int(flat_index[-1] - flat_index[0]) + 1
     if span <= _DENSE_BOX * len(flat_index):
         label_map = np.zeros(span, dtype=np.min_scalar_type(int(labels.max())))
         label_map[flat_index - first] = labels
         at = flat - first
-        if len(interior) >= _KERNELS_FROM:
-            from . import _edge_kernels  # numba: imported for long lists only
-
-            _edge_kernels.label_differs(at, mine.astype(label_map.dtype), label_map, strides.astype(np.int64), differs)
-        else:
-            for stride in strides:  # interior voxels: every face neighbour is in the list, so in the span
-                differs |= label_map[at - int(stride)] != mine
-                differs |= label_map[at + int(stride)] != mine
+        for stride in strides:  # interior voxels: every face neighbour is in the list, so in the span
+            differs |= label_map[at - int(stride)] != mine
+            differs |= label_map[at + int(stride)] != mine
     else:
         for axis, stride in enumerate(strides):
             for step in (-1, 1):
@@ -450,9 +453,13 @@ def _group_sums(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 
 def _sort_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``values`` sorted within each consecutive group of ``counts`` entries."""
-    group = np.repeat(np.arange(len(counts)), counts)
-    return values[np.lexsort((values, group))]
+    """``values`` sorted within each consecutive group of ``counts`` entries (one sort per group)."""
+    out = np.empty_like(values)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if stop - start:
+            out[start:stop] = np.sort(values[start:stop])
+    return out
 
 
 def _group_quantiles(ordered: np.ndarray, bounds: np.ndarray, q: float) -> np.ndarray:
