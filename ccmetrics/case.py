@@ -425,6 +425,7 @@ _THREADS_FROM = 1 << 20
 _MAX_THREADS = 4
 _BATCH_POINTS = 4096  # edge voxels per thread task at least (smaller tasks cost more than they save)
 _GROUPED_FROM = 64  # regions from which one grouped KD-tree query serves them all
+_GLOBAL_AFTER = 1 << 15  # prediction voxels outside the GT from which the whole-image distances wait for the regions
 
 
 def _thread_count() -> int:
@@ -485,8 +486,10 @@ class _CaseGeometry:
     prediction and of the GT sites), never from an image-sized label map; edge
     voxels and distances only with ``surfaces=True`` (a surface metric).  With a
     thread ``pool``, the whole-image edge distances (which need no regions) run
-    beside the nearest-site search, and the per-component KD-tree queries run
-    on all workers; the values do not depend on the threads.
+    beside the nearest-site search (after it when many prediction voxels lie
+    outside the GT: the nearest-label transform keeps every core busy), and the
+    per-component KD-tree queries run on all workers; the values do not depend
+    on the threads.
     """
 
     def __init__(self, pred: "_PredVoxels", prepared: GroundTruth, spacing: Optional[Tuple[float, ...]],
@@ -500,14 +503,18 @@ class _CaseGeometry:
         if surfaces:  # the whole-image distances need no regions: they start now, beside the nearest-site search
             self._gt_union_edges = gt_coords[prepared.union_edge]
             self._pred_union_edges = _coords(self.pred_flat[pred_union], self.shape)
-            self._global = self._submit_pair(pool, self._pred_union_edges, self._gt_union_edges)
 
         inside = prepared.array.ravel()[self.pred_flat] != 0
+        many_outside = len(inside) - np.count_nonzero(inside) >= _GLOBAL_AFTER
+        if surfaces and not many_outside:
+            self._global = self._submit_pair(pool, self._pred_union_edges, self._gt_union_edges)
         region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
         region[inside] = prepared.raster_label[prepared.runs.locate(self.pred_flat[inside])]
         if found.n and not inside.all():
             region[~inside] = assign_nearest_flat(self.pred_flat[~inside], self.shape, gt_coords[gt_own],
                                                   found.label[gt_own], spacing)
+        if surfaces and many_outside:  # after the nearest-label transform, which keeps every core busy
+            self._global = self._submit_pair(pool, self._pred_union_edges, self._gt_union_edges)
         self.pred_region = region
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
