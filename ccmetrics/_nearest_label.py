@@ -155,68 +155,45 @@ def _pass_last_axis(labels, spacing2, d1, l1, d2):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _pass_middle_axis(spacing1, d1, l1, d2):
-    """Axis 1, in place, one (n1, n2) slice per task."""
-    n0, n1, n2 = d1.shape
+def _pass_lines(spacing, d1, l1, d2, flag):
+    """One pass, in place, along axis 1 of the 3D views (d1, l1, d2), one axis-0 slice per task.
+
+    With ``flag`` (the last pass), only labels are written: negated where another label lies within
+    the margin.
+    """
+    n0, n, n2 = d1.shape
     for i in numba.prange(n0):
-        f1 = np.empty(n1)
-        lb = np.empty(n1, np.int32)
-        f2 = np.empty(n1)
-        g1 = np.empty(n1)
-        m1 = np.empty(n1, np.int32)
-        g2 = np.empty(n1)
-        v = np.empty(n1 + 1, np.int64)
-        z = np.empty(n1 + 1)
-        fl = np.empty(n1)
-        seen = np.empty(n1 + 1, np.int32)
+        f1 = np.empty(n)
+        lb = np.empty(n, np.int32)
+        f2 = np.empty(n)
+        g1 = np.empty(n)
+        m1 = np.empty(n, np.int32)
+        g2 = np.empty(n)
+        v = np.empty(n + 1, np.int64)
+        z = np.empty(n + 1)
+        fl = np.empty(n)
+        seen = np.empty(n + 1, np.int32)
         for k in range(n2):
             any_site = False
-            for j in range(n1):
+            for j in range(n):
                 f1[j] = d1[i, j, k]
                 lb[j] = l1[i, j, k]
                 f2[j] = d2[i, j, k]
                 if f1[j] != _INF:
                     any_site = True
-            if not any_site:
+            if not any_site:  # no site reached this line yet: it stays at infinity
                 continue
-            _line(f1, lb, f2, n1, spacing1, g1, m1, g2, v, z, fl, seen)
-            for j in range(n1):
-                d1[i, j, k] = g1[j]
-                l1[i, j, k] = m1[j]
-                d2[i, j, k] = g2[j]
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _pass_first_axis(spacing0, d1, l1, d2):
-    """Axis 0, in place; then flags: l1 is negated where another label lies within the margin."""
-    n0, n1, n2 = d1.shape
-    for j in numba.prange(n1):
-        f1 = np.empty(n0)
-        lb = np.empty(n0, np.int32)
-        f2 = np.empty(n0)
-        g1 = np.empty(n0)
-        m1 = np.empty(n0, np.int32)
-        g2 = np.empty(n0)
-        v = np.empty(n0 + 1, np.int64)
-        z = np.empty(n0 + 1)
-        fl = np.empty(n0)
-        seen = np.empty(n0 + 1, np.int32)
-        for k in range(n2):
-            for i in range(n0):
-                f1[i] = d1[i, j, k]
-                lb[i] = l1[i, j, k]
-                f2[i] = d2[i, j, k]
-            if n0 > 1:
-                _line(f1, lb, f2, n0, spacing0, g1, m1, g2, v, z, fl, seen)
-            else:
-                g1[0] = f1[0]
-                m1[0] = lb[0]
-                g2[0] = f2[0]
-            for i in range(n0):
-                lab = m1[i]
-                if g1[i] > 0.0 and g2[i] <= g1[i] * (1.0 + _REL_MARGIN):
-                    lab = -lab
-                l1[i, j, k] = lab
+            _line(f1, lb, f2, n, spacing, g1, m1, g2, v, z, fl, seen)
+            for j in range(n):
+                if flag:
+                    lab = m1[j]
+                    if g1[j] > 0.0 and g2[j] <= g1[j] * (1.0 + _REL_MARGIN):
+                        lab = -lab
+                    l1[i, j, k] = lab
+                else:
+                    d1[i, j, k] = g1[j]
+                    l1[i, j, k] = m1[j]
+                    d2[i, j, k] = g2[j]
 
 
 def nearest_label(labels: np.ndarray, spacing) -> np.ndarray:
@@ -247,6 +224,7 @@ def nearest_label(labels: np.ndarray, spacing) -> np.ndarray:
     d2 = np.empty(labels.shape, dtype=np.float32)
     l1 = np.empty(labels.shape, dtype=np.int32)
     _pass_last_axis(labels, spacing[2], d1, l1, d2)
-    _pass_middle_axis(spacing[1], d1, l1, d2)
-    _pass_first_axis(spacing[0], d1, l1, d2)
+    _pass_lines(spacing[1], d1, l1, d2, False)  # axis 1
+    axis0 = (1, 0, 2)  # axis 0 seen as axis 1 of transposed views (no copy)
+    _pass_lines(spacing[0], d1.transpose(axis0), l1.transpose(axis0), d2.transpose(axis0), True)
     return l1.reshape(shape)
