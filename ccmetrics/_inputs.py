@@ -9,7 +9,7 @@ problem.  Nothing here imports torch: tensors are recognised by duck typing.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 

@@ -38,7 +38,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -53,7 +53,7 @@ from ._inputs import (
     as_spacing,
     check_same_shape,
 )
-from .aggregation import DISTANCE_METRICS, cc_mean, empty_gt_score, image_diagonal
+from .aggregation import cc_mean, empty_gt_score, image_diagonal
 from .components import Runs, Sites, raster_sites
 from .overlap import OVERLAP_METRICS, overlap_scores
 from .partition import assign_nearest_flat
@@ -556,7 +556,8 @@ class _CaseGeometry:
         bounds_p = np.cumsum([0] + [len(e) for e in pred_edges])
         bounds_g = np.cumsum([0] + [len(e) for e in gt_edges])
         if self.found.n >= _GROUPED_FROM:
-            return self._grouped_distances(pool) + (bounds_g,)
+            d_pg, d_gp = self._grouped_distances(pool)
+            return d_pg, bounds_p, d_gp, bounds_g
         if pool is None:
             pairs = [self._submit_pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
             return (_concat([pair[0].result() for pair in pairs]), bounds_p,
@@ -585,7 +586,7 @@ class _CaseGeometry:
         return (_concat([where[i, 0].result()[i, 0] for i in range(self.found.n)]), bounds_p,
                 _concat([where[i, 1].result()[i, 1] for i in range(self.found.n)]), bounds_g)
 
-    def _grouped_distances(self, pool: Optional[ThreadPoolExecutor]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _grouped_distances(self, pool: Optional[ThreadPoolExecutor]) -> Tuple[np.ndarray, np.ndarray]:
         """Two KD-tree queries for all regions (the region as an extra coordinate), each shared by the pool's threads."""
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
         counts_p = [len(e) for e in pred_edges]
@@ -597,9 +598,8 @@ class _CaseGeometry:
         p_group, g_group = np.repeat(labels, counts_p), np.repeat(labels, counts_g)
         span = image_diagonal(self.shape, self.spacing)
         workers = 1 if pool is None else _thread_count()
-        d_pg = grouped_directed_distances(p, p_group, g, g_group, span, workers)
-        d_gp = grouped_directed_distances(g, g_group, p, p_group, span, workers)
-        return d_pg, np.cumsum([0] + counts_p), d_gp
+        return (grouped_directed_distances(p, p_group, g, g_group, span, workers),
+                grouped_directed_distances(g, g_group, p, p_group, span, workers))
 
     def global_distances(self) -> Tuple[np.ndarray, np.ndarray]:
         """Edge distances of the whole prediction and the whole GT."""

@@ -173,10 +173,8 @@ def assign_nearest_flat(
             out = np.empty(len(flat_index), dtype=np.int32)
             origin = np.zeros(len(shape), dtype=np.int64)
             origin[0] = lo
-            nearest = _nearest_in_box(surface_coords, surface_labels, spacing, origin, (hi - lo,) + shape[1:])
-            np.take(nearest.ravel(), flat_index - lo * plane, out=out)
-            del nearest
-            flagged = np.flatnonzero(out < 0)  # another label within the tie margin: the exact rule decides
+            flagged = _labels_from_box(flat_index - lo * plane, surface_coords, surface_labels, spacing, origin,
+                                       (hi - lo,) + shape[1:], out)
             query = np.stack(np.unravel_index(flat_index[flagged], shape), axis=1)
             exact = np.empty(len(flagged), dtype=np.int32)
             _assign_exact(query, np.arange(len(flagged)), surface_coords, surface_labels, spacing, exact)
@@ -186,14 +184,19 @@ def assign_nearest_flat(
                           spacing)
 
 
-def _nearest_in_box(surface_coords: np.ndarray, surface_labels: np.ndarray, spacing: Optional[Sequence[float]],
-                    lo: np.ndarray, box_shape: Sequence[int]) -> np.ndarray:
-    """The nearest-label transform of a box (origin ``lo``) holding every surface voxel; flagged voxels < 0."""
+def _labels_from_box(box_flat: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
+                     spacing: Optional[Sequence[float]], lo: np.ndarray, box_shape: Sequence[int],
+                     out: np.ndarray) -> np.ndarray:
+    """Label voxels (flat indices in a box of origin ``lo`` holding every surface voxel) from the box's
+    nearest-label transform into ``out``; return the positions it flags (another label within the tie
+    margin), which the exact rule must decide. Distances inside the box are those of the whole image."""
     from ._nearest_label import nearest_label  # numba: imported on first use
 
     box = np.zeros(tuple(int(n) for n in box_shape), dtype=np.int32)
     box[tuple((surface_coords - lo).T)] = surface_labels
-    return nearest_label(box, np.ones(box.ndim) if spacing is None else np.asarray(spacing, float))
+    nearest = nearest_label(box, np.ones(box.ndim) if spacing is None else np.asarray(spacing, float))
+    np.take(nearest.ravel(), box_flat, out=out)
+    return np.flatnonzero(out < 0)
 
 
 def _assign_exact(query: np.ndarray, todo: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
@@ -209,18 +212,14 @@ def _assign_exact(query: np.ndarray, todo: np.ndarray, surface_coords: np.ndarra
 
 def _assign_dense(query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
                   spacing: Optional[Sequence[float]], lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Label the queries from the nearest-label transform of their bounding box; return the flagged ones.
-
-    The box holds every query and every surface voxel, so distances inside it are those of the whole
-    image. Queries where another label lies within the tie margin come back for the exact rule.
-    """
-    nearest = _nearest_in_box(surface_coords, surface_labels, spacing, lo, hi - lo)
-    strides = np.cumprod((1,) + tuple(nearest.shape[:0:-1]))[::-1]
+    """Label the queries (coordinates) from the nearest-label transform of their bounding box
+    (:func:`_labels_from_box`); return the flagged ones."""
+    box_shape = tuple(int(n) for n in hi - lo)
+    strides = np.cumprod((1,) + box_shape[:0:-1])[::-1]
     flat = np.zeros(len(query), dtype=np.int64)
     for axis, stride in enumerate(strides):  # flat index in the box, one axis at a time (no (N, ndim) temporary)
         flat += (query[:, axis] - lo[axis]) * int(stride)
-    np.take(nearest.ravel(), flat, out=out)
-    return np.flatnonzero(out < 0)
+    return _labels_from_box(flat, surface_coords, surface_labels, spacing, lo, box_shape, out)
 
 
 def _certify_blocks(query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,

@@ -332,11 +332,20 @@ def torch_quantile(values: np.ndarray, q: float) -> float:
     True
     """
     ordered = np.sort(values.astype(np.float32, copy=False))
-    rank = np.float32(q) * np.float32(len(ordered) - 1)
-    below = int(np.floor(rank))
-    above = int(np.ceil(rank))
-    weight = np.float32(rank - np.float32(below))
-    return float(torch_lerp(ordered[below], ordered[above], weight))
+    below, above, weight = quantile_rank(np.array([len(ordered)]), q)
+    return float(torch_lerp(ordered[below[0]], ordered[above[0]], weight[0]))
+
+
+def quantile_rank(counts: np.ndarray, q: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """torch.quantile's neighbours and weight for sorted lists of ``counts`` values (float32 rank, as torch).
+
+    Returns the positions below and above the rank (int64) and the interpolation weight (float32), for
+    :func:`torch_lerp`; one home for :func:`torch_quantile` and its vectorised uses.
+    """
+    rank = np.float32(q) * (np.asarray(counts) - 1).astype(np.float32)
+    below = np.floor(rank).astype(np.int64)
+    above = np.ceil(rank).astype(np.int64)
+    return below, above, (rank - below.astype(np.float32)).astype(np.float32)
 
 
 def surface_scores(
@@ -469,10 +478,7 @@ def _group_quantiles(ordered: np.ndarray, bounds: np.ndarray, q: float) -> np.nd
     full = size > 0
     if not full.any():
         return out
-    rank = np.float32(q) * (size[full] - 1).astype(np.float32)
-    below = np.floor(rank).astype(np.int64)
-    above = np.ceil(rank).astype(np.int64)
-    weight = (rank - below.astype(np.float32)).astype(np.float32)
+    below, above, weight = quantile_rank(size[full], q)
     start = bounds[:-1][full]
     out[full] = torch_lerp(ordered[start + below], ordered[start + above], weight)
     return out

@@ -17,7 +17,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
 from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, three_balls

@@ -85,3 +85,36 @@ def degrade(rng, gt):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+#: a GT of two components with an isolated tie at (0, 0, 0): squared distance 49 from (2, 3, 6) in
+#: component 1 and from (2, 6, 3) in component 2, while every neighbour of the corner is strictly closer to one
+CORNER_TIE_VOXELS = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
+                     (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
+                     (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
+
+
+def corner_tie_gt():
+    gt = np.zeros((5, 7, 10), bool)
+    gt[tuple(np.array(CORNER_TIE_VOXELS).T)] = True
+    return gt
+
+
+def many_query_case(seed):
+    """A sparse or lattice-symmetric GT (seeds 3-5: many exact ties far from the sites) with every voxel
+    outside it as a query: (gt, spacing, surface coords, surface labels, query, brute-force labels, ties)."""
+    from ccmetrics import label_components
+    from ccmetrics.components import find_sites
+    from ccmetrics.partition import site_surfaces
+
+    rng = np.random.default_rng(seed)
+    shape = [(30, 28, 22), (40, 36), (26, 30, 24)][seed % 3]
+    spacing = [(1.0, 1.0, 2.5), (0.7, 1.3), None][seed % 3]
+    gt = rng.random(shape) < 0.004
+    if seed >= 3:
+        gt = np.zeros(shape, bool)
+        gt[tuple(slice(4, n - 4, 6) for n in shape)] = True
+    found = find_sites(gt)
+    coords, labels = site_surfaces(found, found.label_map(flat=True))
+    expected, tie = brute_force_partition(label_components(gt)[0], spacing)
+    return gt, spacing, coords, labels, np.argwhere(~gt), expected, tie

@@ -9,7 +9,7 @@ from ccmetrics._nearest_label import nearest_label
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
 
-from conftest import brute_force_partition
+from conftest import brute_force_partition, corner_tie_gt, many_query_case
 
 
 def _per_label_distances(labels, spacing):
@@ -104,17 +104,7 @@ def test_dense_assignment_equals_brute_force(monkeypatch, seed):
     import ccmetrics.partition as partition
 
     monkeypatch.setattr(partition, "_DENSE_MIN_QUERIES", 1)
-    rng = np.random.default_rng(seed)
-    shape = [(30, 28, 22), (40, 36), (26, 30, 24)][seed % 3]
-    spacing = [(1.0, 1.0, 2.5), (0.7, 1.3), None][seed % 3]
-    gt = rng.random(shape) < 0.004
-    if seed >= 3:  # lattice-symmetric sites: many exact ties far from the sites
-        gt = np.zeros(shape, bool)
-        gt[tuple(slice(4, n - 4, 6) for n in shape)] = True
-    found = find_sites(gt)
-    coords, labels = site_surfaces(found, found.label_map(flat=True))
-    query = np.argwhere(~gt)
-    expected, tie = brute_force_partition(label_components(gt)[0], spacing)
+    gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     calls = []
     original = partition._assign_exact
     monkeypatch.setattr(partition, "_assign_exact", lambda q, todo, *a: (calls.append(len(todo)), original(q, todo, *a)))
@@ -126,11 +116,7 @@ def test_dense_assignment_equals_brute_force(monkeypatch, seed):
 
 def test_dense_assignment_keeps_the_isolated_corner_tie():
     """An all-foreground prediction takes the dense path; the tie at (0, 0, 0) goes to label 1."""
-    voxels = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
-              (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
-              (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
-    gt = np.zeros((5, 7, 10), bool)
-    gt[tuple(np.array(voxels).T)] = True
+    gt = corner_tie_gt()
     found = find_sites(gt)
     coords, labels = site_surfaces(found, found.label_map(flat=True))
     expected, tie = brute_force_partition(label_components(gt)[0])

@@ -9,7 +9,7 @@ from ccmetrics import evaluate, label_components, voronoi_partition
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
 
-from conftest import brute_force_partition, scipy_components
+from conftest import brute_force_partition, corner_tie_gt, many_query_case, scipy_components
 
 EXACT_SPACINGS_3D = [None, (1.0, 1.0, 2.5), (0.5, 0.75, 2.0), (2.0, 1.0, 1.0)]
 
@@ -176,11 +176,7 @@ def test_isolated_tie_in_instance_labels():
 
 def test_isolated_tie_between_components_in_a_corner():
     """(0, 0, 0) is at squared distance 49 from (2, 3, 6) in component 1 and (2, 6, 3) in component 2."""
-    voxels = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
-              (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
-              (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
-    gt = np.zeros((5, 7, 10), bool)
-    gt[tuple(np.array(voxels).T)] = True
+    gt = corner_tie_gt()
     labels, n = label_components(gt)
     assert n == 2
     expected, tie = brute_force_partition(labels)
@@ -209,17 +205,7 @@ def test_block_certification_equals_brute_force(monkeypatch, seed):
     import ccmetrics.partition as partition
 
     monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)  # certify blocks even on these small images
-    rng = np.random.default_rng(seed)
-    shape = [(30, 28, 22), (40, 36), (26, 30, 24)][seed % 3]
-    spacing = [(1.0, 1.0, 2.5), (0.7, 1.3), None][seed % 3]
-    gt = rng.random(shape) < 0.004
-    if seed >= 3:  # lattice-symmetric sites: many exact ties far from the sites
-        gt = np.zeros(shape, bool)
-        gt[tuple(slice(4, n - 4, 6) for n in shape)] = True
-    found = find_sites(gt)
-    coords, labels = site_surfaces(found, found.label_map(flat=True))
-    query = np.argwhere(~gt)
-    expected, tie = brute_force_partition(label_components(gt)[0], spacing)
+    gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     got = assign_nearest(query, coords, labels, spacing)
     np.testing.assert_array_equal(got, expected[~gt])
     left = partition._certify_blocks(query, coords, labels, np.unique(labels), spacing, np.empty(len(query), np.int32))
@@ -232,11 +218,7 @@ def test_block_certification_keeps_the_isolated_corner_tie(monkeypatch):
     import ccmetrics.partition as partition
 
     monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)
-    voxels = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
-              (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
-              (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
-    gt = np.zeros((5, 7, 10), bool)
-    gt[tuple(np.array(voxels).T)] = True
+    gt = corner_tie_gt()
     pred = np.ones_like(gt)
     expected, tie = brute_force_partition(label_components(gt)[0])
     assert tie[0, 0, 0]

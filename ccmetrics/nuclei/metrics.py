@@ -54,7 +54,7 @@ from ..case import CaseResult
 from ..case import evaluate as cc_evaluate
 from ..matching import check_matching_rule, choose_pairs, site_overlaps
 from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
-from ..surface import face_edges, physical, torch_lerp, torch_quantile
+from ..surface import face_edges, physical, quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
 
 __all__ = ["NucleiResult", "evaluate", "metrics_from_confusion", "confusion_frame", "NO_OBJECT",
            "keep_sites", "ignored_instances", "pair_distances", "rows_quantile"]
@@ -319,10 +319,7 @@ def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarra
     True
     """
     ordered = np.sort(values.astype(np.float32, copy=False), axis=1)
-    rank = np.float32(q) * (np.asarray(counts) - 1).astype(np.float32)
-    below = np.floor(rank).astype(np.int64)
-    above = np.ceil(rank).astype(np.int64)
-    weight = (rank - below.astype(np.float32)).astype(np.float32)
+    below, above, weight = quantile_rank(counts, q)
     rows = np.arange(len(ordered))
     return torch_lerp(ordered[rows, below], ordered[rows, above], weight).astype(np.float64)
 
