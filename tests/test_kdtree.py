@@ -1,0 +1,120 @@
+"""The k-d tree of ccmetrics._kdtree against scipy's cKDTree (what MONAI queries), bit for bit in float64."""
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from ccmetrics import _kdtree, evaluate, GroundTruth
+import ccmetrics.case as case_module
+import ccmetrics.surface as surface
+from ccmetrics.synthetic import lesion_case
+
+from conftest import ALL_METRICS
+
+
+def _scipy(source, target, bound=np.inf):
+    return cKDTree(target, leafsize=32).query(source, distance_upper_bound=bound)[0]
+
+
+def _check(source, target, bound=np.inf):
+    expected = _scipy(source, target, bound)
+    for workers in (1, 2):
+        got = _kdtree.nearest_distances(source, target, bound, workers)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_this_machine_sums_as_scipy():
+    assert _kdtree.matches_scipy()
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_random_points_and_voxel_lattices(rng, ndim):
+    for trial in range(60):
+        n, k = int(rng.integers(1, 400)), int(rng.integers(1, 9000))
+        spacing = rng.uniform(0.1, 3.0, ndim) if trial % 2 else np.ones(ndim)
+        if trial % 3 == 0:  # continuous points
+            target, source = rng.normal(size=(n, ndim)) * 50, rng.normal(size=(k, ndim)) * 80
+        else:  # voxel centres in physical units, queries around and inside
+            extent = int(rng.integers(1, 40))
+            target = rng.integers(0, extent, (n, ndim)) * spacing
+            source = rng.integers(-5, extent + 5, (k, ndim)) * spacing
+        _check(source, target)
+
+
+@pytest.mark.parametrize("spacing", [(1.0, 1.0, 1.0), (0.8, 0.8, 2.0), (0.9765625, 0.9765625, 3.3),
+                                     (1e-6, 1.0, 1e6), (0.1, 0.1, 0.1)])
+def test_equidistant_lattice_points(spacing):
+    """Many target voxels at the same real distance (Pythagorean offsets, mirror images): the rounded
+    minimum over all of them is what both trees return."""
+    offsets = np.array([[3, 4, 0], [4, 3, 0], [5, 0, 0], [0, 5, 0], [0, 0, 5], [-3, -4, 0], [0, 3, 4],
+                        [-5, 0, 0], [0, -4, 3], [1, 2, 2], [2, 1, 2], [-2, 2, 1], [0, 0, -3]])
+    centres = np.array([[10, 10, 10], [37, 21, 5], [101, 3, 77]])
+    target = np.concatenate([c + offsets for c in centres]) * np.asarray(spacing)
+    source = np.concatenate([centres, centres + 1, centres - 1]) * np.asarray(spacing)
+    _check(source, target)
+
+
+def test_points_far_from_a_hollow_box():
+    """The faces of a box queried from inside (the slow case of scipy's tree): same values."""
+    box = np.zeros((40, 36, 30), bool)
+    box[2:, :, :] = True
+    inner = np.zeros_like(box)
+    inner[3:-1, 1:-1, 1:-1] = True
+    faces = np.argwhere(box & ~inner) * np.array([0.8, 0.8, 2.0])
+    rng = np.random.default_rng(3)
+    inside = rng.uniform([3, 1, 1], [39, 35, 29], (3000, 3)).round() * np.array([0.8, 0.8, 2.0])
+    _check(inside, faces)
+
+
+def test_degenerate_sets():
+    one = np.array([[1.5, -2.0, 3.0]])
+    queries = np.random.default_rng(0).normal(size=(50, 3))
+    _check(queries, one)
+    _check(queries, np.repeat(one, 100, axis=0))  # all points equal: a single large leaf
+    tiny = np.array([[1.0, 0.0], [np.nextafter(1.0, 2.0), 0.0]] * 20)  # coordinates one float apart
+    _check(np.array([[1.0, 0.0], [2.0, 1.0], [np.nextafter(1.0, 2.0), 0.0]]), tiny)
+    line = np.column_stack([2.0 ** -np.arange(0, 600, dtype=float), np.zeros(600)])  # a very deep tree
+    _check(np.random.default_rng(1).uniform(-0.1, 1.1, (500, 2)), line)
+    _check(np.zeros((0, 3)), one)
+
+
+def test_bound_gives_inf_as_scipy():
+    rng = np.random.default_rng(7)
+    target = rng.integers(0, 20, (300, 3)).astype(float)
+    source = rng.integers(-30, 50, (2000, 3)).astype(float)
+    for bound in (0.5, 1.0, 3.0, 10.0):  # 1.0: points at exactly the bound are not neighbours
+        _check(source, target, bound)
+
+
+def _same(a, b):
+    assert a.per_component.equals(b.per_component)
+    assert a.cc == b.cc and a.standard == b.standard
+
+
+@pytest.mark.parametrize("spacing", [None, (0.8, 0.8, 2.0)])
+@pytest.mark.parametrize("grouped_from", [64, 1])
+def test_evaluate_is_the_same_with_either_tree(monkeypatch, spacing, grouped_from):
+    gt, pred = lesion_case((48, 40, 36), n_lesions=10, radius_range=(1.0, 6.0), seed=9)
+    pred = pred.copy()
+    pred[30:, :, :] = True  # a large false positive: queries far from flat edge sets
+    monkeypatch.setattr(case_module, "_GROUPED_FROM", grouped_from)
+    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 1 << 60)
+    reference = evaluate(pred, gt, ALL_METRICS, spacing=spacing)
+    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
+    calls = []
+    original = _kdtree.nearest_distances
+    monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: calls.append(1) or original(*a))
+    _same(evaluate(pred, gt, ALL_METRICS, spacing=spacing), reference)
+    _same(evaluate(pred, GroundTruth(gt), ALL_METRICS, spacing=spacing), reference)
+    assert calls
+
+
+def test_scipy_serves_machines_that_sum_otherwise(monkeypatch):
+    """Where the probe finds scipy's sums differ (a fused multiply-add), directed distances come from scipy."""
+    monkeypatch.setattr(_kdtree, "_MATCHES", [False])
+    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
+    monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: pytest.fail("own tree used"))
+    points = np.random.default_rng(2).normal(size=(100, 3))
+    np.testing.assert_array_equal(surface.directed_distances(points[:40], points[40:]),
+                                  _scipy(points[:40], points[40:]).astype(np.float32))
