@@ -223,12 +223,15 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return tree.query(source, k=1)[0].astype(np.float32)
 
 
-#: points (source and target together) from which distances come from :mod:`ccmetrics._kdtree` (numba)
+#: points (source and target together) from which distances come from :mod:`ccmetrics._kdtree` (numba) ...
 _OWN_TREE_FROM = 1 << 15
+#: ... once numba is loaded (large images load it for other kernels), or from this many without (its first
+#: import and kernel load take about 0.5 s, more than scipy's tree costs below this size)
+_OWN_TREE_IMPORT_FROM = 1 << 18
 
 
 def _own_tree(points: int) -> bool:
-    if points < _OWN_TREE_FROM:
+    if points < _OWN_TREE_FROM or (points < _OWN_TREE_IMPORT_FROM and "numba" not in sys.modules):
         return False
     from ._kdtree import matches_scipy  # numba: imported on first use
 

@@ -102,6 +102,7 @@ def test_evaluate_is_the_same_with_either_tree(monkeypatch, spacing, grouped_fro
     monkeypatch.setattr(surface, "_OWN_TREE_FROM", 1 << 60)
     reference = evaluate(pred, gt, ALL_METRICS, spacing=spacing)
     monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
+    monkeypatch.setattr(surface, "_OWN_TREE_IMPORT_FROM", 0)
     calls = []
     original = _kdtree.nearest_distances
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: calls.append(1) or original(*a))
@@ -110,10 +111,23 @@ def test_evaluate_is_the_same_with_either_tree(monkeypatch, spacing, grouped_fro
     assert calls
 
 
+def test_small_inputs_never_import_numba():
+    """Below 2^18 points scipy's tree serves unless numba is loaded already (it costs ~0.5 s to load)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from ccmetrics.surface import directed_distances; "
+            "p = np.random.default_rng(0).normal(size=(40000, 3)); directed_distances(p[:20000], p[20000:]); "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_scipy_serves_machines_that_sum_otherwise(monkeypatch):
     """Where the probe finds scipy's sums differ (a fused multiply-add), directed distances come from scipy."""
     monkeypatch.setattr(_kdtree, "_MATCHES", [False])
     monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
+    monkeypatch.setattr(surface, "_OWN_TREE_IMPORT_FROM", 0)
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: pytest.fail("own tree used"))
     points = np.random.default_rng(2).normal(size=(100, 3))
     np.testing.assert_array_equal(surface.directed_distances(points[:40], points[40:]),
