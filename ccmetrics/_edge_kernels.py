@@ -10,9 +10,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._launch import PARALLEL
+
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def mask_edges(flat_index, shape, strides, mask, out):
+def _mask_edges(flat_index, shape, strides, mask, out):
     """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
     ndim = shape.shape[0]
     for i in numba.prange(flat_index.shape[0]):
@@ -30,7 +32,7 @@ def mask_edges(flat_index, shape, strides, mask, out):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
+def _own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
     """out[i]: voxel i is a union edge, or a face neighbour holds another label (a map of the flat span)."""
     n = flat_index.shape[0]
     label_map = np.zeros(span, np.int32)
@@ -48,3 +50,15 @@ def own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out)
                 differs = True
                 break
         out[i] = differs
+
+
+def mask_edges(flat_index, shape, strides, mask, out):
+    """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
+    with PARALLEL:
+        _mask_edges(flat_index, shape, strides, mask, out)
+
+
+def own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
+    """The span-map edge test of :func:`ccmetrics.surface.own_face_edges` (see ``_own_edges_in_span``)."""
+    with PARALLEL:
+        _own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out)

@@ -8,17 +8,24 @@ bounding box of its own points, so a node is visited only when its box is nearer
 far; a query also starts from the nearest point of the query before it (queries come in raster order).
 
 Exactness. A point's squared distance is summed axis by axis as scipy's KD-tree sums it,
-``r = 0; r += |x_k - y_k|**2`` in float64 (no fused multiply-add), and the answer is the smallest of
-these values over all points, then its square root: the very float64 scipy returns, whatever the tree.
-A node is skipped only when the squared distance to its box exceeds the best value by a relative
-1e-12, far more than the rounding of either sum, so no point whose rounded distance is the minimum is
-ever skipped. Whether scipy's own build sums that way on this machine (a compiler may fuse the
-multiply-add on CPUs with FMA) is checked once per process on random points
-(:func:`matches_scipy`); where it does not, callers keep scipy.
+``r = 0; r += (x_k - y_k)**2`` in float64 (no fused multiply-add), and the answer is the smallest of
+these rounded values over all points, then its square root. A node is skipped only when the squared
+distance to its box, summed over the axes in the same order, exceeds the best value so far: each term
+of the box sum is a rounded square of a rounded difference no larger than the point's (rounding is
+monotone), so the box sum never exceeds the rounded distance of any point inside (zero and subnormal
+values included), and no point at the rounded minimum is ever skipped. This equals scipy's answer
+except where scipy's own pruning, which updates node bounds incrementally, rounds past the nearest
+point: an adversarial search found such sets (a few ulps between near-ties, at coordinates of 1e2 to
+1e9), one query in about 16 million there, never on voxel lattices, and the float32 values callers keep
+were equal in those cases. Whether scipy's build sums as above on this machine (a compiler may fuse the
+multiply-add on CPUs with FMA) is checked once per process on random points (:func:`matches_scipy`);
+where it does not, callers keep scipy.
 
-Cost: build O(n log n) (midpoint splits of the widest box side, both sides never empty); a query
-O(log n) for points near the set and, unlike scipy's tree, also for points far from a flat set.
-Kernels release the GIL, so callers' threads run queries side by side.
+Cost: build O(n log n) for voxel coordinates (midpoint splits of the widest box side, both sides never
+empty: depth about 3 log2 of the extent; clustered floating-point data with coordinates spread over
+hundreds of binary orders can make the tree deep and 5-10x slower than scipy's); a query O(log n) for
+points near the set and, unlike scipy's tree, also for points far from a flat set. Kernels release the
+GIL, so callers' threads run queries side by side.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._launch import PARALLEL
+
 _LEAF = 16
 _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own chain of hints)
-_PRUNE = 1.0 + 1e-12  # a node's box must be farther than best * _PRUNE (squared) to be skipped
 
 
 @numba.njit(cache=True, nogil=True)
@@ -178,7 +186,7 @@ def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
         while top > 0:
             top -= 1
             node = stack[top]
-            if _box(box, node, q0, q1, q2, q3) > best * _PRUNE:
+            if _box(box, node, q0, q1, q2, q3) > best:
                 continue
             child = left[node]
             if child < 0:
@@ -192,11 +200,10 @@ def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
             if top + 2 > stack.shape[0]:
                 stack = _grow1(stack, 2 * stack.shape[0])
             near, far, dn, df = (child, child + 1, da, db) if da <= db else (child + 1, child, db, da)
-            limit = best * _PRUNE
-            if df <= limit:  # the nearer child is popped first
+            if df <= best:  # the nearer child is popped first
                 stack[top] = far
                 top += 1
-            if dn <= limit:
+            if dn <= best:
                 stack[top] = near
                 top += 1
         if found >= 0:
@@ -241,7 +248,7 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
 
     Parameters
     ----------
-    source, target : ndarray of float64, shape (N, m), (M, m), m <= 4, M >= 1
+    source, target : ndarray of float64, shape (N, m), (M, m), 1 <= m <= 4, M >= 1
     bound : float
         Points at ``bound`` or farther are not neighbours: ``inf`` where none is nearer (as scipy's
         ``distance_upper_bound``).
@@ -256,11 +263,17 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
     array([5., 1.])
     """
     source = np.ascontiguousarray(source, dtype=np.float64)
+    if source.ndim != 2 or np.ndim(target) != 2 or not 1 <= source.shape[1] == np.shape(target)[1] <= 4:
+        raise ValueError(f"source and target must be (N, m) and (M, m) point arrays with 1 <= m <= 4, "
+                         f"got shapes {source.shape} and {np.shape(target)}")
+    if len(target) == 0:
+        raise ValueError("target is empty: there is no nearest point")
     tree = build(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
     out = np.empty(len(source))
     bound2 = float(bound) * float(bound)
     if workers > 1 and len(source) >= 2 * _PARALLEL_CHUNK:
-        query_parallel(*tree, source, bound2, out, _PARALLEL_CHUNK)
+        with PARALLEL:
+            query_parallel(*tree, source, bound2, out, _PARALLEL_CHUNK)
     else:
         query(*tree, source, bound2, out)
     return out

@@ -35,6 +35,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._launch import PARALLEL
+
 _INF = np.inf
 _REL_MARGIN = 2e-6  # relative margin on squared distances within which another label flags the voxel
 
@@ -223,8 +225,9 @@ def nearest_label(labels: np.ndarray, spacing) -> np.ndarray:
     d1 = np.empty(labels.shape, dtype=np.float32)  # float32 storage between passes: see the module notes
     d2 = np.empty(labels.shape, dtype=np.float32)
     l1 = np.empty(labels.shape, dtype=np.int32)
-    _pass_last_axis(labels, spacing[2], d1, l1, d2)
-    _pass_lines(spacing[1], d1, l1, d2, False)  # axis 1
     axis0 = (1, 0, 2)  # axis 0 seen as axis 1 of transposed views (no copy)
-    _pass_lines(spacing[0], d1.transpose(axis0), l1.transpose(axis0), d2.transpose(axis0), True)
+    with PARALLEL:
+        _pass_last_axis(labels, spacing[2], d1, l1, d2)
+        _pass_lines(spacing[1], d1, l1, d2, False)  # axis 1
+        _pass_lines(spacing[0], d1.transpose(axis0), l1.transpose(axis0), d2.transpose(axis0), True)
     return l1.reshape(shape)

@@ -79,6 +79,42 @@ def test_degenerate_sets():
     _check(np.zeros((0, 3)), one)
 
 
+def _brute(source, target):
+    """The rounded minimum, summed axis by axis from 0.0 as scipy sums (numpy never fuses)."""
+    total = np.zeros((len(source), len(target)))
+    for axis in range(source.shape[1]):
+        delta = source[:, axis, None] - target[None, :, axis]
+        total = total + delta * delta
+    return np.sqrt(total.min(axis=1))
+
+
+def test_ulp_scale_near_ties_give_the_rounded_minimum():
+    """Sets built so that many points lie a few ulps apart in squared distance (where scipy's incremental
+    node bounds can round past the nearest point): the tree returns the brute-force rounded minimum."""
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        m = int(rng.integers(2, 5))
+        far = float(2.0 ** rng.integers(3, 30)) * rng.uniform(1, 2)
+        span = np.sqrt(np.spacing(far * far) * rng.uniform(2, 80))
+        target = np.empty((int(rng.integers(50, 600)), m))
+        target[:, 0] = far + rng.integers(0, 3, len(target)) * np.spacing(far) * (trial % 2)
+        target[:, 1:] = rng.uniform(0, span, (len(target), m - 1))
+        source = np.zeros((300, m))
+        source[:, 1:] = rng.uniform(-span, 2 * span, (300, m - 1))
+        expected = _brute(source, target)
+        for workers in (1, 2):
+            np.testing.assert_array_equal(_kdtree.nearest_distances(source, target, np.inf, workers), expected)
+
+
+def test_bad_shapes_are_refused():
+    with pytest.raises(ValueError, match="1 <= m <= 4"):
+        _kdtree.nearest_distances(np.zeros((3, 5)), np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="1 <= m <= 4"):
+        _kdtree.nearest_distances(np.zeros((3, 2)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="empty"):
+        _kdtree.nearest_distances(np.zeros((3, 2)), np.zeros((0, 2)))
+
+
 def test_bound_gives_inf_as_scipy():
     rng = np.random.default_rng(7)
     target = rng.integers(0, 20, (300, 3)).astype(float)
@@ -121,6 +157,50 @@ def test_small_inputs_never_import_numba():
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_evaluate_from_several_threads(monkeypatch):
+    """Parallel kernels launched from several threads take turns (numba's workqueue layer would abort)."""
+    import threading
+
+    from ccmetrics import _launch
+
+    gt, pred = lesion_case((40, 36, 30), n_lesions=70, radius_range=(1.0, 3.0), seed=5)
+    pred = pred.copy()
+    pred[25:] = True
+    for name, value in (("_OWN_TREE_FROM", 0), ("_OWN_TREE_IMPORT_FROM", 0), ("_KERNELS_FROM", 0)):
+        monkeypatch.setattr(surface, name, value)
+    monkeypatch.setattr(case_module, "_THREADS_FROM", 0)
+    reference = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
+    held = []
+    lock = _launch.PARALLEL
+
+    class Counting:
+        def __enter__(self):
+            lock.acquire()
+            held.append(threading.current_thread().name)
+
+        def __exit__(self, *exc):
+            lock.release()
+
+    for module in ("_edge_kernels", "_kdtree", "_nearest_label"):
+        monkeypatch.setattr(f"ccmetrics.{module}.PARALLEL", Counting())
+    results, errors = [], []
+
+    def work():
+        try:
+            results.append(evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0)))
+        except Exception as error:  # pragma: no cover
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 3 and len(set(held)) >= 2
+    for result in results:
+        _same(result, reference)
 
 
 def test_scipy_serves_machines_that_sum_otherwise(monkeypatch):
