@@ -35,7 +35,7 @@ import numpy as np
 
 from ._launch import PARALLEL
 
-_LEAF = 16
+_LEAF = 32
 _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own chain of hints)
 
 
@@ -230,11 +230,8 @@ def _point(pts, i, q0, q1, q2, q3):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _side(x, lo, hi):
-    if x < lo:
-        return (lo - x) * (lo - x)
-    if x > hi:
-        return (x - hi) * (x - hi)
-    return 0.0
+    a = max(lo - x, x - hi, 0.0)  # at most one of the two differences is positive
+    return a * a
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
