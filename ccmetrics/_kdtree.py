@@ -39,20 +39,27 @@ _LEAF = 32
 _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own chain of hints)
 
 
+#: entries of the work stacks: a midpoint split at least halves the widest side's width, which for float64
+#: coordinates can happen at most about 2100 times per axis, so no tree is deeper than 4 * 2100 levels and
+#: a depth-first stack never holds more than two entries per level
+_STACK = 1 << 15
+
+
 @numba.njit(cache=True, nogil=True)
-def _bounds(points, perm, start, end, lo, hi):
+def _bounds(points, perm, first, stop, box, k):
+    """box[k] = the lows (columns 0-3) and highs (4-7) of points[perm[first:stop]] (padding axes 0)."""
     m = points.shape[1]
-    for d in range(m):
-        lo[d] = np.inf
-        hi[d] = -np.inf
-    for i in range(start, end):
+    for d in range(4):
+        box[k, d] = np.inf if d < m else 0.0
+        box[k, 4 + d] = -np.inf if d < m else 0.0
+    for i in range(first, stop):
         p = perm[i]
         for d in range(m):
             v = points[p, d]
-            if v < lo[d]:
-                lo[d] = v
-            if v > hi[d]:
-                hi[d] = v
+            if v < box[k, d]:
+                box[k, d] = v
+            if v > box[k, 4 + d]:
+                box[k, 4 + d] = v
 
 
 @numba.njit(cache=True, nogil=True)
@@ -67,35 +74,33 @@ def build(points, leafsize):
     n, m = points.shape
     perm = np.arange(n)
     cap = 2 * (n // leafsize) + 16
-    start = np.empty(cap, np.int64)
-    end = np.empty(cap, np.int64)
-    left = np.empty(cap, np.int64)
-    lo = np.empty((cap, m))
-    hi = np.empty((cap, m))
-    start[0], end[0] = 0, n
-    _bounds(points, perm, 0, n, lo[0], hi[0])
+    nodes = np.empty((cap, 3), np.int64)  # start, end, left
+    box = np.empty((cap, 8))
+    nodes[0, 0], nodes[0, 1] = 0, n
+    _bounds(points, perm, 0, n, box, 0)
     count = 1
-    stack = np.empty(256, np.int64)
+    stack = np.empty(_STACK, np.int64)
     stack[0] = 0
     top = 1
     while top > 0:
         top -= 1
         node = stack[top]
-        left[node] = -1
-        s, e = start[node], end[node]
+        nodes[node, 2] = -1
+        s, e = nodes[node, 0], nodes[node, 1]
         if e - s <= leafsize:
             continue
         dim = 0
         width = -1.0
         for d in range(m):
-            w = hi[node, d] - lo[node, d]
+            w = box[node, 4 + d] - box[node, d]
             if w > width:
                 width, dim = w, d
         if width <= 0.0:
             continue  # all points equal: one leaf
-        split = 0.5 * (lo[node, dim] + hi[node, dim])
-        if split <= lo[node, dim]:  # hi is the next float after lo
-            split = hi[node, dim]
+        low, high = box[node, dim], box[node, 4 + dim]
+        split = 0.5 * (low + high)
+        if split <= low:  # high is the next float after low
+            split = high
         i, j = s, e - 1  # partition perm[s:e]: coordinate < split first
         while i <= j:
             if points[perm[i], dim] < split:
@@ -107,46 +112,37 @@ def build(points, leafsize):
             continue
         if count + 2 > cap:  # grow the node arrays
             cap = 2 * cap
-            start = _grow1(start, cap)
-            end = _grow1(end, cap)
-            left = _grow1(left, cap)
-            lo = _grow2(lo, cap)
-            hi = _grow2(hi, cap)
+            nodes = _grow(nodes, cap)
+            box = _grow(box, cap)
         a = count
         count += 2
-        left[node] = a
-        start[a], end[a] = s, i
-        start[a + 1], end[a + 1] = i, e
-        _bounds(points, perm, s, i, lo[a], hi[a])
-        _bounds(points, perm, i, e, lo[a + 1], hi[a + 1])
-        if top + 2 > stack.shape[0]:
-            stack = _grow1(stack, 2 * stack.shape[0])
+        nodes[node, 2] = a
+        nodes[a, 0], nodes[a, 1] = s, i
+        nodes[a + 1, 0], nodes[a + 1, 1] = i, e
+        _bounds(points, perm, s, i, box, a)
+        _bounds(points, perm, i, e, box, a + 1)
         stack[top] = a
         stack[top + 1] = a + 1
         top += 2
     pts = np.zeros((n, 4))
-    box = np.zeros((count, 8))
     for i in range(n):
         for d in range(m):
             pts[i, d] = points[perm[i], d]
-    for k in range(count):
-        for d in range(m):
-            box[k, d] = lo[k, d]
-            box[k, 4 + d] = hi[k, d]
-    return pts, start[:count].copy(), end[:count].copy(), left[:count].copy(), box
+    start, end, left = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64)
+    tight = np.empty((count, 8))
+    for k in range(count):  # loops, not slice copies: numba compiles those much more slowly
+        start[k], end[k], left[k] = nodes[k, 0], nodes[k, 1], nodes[k, 2]
+        for d in range(8):
+            tight[k, d] = box[k, d]
+    return pts, start, end, left, tight
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow1(a, cap):
-    out = np.empty(cap, a.dtype)
-    out[:a.shape[0]] = a
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _grow2(a, cap):
+def _grow(a, cap):
     out = np.empty((cap, a.shape[1]), a.dtype)
-    out[:a.shape[0]] = a
+    for i in range(a.shape[0]):  # loops: numba compiles a slice assignment about 10x slower
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j]
     return out
 
 
@@ -168,7 +164,7 @@ def query_parallel(pts, start, end, left, box, queries, bound2, out, chunk):
 @numba.njit(cache=True, nogil=True)
 def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
     m = queries.shape[1]
-    stack = np.empty(512, np.int64)
+    stack = np.empty(_STACK, np.int64)
     hint = -1
     for qi in range(first, stop):
         q0 = queries[qi, 0]
@@ -197,8 +193,6 @@ def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
                 continue
             da = _box(box, child, q0, q1, q2, q3)
             db = _box(box, child + 1, q0, q1, q2, q3)
-            if top + 2 > stack.shape[0]:
-                stack = _grow1(stack, 2 * stack.shape[0])
             near, far, dn, df = (child, child + 1, da, db) if da <= db else (child + 1, child, db, da)
             if df <= best:  # the nearer child is popped first
                 stack[top] = far
