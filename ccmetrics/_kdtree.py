@@ -64,12 +64,12 @@ def _bounds(points, perm, first, stop, box, k):
 
 @numba.njit(cache=True, nogil=True)
 def build(points, leafsize):
-    """Tree over ``points`` (n, m <= 4) float64: ``(pts, start, end, left, box)``.
+    """Tree over ``points`` (n, m <= 4) float64: ``(pts, nodes, box)``.
 
     ``pts`` (n, 4): the points in tree order, padded with zero coordinates (adding 0.0 to a sum is
-    exact); node i holds ``pts[start[i]:end[i]]`` inside its box ``box[i, :4]`` (lows) to
-    ``box[i, 4:]`` (highs); its children are ``left[i]`` and ``left[i] + 1`` (``left[i] < 0``: a leaf);
-    node 0 is the root.
+    exact); node i holds ``pts[nodes[i, 0]:nodes[i, 1]]`` inside its box ``box[i, :4]`` (lows) to
+    ``box[i, 4:]`` (highs); its children are ``nodes[i, 2]`` and ``nodes[i, 2] + 1`` (negative: a
+    leaf); node 0 is the root. Rows past the last node are unused.
     """
     n, m = points.shape
     perm = np.arange(n)
@@ -128,13 +128,7 @@ def build(points, leafsize):
     for i in range(n):
         for d in range(m):
             pts[i, d] = points[perm[i], d]
-    start, end, left = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64)
-    tight = np.empty((count, 8))
-    for k in range(count):  # loops, not slice copies: numba compiles those much more slowly
-        start[k], end[k], left[k] = nodes[k, 0], nodes[k, 1], nodes[k, 2]
-        for d in range(8):
-            tight[k, d] = box[k, d]
-    return pts, start, end, left, tight
+    return pts, nodes, box
 
 
 @numba.njit(cache=True, nogil=True)
@@ -147,22 +141,22 @@ def _grow(a, cap):
 
 
 @numba.njit(cache=True, nogil=True)
-def query(pts, start, end, left, box, queries, bound2, out):
+def query(pts, nodes, box, queries, bound2, out):
     """Squared-distance minimum of each query (k, m) over the tree's points, square-rooted, into ``out``
     (float64): ``inf`` where no point is nearer than ``bound2`` (squared; ``inf`` for no bound)."""
-    _query_range(pts, start, end, left, box, queries, bound2, out, 0, queries.shape[0])
+    _query_range(pts, nodes, box, queries, bound2, out, 0, queries.shape[0])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def query_parallel(pts, start, end, left, box, queries, bound2, out, chunk):
+def query_parallel(pts, nodes, box, queries, bound2, out, chunk):
     """:func:`query` with chunks of ``chunk`` queries shared between the CPU cores (same values)."""
     n = queries.shape[0]
     for c in numba.prange((n + chunk - 1) // chunk):
-        _query_range(pts, start, end, left, box, queries, bound2, out, c * chunk, min(n, (c + 1) * chunk))
+        _query_range(pts, nodes, box, queries, bound2, out, c * chunk, min(n, (c + 1) * chunk))
 
 
 @numba.njit(cache=True, nogil=True)
-def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
+def _query_range(pts, nodes, box, queries, bound2, out, first, stop):
     m = queries.shape[1]
     stack = np.empty(_STACK, np.int64)
     hint = -1
@@ -184,9 +178,9 @@ def _query_range(pts, start, end, left, box, queries, bound2, out, first, stop):
             node = stack[top]
             if _box(box, node, q0, q1, q2, q3) > best:
                 continue
-            child = left[node]
+            child = nodes[node, 2]
             if child < 0:
-                for i in range(start[node], end[node]):
+                for i in range(nodes[node, 0], nodes[node, 1]):
                     r = _point(pts, i, q0, q1, q2, q3)
                     if r < best:
                         best, found = r, i

@@ -118,21 +118,21 @@ def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
             g2[x] = fl[p] + a * a
 
 
+@numba.njit(cache=True, nogil=True)
+def _line_work(n):
+    """Work arrays of :func:`_line` for lines of n voxels: f1, lb, f2, g1, m1, g2, v, z, fl, seen."""
+    return (np.empty(n), np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n, np.int32), np.empty(n),
+            np.empty(n + 1, np.int64), np.empty(n + 1), np.empty(n), np.empty(n + 1, np.int32))
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _pass_last_axis(labels, spacing2, d1, l1, d2):
     """Axis 2 from the label map: sites are the voxels with label > 0."""
     n0, n1, n2 = labels.shape
     for i in numba.prange(n0):
-        f1 = np.empty(n2)
-        lb = np.empty(n2, np.int32)
-        f2 = np.full(n2, _INF)
-        g1 = np.empty(n2)
-        m1 = np.empty(n2, np.int32)
-        g2 = np.empty(n2)
-        v = np.empty(n2 + 1, np.int64)
-        z = np.empty(n2 + 1)
-        fl = np.empty(n2)
-        seen = np.empty(n2 + 1, np.int32)
+        f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n2)
+        for k in range(n2):
+            f2[k] = _INF  # no second label before the first pass
         for j in range(n1):
             any_site = False
             for k in range(n2):
@@ -165,16 +165,7 @@ def _pass_lines(spacing, d1, l1, d2, flag):
     """
     n0, n, n2 = d1.shape
     for i in numba.prange(n0):
-        f1 = np.empty(n)
-        lb = np.empty(n, np.int32)
-        f2 = np.empty(n)
-        g1 = np.empty(n)
-        m1 = np.empty(n, np.int32)
-        g2 = np.empty(n)
-        v = np.empty(n + 1, np.int64)
-        z = np.empty(n + 1)
-        fl = np.empty(n)
-        seen = np.empty(n + 1, np.int32)
+        f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n)
         for k in range(n2):
             any_site = False
             for j in range(n):
