@@ -12,7 +12,9 @@ import importlib
 _EXPORTS = {
     "label_components": "components",
     "DatasetResult": "dataset", "evaluate_dataset": "dataset",
-    "BUILTIN_METRICS": "case", "CaseResult": "case", "GroundTruth": "case", "evaluate": "case",
+    "BUILTIN_METRICS": "case", "CaseResult": "results", "GroundTruth": "ground_truth", "evaluate": "case",
+    "EngineConfig": "config", "engine_config": "config",
+    "Metric": "registry", "register_metric": "registry",
     "Matching": "matching", "match_instances": "matching",
     "DetectionResult": "lesions", "LesionDiceResult": "lesions", "detection": "lesions", "lesion_dice": "lesions",
     "MultiPQResult": "panoptic", "PQResult": "panoptic", "multiclass_pq": "panoptic",
@@ -21,8 +23,9 @@ _EXPORTS = {
 }
 
 #: submodules reachable as attributes (``ccmetrics.io.load_image``) without an explicit import
-_SUBMODULES = ("aggregation", "case", "components", "dataset", "io", "lesions", "matching", "monai", "nuclei",
-               "panoptic", "partition", "plots", "report", "stats", "surface", "synthetic")
+_SUBMODULES = ("aggregation", "case", "components", "config", "dataset", "geometry", "ground_truth", "io", "lesions",
+               "matching", "monai", "nuclei", "overlap", "panoptic", "partition", "plots", "registry", "report",
+               "results", "schema", "stats", "surface", "synthetic", "torch_emulation")
 
 __all__ = list(_EXPORTS)
 __version__ = "0.1.0"

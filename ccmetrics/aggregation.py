@@ -16,8 +16,10 @@ these functions, so the rules exist once:
   means) and *pooled* (mean over all components of all cases, each with its
   own case's worst distance).
 
-Nothing here imports torch or MONAI: MONAI metric objects are recognised by
-their class names. Cost: one pass over the values.
+Which metric is a distance and what its best value is are facts of the
+metric registry (:mod:`ccmetrics.registry`); a metric is given as a name, a
+registry record or a MONAI metric object (recognised by its class name, without
+importing torch or MONAI). Cost: one pass over the values.
 """
 
 from __future__ import annotations
@@ -27,11 +29,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-#: distance metrics: their missing values (inf, or MONAI's NaN) count as the worst distance
-DISTANCE_METRICS = ("hd", "hd95", "assd")
-#: best value of each built-in metric (both masks empty)
-BEST_VALUE = {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}
-_MONAI_DISTANCE_CLASSES = ("HausdorffDistanceMetric", "SurfaceDistanceMetric")
+from . import registry
+
+__all__ = ["cc_mean", "cc_values", "empty_gt_score", "fill_missing", "image_diagonal", "is_distance_metric"]
 
 
 def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]] = None) -> float:
@@ -45,14 +45,12 @@ def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]] = No
 
 
 def is_distance_metric(metric: Any) -> bool:
-    """True for a distance metric: a built-in name or a MONAI Hausdorff/SurfaceDistance object.
+    """True for a distance metric: a name (``cc_`` prefix allowed), a registry record, a MONAI distance object.
 
     >>> is_distance_metric("hd95"), is_distance_metric("dice")
     (True, False)
     """
-    if isinstance(metric, str):
-        return metric in DISTANCE_METRICS
-    return any(cls.__name__ in _MONAI_DISTANCE_CLASSES for cls in type(metric).__mro__)
+    return registry.is_distance(metric)
 
 
 def fill_missing(values: Any, worst: Any) -> np.ndarray:
@@ -90,13 +88,14 @@ def cc_mean(values: Any, metric: Any, worst: float) -> float:
 def empty_gt_score(metric: Any, pred_empty: bool, worst: float) -> float:
     """CC value of a case without GT component: best if the prediction is empty too, else worst.
 
-    NaN for MONAI metric objects (their best and worst values are unknown).
+    NaN for a metric without a known best value (a MONAI metric object that is not a distance).
 
     >>> empty_gt_score("dice", True, 50.0), empty_gt_score("hd95", False, 50.0)
     (1.0, 50.0)
     """
-    if not isinstance(metric, str):
+    record = registry.get(metric) if isinstance(metric, str) else metric
+    if not isinstance(record, registry.Metric) or record.best is None:
         return math.nan
     if pred_empty:
-        return BEST_VALUE[metric]
-    return float(worst) if metric in DISTANCE_METRICS else 0.0
+        return float(record.best)
+    return registry.worst_value(record, worst)

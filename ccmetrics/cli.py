@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+__all__ = ["EXIT_CASE_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "report"]
+
 EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -49,6 +51,8 @@ def _spacing_arg(text: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import registry
+
     parser = argparse.ArgumentParser(prog="ccmetrics", description="Segmentation metrics per connected component.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -59,7 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("pred_dir", help="folder of predictions, same case ids")
     ev.add_argument("--out", required=True, help="output folder (created)")
     ev.add_argument("--metrics", type=_name_list, default=["dice", "nsd", "hd95"],
-                    help="comma-separated: dice,iou,nsd,hd,hd95,assd,pq,lesion_dice,detection (default dice,nsd,hd95)")
+                    help=f"comma-separated: {','.join(registry.names())} (default dice,nsd,hd95; "
+                         f"--plugin adds metrics of your own)")
+    ev.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                    help="import a Python module (e.g. mylab.metrics) or a .py file before evaluating, to register "
+                         "metrics of your own with ccmetrics.register_metric (repeatable)")
     ev.add_argument("--classes", type=_int_list, default=None,
                     help="labels to evaluate one by one in label maps, e.g. 1,2 (default: binary masks)")
     ev.add_argument("--spacing", type=_spacing_arg, default="header",
@@ -132,6 +140,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from .dataset import evaluate_dataset
+    from .registry import load_plugin
+
+    for plugin in args.plugin:  # they register their metrics before the names are looked up
+        load_plugin(plugin)
 
     client = None
     if args.dask:
@@ -163,20 +175,23 @@ def report(result, seconds: float, **summary_options) -> str:
     """The text ``ccmetrics evaluate`` prints: counts, problems, and the summary table."""
     import pandas as pd
 
+    from . import schema
+
     n = result.counts()
     lines = [f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
              f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"]
-    problems = result.per_case[result.per_case["status"] != "ok"].drop_duplicates("case")
+    table = result.per_case
+    problems = table[table[schema.STATUS] != schema.OK].drop_duplicates(schema.CASE)
     for row in problems.itertuples():
-        text = row.error if row.status == "error" else row.flags
+        text = row.error if row.status == schema.FAILED else row.flags
         lines.append(f"  {row.status:<8}{row.case}: {text}")
     for name in result.ignored_files:
         lines.append(f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})")
     summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()
-        table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table["ci_low"], table["ci_high"])]
-        table = table.drop(columns=["ci_low", "ci_high"])
+        table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
+        table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
         with pd.option_context("display.width", 200):
             text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
         units = ("distances and volumes in voxels" if result.options.get("spacing") == "voxel" else
@@ -185,12 +200,12 @@ def report(result, seconds: float, **summary_options) -> str:
                   f"all lesions; a missed lesion's distance = the worst distance):", text]
     empty = result.empty_gt_summary()
     for c, row in empty.iterrows():
-        if row["n"]:
-            volume = (f"{row['fp_volume_ml_mean']:.4g} ml" if row["fp_volume_ml_mean"] == row["fp_volume_ml_mean"]
-                      else f"{row['fp_volume_voxels_mean']:.4g} voxels")
-            n_empty = int(row["n"])
+        if row[schema.N]:
+            ml = row[schema.FP_VOLUME_ML_MEAN]
+            volume = f"{ml:.4g} ml" if ml == ml else f"{row[schema.FP_VOLUME_VOXELS_MEAN]:.4g} voxels"
+            n_empty = int(row[schema.N])
             lines.append(f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
-                         f"{int(row['with_false_positive'])} with a false positive (mean false-positive volume "
+                         f"{int(row[schema.WITH_FALSE_POSITIVE])} with a false positive (mean false-positive volume "
                          f"{volume}); not in the means above")
     return "\n".join(lines)
 
@@ -220,8 +235,10 @@ def _compare(args: argparse.Namespace) -> int:
     names = args.names or [d.resolve().name for d in dirs]
     if len(names) != len(dirs) or len(set(names)) != len(names):
         raise ValueError(f"need one distinct name per folder, got {names}; pass --names A,B,...")
-    tables = {name: DatasetResult.read(d).per_case for name, d in zip(names, dirs)}
-    result = compare(tables, args.metric, class_value=args.class_value)
+    results = {name: DatasetResult.read(d) for name, d in zip(names, dirs)}
+    columns = {k: c for r in results.values() for k, c in r.columns.items()}  # the folders' own facts
+    result = compare({name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value,
+                     columns=columns)
     direction = "higher is better" if result.higher_is_better else "lower is better"
     print(f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
           + (f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"

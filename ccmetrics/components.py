@@ -33,6 +33,9 @@ import cc3d
 import numpy as np
 
 from ._inputs import as_binary_mask, as_connectivity, as_label_map, as_sites_mode
+from .config import current
+
+__all__ = ["ComponentCache", "Runs", "Sites", "component_labels", "find_sites", "label_components", "run_components"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,50 @@ class Sites:
     def coords(self) -> np.ndarray:
         """Voxel coordinates of all site voxels, shape (N, ndim), int64."""
         return np.stack(np.unravel_index(self.flat_index, self.shape), axis=1)
+
+    def edges(self, label_map: Optional[np.ndarray] = None, own: Any = None,
+              coords: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Edge voxels of every site and of the union of all sites (MONAI's rule: a face neighbour outside).
+
+        A site voxel is an edge voxel of its site when one of its face neighbours (6 in 3D, 4 in
+        2D) lies outside the image or outside the site, and an edge voxel of the union when that
+        neighbour lies outside every site (:func:`ccmetrics.surface.face_edges`).
+
+        Parameters
+        ----------
+        label_map : ndarray, flat, size prod(shape), optional
+            A map of the image that tells the sites apart at their voxels and is 0 elsewhere.
+            Default: :meth:`label_map` (one int32 image); pass the input you already hold instead
+            (a boolean mask of components, an instance label map) to build none.
+        own : scalar or ndarray, optional
+            The value a neighbour must have in ``label_map`` to be of the same site: one per site
+            voxel, or one for all. Default ``self.label``; ``True`` with a boolean mask of
+            components (face neighbours in the mask are in the same component whatever the
+            connectivity); the source labels with an instance label map.
+        coords : ndarray, optional
+            :meth:`coords`, when already computed.
+
+        Returns
+        -------
+        own_edge, union_edge : ndarray of bool, shape (N,)
+            Per site voxel (in the order of ``flat_index``).
+
+        Examples
+        --------
+        >>> s = find_sites(np.array([[1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]], bool))
+        >>> own, union = s.edges()
+        >>> own.tolist() == union.tolist(), int(own.sum()), len(own)
+        (True, 9, 9)
+        >>> s = find_sites(np.array([[1, 1, 2, 2]]), "labels")
+        >>> s.edges()[0].tolist(), s.edges()[1].tolist()
+        ([True, True, True, True], [True, True, True, True])
+        """
+        from .surface import face_edges
+
+        if label_map is None:
+            label_map = self.label_map(flat=True)
+        return face_edges(self.flat_index, self.coords() if coords is None else coords, self.shape,
+                          label_map, self.label if own is None else own)
 
     @classmethod
     def grouped(cls, shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.ndarray) -> "Sites":
@@ -227,9 +274,6 @@ def run_components(flat_index: np.ndarray, shape: Sequence[int], connectivity: i
     return np.repeat(renumber[raw], runs.length), int(n)
 
 
-_PAD_BELOW = 1 << 20  # arrays up to this many voxels are always padded before cc3d (a cheap copy)
-
-
 def cc3d_label(mask: np.ndarray, connectivity: int) -> Tuple[np.ndarray, int]:
     """``cc3d.connected_components`` on a boolean array, with a guard for a cc3d bug.
 
@@ -243,15 +287,12 @@ def cc3d_label(mask: np.ndarray, connectivity: int) -> Tuple[np.ndarray, int]:
                                               binary_image=True)
         return labels[tuple(slice(1, 1 + size) for size in mask.shape)], n
 
-    if mask.size <= _PAD_BELOW:
+    if mask.size <= current().pad_below:
         return padded()
     try:
         return cc3d.connected_components(mask, connectivity=connectivity, return_N=True, binary_image=True)
     except RuntimeError:  # pragma: no cover (not seen on large arrays)
         return padded()
-
-
-_DENSE_RUNS = 256  # bounding-box voxels per run below which cc3d labels the box instead of the run graph
 
 
 def component_labels(mask: np.ndarray, flat_index: np.ndarray, connectivity: int,
@@ -272,7 +313,7 @@ def component_labels(mask: np.ndarray, flat_index: np.ndarray, connectivity: int
     last = np.unravel_index(runs.start + runs.length - 1, mask.shape)
     lo = [int(c.min()) for c in first]
     hi = [int(c.max()) + 1 for c in last]
-    if len(runs) * _DENSE_RUNS < math.prod(b - a for a, b in zip(lo, hi)):
+    if len(runs) * current().dense_runs < math.prod(b - a for a, b in zip(lo, hi)):
         return run_components(flat_index, mask.shape, connectivity, runs)
     crop = mask[tuple(slice(a, b) for a, b in zip(lo, hi))]
     labelled, n = cc3d_label(crop, connectivity)

@@ -40,15 +40,20 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from . import registry, schema
 from ._inputs import as_classes, as_spacing
 from .aggregation import cc_values
-from .case import CASE_METRICS, evaluate, parse_metrics
+from .case import evaluate
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
+from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
+
+__all__ = ["CaseTask", "DatasetResult", "EvalOptions", "evaluate_dataset", "evaluate_task", "pair_folders",
+           "tasks_from_pairs", "MISSING_PREDICTION", "EMPTY_GT"]
 
 #: flag of a GT without prediction file (evaluated as an empty prediction)
-MISSING_PREDICTION = "missing_prediction"
+MISSING_PREDICTION = schema.MISSING_PREDICTION
 #: flag of a case whose GT has no component (scored by the empty-GT rule, summarised apart)
-EMPTY_GT = "empty_gt"
+EMPTY_GT = schema.EMPTY_GT_FLAG
 _PathLike = Union[str, os.PathLike]
 
 
@@ -72,7 +77,12 @@ class CaseTask:
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """Everything a worker needs besides the case: the arguments of :func:`evaluate_dataset`."""
+    """Everything a worker needs besides the case: the arguments of :func:`evaluate_dataset`.
+
+    ``records`` carries the registry records of metrics registered by the user (built-in ones go by
+    name), so that worker processes compute them without importing the code that registered them
+    (their ``compute`` must be importable there).
+    """
 
     metrics: Tuple[str, ...] = ("dice", "nsd", "hd95")
     classes: Optional[Tuple[int, ...]] = None
@@ -81,6 +91,12 @@ class EvalOptions:
     worst_distance: Optional[float] = None
     connectivity: Optional[int] = None
     tolerance_mm: float = 1e-3
+    records: Tuple[registry.Metric, ...] = ()
+
+    def metric_arguments(self) -> List[Any]:
+        """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
+        records = {r.name: r for r in self.records}
+        return [records.get(m, m) for m in self.metrics]
 
 
 def _describe(item: Any) -> str:
@@ -196,7 +212,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
     """
     classes = list(options.classes) if options.classes else [1]
     gt_file, pred_file = task.file_names()
-    base = {"case": task.case, "gt_file": gt_file, "pred_file": pred_file}
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
     t0 = time.perf_counter()
     t_read = 0.0
     try:
@@ -222,30 +238,30 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
         kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
                       worst_distance=options.worst_distance, connectivity=options.connectivity)
         if options.classes:
-            results = evaluate(pred.array, gt.array, list(options.metrics), classes=classes, **kwargs)
+            results = evaluate(pred.array, gt.array, options.metric_arguments(), classes=classes, **kwargs)
         else:
-            results = {1: evaluate(pred.array, gt.array, list(options.metrics), **kwargs)}
+            results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
     except Exception as exc:  # one case's failure must never stop the data set
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
-        rows = [{**base, "class": c, "status": "error", "flags": "", "error": message} for c in classes]
+        rows = [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes]
         return {"rows": rows, "components": None,
-                "timing": {"case": task.case, "read_seconds": t_read,
-                           "compute_seconds": time.perf_counter() - t0 - t_read}}
+                "timing": {CASE: task.case, schema.READ_SECONDS: t_read,
+                           schema.COMPUTE_SECONDS: time.perf_counter() - t0 - t_read}}
     rows, frames = [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     for c, result in results.items():
         case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
-        row = {**base, "class": int(c), "status": "flagged" if case_flags else "ok",
-               "flags": ";".join(case_flags), "error": "",
-               "spacing": "x".join(f"{s:g}" for s in spacing) if spacing else "voxel"}
+        row = {**base, CLASS: int(c), STATUS: FLAGGED if case_flags else OK,
+               FLAGS: schema.join_flags(case_flags), ERROR: "",
+               schema.SPACING: "x".join(f"{s:g}" for s in spacing) if spacing else "voxel"}
         row.update(result.case_row())
-        row["pred_volume_ml"] = row["pred_volume"] * voxel_ml
+        row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         rows.append(row)
         frames.append(result.to_frame(task.case, c))
     t_total = time.perf_counter() - t0
     return {"rows": rows, "components": pd.concat(frames, ignore_index=True),
-            "timing": {"case": task.case, "read_seconds": t_read, "compute_seconds": t_total - t_read}}
+            "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read}}
 
 
 class _CaseError(ValueError):
@@ -270,6 +286,11 @@ class DatasetResult:
         Per case: ``read_seconds`` and ``compute_seconds``.
     options : dict
         The evaluation settings, for the record.
+    columns : dict of str to ccmetrics.registry.Column
+        The facts of the metric columns (display name, direction, unit, whether a CC version
+        exists), kept in ``summary.json`` so that a folder describes its own tables, also for
+        metrics that the reading process has not registered. Default: the registry's records of
+        ``options["metrics"]``.
     """
 
     per_component: pd.DataFrame
@@ -277,23 +298,40 @@ class DatasetResult:
     ignored_files: List[str] = field(default_factory=list)
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
     options: Dict[str, Any] = field(default_factory=dict)
+    columns: Dict[str, registry.Column] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            self.columns = _columns_of(self.options.get("metrics", []), self.per_case)
+
+    @property
+    def cc_metrics(self) -> List[str]:
+        """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``), in evaluation order."""
+        return [m for m, c in self.columns.items() if c.cc and m in self.per_case and schema.cc(m) in self.per_case]
+
+    @property
+    def case_level_columns(self) -> List[str]:
+        """Columns of case-level scores in ``per_case`` (PQ, Lesion Dice, detection), in the registry's order."""
+        order = {c.name: i for i, c in enumerate(c for m in registry.metrics() for c in m.columns)}
+        found = [m for m, c in self.columns.items() if not c.cc and m in self.per_case]
+        return sorted(found, key=lambda m: order.get(m, len(order)))
 
     def _evaluated(self, empty_gt: bool) -> pd.DataFrame:
         """Rows of evaluated (not failed) case-classes whose GT is empty or not."""
-        empty = self.per_case["empty_gt"].eq(True)  # NaN on error rows: not empty (no fillna downcasting warning)
-        return self.per_case[(self.per_case["status"] != "error") & (empty == empty_gt)]
+        empty = self.per_case[schema.EMPTY_GT].eq(True)  # NaN on error rows: not empty (no fillna downcasting warning)
+        return self.per_case[(self.per_case[STATUS] != FAILED) & (empty == empty_gt)]
 
     @property
     def errors(self) -> pd.DataFrame:
         """The error rows of ``per_case``."""
-        return self.per_case[self.per_case["status"] == "error"]
+        return self.per_case[self.per_case[STATUS] == FAILED]
 
     def counts(self) -> Dict[str, int]:
         """Cases (not case-class rows): total, evaluated, flagged, failed, empty GT, missing prediction."""
-        by_case = self.per_case.groupby("case", sort=False)
-        failed = by_case["status"].apply(lambda s: (s == "error").any())
-        flagged = by_case["status"].apply(lambda s: (s == "flagged").any()) & ~failed
-        flags = by_case["flags"].apply(lambda s: ";".join(s.fillna("")))
+        by_case = self.per_case.groupby(CASE, sort=False)
+        failed = by_case[STATUS].apply(lambda s: (s == FAILED).any())
+        flagged = by_case[STATUS].apply(lambda s: (s == FLAGGED).any()) & ~failed
+        flags = by_case[FLAGS].apply(lambda s: schema.join_flags(s.fillna("")))
         return {"cases": int(len(failed)), "evaluated": int((~failed).sum()), "flagged": int(flagged.sum()),
                 "failed": int(failed.sum()), "empty_gt": int(flags.str.contains(EMPTY_GT).sum()),
                 "missing_prediction": int(flags.str.contains(MISSING_PREDICTION).sum())}
@@ -324,38 +362,38 @@ class DatasetResult:
 
         boot = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
         cases = self._evaluated(empty_gt=False)
-        metrics = [m for m in self.options.get("metrics", []) if f"cc_{m}" in self.per_case]
-        case_level = [c for scores in CASE_METRICS.values() for c in scores if c in self.per_case]
+        worst = schema.WORST_DISTANCE
         rows = []
-        for c in sorted(self.per_case["class"].unique()):
-            here = cases[cases["class"] == c]
-            comps = self.per_component[(self.per_component["class"] == c)
-                                       & self.per_component["case"].isin(here["case"])]
-            for m in metrics:  # non-finite distances count as the case's worst distance (one rule)
-                standard = cc_values(here[m], m, here["worst_distance"])
-                rows.append(_stats_row(c, m, "standard", standard, bootstrap_ci(standard, **boot)))
-                patient = here[f"cc_{m}"].to_numpy(float)
-                rows.append(_stats_row(c, m, "cc_patient", patient, bootstrap_ci(patient, **boot)))
-                pooled = cc_values(comps[m], m, comps["worst_distance"])
-                rows.append(_stats_row(c, m, "cc_pooled", pooled,
-                                       bootstrap_ci_pooled(pooled, comps["case"].to_numpy(), **boot)))
-            for s in case_level:
+        for c in sorted(self.per_case[CLASS].unique()):
+            here = cases[cases[CLASS] == c]
+            comps = self.per_component[(self.per_component[CLASS] == c)
+                                       & self.per_component[CASE].isin(here[CASE])]
+            for m in self.cc_metrics:  # non-finite distances count as the case's worst distance (one rule)
+                kind = self.columns[m]
+                standard = cc_values(here[m], kind, here[worst])
+                rows.append(_stats_row(c, m, schema.STANDARD, standard, bootstrap_ci(standard, **boot)))
+                patient = here[schema.cc(m)].to_numpy(float)
+                rows.append(_stats_row(c, m, schema.CC_PATIENT, patient, bootstrap_ci(patient, **boot)))
+                pooled = cc_values(comps[m], kind, comps[worst])
+                rows.append(_stats_row(c, m, schema.CC_POOLED, pooled,
+                                       bootstrap_ci_pooled(pooled, comps[CASE].to_numpy(), **boot)))
+            for s in self.case_level_columns:
                 values = here[s].to_numpy(float)
                 values = values[~np.isnan(values)]
-                rows.append(_stats_row(c, s, "case", values, bootstrap_ci(values, **boot)))
-        columns = ["class", "metric", "aggregation", "n", "mean", "median", "ci_low", "ci_high"]
-        return pd.DataFrame(rows, columns=columns).set_index(["class", "metric", "aggregation"])
+                rows.append(_stats_row(c, s, schema.CASE_LEVEL, values, bootstrap_ci(values, **boot)))
+        return pd.DataFrame(rows, columns=schema.SUMMARY.columns()).set_index(list(schema.SUMMARY.key))
 
     def empty_gt_summary(self) -> pd.DataFrame:
         """Per class: cases with an empty GT, how many have a false positive, and their false-positive volume."""
         empty = self._evaluated(empty_gt=True)
         rows = []
-        for c in sorted(self.per_case["class"].unique()):
-            e = empty[empty["class"] == c]
-            rows.append({"class": c, "n": len(e), "with_false_positive": int((e["pred_volume"] > 0).sum()),
-                         "fp_volume_voxels_mean": float(e["pred_volume"].mean()) if len(e) else math.nan,
-                         "fp_volume_ml_mean": float(e["pred_volume_ml"].mean()) if len(e) else math.nan})
-        return pd.DataFrame(rows).set_index("class")
+        for c in sorted(self.per_case[CLASS].unique()):
+            e = empty[empty[CLASS] == c]
+            volume, volume_ml = e[schema.PRED_VOLUME], e[schema.PRED_VOLUME_ML]
+            values = (c, len(e), int((volume > 0).sum()), float(volume.mean()) if len(e) else math.nan,
+                      float(volume_ml.mean()) if len(e) else math.nan)
+            rows.append(dict(zip(schema.EMPTY_GT_SUMMARY_COLUMNS, values)))
+        return pd.DataFrame(rows).set_index(CLASS)
 
     def write(self, out_dir: _PathLike, *, plots: bool = True, **summary_options: Any) -> Dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``.
@@ -364,54 +402,75 @@ class DatasetResult:
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.per_component.to_csv(out / "per_component.csv", index=False)
-        self.per_case.to_csv(out / "per_case.csv", index=False)
+        paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
+        self.per_component.to_csv(paths[schema.PER_COMPONENT.name], index=False)
+        self.per_case.to_csv(paths[schema.PER_CASE.name], index=False)
         summary = self.summary(**summary_options)
         doc = {"counts": self.counts(),
                "summary": _records(summary.reset_index()),
                "empty_gt": _records(self.empty_gt_summary().reset_index()),
-               "errors": _records(self.errors[["case", "class", "error"]]),
+               "errors": _records(self.errors[[CASE, CLASS, ERROR]]),
                "ignored_files": self.ignored_files,
-               "options": self.options}
-        (out / "summary.json").write_text(json.dumps(doc, indent=2, allow_nan=False))
-        written = {"per_component": out / "per_component.csv", "per_case": out / "per_case.csv",
-                   "summary": out / "summary.json", "plots": []}
+               "options": self.options,
+               "columns": {name: column.facts() for name, column in self.columns.items()}}
+        paths[schema.SUMMARY.name].write_text(json.dumps(doc, indent=2, allow_nan=False))
+        written: Dict[str, Any] = {**paths, "plots": []}
         if plots:
             from .plots import write_plots
 
             written["plots"] = write_plots(self.per_component, self.per_case, out / "plots",
-                                           metrics=self.options.get("metrics"))
+                                           metrics=self.options.get("metrics"), columns=self.columns)
         return written
 
     @classmethod
     def read(cls, out_dir: _PathLike) -> "DatasetResult":
-        """Load a result folder written by :meth:`write` (or by ``ccmetrics evaluate``)."""
+        """Load a result folder written by :meth:`write` (or by ``ccmetrics evaluate``), validated against the schema.
+
+        Raises
+        ------
+        FileNotFoundError
+            The folder holds no ``per_case.csv``.
+        ValueError
+            A table lacks a column of :mod:`ccmetrics.schema` (the message names it).
+        """
         out = Path(out_dir)
-        if not (out / "per_case.csv").is_file():
-            raise FileNotFoundError(f"{out} holds no per_case.csv: give a folder written by `ccmetrics evaluate`")
-        per_case = pd.read_csv(out / "per_case.csv", keep_default_na=False, na_values=[""], dtype={"case": str})
-        per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str}, keep_default_na=False,
-                                    na_values=[""]) \
-            if (out / "per_component.csv").is_file() else pd.DataFrame()
-        options = {}
-        if (out / "summary.json").is_file():
-            options = json.loads((out / "summary.json").read_text()).get("options", {})
-        for frame in (per_case,):
-            for col in ("flags", "error"):
-                if col in frame:
-                    frame[col] = frame[col].astype(object).fillna("")  # all-empty columns are read as float NaN
-        return cls(per_component, per_case, options=options)
+        case_file, component_file = out / schema.PER_CASE.file, out / schema.PER_COMPONENT.file
+        if not case_file.is_file():
+            raise FileNotFoundError(f"{out} holds no {schema.PER_CASE.file}: give a folder written by "
+                                    f"`ccmetrics evaluate`")
+        doc = json.loads((out / schema.SUMMARY.file).read_text()) if (out / schema.SUMMARY.file).is_file() else {}
+        options = doc.get("options", {})
+        per_case = schema.PER_CASE.read(case_file)
+        columns = ({name: registry.Column.from_facts(name, facts) for name, facts in doc["columns"].items()}
+                   if "columns" in doc else _columns_of(options.get("metrics", []), per_case))
+        evaluated = bool((per_case[STATUS] != FAILED).any())
+        schema.PER_CASE.validate(per_case, str(case_file), [name for m, c in columns.items() if c.cc or evaluated
+                                                            for name in ((m, schema.cc(m)) if c.cc else (m,))])
+        per_component = schema.PER_COMPONENT.read(component_file) if component_file.is_file() else pd.DataFrame()
+        return cls(per_component, per_case, options=options, columns=columns)
 
 
+
+
+def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> Dict[str, registry.Column]:
+    """The registry's facts of the columns of these metrics; a name this process has not registered is taken
+    for a per-region metric when its CC column exists, with default facts."""
+    out: Dict[str, registry.Column] = {}
+    for name in names:
+        try:
+            out.update(registry.columns_of([name]))
+        except ValueError:
+            out[name] = registry.Column(name, name, cc=schema.cc(name) in per_case)
+    return out
 
 
 def _stats_row(c, metric, aggregation, values, ci) -> Dict[str, Any]:
     values = np.asarray(values, dtype=float)
     n = int(values.size)
-    return {"class": c, "metric": metric, "aggregation": aggregation, "n": n,
-            "mean": float(values.mean()) if n else math.nan,
-            "median": float(np.median(values)) if n else math.nan,
-            "ci_low": float(ci[0]), "ci_high": float(ci[1])}
+    return {CLASS: c, schema.METRIC: metric, schema.AGGREGATION: aggregation, schema.N: n,
+            schema.MEAN: float(values.mean()) if n else math.nan,
+            schema.MEDIAN: float(np.median(values)) if n else math.nan,
+            schema.CI_LOW: float(ci[0]), schema.CI_HIGH: float(ci[1])}
 
 
 def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
@@ -453,8 +512,9 @@ def evaluate_dataset(
     pred : path, optional
         The predictions folder (with a GT folder).
     metrics : str or sequence of str
-        Names as in :func:`ccmetrics.evaluate` (``dice``, ``iou``, ``nsd``,
-        ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``).
+        Names of the metric registry as in :func:`ccmetrics.evaluate` (``dice``, ``iou``, ``nsd``,
+        ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``, and metrics
+        registered with :func:`ccmetrics.register_metric`), or registry records.
     classes : sequence of int, optional
         Evaluate each label of label maps on its own; default: binary masks
         (a file holding other values than 0/1 gives an error row).
@@ -501,10 +561,12 @@ def evaluate_dataset(
     >>> result.counts()["flagged"]
     1
     """
-    names, case_level, objects = parse_metrics(metrics)
-    if objects:
-        raise ValueError("evaluate_dataset takes metric names only (MONAI metric objects cannot be sent to "
-                         "workers); use ccmetrics.evaluate per case for them")
+    records = registry.resolve(metrics)
+    if any(isinstance(m.compute, registry.MonaiRegionMetric) and m.name not in registry.names() for m in records):
+        raise ValueError("evaluate_dataset takes metric names only (a MONAI metric object has no name that the "
+                         "tables of every worker share): register the object first, e.g. "
+                         "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
+                         "and pass its name")
     if classes is not None:
         classes = as_classes(classes)
     if isinstance(spacing, str) and spacing not in ("header", "voxel"):
@@ -519,28 +581,30 @@ def evaluate_dataset(
         if pred is not None:
             raise ValueError("with cases given as a mapping or list, leave pred=None")
         tasks, ignored = tasks_from_pairs(gt), []
-    options = EvalOptions(tuple(names + case_level), classes, spacing, float(nsd_tolerance),
-                          worst_distance, connectivity, float(tolerance_mm))
+    ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
+    names = [m.name for m in ordered if m.per_region]
+    options = EvalOptions(tuple(m.name for m in ordered), classes, spacing, float(nsd_tolerance),
+                          worst_distance, connectivity, float(tolerance_mm),
+                          tuple(m for m in ordered if not m.builtin))
     outputs = _run(tasks, options, workers, client, progress)
-    outputs.sort(key=lambda o: o["rows"][0]["case"])
+    outputs.sort(key=lambda o: o["rows"][0][CASE])
     per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
-    per_case = per_case.sort_values(["case", "class"], kind="stable").reset_index(drop=True)
-    front = ["case", "class", "status", "flags", "error", "gt_file", "pred_file"]
+    per_case = per_case.sort_values(list(schema.PER_CASE.key), kind="stable").reset_index(drop=True)
+    front = [f.name for f in schema.PER_CASE.fields[:7]]  # the case, its status and its files
     per_case = per_case[front + [c for c in per_case.columns if c not in front]]
-    if "empty_gt" not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
-        per_case = per_case.reindex(columns=front + ["spacing", "n_components", "empty_gt", "pred_volume",
-                                    "worst_distance"] + [c for m in names for c in (m, f"cc_{m}")] + ["pred_volume_ml"])
+    if schema.EMPTY_GT not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
+        per_case = per_case.reindex(columns=schema.PER_CASE.columns(names))
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
-    per_component = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["case", "class", "component", "volume", "volume_mm3", "detected", "worst_distance"] + names))
-    per_component = per_component.sort_values(["case", "class", "component"], kind="stable").reset_index(drop=True)
+    per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
+    per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
     record = {"metrics": list(options.metrics), "classes": list(classes) if classes else None,
               "spacing": spacing if isinstance(spacing, str) else list(np.atleast_1d(spacing).astype(float)),
               "nsd_tolerance": options.nsd_tolerance, "worst_distance": worst_distance,
               "connectivity": connectivity, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix,
               "tolerance_mm": options.tolerance_mm}
-    return DatasetResult(per_component, per_case, ignored, timings, record)
+    columns = {c.name: c for m in ordered for c in m.columns}
+    return DatasetResult(per_component, per_case, ignored, timings, record, columns)
 
 
 def _run(tasks: List[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> List[Dict]:

@@ -14,6 +14,8 @@ import pandas as pd
 from . import evaluate
 from .synthetic import lesion_case
 
+__all__ = ["main"]
+
 
 def main() -> None:
     gt, pred = lesion_case(shape=(160, 160, 120), n_lesions=8, radius_range=(1.5, 15.0), n_false_positives=2, seed=4)

@@ -25,6 +25,9 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+__all__ = ["IMAGE_EXTENSIONS", "Image", "ImageReadError", "check_same_geometry", "image_id", "is_image_file",
+           "load_image", "save_image"]
+
 IMAGE_EXTENSIONS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr")
 _READERS = ("auto", "nibabel", "sitk")
 _HINT = "\n(is the file truncated or corrupt? write or copy it again)"

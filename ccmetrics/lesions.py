@@ -18,7 +18,10 @@ from scipy import ndimage
 from ._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
 from .components import ComponentCache, Sites, cc3d_label
 from .overlap import overlap_scores
-from .surface import directed_distances, face_edges, physical, surface_scores
+from .surface import directed_distances, physical, surface_scores
+
+__all__ = ["BRATS_WORST_HD95", "DetectionResult", "LesionDiceResult", "detection", "detection_from_components",
+           "lesion_dice", "lesion_dice_from_components"]
 
 #: BraTS-2023's penalty distance (mm) for missed lesions and false positives
 BRATS_WORST_HD95 = 374.0
@@ -373,9 +376,8 @@ def lesion_dice_from_components(
 
     # per-lesion Dice and HD95 from voxel lists
     gt_coords, pred_coords = gt_sites.coords(), pred_sites.coords()
-    gt_map = gt_sites.label_map(flat=True)
-    _, gt_edge = face_edges(gt_sites.flat_index, gt_coords, gt_sites.shape, gt_map, gt_sites.label)
-    _, pred_edge = face_edges(pred_sites.flat_index, pred_coords, pred_sites.shape, pred_map.ravel(), pred_sites.label)
+    _, gt_edge = gt_sites.edges(coords=gt_coords)
+    _, pred_edge = pred_sites.edges(pred_map.ravel(), coords=pred_coords)
     in_pred = pred_mask.ravel()[gt_sites.flat_index]
     voxel_volume = _voxel_volume(spacing)
     rows = []

@@ -25,8 +25,8 @@ from ._inputs import as_binary_mask, as_label_map, check_same_shape
 from .components import Sites, find_sites
 from .matching import Matching, check_matching_rule, choose_pairs, match_sites, site_overlaps
 
-__all__ = ["PQResult", "MultiPQResult", "panoptic_quality", "multiclass_pq", "pq_from_counts", "instance_classes",
-           "class_counts", "AGGREGATIONS", "CLASS_RULES"]
+__all__ = ["PQResult", "MultiPQResult", "panoptic_quality", "pq_from_sites", "multiclass_pq", "pq_from_counts",
+           "instance_classes", "class_counts", "AGGREGATIONS", "CLASS_RULES"]
 
 #: aggregations of :func:`multiclass_pq`
 AGGREGATIONS = ("image", "dataset", "group")
@@ -138,7 +138,27 @@ def panoptic_quality(
     gt_sites = _instances(gt, "gt", instances, connectivity)
     if pred_sites.shape != gt_sites.shape:
         raise ValueError(f"pred and gt must have the same shape, got {pred_sites.shape} and {gt_sites.shape}")
-    return PQResult.from_matching(match_sites(pred_sites, gt_sites, rule, threshold))
+    return pq_from_sites(pred_sites, gt_sites, rule=rule, threshold=threshold)
+
+
+def pq_from_sites(pred_sites: Sites, gt_sites: Sites, *, rule: str = "iou", threshold: float = 0.5) -> PQResult:
+    """:func:`panoptic_quality` of instances already found (components or labels), e.g. shared with other metrics.
+
+    Parameters
+    ----------
+    pred_sites, gt_sites : Sites
+        The instances (:func:`ccmetrics.components.find_sites`).
+    rule, threshold
+        As in :func:`panoptic_quality` (default: IoU strictly above 0.5).
+
+    Examples
+    --------
+    >>> gt = find_sites(np.array([[1, 1, 0, 1]], bool))
+    >>> r = pq_from_sites(find_sites(np.array([[1, 1, 0, 0]], bool)), gt)
+    >>> r.tp, r.fn, round(r.pq, 4)
+    (1, 1, 0.6667)
+    """
+    return PQResult.from_matching(match_sites(pred_sites, gt_sites, rule, check_matching_rule(rule, threshold)))
 
 
 def instance_classes(

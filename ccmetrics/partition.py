@@ -35,27 +35,27 @@ from scipy.spatial import cKDTree
 
 from ._inputs import as_spacing
 from .components import Sites, find_sites
-from .surface import face_edges, physical
+from .config import current
+from .surface import physical
+
+__all__ = ["assign_nearest", "assign_nearest_flat", "site_surfaces", "voronoi_partition"]
 
 _CANDIDATES = 8  # surface voxels examined per possibly tied query (then 32, 128, ...)
 _CHUNK = 1 << 18  # queries per KD-tree batch (bounds memory)
 _REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum are re-checked exactly
-_DENSE_MIN_QUERIES = 1 << 15  # from this many query voxels filling at least 1/_DENSE_MAX_RATIO of their box ...
-_DENSE_MAX_RATIO = 32  # ... the box is labelled by the separable transform (about 30-50 ns a voxel, vs 1.5 µs a query)
-_BLOCK_MIN_QUERIES = 1 << 17  # otherwise, from this many query voxels, whole blocks are certified first
-_BLOCK_MAX_SITES = 256  # ... when there are at most this many sites (one KD-tree query per block and site)
-_BLOCK_SIDES = (8, 4, 2)
+_BLOCK_SIDES = (8, 4, 2)  # block sides tried by _certify_blocks (engine thresholds: ccmetrics.config)
 
 
-def site_surfaces(sites: Sites, site_map: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Face-edge voxels of every site.
+def site_surfaces(sites: Sites, site_map: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Face-edge voxels of every site: the only voxels a nearest-site search needs.
 
     Parameters
     ----------
     sites : Sites
         The sites.
-    site_map : ndarray
-        Flat label map of the sites (site label at site voxels, 0 elsewhere).
+    site_map : ndarray, optional
+        Flat label map of the sites (site label at site voxels, 0 elsewhere), when already built
+        (see :meth:`ccmetrics.components.Sites.edges`).
 
     Returns
     -------
@@ -63,9 +63,15 @@ def site_surfaces(sites: Sites, site_map: np.ndarray) -> Tuple[np.ndarray, np.nd
         Coordinates of the surface voxels, grouped by site.
     labels : ndarray of int32, shape (M,)
         Their site labels.
+
+    Examples
+    --------
+    >>> coords, labels = site_surfaces(find_sites(np.array([[1, 1, 1, 0, 1]], bool)))
+    >>> coords.tolist(), labels.tolist()
+    ([[0, 0], [0, 1], [0, 2], [0, 4]], [1, 1, 1, 2])
     """
     coords = sites.coords()
-    own_edge, _ = face_edges(sites.flat_index, coords, sites.shape, site_map, sites.label)
+    own_edge, _ = sites.edges(site_map, coords=coords)
     return coords[own_edge], sites.label[own_edge]
 
 
@@ -134,9 +140,10 @@ def assign_nearest(
     todo = np.arange(len(query))
     lo = np.array([min(query[:, k].min(), surface_coords[:, k].min()) for k in range(query.shape[1])])
     hi = np.array([max(query[:, k].max(), surface_coords[:, k].max()) for k in range(query.shape[1])]) + 1
-    if len(query) >= _DENSE_MIN_QUERIES and int(np.prod(hi - lo)) <= _DENSE_MAX_RATIO * len(query):
+    config = current()
+    if len(query) >= config.dense_min_queries and int(np.prod(hi - lo)) <= config.dense_max_ratio * len(query):
         todo = _assign_dense(query, surface_coords, surface_labels, spacing, lo, hi, out)
-    elif len(query) >= _BLOCK_MIN_QUERIES and len(present) <= _BLOCK_MAX_SITES:
+    elif len(query) >= config.block_min_queries and len(present) <= config.block_max_sites:
         todo = _certify_blocks(query, surface_coords, surface_labels, present, spacing, out)
     _assign_exact(query, todo, surface_coords, surface_labels, spacing, out)
     return out
@@ -166,10 +173,11 @@ def assign_nearest_flat(
     shape = tuple(int(n) for n in shape)
     plane = int(np.prod(shape[1:]))
     present = np.unique(surface_labels)
-    if len(flat_index) >= _DENSE_MIN_QUERIES and len(present) > 1:
+    config = current()
+    if len(flat_index) >= config.dense_min_queries and len(present) > 1:
         lo = min(int(flat_index.min()) // plane, int(surface_coords[:, 0].min()))
         hi = max(int(flat_index.max()) // plane, int(surface_coords[:, 0].max())) + 1
-        if (hi - lo) * plane <= _DENSE_MAX_RATIO * len(flat_index):
+        if (hi - lo) * plane <= config.dense_max_ratio * len(flat_index):
             out = np.empty(len(flat_index), dtype=np.int32)
             origin = np.zeros(len(shape), dtype=np.int64)
             origin[0] = lo
@@ -236,8 +244,9 @@ def _certify_blocks(query: np.ndarray, surface_coords: np.ndarray, surface_label
     spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
     trees = [cKDTree(physical(surface_coords[surface_labels == lab], spacing), leafsize=32) for lab in present]
     todo = np.arange(len(query))
+    min_queries = current().block_min_queries
     for side in _BLOCK_SIDES:
-        if len(todo) < _BLOCK_MIN_QUERIES // 4:
+        if len(todo) < min_queries // 4:
             break
         cell = query[todo] // side
         grid = cell.max(axis=0) + 1

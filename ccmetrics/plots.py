@@ -17,11 +17,25 @@ import pathlib
 import numpy as np
 import pandas as pd
 
+from . import registry
 from .aggregation import cc_values
+from .schema import CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
 
-OVERLAP = ("dice", "iou", "nsd")
-DISTANCE = ("hd", "hd95", "assd")
+__all__ = ["plot_case_distribution", "plot_comparison", "plot_detection_by_size", "plot_metric_vs_volume",
+           "plot_standard_vs_cc", "write_plots"]
+
 STANDARD_COLOR, CC_COLOR, MISSED_COLOR = "tab:blue", "tab:orange", "tab:red"
+
+
+def _distance(metric, columns=None):
+    """Whether a metric (or its ``cc_`` column) is a distance: the registry's fact, or the table's own."""
+    return registry.is_distance(base(metric), columns)
+
+
+def _per_region_metrics(columns=None):
+    """Every metric with a CC version that the registry or the table's facts know, the built-in ones first."""
+    names = list(registry.names(per_region=True))
+    return names + [m for m, c in (columns or {}).items() if c.cc and m not in names]
 
 
 def _figure(figsize, ncols=1, **kw):
@@ -42,8 +56,8 @@ def _require(df, columns, table, fix):
 def _of_class(df, class_value, table):
     if class_value is None:
         return df
-    _require(df, ["class"], table, "pass class_value=None to pool all rows")
-    return df[df["class"] == class_value]
+    _require(df, [CLASS], table, "pass class_value=None to pool all rows")
+    return df[df[CLASS] == class_value]
 
 
 def _suffix(class_value):
@@ -51,31 +65,32 @@ def _suffix(class_value):
 
 
 def _volumes(df):
-    if "volume_mm3" in df.columns and len(df) and df["volume_mm3"].notna().all():
-        return df["volume_mm3"].to_numpy(float), "mm³"
-    _require(df, ["volume"], "per_component", "add the lesion size in voxels (CaseResult.to_frame has it)")
-    return df["volume"].to_numpy(float), "voxels"
+    if VOLUME_MM3 in df.columns and len(df) and df[VOLUME_MM3].notna().all():
+        return df[VOLUME_MM3].to_numpy(float), "mm³"
+    _require(df, [VOLUME], "per_component", "add the lesion size in voxels (CaseResult.to_frame has it)")
+    return df[VOLUME].to_numpy(float), "voxels"
 
 
 def _usable_cases(per_case, class_value):
     """Rows of per_case to plot, and the counts of empty-GT and error rows left out."""
     df = _of_class(per_case, class_value, "per_case")
     n_error = n_empty = 0
-    if "status" in df.columns:
-        error = (df["status"] == "error").to_numpy()
+    if STATUS in df.columns:
+        error = (df[STATUS] == FAILED).to_numpy()
         n_error, df = int(error.sum()), df[~error]
-    if "empty_gt" in df.columns:
-        empty = df["empty_gt"].eq(True).to_numpy()
+    if EMPTY_GT in df.columns:
+        empty = df[EMPTY_GT].eq(True).to_numpy()
         n_empty, df = int(empty.sum()), df[~empty]
     return df, n_empty, n_error
 
 
-def _case_values(df, column):
+def _case_values(df, column, columns=None):
     """A per-case column as plotted: a non-finite distance (empty prediction) counts as the case's worst
     distance when the table has ``worst_distance``, the rule the summary uses (:mod:`ccmetrics.aggregation`)."""
     values = df[column].to_numpy(float)
-    if "worst_distance" in df.columns:
-        values = cc_values(values, column.removeprefix("cc_"), df["worst_distance"].to_numpy(float))
+    if WORST_DISTANCE in df.columns:
+        kind = registry.column(column, columns) or base(column)
+        values = cc_values(values, kind, df[WORST_DISTANCE].to_numpy(float))
     return values
 
 
@@ -92,12 +107,12 @@ def _caption(n, n_empty, n_error, n_dropped=0, width=200):
     return ";\n".join(lines)
 
 
-def _metric_columns(df, metrics):
+def _metric_columns(df, metrics, columns=None):
     if metrics is None:
-        return [c for m in OVERLAP + DISTANCE for c in (m, f"cc_{m}") if c in df.columns]
+        return [c for m in _per_region_metrics(columns) for c in (m, cc(m)) if c in df.columns]
     cols = []
     for m in metrics:
-        found = [c for c in ((m,) if m.startswith("cc_") else (m, f"cc_{m}")) if c in df.columns]
+        found = [c for c in ((m,) if base(m) != m else (m, cc(m))) if c in df.columns]
         if not found:
             raise ValueError(f"per_case has no column {m!r} (nor 'cc_{m}'); pass metrics= among the "
                              f"columns it has, or evaluate that metric")
@@ -105,7 +120,7 @@ def _metric_columns(df, metrics):
     return cols
 
 
-def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=None):
+def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=None, columns=None):
     """Per-lesion ``metric`` against lesion volume (log x), missed lesions marked in red.
 
     The x axis is in mm³ when ``volume_mm3`` is known for every lesion, else in voxels. For an overlap
@@ -125,6 +140,9 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         Draw into it; by default a new Figure is made.
     class_value : int, optional
         Only lesions of this class; by default all rows.
+    columns : mapping of str to ccmetrics.registry.Column, optional
+        Facts of metrics this process has not registered (a result folder's
+        :attr:`~ccmetrics.DatasetResult.columns`); the registry's otherwise.
 
     Returns
     -------
@@ -134,10 +152,11 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     _require(df, [metric], "per_component", "pass metric= one of its metric columns")
     vol, unit = _volumes(df)
     y = df[metric].to_numpy(float)
-    at_worst = "worst_distance" in df.columns and metric not in OVERLAP and bool(np.isinf(y).any())
+    distance = _distance(metric, columns)
+    at_worst = WORST_DISTANCE in df.columns and distance and bool(np.isinf(y).any())
     if at_worst:
-        y = np.where(np.isinf(y), df["worst_distance"].to_numpy(float), y)
-    detected = df["detected"].to_numpy(bool) if "detected" in df.columns else np.ones(len(df), bool)
+        y = np.where(np.isinf(y), df[WORST_DISTANCE].to_numpy(float), y)
+    detected = df[DETECTED].to_numpy(bool) if DETECTED in df.columns else np.ones(len(df), bool)
     ok = np.isfinite(y) & (vol > 0)
     ax = ax if ax is not None else _figure((6.4, 4.6))[0]
     for mask, kw in ((ok & detected, dict(color=STANDARD_COLOR, marker="o", alpha=0.6, label="detected")),
@@ -153,7 +172,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         mids = [(math.sqrt(edges[i] * edges[i + 1]), np.median(w[idx == i])) for i in range(6) if (idx == i).sum() >= 2]
         if mids:
             ax.plot(*zip(*mids), color="black", lw=1.5, label="binned median")
-    if metric in OVERLAP and len(v):
+    if not distance and len(v):
         ax.axhline(w.mean(), color="tab:green", ls="--", lw=1, label=f"mean per lesion {w.mean():.2f}")
         wm = np.average(w, weights=v)
         ax.axhline(wm, color="tab:purple", ls=":", lw=1.5, label=f"volume-weighted mean {wm:.2f} (≈ global)")
@@ -166,7 +185,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     return ax.figure
 
 
-def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None):
+def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None, columns=None):
     """Per-case standard (global) value of ``metric`` (x) against its CC value (y), with the identity.
 
     Error rows and empty-GT rows are left out, as are points with a non-finite value; the title counts
@@ -178,20 +197,20 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None):
     per_case : pandas.DataFrame
         The tidy per-case table; needs ``metric`` and ``cc_<metric>``; ``status``, ``empty_gt`` and
         ``class`` are used when present.
-    metric, ax, class_value
+    metric, ax, class_value, columns
         As in :func:`plot_metric_vs_volume`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    cc = f"cc_{metric}"
-    _require(per_case, [metric, cc], "per_case", "pass metric= a metric evaluated with its CC value")
+    cc_column = cc(metric)
+    _require(per_case, [metric, cc_column], "per_case", "pass metric= a metric evaluated with its CC value")
     df, n_empty, n_error = _usable_cases(per_case, class_value)
-    x, y = _case_values(df, metric), _case_values(df, cc)
+    x, y = _case_values(df, metric, columns), _case_values(df, cc_column, columns)
     ok = np.isfinite(x) & np.isfinite(y)
     ax = ax if ax is not None else _figure((5.6, 5.6))[0]
-    groups = df["class"].to_numpy() if "class" in df.columns else np.zeros(len(df))
+    groups = df[CLASS].to_numpy() if CLASS in df.columns else np.zeros(len(df))
     classes = pd.unique(groups[ok])
     for k in classes:
         m = ok & (groups == k)
@@ -212,13 +231,13 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None):
     return ax.figure
 
 
-def _boxes(ax, df, cols, rng):
+def _boxes(ax, df, cols, rng, columns=None):
     dropped = 0
     for i, c in enumerate(cols):
-        v = _case_values(df, c)
+        v = _case_values(df, c, columns)
         dropped += int((~np.isfinite(v)).sum())
         v = v[np.isfinite(v)]
-        color = CC_COLOR if c.startswith("cc_") else STANDARD_COLOR
+        color = CC_COLOR if base(c) != c else STANDARD_COLOR
         if len(v):
             ax.boxplot([v], positions=[i], widths=0.55, showfliers=False, patch_artist=True,
                        boxprops=dict(facecolor=color, alpha=0.3), medianprops=dict(color="black"))
@@ -228,7 +247,7 @@ def _boxes(ax, df, cols, rng):
     return dropped
 
 
-def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None):
+def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None, columns=None):
     """Distribution of per-case scores (box plus jittered points), standard and CC side by side.
 
     Error and empty-GT rows are left out; non-finite values are dropped and counted in the title.
@@ -245,26 +264,28 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None)
         panels (their scales differ).
     class_value : int, optional
         Only rows of this class; by default all rows.
+    columns : mapping, optional
+        As in :func:`plot_metric_vs_volume`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    cols = _metric_columns(per_case, metrics)
+    cols = _metric_columns(per_case, metrics, columns)
     if not cols:
         raise ValueError("per_case has none of the columns dice, iou, nsd, hd, hd95, assd (nor cc_ "
                          "versions); pass metrics= with the columns to show")
     df, n_empty, n_error = _usable_cases(per_case, class_value)
     if ax is None:
-        overlap = [c for c in cols if c.removeprefix("cc_") not in DISTANCE]
+        overlap = [c for c in cols if not _distance(c, columns)]
         groups = [g for g in (overlap, [c for c in cols if c not in overlap]) if g]
         axes = _figure((1.4 + 1.1 * len(cols), 4.6), len(groups), width_ratios=[len(g) for g in groups])
     else:
         groups, axes = [cols], [ax]
     rng = np.random.default_rng(0)
-    dropped = sum(_boxes(a, df, g, rng) for a, g in zip(axes, groups))
+    dropped = sum(_boxes(a, df, g, rng, columns) for a, g in zip(axes, groups))
     for a, g in zip(axes, groups):
-        kinds = {c.removeprefix("cc_") in DISTANCE for c in g}
+        kinds = {_distance(c, columns) for c in g}
         a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")
     from matplotlib.patches import Patch
 
@@ -316,7 +337,7 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     matplotlib.figure.Figure
     """
     df = _of_class(per_component, class_value, "per_component")
-    _require(df, ["detected"], "per_component", "it is True where the lesion overlaps the prediction")
+    _require(df, [DETECTED], "per_component", "it is True where the lesion overlaps the prediction")
     vol, unit = _volumes(df)
     if bins is None:
         bins = (0, 100, 1000, 10000, math.inf) if unit == "mm³" else (0, 10, 100, 1000, math.inf)
@@ -324,7 +345,7 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     if len(edges) < 2 or np.any(np.diff(edges) <= 0):
         raise ValueError(f"bins must be at least two increasing edges, got {list(bins)}")
     idx = np.searchsorted(edges, vol, side="right") - 1
-    det = df["detected"].to_numpy(bool)
+    det = df[DETECTED].to_numpy(bool)
     counts = np.array([(idx == i).sum() for i in range(len(edges) - 1)])
     hits = np.array([det[idx == i].sum() for i in range(len(edges) - 1)])
     rates = np.divide(hits, counts, out=np.zeros(len(counts)), where=counts > 0)
@@ -380,7 +401,7 @@ def plot_comparison(scores: pd.DataFrame, mean_ranks: pd.Series, metric: str):
     return left.figure
 
 
-def write_plots(per_component, per_case, out_dir, *, metrics=None):
+def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None):
     """Write the standard figures as PNGs (120 dpi) into ``out_dir`` (created) and return their paths.
 
     Files: ``metric_vs_volume_<m>.png`` for the first overlap metric present (dice, iou, nsd),
@@ -395,7 +416,10 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None):
     out_dir : str or pathlib.Path
         Folder for the PNGs, created with its parents if needed.
     metrics : sequence of str, optional
-        Base metric names to plot; by default dice, iou, nsd, hd, hd95, assd where present.
+        Base metric names to plot; by default every metric with a CC version (the registry's, and
+        those of ``columns``) where present.
+    columns : mapping of str to ccmetrics.registry.Column, optional
+        Facts of metrics this process has not registered (a result folder's); the registry's otherwise.
 
     Returns
     -------
@@ -421,8 +445,9 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None):
     out.mkdir(parents=True, exist_ok=True)
     pcomp = per_component if per_component is not None else pd.DataFrame()
     pcase = per_case if per_case is not None else pd.DataFrame()
-    names = list(metrics) if metrics is not None else list(OVERLAP + DISTANCE)
-    classes = sorted({k for t in (pcomp, pcase) if "class" in t.columns for k in t["class"].dropna().unique()})
+    names = list(metrics) if metrics is not None else _per_region_metrics(columns)
+    classes = sorted({k for t in (pcomp, pcase) if CLASS in t.columns for k in t[CLASS].dropna().unique()})
+    overlap = [m for m in _per_region_metrics(columns) if not _distance(m, columns)]
     paths = []
 
     def save(fig, name):
@@ -431,21 +456,21 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None):
 
     for k in classes if len(classes) > 1 else [None]:
         sfx = "" if k is None else f"_class{k}"
-        comp = pcomp if k is None or "class" not in pcomp.columns else pcomp[pcomp["class"] == k]
-        case = pcase if k is None or "class" not in pcase.columns else pcase[pcase["class"] == k]
-        kc = dict(class_value=k) if k is not None and "class" in comp.columns else {}
-        ks = dict(class_value=k) if k is not None and "class" in case.columns else {}
+        comp = pcomp if k is None or CLASS not in pcomp.columns else pcomp[pcomp[CLASS] == k]
+        case = pcase if k is None or CLASS not in pcase.columns else pcase[pcase[CLASS] == k]
+        kc = dict(class_value=k) if k is not None and CLASS in comp.columns else {}
+        ks = dict(class_value=k) if k is not None and CLASS in case.columns else {}
         if len(comp):
-            m = next((m for m in OVERLAP if m in names and m in comp.columns), None)
+            m = next((m for m in overlap if m in names and m in comp.columns), None)
             if m is not None:
-                save(plot_metric_vs_volume(comp, m, **kc), f"metric_vs_volume_{m}{sfx}.png")
-            if "detected" in comp.columns:
+                save(plot_metric_vs_volume(comp, m, columns=columns, **kc), f"metric_vs_volume_{m}{sfx}.png")
+            if DETECTED in comp.columns:
                 save(plot_detection_by_size(comp, **kc), f"detection_by_size{sfx}.png")
         if len(case):
             for m in names:
-                if m in case.columns and f"cc_{m}" in case.columns:
-                    save(plot_standard_vs_cc(case, m, **ks), f"standard_vs_cc_{m}{sfx}.png")
-            present = [m for m in names if m in case.columns or f"cc_{m}" in case.columns]
+                if m in case.columns and cc(m) in case.columns:
+                    save(plot_standard_vs_cc(case, m, columns=columns, **ks), f"standard_vs_cc_{m}{sfx}.png")
+            present = [m for m in names if m in case.columns or cc(m) in case.columns]
             if present:
-                save(plot_case_distribution(case, present, **ks), f"case_distribution{sfx}.png")
+                save(plot_case_distribution(case, present, columns=columns, **ks), f"case_distribution{sfx}.png")
     return paths

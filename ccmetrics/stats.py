@@ -32,11 +32,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .aggregation import cc_values, is_distance_metric
+from . import registry, schema
+from .aggregation import cc_values
 
 __all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "FriedmanNemenyi", "friedman_nemenyi"]
 
-LOWER_IS_BETTER = frozenset({"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"})
 # scipy >= 1.15 names the generator ``rng``; older versions call it ``random_state``.
 _RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
@@ -312,7 +312,7 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
 
 
 def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str,
-                   class_column: str, class_value) -> pd.Series:
+                   class_column: str, class_value, columns=None) -> pd.Series:
     if metric not in table.columns:
         raise KeyError(f"method {name!r}: no column {metric!r}")
     if class_value is not None:
@@ -323,12 +323,12 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
         raise ValueError(f"method {name!r} has several classes {sorted(table[class_column].unique())}; "
                          "pass class_value to pick one")
     values = table[metric].astype(float)
-    base = metric[3:] if metric.startswith("cc_") else metric
-    if "worst_distance" in table.columns and is_distance_metric(base):
+    if schema.WORST_DISTANCE in table.columns and registry.is_distance(metric, columns):
         # an empty prediction's infinite distance counts as the case's worst distance, as in every mean
-        values = pd.Series(cc_values(values, base, table["worst_distance"].astype(float)), index=values.index)
-    if "status" in table.columns:
-        values = values.where(table["status"] != "error")   # an error row is not a score
+        worst = table[schema.WORST_DISTANCE].astype(float)
+        values = pd.Series(cc_values(values, registry.column(metric, columns), worst), index=values.index)
+    if schema.STATUS in table.columns:
+        values = values.where(table[schema.STATUS] != schema.FAILED)   # an error row is not a score
     values.index = pd.Index(table[case_column], name=case_column)
     if values.index.has_duplicates:
         duplicated = list(values.index[values.index.duplicated()])
@@ -337,7 +337,8 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
 
 
 def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better: Optional[bool] = None,
-            case_column: str = "case", class_value=None, class_column: str = "class") -> Comparison:
+            case_column: str = schema.CASE, class_value=None, class_column: str = schema.CLASS,
+            columns: Optional[Mapping[str, "registry.Column"]] = None) -> Comparison:
     """Compare methods on one metric over paired cases, with rank-based tests.
 
     Cases are paired by id; a case some method lacks (missing row, NaN, or status "error")
@@ -355,12 +356,16 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     metric : str
         Metric column, e.g. ``"dice"`` or ``"cc_hd95"``.
     higher_is_better : bool, optional
-        Inferred if None: False for hd, hd95, assd, lesion_hd95, fp_volume, fn_volume (with
-        or without a ``cc_`` prefix), else True.
+        Inferred if None: the metric registry's direction of the column (``cc_`` prefix allowed;
+        distances and error volumes are lower-is-better), from ``columns`` first; True for a
+        column no metric produces.
     case_column, class_column : str
         Column names of the case id and the class.
     class_value : optional
         Class to compare; required when the tables hold several classes.
+    columns : mapping of str to ccmetrics.registry.Column, optional
+        Facts of metrics this process has not registered (a result folder's
+        :attr:`~ccmetrics.DatasetResult.columns`).
 
     Returns
     -------
@@ -386,21 +391,20 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     if len(methods) < 2:
         raise ValueError(f"need at least 2 methods to compare, got {len(methods)}")
     if higher_is_better is None:
-        base = metric[3:] if metric.startswith("cc_") else metric
-        higher_is_better = base not in LOWER_IS_BETTER
+        higher_is_better = registry.higher_is_better(metric, columns)
     empty_gt: set = set()
     kept = {}
     for m in methods:  # empty-GT cases follow a special rule; they are summarised apart, never ranked
         table = tables[m]
-        if "empty_gt" in table:
-            flag = table["empty_gt"].eq(True)
+        if schema.EMPTY_GT in table:
+            flag = table[schema.EMPTY_GT].eq(True)
             if class_value is not None and class_column in table:
                 flag &= table[class_column] == class_value
             empty_gt.update(table.loc[flag, case_column])
             table = table[~flag]
         kept[m] = table
-    columns = [_method_scores(m, kept[m], metric, case_column, class_column, class_value) for m in methods]
-    wide = pd.concat(columns, axis=1, join="outer")
+    scored = [_method_scores(m, kept[m], metric, case_column, class_column, class_value, columns) for m in methods]
+    wide = pd.concat(scored, axis=1, join="outer")
     wide = wide[~wide.index.isin(empty_gt)]
     complete = wide.notna().all(axis=1)
     excluded = list(wide.index[~complete])

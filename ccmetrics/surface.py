@@ -14,21 +14,32 @@ Edge tests look up each voxel's face neighbours in a label map
 the voxel list (:func:`own_face_edges`: binary searches over its runs, or a
 small-integer map of its flat-index span when the list is dense there), so
 no image-sized label map is needed.
+
+The reductions (NSD, HD, HD95, ASSD: :data:`SURFACE_REDUCTIONS`) work on the
+distance lists of many regions at once (:class:`GroupedDistances`); one image
+is the one-group case. HD95 uses torch's float32 quantile arithmetic
+(:mod:`ccmetrics.torch_emulation`). Which engine measures the distances (scipy's
+or ccmetrics' own k-d tree, numpy or numba edge tests) follows the thresholds of
+:class:`ccmetrics.EngineConfig`; the values do not depend on it.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import platform
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-#: surface-distance metrics computed from the two directed distance lists
-SURFACE_METRICS = ("nsd", "hd", "hd95", "assd")
+from .config import current
+from .torch_emulation import quantile_rank, torch_lerp
+
+__all__ = ["GroupedDistances", "SURFACE_REDUCTIONS", "SurfaceReduction", "directed_distances", "empty_rule",
+           "face_edges", "grouped_directed_distances", "grouped_surface_scores", "mask_edges", "own_face_edges",
+           "physical", "surface_scores"]
+
 
 
 def face_edges(
@@ -95,7 +106,7 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
         The mask (non-zero inside).
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
-    if len(flat_index) >= _KERNELS_FROM and mask_flat.dtype == bool:
+    if len(flat_index) >= current().kernels_from and mask_flat.dtype == bool:
         from . import _edge_kernels  # numba: imported for long lists only
 
         edge = np.empty(len(flat_index), dtype=bool)
@@ -112,12 +123,6 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
             neighbour = np.where(inside, flat_index + step * int(stride), 0)
             inner &= inside & (mask_flat[neighbour] != 0)
     return ~inner
-
-
-#: a voxel list whose flat-index span holds at most this many voxels per listed voxel gets a span label map
-_DENSE_BOX = 8
-#: from this many voxels, the edge tests run as numba kernels (:mod:`ccmetrics._edge_kernels`, both cores)
-_KERNELS_FROM = 1 << 18
 
 
 def own_face_edges(
@@ -160,9 +165,10 @@ def own_face_edges(
     (:meth:`~ccmetrics.components.Runs.locate`).
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
+    config = current()
     if len(flat_index):
         first, span = int(flat_index[0]), int(flat_index[-1] - flat_index[0]) + 1
-        if len(flat_index) >= _KERNELS_FROM and span <= _DENSE_BOX * len(flat_index):
+        if len(flat_index) >= config.kernels_from and span <= config.span_map_ratio * len(flat_index):
             from . import _edge_kernels  # numba: imported for long lists only
 
             own_edge = np.empty(len(flat_index), dtype=bool)
@@ -176,7 +182,7 @@ def own_face_edges(
     mine = labels[interior]
     flat = flat_index[interior]
     differs = np.zeros(len(interior), dtype=bool)
-    if span <= _DENSE_BOX * len(flat_index):
+    if span <= config.span_map_ratio * len(flat_index):
         label_map = np.zeros(span, dtype=np.min_scalar_type(int(labels.max())))
         label_map[flat_index - first] = labels
         at = flat - first
@@ -207,8 +213,8 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Distance from each source point to the nearest target point, as float32.
 
     Both arguments are float64 point arrays of shape (N, ndim).  Like MONAI, an
-    empty target gives ``inf`` for every source point.  From ``_OWN_TREE_FROM``
-    points in all, the k-d tree of :mod:`ccmetrics._kdtree` (tight node boxes:
+    empty target gives ``inf`` for every source point.  From ``own_tree_from``
+    points in all (:class:`ccmetrics.EngineConfig`), the k-d tree of :mod:`ccmetrics._kdtree` (tight node boxes:
     fast also for points far from a flat edge set, and both kernels release
     the GIL) gives the same float64 distances as scipy's tree, which serves
     smaller inputs and machines where the two do not agree bit for bit.
@@ -227,15 +233,11 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return tree.query(source, k=1)[0].astype(np.float32)
 
 
-#: points (source and target together) from which distances come from :mod:`ccmetrics._kdtree` (numba) ...
-_OWN_TREE_FROM = 1 << 15
-#: ... once numba is loaded (large images load it for other kernels), or from this many without (its first
-#: import and kernel load take about 0.5 s, more than scipy's tree costs below this size)
-_OWN_TREE_IMPORT_FROM = 1 << 18
-
-
 def _own_tree(points: int) -> bool:
-    if points < _OWN_TREE_FROM or (points < _OWN_TREE_IMPORT_FROM and "numba" not in sys.modules):
+    """Whether :mod:`ccmetrics._kdtree` measures ``points`` points (``own_tree_from`` and
+    ``own_tree_import_from`` of :class:`ccmetrics.EngineConfig`, and the per-process agreement probe)."""
+    config = current()
+    if points < config.own_tree_from or (points < config.own_tree_import_from and "numba" not in sys.modules):
         return False
     from ._kdtree import matches_scipy  # numba: imported on first use
 
@@ -278,105 +280,141 @@ def grouped_directed_distances(source: np.ndarray, source_group: np.ndarray, tar
     return tree.query(query, k=1, distance_upper_bound=bound, workers=workers)[0].astype(np.float32)
 
 
-def lerp_uses_fma() -> bool:
-    """Whether ``torch.lerp`` on this CPU rounds as one fused multiply-add (FMA), as torch's dispatch decides.
+class GroupedDistances:
+    """The two directed edge-distance lists of K groups (regions), and the work their reductions share.
 
-    torch compiles its CPU kernels once per instruction set and picks one at run time: the AVX2 and
-    AVX512 kernels (x86-64 CPUs with AVX2 and FMA) contract ``a + w * (b - a)`` into one FMA, rounded
-    once; the baseline x86-64 kernel (``ATEN_CPU_CAPABILITY=default``, or a CPU without AVX2) rounds the
-    product and the sum separately. The choice follows torch where it is imported already, otherwise
-    ``ATEN_CPU_CAPABILITY`` and the CPU's features as numpy reports them, without importing torch.
-    On ARM64, where FMA is baseline, FMA is assumed (not tested here).
+    Group ``i`` owns ``pred_to_gt[pred_bounds[i]:pred_bounds[i + 1]]`` (distances from its prediction
+    edge voxels to its GT edge voxels) and ``gt_to_pred[gt_bounds[i]:gt_bounds[i + 1]]`` (back). Each
+    list is sorted within its groups once, on first use (HD95 needs it), so that several metrics
+    reduce the same lists without repeating work (DeepMind surface-distance's compute once, reduce
+    many).
+
+    Examples
+    --------
+    >>> d = np.array([1.0, 2.0, 3.0], np.float32)
+    >>> groups = GroupedDistances(d, [0, 2, 3], d[:1], [0, 1, 1])
+    >>> len(groups), groups.n_pred.tolist(), groups.n_gt.tolist()
+    (2, [2, 1], [1, 0])
+    >>> SURFACE_REDUCTIONS["hd"](groups, 1.0).tolist()  # the second group has no GT edge: inf
+    [2.0, inf]
     """
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "backends"):
-        capability = torch.backends.cpu.get_cpu_capability().upper()
-        if capability in ("AVX2", "AVX512"):
-            return True
-        if capability in ("DEFAULT", "NO AVX"):
-            return platform.machine().lower() in ("aarch64", "arm64")
-    requested = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
-    if platform.machine().lower() in ("aarch64", "arm64"):
-        return True
-    if requested == "default":
-        return False
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_features__ as features
-    return bool(features.get("AVX2") and features.get("FMA3"))
+
+    def __init__(self, pred_to_gt: np.ndarray, pred_bounds: Sequence[int], gt_to_pred: np.ndarray,
+                 gt_bounds: Sequence[int]):
+        self.pred_to_gt, self.gt_to_pred = pred_to_gt, gt_to_pred
+        self.pred_bounds, self.gt_bounds = np.asarray(pred_bounds, np.int64), np.asarray(gt_bounds, np.int64)
+        self.n_pred, self.n_gt = np.diff(self.pred_bounds), np.diff(self.gt_bounds)
+        self._sorted: Dict[str, np.ndarray] = {}
+
+    @classmethod
+    def single(cls, pred_to_gt: np.ndarray, gt_to_pred: np.ndarray) -> "GroupedDistances":
+        """One group holding both whole lists."""
+        return cls(pred_to_gt, [0, len(pred_to_gt)], gt_to_pred, [0, len(gt_to_pred)])
+
+    def __len__(self) -> int:
+        return len(self.n_pred)
+
+    def sorted(self, side: str) -> np.ndarray:
+        """``"pred"`` (prediction -> GT) or ``"gt"`` distances sorted within each group (computed once)."""
+        if side not in self._sorted:
+            values, counts = (self.pred_to_gt, self.n_pred) if side == "pred" else (self.gt_to_pred, self.n_gt)
+            self._sorted[side] = _sort_within(values, counts)
+        return self._sorted[side]
+
+    def empty_rule(self, values: np.ndarray, both_empty: float, one_empty: Optional[float]) -> np.ndarray:
+        """:func:`empty_rule` with this object's group sizes."""
+        return empty_rule(values, self.n_pred, self.n_gt, both_empty, one_empty)
 
 
-def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``a * b + c`` of float32 arrays rounded once to float32 (an exact emulation of ``fmaf``).
+def empty_rule(values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray, both_empty: float,
+               one_empty: Optional[float]) -> np.ndarray:
+    """The one home of the surface metrics' empty-set rule: ``values`` where both edge sets are non-empty.
 
-    The product of two float32 is exact in float64; the float64 sum is corrected with its exact error
-    (TwoSum), which decides the rounding where the float64 sum lies exactly halfway between two float32.
+    A group with no edge voxel on either side (both masks empty in the region) gets ``both_empty``
+    (the metric's best value); a group with exactly one empty side gets ``one_empty`` (distances:
+    inf, where MONAI gives NaN for HD95, so that a missed lesion always has an infinite distance),
+    or keeps its formula's value when ``one_empty`` is None (NSD: the other side's distances to an
+    empty set are all inf, so none is within the tolerance and NSD is 0). ``n_pred``, ``n_gt``: the
+    edge voxels of each group's prediction and GT. Returns float64.
+
+    >>> empty_rule(np.array([2.0, 5.0, 7.0]), np.array([3, 0, 0]), np.array([4, 2, 0]), 0.0, np.inf).tolist()
+    [2.0, inf, 0.0]
     """
-    a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
-    p = a64 * b64
-    with np.errstate(invalid="ignore", over="ignore"):
-        s = p + c64
-        t = s - p
-        err = (p - (s - t)) + (c64 - t)
-        r = s.astype(np.float32)
-        up, down = np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf))
-        r64 = r.astype(np.float64)
-        r = np.where((s == (r64 + up.astype(np.float64)) / 2) & (err > 0), up, r)
-        r = np.where((s == (r64 + down.astype(np.float64)) / 2) & (err < 0), down, r)
-    return r.astype(np.float32)
+    n_pred, n_gt = np.asarray(n_pred), np.asarray(n_gt)
+    none = (n_pred == 0) & (n_gt == 0)
+    if one_empty is not None:
+        one_side = ((n_pred == 0) | (n_gt == 0)) & ~none
+        values = np.where(one_side, one_empty, values)
+    return np.where(none, both_empty, values).astype(np.float64)
 
 
-def torch_lerp(start: np.ndarray, end: np.ndarray, weight: np.ndarray, fma: Optional[bool] = None) -> np.ndarray:
-    """``torch.lerp(start, end, weight)`` on float32 arrays, bit for bit.
+def _nsd(groups: GroupedDistances, tolerance: float) -> np.ndarray:
+    """Share of the edge voxels of both masks within ``tolerance`` of the other mask's edge (running sums)."""
+    tau = np.float32(tolerance)
+    within = (_group_sums(groups.pred_to_gt <= tau, groups.pred_bounds)
+              + _group_sums(groups.gt_to_pred <= tau, groups.gt_bounds))
+    return within / np.maximum(groups.n_pred + groups.n_gt, 1)
 
-    torch's formula: ``start + weight * (end - start)`` for ``weight < 0.5``, else
-    ``end - (end - start) * (1 - weight)``, each either as one FMA or rounded twice
-    (:func:`lerp_uses_fma`; pass ``fma`` to choose).
+
+def _hd(groups: GroupedDistances, tolerance: float) -> np.ndarray:
+    """The larger of the two directed maxima."""
+    p = _group_max(groups.pred_to_gt, groups.pred_bounds)
+    g = _group_max(groups.gt_to_pred, groups.gt_bounds)
+    return np.where(g > p, g, p)
+
+
+def _hd95(groups: GroupedDistances, tolerance: float) -> np.ndarray:
+    """The larger of the two directed 95th percentiles (torch.quantile's float32 arithmetic, bit for bit)."""
+    q_p = _group_quantiles(groups.sorted("pred"), groups.pred_bounds, 0.95)
+    q_g = _group_quantiles(groups.sorted("gt"), groups.gt_bounds, 0.95)
+    return np.where(q_g > q_p, q_g, q_p)  # Python's max(q_p, q_g), nan included
+
+
+def _assd(groups: GroupedDistances, tolerance: float) -> np.ndarray:
+    """The mean of all distances of both directions (a float64 mean per group, numpy's summation order)."""
+    out = np.zeros(len(groups))
+    p, g, pb, gb = groups.pred_to_gt, groups.gt_to_pred, groups.pred_bounds, groups.gt_bounds
+    for i in np.flatnonzero((groups.n_pred > 0) & (groups.n_gt > 0)).tolist():
+        out[i] = float(np.concatenate([p[pb[i]:pb[i + 1]], g[gb[i]:gb[i + 1]]]).mean(dtype=np.float64))
+    return out
+
+
+@dataclass(frozen=True)
+class SurfaceReduction:
+    """How one surface metric reduces the distance lists of every group, with its empty-set values.
+
+    ``reduce(groups, tolerance)`` gives one value per group where both edge sets are non-empty;
+    :meth:`__call__` applies :meth:`GroupedDistances.empty_rule` with ``both_empty`` (the best
+    value) and ``one_empty`` (None: the formula's value).
     """
-    start, end, weight = (np.asarray(x, np.float32) for x in (start, end, weight))
-    fma = lerp_uses_fma() if fma is None else fma
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = (end - start).astype(np.float32)
-        rest = (np.float32(1) - weight).astype(np.float32)
-        small = weight < np.float32(0.5)
-        if fma:
-            out = np.where(small, _fma32(weight, diff, start), _fma32(-diff, rest, end))
-            plain = np.where(small, start + weight * diff, end - diff * rest)
-            out = np.where(np.isfinite(out) | ~np.isfinite(plain), out, plain)  # inf operands: as rounded twice
-        else:
-            out = np.where(small, start + weight * diff, end - diff * rest)
-    return out.astype(np.float32)
+
+    reduce: Callable[[GroupedDistances, float], np.ndarray]
+    both_empty: float
+    one_empty: Optional[float]
+
+    def __call__(self, groups: GroupedDistances, tolerance: float) -> np.ndarray:
+        return groups.empty_rule(self.reduce(groups, tolerance), self.both_empty, self.one_empty)
+
+    def finish(self, values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray) -> np.ndarray:
+        """Values reduced elsewhere (e.g. one pair of edge sets at a time), with this metric's empty-set rule."""
+        return empty_rule(values, n_pred, n_gt, self.both_empty, self.one_empty)
 
 
-def torch_quantile(values: np.ndarray, q: float) -> float:
-    """Linear-interpolation quantile computed bit for bit as ``torch.quantile`` on float32.
-
-    torch forms the rank in float32, takes floor and ceil neighbours of the
-    sorted values and interpolates with ``torch.lerp`` (:func:`torch_lerp`: one
-    FMA or two roundings, as torch's CPU dispatch does on this machine).
-    Any ``inf`` neighbour pair gives ``nan`` (inf - inf), as in MONAI.
-
-    >>> import math
-    >>> v = np.array([1.0] * 8 + [math.sqrt(29)], np.float32)
-    >>> torch_quantile(v, 0.95) in (3.631098508834839, 3.6310982704162598)  # with / without FMA
-    True
-    """
-    ordered = np.sort(values.astype(np.float32, copy=False))
-    below, above, weight = quantile_rank(np.array([len(ordered)]), q)
-    return float(torch_lerp(ordered[below[0]], ordered[above[0]], weight[0]))
+#: the surface metrics MONAI computes from the two directed distance lists (what each means, its units and
+#: direction: :mod:`ccmetrics.registry`)
+SURFACE_REDUCTIONS: Dict[str, SurfaceReduction] = {
+    "nsd": SurfaceReduction(_nsd, both_empty=1.0, one_empty=None),
+    "hd": SurfaceReduction(_hd, both_empty=0.0, one_empty=math.inf),
+    "hd95": SurfaceReduction(_hd95, both_empty=0.0, one_empty=math.inf),
+    "assd": SurfaceReduction(_assd, both_empty=0.0, one_empty=math.inf),
+}
 
 
-def quantile_rank(counts: np.ndarray, q: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """torch.quantile's neighbours and weight for sorted lists of ``counts`` values (float32 rank, as torch).
-
-    Returns the positions below and above the rank (int64) and the interpolation weight (float32), for
-    :func:`torch_lerp`; one home for :func:`torch_quantile` and its vectorised uses.
-    """
-    rank = np.float32(q) * (np.asarray(counts) - 1).astype(np.float32)
-    below = np.floor(rank).astype(np.int64)
-    above = np.ceil(rank).astype(np.int64)
-    return below, above, (rank - below.astype(np.float32)).astype(np.float32)
+def _reductions(metrics: Sequence[str]) -> List[Tuple[str, SurfaceReduction]]:
+    unknown = [m for m in metrics if m not in SURFACE_REDUCTIONS]
+    if unknown:
+        raise ValueError(f"unknown surface metric {unknown[0]!r}; expected one of {tuple(SURFACE_REDUCTIONS)}")
+    return [(m, SURFACE_REDUCTIONS[m]) for m in metrics]
 
 
 def surface_scores(
@@ -386,6 +424,8 @@ def surface_scores(
     tolerance: float,
 ) -> Dict[str, float]:
     """Reduce the two directed distance lists to surface metrics, as MONAI does.
+
+    The one-group case of :func:`grouped_surface_scores`.
 
     Parameters
     ----------
@@ -405,28 +445,15 @@ def surface_scores(
         directed 95th percentiles; ``assd``: mean of all distances.  When one
         mask is empty all distances are ``inf`` (MONAI gives ``nan`` for HD95
         there; we give ``inf``) and NSD is 0.  Both masks empty: distances 0,
-        NSD 1.
+        NSD 1 (:meth:`GroupedDistances.empty_rule`).
+
+    Examples
+    --------
+    >>> surface_scores(np.array([0.0, 2.0], np.float32), np.array([1.0], np.float32), ["nsd", "hd"], 1.0)
+    {'nsd': 0.6666666666666666, 'hd': 2.0}
     """
-    out: Dict[str, float] = {}
-    n = len(pred_to_gt) + len(gt_to_pred)
-    one_side_empty = len(pred_to_gt) == 0 or len(gt_to_pred) == 0
-    for name in metrics:
-        if n == 0:
-            out[name] = 1.0 if name == "nsd" else 0.0
-        elif name == "nsd":
-            tau = np.float32(tolerance)
-            out[name] = float(np.count_nonzero(pred_to_gt <= tau) + np.count_nonzero(gt_to_pred <= tau)) / n
-        elif one_side_empty:
-            out[name] = math.inf
-        elif name == "hd":
-            out[name] = float(max(pred_to_gt.max(), gt_to_pred.max()))
-        elif name == "hd95":
-            out[name] = max(torch_quantile(pred_to_gt, 0.95), torch_quantile(gt_to_pred, 0.95))
-        elif name == "assd":
-            out[name] = float(np.concatenate([pred_to_gt, gt_to_pred]).mean(dtype=np.float64))
-        else:
-            raise ValueError(f"unknown surface metric {name!r}; expected one of {SURFACE_METRICS}")
-    return out
+    return grouped_surface_scores(pred_to_gt, [0, len(pred_to_gt)], gt_to_pred, [0, len(gt_to_pred)], metrics,
+                                  tolerance)[0]
 
 
 def grouped_surface_scores(
@@ -437,14 +464,15 @@ def grouped_surface_scores(
     metrics: Sequence[str],
     tolerance: float,
 ) -> List[Dict[str, float]]:
-    """:func:`surface_scores` of many components at once, with the same values bit for bit.
+    """:func:`surface_scores` of many components at once (one dict per component).
 
     Component ``i`` owns ``pred_to_gt[pred_bounds[i]:pred_bounds[i + 1]]`` and
-    ``gt_to_pred[gt_bounds[i]:gt_bounds[i + 1]]``. NSD counts come from running sums, HD and
-    HD95 from one sort of all distances by (component, distance), the 95th percentiles of all
-    components through one vectorised :func:`torch_lerp` (the float32 operations of
-    :func:`torch_quantile`, element by element); ASSD, a float64 mean whose summation order
-    numpy fixes per array, stays per component.
+    ``gt_to_pred[gt_bounds[i]:gt_bounds[i + 1]]``. NSD counts come from running sums, HD from
+    the maxima of the groups, HD95 from one sort of each group's distances and the 95th
+    percentiles of all components through one vectorised ``torch_lerp`` (the float32
+    operations of ``torch.quantile``, element by element); ASSD, a float64 mean whose
+    summation order numpy fixes per array, stays per component. The values equal those of
+    one component at a time bit for bit.
 
     Examples
     --------
@@ -452,44 +480,24 @@ def grouped_surface_scores(
     >>> grouped_surface_scores(d, np.array([0, 2, 3]), d[:1], np.array([0, 1, 1]), ["hd"], 1.0)
     [{'hd': 2.0}, {'hd': inf}]
     """
-    pred_bounds, gt_bounds = np.asarray(pred_bounds, np.int64), np.asarray(gt_bounds, np.int64)
-    n_p, n_g = np.diff(pred_bounds), np.diff(gt_bounds)
-    k = len(n_p)
-    n = n_p + n_g
-    none, one_side_empty = n == 0, (n_p == 0) | (n_g == 0)
-    columns: Dict[str, List[float]] = {}
-    sorted_p = sorted_g = None
-    if any(name in ("hd", "hd95") for name in metrics):
-        sorted_p = _sort_within(pred_to_gt, n_p)
-        sorted_g = _sort_within(gt_to_pred, n_g)
-    for name in metrics:
-        if name == "nsd":
-            tau = np.float32(tolerance)
-            within = _group_sums(pred_to_gt <= tau, pred_bounds) + _group_sums(gt_to_pred <= tau, gt_bounds)
-            value = np.where(none, 1.0, within / np.maximum(n, 1))
-        elif name == "hd":
-            last_p = sorted_p[np.maximum(pred_bounds[1:] - 1, 0)] if len(sorted_p) else np.zeros(k, np.float32)
-            last_g = sorted_g[np.maximum(gt_bounds[1:] - 1, 0)] if len(sorted_g) else np.zeros(k, np.float32)
-            value = np.where(last_g > last_p, last_g, last_p).astype(np.float64)
-        elif name == "hd95":
-            q_p = _group_quantiles(sorted_p, pred_bounds, 0.95)
-            q_g = _group_quantiles(sorted_g, gt_bounds, 0.95)
-            value = np.where(q_g > q_p, q_g, q_p).astype(np.float64)  # Python's max(q_p, q_g), nan included
-        elif name == "assd":
-            value = np.array([float(np.concatenate([pred_to_gt[pred_bounds[i]:pred_bounds[i + 1]],
-                                                    gt_to_pred[gt_bounds[i]:gt_bounds[i + 1]]]).mean(dtype=np.float64))
-                              if not one_side_empty[i] else 0.0 for i in range(k)])
-        else:
-            raise ValueError(f"unknown surface metric {name!r}; expected one of {SURFACE_METRICS}")
-        if name != "nsd":
-            value = np.where(none, 0.0, np.where(one_side_empty, math.inf, value))
-        columns[name] = value.tolist()
-    return [{name: columns[name][i] for name in metrics} for i in range(k)]
+    groups = GroupedDistances(pred_to_gt, pred_bounds, gt_to_pred, gt_bounds)
+    columns = {name: reduction(groups, tolerance).tolist() for name, reduction in _reductions(metrics)}
+    return [{name: columns[name][i] for name in metrics} for i in range(len(groups))]
 
 
 def _group_sums(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     running = np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])
     return running[bounds[1:]] - running[bounds[:-1]]
+
+
+def _group_max(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Maximum of every non-empty group of consecutive ``values`` (0 for empty groups; exact, no sort)."""
+    size = np.diff(bounds)
+    out = np.zeros(len(size), dtype=values.dtype if len(values) else np.float32)
+    full = size > 0
+    if full.any():
+        out[full] = np.maximum.reduceat(values[:bounds[-1]], bounds[:-1][full])
+    return out
 
 
 def _sort_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -503,7 +511,8 @@ def _sort_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def _group_quantiles(ordered: np.ndarray, bounds: np.ndarray, q: float) -> np.ndarray:
-    """:func:`torch_quantile` of every non-empty group of the group-sorted ``ordered`` (0 for empty ones)."""
+    """``torch_quantile`` (:mod:`ccmetrics.torch_emulation`) of every non-empty group of the group-sorted
+    ``ordered`` (0 for empty groups)."""
     size = np.diff(bounds)
     out = np.zeros(len(size), dtype=np.float32)
     full = size > 0

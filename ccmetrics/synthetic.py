@@ -10,6 +10,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+__all__ = ["draw_ellipsoid", "lesion_case"]
+
 
 def draw_ellipsoid(mask: np.ndarray, center: Sequence[float], radii: Sequence[float]) -> None:
     """Set to True, in place, the voxels of ``mask`` inside an axis-aligned ellipsoid.

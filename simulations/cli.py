@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+__all__ = ["SCENARIOS", "build_parser", "main"]
+
 SCENARIOS = ("fig2", "fig3", "fig4", "fig5", "all", "custom")
 
 

@@ -31,6 +31,8 @@ from scipy import ndimage
 
 from ccmetrics.components import Sites, find_sites
 
+__all__ = ["DEGRADATIONS", "Components", "add_false_positives", "dilate", "drop", "erode", "select", "shift"]
+
 Target = Union[str, int, Tuple[str, int]]
 
 

@@ -19,11 +19,24 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
+from ccmetrics import registry
+
 from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, three_balls
 from .run import Scenario, SimulationResult, run, summarize
 
+__all__ = ["cohort_scenarios", "default_cohort", "fig2", "fig3", "fig4", "fig5", "run_cohort"]
+
 STANDARD, CC, OTHER = "tab:blue", "tab:orange", "tab:green"
-_NAMES = {"dice": "Dice", "nsd": "NSD", "hd95": "HD95 (mm)"}
+
+
+def _name(metric: str) -> str:
+    """A metric's name on the figures: the registry's display name, with its unit (the phantoms are in mm).
+
+    >>> _name("hd95"), _name("cc_nsd")
+    ('HD95 (mm)', 'CC-NSD')
+    """
+    unit = registry.unit_label(metric)
+    return registry.display_name(metric) + (f" ({unit})" if unit else "")
 
 
 def _figure(rows: int, cols: int, size=(4.2, 3.4)):
@@ -113,11 +126,10 @@ def fig3(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = T
     for ax, kind, metric in ((axes[0, 0], "erode", "hd95"), (axes[0, 1], "shift", "nsd")):
         for order, ls in (("largest", "-"), ("smallest", "--")):
             rows = table[table["scenario"] == f"{kind}_{order}"]
-            _curve(ax, rows, metric, color=STANDARD, ls=ls, label=f"{metric.upper()}, {order} degraded")
-            _curve(ax, rows, f"cc_{metric}", color=CC, ls=ls, label=f"CC-{metric.upper()}, {order} degraded")
-        unit = "(mm)" if metric == "hd95" else ""
-        ax.set(title=f"{kind} the largest vs the smallest component", xlabel="step (voxels)",
-               ylabel=f"{metric.upper()} {unit}")
+            _curve(ax, rows, metric, color=STANDARD, ls=ls, label=f"{registry.display_name(metric)}, {order} degraded")
+            _curve(ax, rows, f"cc_{metric}", color=CC, ls=ls,
+                   label=f"{registry.display_name('cc_' + metric)}, {order} degraded")
+        ax.set(title=f"{kind} the largest vs the smallest component", xlabel="step (voxels)", ylabel=_name(metric))
         ax.legend(fontsize="x-small")
     fig.suptitle("Fig. 3: a global metric depends on which lesion is degraded; its CC version does not")
     return _save(fig, result, Path(out), "fig3")
@@ -150,10 +162,10 @@ def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) 
             for order, ls in (("smallest", "-"), ("largest", "--")):
                 for column, color in ((metric, STANDARD), (f"cc_{metric}", CC)):
                     rows = summary[(summary["scenario"] == f"{kind}_{order}") & (summary["metric"] == column)]
-                    label = f"{'CC-' if column.startswith('cc_') else ''}{_NAMES[metric]}, n {order}"
+                    label = f"{_name(column)}, n {order}"
                     ax.plot(rows["step"], rows["median"], color=color, ls=ls, marker="o", ms=2.5, label=label)
                     ax.fill_between(rows["step"], rows["q25"], rows["q75"], color=color, alpha=0.12)
-            ax.set(title=f"{kind.replace('_', ' ')}: {_NAMES[metric]}", xlabel="n components")
+            ax.set(title=f"{kind.replace('_', ' ')}: {_name(metric)}", xlabel="n components")
             if r == 0 and c == 0:
                 ax.legend(fontsize="xx-small")
     n_cases = result.per_step["case"].nunique()
@@ -163,22 +175,25 @@ def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) 
     return _save(fig, result, Path(out), name, {"summary": summary})
 
 
-def fig4(out: Path, *, cases: Optional[Sequence[Case]] = None, quick: bool = False, workers: int = 1,
-         progress: bool = True, result: Optional[SimulationResult] = None) -> List[Path]:
-    """Fig. 4 on a cohort (default :func:`~simulations.phantoms.cohort`; ``quick``: 4 small cases)."""
+def _cohort(out: Path, name: str, subset: str, cases: Optional[Sequence[Case]], quick: bool, workers: int,
+            progress: bool, result: Optional[SimulationResult]) -> List[Path]:
+    """Fig. 4 or 5: run the cohort scenarios unless ``result`` is given, then draw them over ``subset``."""
     if result is None:
         cases = cases if cases is not None else default_cohort(quick)
         result = run_cohort(cases, max_n=5 if quick else 10, workers=workers, progress=progress)
-    return _cohort_figure(result, Path(out), "fig4", "at_least")
+    return _cohort_figure(result, Path(out), name, subset)
+
+
+def fig4(out: Path, *, cases: Optional[Sequence[Case]] = None, quick: bool = False, workers: int = 1,
+         progress: bool = True, result: Optional[SimulationResult] = None) -> List[Path]:
+    """Fig. 4 on a cohort (default :func:`~simulations.phantoms.cohort`; ``quick``: 4 small cases)."""
+    return _cohort(out, "fig4", "at_least", cases, quick, workers, progress, result)
 
 
 def fig5(out: Path, *, cases: Optional[Sequence[Case]] = None, quick: bool = False, workers: int = 1,
          progress: bool = True, result: Optional[SimulationResult] = None) -> List[Path]:
     """Fig. 5: as Fig. 4 over a constant subset of cases."""
-    if result is None:
-        cases = cases if cases is not None else default_cohort(quick)
-        result = run_cohort(cases, max_n=5 if quick else 10, workers=workers, progress=progress)
-    return _cohort_figure(result, Path(out), "fig5", "constant")
+    return _cohort(out, "fig5", "constant", cases, quick, workers, progress, result)
 
 
 def default_cohort(quick: bool = False) -> List[Case]:

@@ -21,6 +21,9 @@ import numpy as np
 
 from ccmetrics.synthetic import draw_ellipsoid
 
+__all__ = ["PAPER_SPHERES", "Case", "cohort", "draw_ball", "lesion_dice_pitfall", "paper_spheres", "read_cohort",
+           "three_balls"]
+
 
 @dataclass(frozen=True, eq=False)
 class Case:

@@ -30,8 +30,8 @@ from ccmetrics.aggregation import image_diagonal
 from .degrade import DEGRADATIONS, Components
 from .phantoms import Case
 
-#: metrics with a CC version (``cc_<m>`` columns)
-CC_METRICS = ("dice", "iou", "nsd", "hd", "hd95", "assd")
+__all__ = ["Scenario", "SimulationResult", "evaluate_step", "run", "run_case", "scenario_box", "summarize"]
+
 _CROP_MARGIN = 5  # voxels around GT ∪ prediction: covers Lesion Dice's dilations (3) plus one
 
 
@@ -58,7 +58,8 @@ class Scenario:
     options : dict
         Extra arguments of the degradation (``axis`` for shift).
     lesion_dice_options : dict
-        ``dilation`` and ``min_volume`` of :func:`ccmetrics.lesion_dice`.
+        ``dilation`` and ``min_volume`` of :func:`ccmetrics.lesion_dice` (its own defaults, BraTS glioma's,
+        otherwise).
     nsd_tolerance : float
         mm (or voxels without spacing).
     """
@@ -163,8 +164,7 @@ def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray, c
                            "n_components": result.n_components}
     row.update(result.case_row())
     if "lesion_dice" in scenario.metrics:
-        options = {"dilation": 3, "min_volume": 50.0, **scenario.lesion_dice_options}
-        ld = lesion_dice(pred[box], gt[box], spacing=case.spacing, **options)
+        ld = lesion_dice(pred[box], gt[box], spacing=case.spacing, **scenario.lesion_dice_options)
         row.update(lesion_dice=ld.dice, lesion_hd95=ld.hd95)
     frame = result.to_frame(case.case)
     frame.insert(0, "scenario", scenario.name)

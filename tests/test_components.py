@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import ccmetrics.case as case_module
 import ccmetrics.components as components
-from ccmetrics import GroundTruth, evaluate
+from ccmetrics import GroundTruth, engine_config, evaluate
+from ccmetrics.aggregation import image_diagonal
 from ccmetrics.components import Runs, component_labels, run_components
 from ccmetrics.surface import face_edges, own_face_edges
 from ccmetrics.synthetic import lesion_case
@@ -33,8 +33,12 @@ def test_run_graph_equals_scipy_label(rng, ndim):
 
 
 @pytest.mark.parametrize("dense_runs", [0, 1 << 30])  # always the run graph, always cc3d on the box
-def test_both_labelling_paths_equal_scipy(rng, monkeypatch, dense_runs):
-    monkeypatch.setattr(components, "_DENSE_RUNS", dense_runs)
+def test_both_labelling_paths_equal_scipy(rng, dense_runs):
+    with engine_config(dense_runs=dense_runs):
+        _labelling_equals_scipy(rng)
+
+
+def _labelling_equals_scipy(rng):
     for ndim in (2, 3):
         for density in (0.002, 0.05, 0.5, 1.0):
             mask = _random_mask(rng, ndim, 40, density)
@@ -61,12 +65,13 @@ def test_runs_locate():
 
 @pytest.mark.parametrize("ndim", [2, 3])
 @pytest.mark.parametrize("dense_box,kernels_from", [(0, 1 << 60), (1 << 30, 1 << 60), (1 << 30, 0)])
-def test_own_face_edges_equal_the_label_map_rule(rng, monkeypatch, ndim, dense_box, kernels_from):
+def test_own_face_edges_equal_the_label_map_rule(rng, ndim, dense_box, kernels_from):
     """Neighbours found in the voxel list, in a span label map with numpy, and with the numba kernel."""
-    import ccmetrics.surface as surface
+    with engine_config(span_map_ratio=dense_box, kernels_from=kernels_from):
+        _own_edges_equal_label_map_rule(rng, ndim)
 
-    monkeypatch.setattr(surface, "_DENSE_BOX", dense_box)
-    monkeypatch.setattr(surface, "_KERNELS_FROM", kernels_from)
+
+def _own_edges_equal_label_map_rule(rng, ndim):
     for _ in range(20):
         mask = _random_mask(rng, ndim, 16, rng.uniform(0.3, 1.0))
         flat = np.flatnonzero(mask)
@@ -90,27 +95,26 @@ def _same(a, b):
 @pytest.mark.parametrize("spacing", [None, (0.8, 1.1, 2.3)])
 def test_threads_and_grouped_queries_change_no_value(monkeypatch, spacing):
     """The threaded evaluation (images from 2^20 voxels) equals the serial one bit for bit."""
+    import threading
+
+    import ccmetrics.geometry as geometry
+
     gt, pred = lesion_case((40, 36, 30), n_lesions=12, radius_range=(1.0, 7.0), seed=4)
     metrics = ALL_METRICS + ["pq", "detection"]
-    serial = evaluate(pred, gt, metrics, spacing=spacing)
-    monkeypatch.setattr(case_module, "_THREADS_FROM", 0)
-    calls = []
-    original = case_module._worker_threads
-
-    def counting(shape):
-        calls.append(shape)
-        return original(shape)
-
-    monkeypatch.setattr(case_module, "_worker_threads", counting)
+    with engine_config(threads=1):
+        serial = evaluate(pred, gt, metrics, spacing=spacing)
+    workers = []  # the threads that measured distances
+    original = geometry.directed_distances
+    monkeypatch.setattr(geometry, "directed_distances",
+                        lambda *a: workers.append(threading.current_thread().name) or original(*a))
     for batch in (0, 64, 1 << 20):  # one query per task, small batches, everything in one task
-        monkeypatch.setattr(case_module, "_BATCH_POINTS", batch)
-        _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
-        _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
-    monkeypatch.setattr(case_module, "_GROUPED_FROM", 1)  # one grouped KD-tree query for all regions
-    for threads in (2, 3):
-        monkeypatch.setattr(case_module, "_thread_count", lambda: threads)
-        _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
-    assert calls
+        with engine_config(threads_from=0, threads=2, thread_batch_points=batch):
+            _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
+            _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
+    for threads in (2, 3):  # one grouped KD-tree query for all regions, shared by the threads
+        with engine_config(threads_from=0, threads=threads, grouped_from=1):
+            _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
+    assert any(name.startswith("ccmetrics") for name in workers)
 
 
 def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
@@ -121,25 +125,24 @@ def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
     monkeypatch.setattr(components, "cc3d_label", lambda *a: calls.append(a) or original(*a))
     result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
     assert calls == []
-    monkeypatch.setattr(components, "_DENSE_RUNS", 1 << 40)  # force cc3d on the bounding box
-    reference = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+    with engine_config(dense_runs=1 << 40):  # force cc3d on the bounding box
+        reference = evaluate(pred, gt, ["dice", "nsd", "hd95"])
     assert len(calls) == 1
     _same(result, reference)
 
 
 @pytest.mark.parametrize("ndim", [1, 2, 3])
 @pytest.mark.parametrize("kernels_from", [1 << 60, 0])  # numpy, numba kernel
-def test_mask_edges_equal_face_edges(rng, monkeypatch, ndim, kernels_from):
-    import ccmetrics.surface as surface
+def test_mask_edges_equal_face_edges(rng, ndim, kernels_from):
     from ccmetrics.surface import mask_edges
 
-    monkeypatch.setattr(surface, "_KERNELS_FROM", kernels_from)
     for _ in range(30):
         mask = _random_mask(rng, ndim, 12, rng.uniform(0.1, 1.0))
         flat = np.flatnonzero(mask)
         coords = np.stack(np.unravel_index(flat, mask.shape), axis=1).reshape(-1, ndim)
         _, union = face_edges(flat, coords, mask.shape, mask.ravel(), True)
-        np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
+        with engine_config(kernels_from=kernels_from):
+            np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
 
 
 @pytest.mark.parametrize("ndim,spacing", [(2, None), (2, (0.7, 1.3)), (3, (0.8, 0.8, 2.0)), (3, (0.9765625, 0.9765625, 3.3))])
@@ -153,7 +156,7 @@ def test_grouped_directed_distances_equal_one_tree_per_group(rng, ndim, spacing)
     tgt_g = np.sort(rng.integers(1, groups, 800))  # the last group has no target points
     src = physical(rng.integers(0, 50, (3000, ndim)), spacing)
     tgt = physical(rng.integers(0, 50, (800, ndim)), spacing)
-    span = case_module.image_diagonal(shape, spacing)
+    span = image_diagonal(shape, spacing)
     got = grouped_directed_distances(src, src_g, tgt, tgt_g, span, workers=2)
     expected = np.concatenate([directed_distances(src[src_g == c], tgt[tgt_g == c]) for c in range(1, groups + 1)])
     np.testing.assert_array_equal(got, expected)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ccmetrics import evaluate, voronoi_partition
-from ccmetrics.surface import torch_quantile
+from ccmetrics.torch_emulation import torch_quantile
 
 from conftest import ALL_METRICS, brute_force_partition, degrade, monai_metrics, random_blobs
 

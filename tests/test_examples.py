@@ -124,3 +124,15 @@ def test_readme_nuclei_snippet_and_output(capsys, tmp_path):
     finally:
         sys.argv = argv
     assert capsys.readouterr().out.strip() == shown.strip()
+
+
+def test_readme_metric_of_your_own_prints_what_it_shows():
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("**A metric of your own**")
+    code = readme[readme.index("```python\n", start) + len("```python\n"):readme.index("```\n", start + 30)]
+    shown = [line[2:] for line in code.splitlines() if line.startswith("# {")]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown and out.splitlines() == shown

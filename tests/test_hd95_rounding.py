@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ccmetrics.surface import _fma32, torch_lerp, torch_quantile
+from ccmetrics.torch_emulation import _fma32, torch_lerp, torch_quantile
 
 
 def exact_f32(x: Fraction) -> np.float32:
@@ -60,7 +60,7 @@ def _disagreeing_vectors(n: int = 40):
 
 TORCH_SCRIPT = """
 import json, sys, numpy as np, torch
-from ccmetrics.surface import lerp_uses_fma, torch_quantile
+from ccmetrics.torch_emulation import lerp_uses_fma, torch_quantile
 vectors = [np.array(v, np.float32) for v in json.loads(sys.stdin.read())]
 print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "fma": lerp_uses_fma(),
                   "torch": [torch.quantile(torch.from_numpy(v), 0.95).item() for v in vectors],
@@ -122,14 +122,38 @@ def test_hd95_of_evaluate_equals_monai_on_an_fma_sensitive_case():
     assert result.standard["hd95"] == torch_quantile(distances, 0.95)
 
 
+def one_component_scores(p, g, metrics, tolerance):
+    """MONAI's reductions of one component's two distance lists, written plainly, one scalar at a time (the
+    reference the vectorised reductions are checked against): both lists empty -> NSD 1, distances 0; one
+    empty -> NSD from its formula, distances inf."""
+    out = {}
+    n = len(p) + len(g)
+    for name in metrics:
+        if n == 0:
+            out[name] = 1.0 if name == "nsd" else 0.0
+        elif name == "nsd":
+            tau = np.float32(tolerance)
+            out[name] = float(np.count_nonzero(p <= tau) + np.count_nonzero(g <= tau)) / n
+        elif len(p) == 0 or len(g) == 0:
+            out[name] = math.inf
+        elif name == "hd":
+            out[name] = float(max(p.max(), g.max()))
+        elif name == "hd95":
+            out[name] = max(torch_quantile(p, 0.95), torch_quantile(g, 0.95))
+        else:
+            out[name] = float(np.concatenate([p, g]).mean(dtype=np.float64))
+    return out
+
+
 @pytest.mark.parametrize("fma", [True, False])
 def test_grouped_surface_scores_equal_per_component_bit_for_bit(monkeypatch, fma):
-    """All components at once (one sort, one vectorised lerp) equal surface_scores one by one: rounding-
-    sensitive vectors, empty sides, infinities, ties, single values, under both lerp roundings."""
-    import ccmetrics.surface as surface
+    """All components at once (group maxima, one sort, one vectorised lerp) equal the plain reductions one
+    component at a time: rounding-sensitive vectors, empty sides, infinities, ties, single values, under both
+    lerp roundings; and surface_scores (the one-group case) equals them too."""
+    import ccmetrics.torch_emulation as emulation
     from ccmetrics.surface import grouped_surface_scores, surface_scores
 
-    monkeypatch.setattr(surface, "lerp_uses_fma", lambda: fma)
+    monkeypatch.setattr(emulation, "lerp_uses_fma", lambda: fma)
     rng = np.random.default_rng(3)
     sensitive = np.array([1.0] * 8 + [math.sqrt(29)], np.float32)
     groups_p, groups_g = [], []
@@ -151,7 +175,10 @@ def test_grouped_surface_scores_equal_per_component_bit_for_bit(monkeypatch, fma
         groups_p.append(rng.permutation(p))
         groups_g.append(rng.permutation(g))
     metrics = ["nsd", "hd", "hd95", "assd"]
-    expected = [surface_scores(p, g, metrics, 1.5) for p, g in zip(groups_p, groups_g)]
+    expected = [one_component_scores(p, g, metrics, 1.5) for p, g in zip(groups_p, groups_g)]
+    for p, g, e in zip(groups_p, groups_g, expected):
+        one = surface_scores(p, g, metrics, 1.5)
+        assert all(np.float64(e[m]).tobytes() == np.float64(one[m]).tobytes() for m in metrics), (e, one)
     bounds_p = np.cumsum([0] + [len(p) for p in groups_p])
     bounds_g = np.cumsum([0] + [len(g) for g in groups_g])
     got = grouped_surface_scores(np.concatenate(groups_p), bounds_p, np.concatenate(groups_g), bounds_g, metrics, 1.5)

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from ccmetrics import _kdtree, evaluate, GroundTruth
-import ccmetrics.case as case_module
+from ccmetrics import EngineConfig, GroundTruth, _kdtree, engine_config, evaluate
 import ccmetrics.surface as surface
 from ccmetrics.synthetic import lesion_case
 
@@ -134,16 +133,14 @@ def test_evaluate_is_the_same_with_either_tree(monkeypatch, spacing, grouped_fro
     gt, pred = lesion_case((48, 40, 36), n_lesions=10, radius_range=(1.0, 6.0), seed=9)
     pred = pred.copy()
     pred[30:, :, :] = True  # a large false positive: queries far from flat edge sets
-    monkeypatch.setattr(case_module, "_GROUPED_FROM", grouped_from)
-    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 1 << 60)
-    reference = evaluate(pred, gt, ALL_METRICS, spacing=spacing)
-    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
-    monkeypatch.setattr(surface, "_OWN_TREE_IMPORT_FROM", 0)
+    with engine_config(grouped_from=grouped_from, own_tree_from=1 << 60):
+        reference = evaluate(pred, gt, ALL_METRICS, spacing=spacing)
     calls = []
     original = _kdtree.nearest_distances
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: calls.append(1) or original(*a))
-    _same(evaluate(pred, gt, ALL_METRICS, spacing=spacing), reference)
-    _same(evaluate(pred, GroundTruth(gt), ALL_METRICS, spacing=spacing), reference)
+    with engine_config(grouped_from=grouped_from, own_tree_from=0, own_tree_import_from=0):
+        _same(evaluate(pred, gt, ALL_METRICS, spacing=spacing), reference)
+        _same(evaluate(pred, GroundTruth(gt), ALL_METRICS, spacing=spacing), reference)
     assert calls
 
 
@@ -168,10 +165,9 @@ def test_evaluate_from_several_threads(monkeypatch):
     gt, pred = lesion_case((40, 36, 30), n_lesions=70, radius_range=(1.0, 3.0), seed=5)
     pred = pred.copy()
     pred[25:] = True
-    for name, value in (("_OWN_TREE_FROM", 0), ("_OWN_TREE_IMPORT_FROM", 0), ("_KERNELS_FROM", 0)):
-        monkeypatch.setattr(surface, name, value)
-    monkeypatch.setattr(case_module, "_THREADS_FROM", 0)
-    reference = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
+    forced = EngineConfig(own_tree_from=0, own_tree_import_from=0, kernels_from=0, threads_from=0)
+    with engine_config(forced):
+        reference = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
     held = []
     lock = _launch.PARALLEL
 
@@ -187,9 +183,10 @@ def test_evaluate_from_several_threads(monkeypatch):
         monkeypatch.setattr(f"ccmetrics.{module}.PARALLEL", Counting())
     results, errors = [], []
 
-    def work():
+    def work():  # each thread starts from the defaults: the forced configuration is set in it
         try:
-            results.append(evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0)))
+            with engine_config(forced):
+                results.append(evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0)))
         except Exception as error:  # pragma: no cover
             errors.append(error)
 
@@ -205,10 +202,9 @@ def test_evaluate_from_several_threads(monkeypatch):
 
 def test_scipy_serves_machines_that_sum_otherwise(monkeypatch):
     """Where the probe finds scipy's sums differ (a fused multiply-add), directed distances come from scipy."""
-    monkeypatch.setattr(_kdtree, "_MATCHES", [False])
-    monkeypatch.setattr(surface, "_OWN_TREE_FROM", 0)
-    monkeypatch.setattr(surface, "_OWN_TREE_IMPORT_FROM", 0)
+    monkeypatch.setattr(_kdtree, "_MATCHES", [False])  # the probe's verdict (a fact of the machine, not a threshold)
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: pytest.fail("own tree used"))
     points = np.random.default_rng(2).normal(size=(100, 3))
-    np.testing.assert_array_equal(surface.directed_distances(points[:40], points[40:]),
-                                  _scipy(points[:40], points[40:]).astype(np.float32))
+    with engine_config(own_tree_from=0, own_tree_import_from=0):
+        got = surface.directed_distances(points[:40], points[40:])
+    np.testing.assert_array_equal(got, _scipy(points[:40], points[40:]).astype(np.float32))

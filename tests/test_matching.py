@@ -1,5 +1,7 @@
 """ccmetrics.matching: the shared class-agnostic matcher against brute force written here."""
 
+import importlib
+
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
@@ -78,8 +80,10 @@ def pairs_of(m: Matching):
 
 def test_public_names():
     assert "Matching" in ccmetrics.__all__ and ccmetrics.Matching is Matching
-    from ccmetrics.instances import Matching as OldMatching, match_instances as old_match
-    assert OldMatching is Matching and old_match is match_instances
+    from ccmetrics.matching import match_instances as home
+    assert home is match_instances
+    with pytest.raises(ModuleNotFoundError):  # the shim of a layout never released is gone
+        importlib.import_module("ccmetrics.instances")
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from ccmetrics import evaluate, label_components, voronoi_partition
+from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
 from ccmetrics._nearest_label import nearest_label
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
@@ -103,12 +103,12 @@ def test_dense_assignment_equals_brute_force(monkeypatch, seed):
     """assign_nearest through the transform of the query box (many queries), ties included."""
     import ccmetrics.partition as partition
 
-    monkeypatch.setattr(partition, "_DENSE_MIN_QUERIES", 1)
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     calls = []
     original = partition._assign_exact
     monkeypatch.setattr(partition, "_assign_exact", lambda q, todo, *a: (calls.append(len(todo)), original(q, todo, *a)))
-    np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
+    with engine_config(dense_min_queries=1):
+        np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
     assert calls and calls[0] < len(query)  # the transform labelled the voxels; only flagged ones went on
     if seed >= 3:
         assert tie.any() and calls[0] > 0  # the case does exercise ties

@@ -391,7 +391,7 @@ def test_pair_hd95_equals_evaluate_and_monai(spacing):
 
 def test_rows_quantile_equals_torch_quantile():
     from ccmetrics.nuclei.metrics import rows_quantile
-    from ccmetrics.surface import torch_quantile
+    from ccmetrics.torch_emulation import torch_quantile
 
     rng = np.random.default_rng(0)
     rows = [np.array([1.0] * 8 + [math.sqrt(29)], np.float32)]  # one FMA vs two roundings differ here

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ccmetrics import evaluate, label_components, voronoi_partition
+from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
 
@@ -200,29 +200,28 @@ def test_lattice_circles_of_equidistant_sites(rng, radius_sq):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_block_certification_equals_brute_force(monkeypatch, seed):
+def test_block_certification_equals_brute_force(seed):
     """Whole blocks labelled at once (many query voxels) give the per-voxel rule's labels, ties included."""
     import ccmetrics.partition as partition
 
-    monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)  # certify blocks even on these small images
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
-    got = assign_nearest(query, coords, labels, spacing)
+    with engine_config(block_min_queries=1):  # certify blocks even on these small images
+        got = assign_nearest(query, coords, labels, spacing)
+        left = partition._certify_blocks(query, coords, labels, np.unique(labels), spacing,
+                                         np.empty(len(query), np.int32))
     np.testing.assert_array_equal(got, expected[~gt])
-    left = partition._certify_blocks(query, coords, labels, np.unique(labels), spacing, np.empty(len(query), np.int32))
     assert 0 < len(left) < len(query)  # blocks did label most voxels; the border voxels went to the exact rule
     if seed >= 3:
         assert tie.any()  # the case does exercise ties
 
 
-def test_block_certification_keeps_the_isolated_corner_tie(monkeypatch):
-    import ccmetrics.partition as partition
-
-    monkeypatch.setattr(partition, "_BLOCK_MIN_QUERIES", 1)
+def test_block_certification_keeps_the_isolated_corner_tie():
     gt = corner_tie_gt()
     pred = np.ones_like(gt)
     expected, tie = brute_force_partition(label_components(gt)[0])
     assert tie[0, 0, 0]
-    result = evaluate(pred, gt, ["dice"])
+    with engine_config(block_min_queries=1):
+        result = evaluate(pred, gt, ["dice"])
     counts = np.bincount(expected[pred & ~gt], minlength=3)[1:] + np.bincount(label_components(gt)[0][gt], minlength=3)[1:]
     assert result.per_component["dice"].tolist() == pytest.approx(
         [2 * v / (v + c) for v, c in zip(result.per_component["volume"], counts)])

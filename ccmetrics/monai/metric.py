@@ -26,7 +26,8 @@ from monai.utils import MetricReduction, look_up_option
 
 from .._inputs import as_non_negative, as_spacing, to_numpy
 from ..aggregation import cc_values
-from ..case import evaluate, parse_metrics
+from .. import registry
+from ..case import evaluate
 
 __all__ = ["CCMetric"]
 
@@ -50,11 +51,11 @@ def metric_column(metric: Any) -> str:
 
 
 def check_metric(metric: Any) -> Any:
-    """Validate a metric argument: a built-in name (returned lower-cased) or a MONAI metric object."""
-    names, case_level, objects = parse_metrics([metric])
-    if case_level:
+    """Validate a metric argument: a registry name (returned lower-cased) or a MONAI metric object."""
+    record = registry.resolve([metric])[0]
+    if not record.per_region:
         raise ValueError(f"{metric!r} is a case-level metric without components; use ccmetrics.evaluate for it")
-    return names[0] if names else metric
+    return record.name if isinstance(metric, str) else metric
 
 
 def check_non_negative(value: Optional[float], name: str, allow_none: bool = False) -> Optional[float]:

@@ -30,15 +30,28 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from .. import registry, schema
 from ..aggregation import cc_values
 from ..panoptic import pq_from_counts
-from .metrics import CC_METRICS, NucleiResult, confusion_frame, evaluate, metrics_from_confusion
+from .metrics import CC_METRICS, PAIR_METRICS, NucleiResult, confusion_frame, evaluate, metrics_from_confusion
 
-__all__ = ["NucleiDatasetResult", "evaluate_many", "compare_methods"]
+__all__ = ["NucleiDatasetResult", "evaluate_many", "compare_methods", "is_higher_better"]
 
 _ITEM_KEYS = ("gt_inst", "gt_class", "pred_inst", "pred_class")
-_PAIR_METRICS = ("iou", "dice", "hd", "hd95")
-_LOWER_IS_BETTER = ("det_fp", "det_fn", "seg_hd", "seg_hd95", "cc_hd", "cc_hd95", "cc_assd")
+#: the scores of the nuclei tables where lower is better, besides the distances the metric registry knows
+_ERROR_COUNTS = ("det_fp", "det_fn")
+
+
+def is_higher_better(score: str) -> bool:
+    """The direction of a nuclei score: detection error counts are lower-is-better; segmentation (``seg_``) and
+    CC (``cc_``) scores follow the metric registry (distances lower); the others higher.
+
+    >>> is_higher_better("det_fp"), is_higher_better("seg_hd95"), is_higher_better("cc_assd"), is_higher_better("mpq")
+    (False, False, False, True)
+    """
+    if score in _ERROR_COUNTS:
+        return False
+    return registry.higher_is_better(score[len("seg_"):] if score.startswith("seg_") else score)
 
 
 def _nanmean(values) -> float:
@@ -58,9 +71,9 @@ def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict
     per_class_cls = classification.pop("per_class")
 
     pairs = pd.concat([r.per_pair for r in results], ignore_index=True) if results else None
-    matched = pairs[pairs["match"] == "tp"] if pairs is not None else pd.DataFrame(columns=list(_PAIR_METRICS))
+    matched = pairs[pairs["match"] == "tp"] if pairs is not None else pd.DataFrame(columns=list(PAIR_METRICS))
     segmentation = {"n_pairs": int(len(matched))}
-    segmentation.update({m: _nanmean(matched[m]) for m in _PAIR_METRICS})
+    segmentation.update({m: _nanmean(matched[m]) for m in PAIR_METRICS})
 
     columns = ["pq_tp", "pq_fp", "pq_fn", "iou_sum"]
     counts = sum((r.per_class[columns].reindex(classes, fill_value=0).to_numpy(dtype=float) for r in results),
@@ -83,7 +96,7 @@ def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict
     per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
     by_class = matched.groupby("gt_class")
     per_class["seg_n"] = by_class.size().reindex(classes, fill_value=0).astype(np.int64).to_numpy()
-    for m in _PAIR_METRICS:
+    for m in PAIR_METRICS:
         per_class[f"seg_{m}"] = by_class[m].mean().reindex(classes).to_numpy(dtype=float)
 
     cc: Dict[str, float] = {}
@@ -93,8 +106,8 @@ def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict
         for m in metrics:
             values = np.concatenate([cc_values(r.per_component[m], m, r.worst_distance) for r in with_cc])
             gt_class = np.concatenate([r.per_component["gt_class"].to_numpy() for r in with_cc])
-            cc[f"cc_{m}"] = float(values.mean()) if values.size else math.nan
-            per_class[f"cc_{m}"] = pd.Series(values).groupby(gt_class).mean().reindex(classes).to_numpy(dtype=float)
+            cc[schema.cc(m)] = float(values.mean()) if values.size else math.nan
+            per_class[schema.cc(m)] = pd.Series(values).groupby(gt_class).mean().reindex(classes).to_numpy(dtype=float)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -290,8 +303,8 @@ def evaluate_many(
     per_image = pd.DataFrame(rows, index=pd.Index(ids, name="image"))
     score_columns = ["group"] + [c for c in per_image.columns if c != "group" and not c.startswith("pq_class_")]
     class_columns = [f"pq_class_{c}" for c in all_classes]
-    cc_columns = [c for c in score_columns if c.startswith("cc_")]
-    ordered = [c for c in score_columns if not c.startswith("cc_")] + class_columns + cc_columns
+    cc_columns = [c for c in score_columns if c.startswith(schema.CC_PREFIX)]
+    ordered = [c for c in score_columns if not c.startswith(schema.CC_PREFIX)] + class_columns + cc_columns
     per_image = per_image[ordered]
 
     group_rows, group_ids = [], list(dict.fromkeys(group_of))
@@ -364,5 +377,5 @@ def compare_methods(
         warnings.warn(f"{int(incomplete.sum())} {level}(s) left out of the comparison of {metric!r}: not scored "
                       f"by every method: {list(scores.index[incomplete])[:10]}", UserWarning, stacklevel=2)
     if higher_is_better is None:
-        higher_is_better = metric not in _LOWER_IS_BETTER
+        higher_is_better = is_higher_better(metric)
     return friedman_nemenyi(scores[~incomplete], higher_is_better=higher_is_better, alpha=alpha)

@@ -22,7 +22,7 @@ nuclei (F foreground pixels):
    MONAI computes them (edges = mask XOR its erosion with the face-connected
    cross, Euclidean distances between edge pixels, HD95 the larger of the two
    directed 95th percentiles with torch's interpolation).  The edges of all
-   instances are found in one pass (:func:`ccmetrics.surface.face_edges`) and
+   instances are found in one pass (:meth:`ccmetrics.components.Sites.edges`) and
    all edge-to-edge distances of all pairs are computed in padded, vectorised
    batches: O(sum over pairs of |edges_g| x |edges_p|), never a per-object
    pass over the image.
@@ -48,23 +48,26 @@ import numpy as np
 import pandas as pd
 
 from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
+from .. import schema
 from ..aggregation import cc_values, image_diagonal
 from ..components import Sites, find_sites
+from ..config import current
 from ..case import CaseResult
 from ..case import evaluate as cc_evaluate
 from ..matching import check_matching_rule, choose_pairs, site_overlaps
 from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
-from ..surface import face_edges, physical, quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
+from ..surface import SURFACE_REDUCTIONS, physical
+from ..torch_emulation import quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
 
-__all__ = ["NucleiResult", "evaluate", "metrics_from_confusion", "confusion_frame", "NO_OBJECT",
-           "keep_sites", "ignored_instances", "pair_distances", "rows_quantile"]
+__all__ = ["CC_METRICS", "NO_OBJECT", "NucleiResult", "PAIR_METRICS", "confusion_frame", "evaluate",
+           "ignored_instances", "keep_sites", "metrics_from_confusion", "pair_distances", "rows_quantile"]
 
 #: label of row / column 0 of the confusion matrix
 NO_OBJECT = "no object"
 #: CC-Metrics computed by default
 CC_METRICS = ("dice", "nsd", "hd95")
-_PAIR_METRICS = ("iou", "dice", "hd", "hd95")
-_MAX_BATCH = 1 << 22  # padded distance entries per batch (32 MiB of float64)
+#: the segmentation scores of a matched pair of nuclei (their means are the ``seg_`` scores)
+PAIR_METRICS = ("iou", "dice", "hd", "hd95")
 
 
 # --------------------------------------------------------------------------- confusion-matrix metrics
@@ -225,9 +228,8 @@ def ignored_instances(sites: Sites, ignore: np.ndarray, fraction: float = 0.5) -
 
 def _edges_by_site(sites: Sites, spacing) -> Tuple[np.ndarray, np.ndarray]:
     """Physical coordinates of every instance's own edge pixels (grouped by site) and the group starts."""
-    site_map = sites.label_map(flat=True)
     coords = sites.coords()
-    own, _ = face_edges(sites.flat_index, coords, sites.shape, site_map, sites.label)
+    own, _ = sites.edges(coords=coords)
     starts = np.searchsorted(sites.label[own], np.arange(1, sites.n + 2)).astype(np.int64)
     return physical(coords[own], spacing), starts
 
@@ -257,7 +259,8 @@ def pair_distances(
     Returns
     -------
     hd, hd95 : ndarray of float64
-        One value per pair; inf when one of the two sets is empty.
+        One value per pair; the empty-set rule of :func:`ccmetrics.surface.empty_rule` (inf when
+        one of the two sets is empty).
 
     Examples
     --------
@@ -274,6 +277,7 @@ def pair_distances(
     ok = (g_n > 0) & (p_n > 0)
     order = np.flatnonzero(ok)[np.argsort(np.maximum(g_n, p_n)[ok], kind="stable")]
     far = 1e9  # padding points, far from everything and from each other's padding
+    max_batch = current().pair_batch_entries
     start = 0
     while start < len(order):
         # grow the batch while the padded block stays small (pairs are sorted by size)
@@ -282,7 +286,7 @@ def pair_distances(
         while stop < len(order):
             k = order[stop]
             mg, mp = max(big_g, int(g_n[k])), max(big_p, int(p_n[k]))
-            if stop > start and (stop - start + 1) * mg * mp > _MAX_BATCH:
+            if stop > start and (stop - start + 1) * mg * mp > max_batch:
                 break
             big_g, big_p, stop = mg, mp, stop + 1
         batch = order[start:stop]
@@ -301,7 +305,7 @@ def pair_distances(
         hd[batch] = np.maximum(np.where(valid_p, p2g, -np.inf).max(axis=1),
                                np.where(valid_g, g2p, -np.inf).max(axis=1)).astype(np.float64)
         hd95[batch] = np.maximum(rows_quantile(p2g, p_n[batch], 0.95), rows_quantile(g2p, g_n[batch], 0.95))
-    return hd, hd95
+    return (SURFACE_REDUCTIONS["hd"].finish(hd, p_n, g_n), SURFACE_REDUCTIONS["hd95"].finish(hd95, p_n, g_n))
 
 
 def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
@@ -666,7 +670,7 @@ def evaluate(
     matched = per_pair[per_pair["match"] == "tp"]
     by_class = matched.groupby("gt_class")
     per_class["seg_n"] = by_class.size().reindex(class_list, fill_value=0).astype(np.int64).to_numpy()
-    for name in _PAIR_METRICS:
+    for name in PAIR_METRICS:
         per_class[f"seg_{name}"] = by_class[name].mean().reindex(class_list).to_numpy(dtype=float)
 
     # CC-Metrics with the GT nuclei as sites
@@ -683,14 +687,14 @@ def evaluate(
         pred_mask[p_sites.flat_index] = True
         cc_case = cc_evaluate(pred_mask.reshape(p_sites.shape), kept_gt.reshape(g_sites.shape), cc_metrics,
                               spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst, sites="labels")
-        cc = {f"cc_{m}": float(v) for m, v in cc_case.cc.items()}
+        cc = {schema.cc(m): float(v) for m, v in cc_case.cc.items()}
         per_component = cc_case.per_component.copy()  # one row per GT nucleus, in raster order
         per_component["gt_label"] = g_sites.source_label[raster]
         per_component["gt_class"] = g_cls[raster]
         for m in cc_case.metrics:
             column = cc_values(per_component[m], m, worst)
             means = pd.Series(column, index=per_component.index).groupby(per_component["gt_class"].to_numpy()).mean()
-            per_class[f"cc_{m}"] = means.reindex(class_list).to_numpy(dtype=float)
+            per_class[schema.cc(m)] = means.reindex(class_list).to_numpy(dtype=float)
 
     return NucleiResult(classes=class_list, confusion=confusion, confusion_matrix=matrix, detection=detection,
                         classification=classification, segmentation=segmentation, pq=pq_scores, cc=cc,

@@ -23,24 +23,20 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..aggregation import cc_values, is_distance_metric
+from .. import registry, schema
+from ..aggregation import cc_values
 
-#: how the metrics are named on the page
-METRIC_LABELS = {"dice": "Dice", "iou": "IoU", "nsd": "NSD", "hd": "HD", "hd95": "HD95", "assd": "ASSD",
-                 "sensitivity": "Sensitivity", "precision": "Precision", "f1": "F1", "pq": "PQ", "sq": "SQ",
-                 "rq": "RQ", "lesion_dice": "Lesion Dice", "lesion_hd95": "Lesion HD95",
-                 "fp_volume": "FP volume", "fn_volume": "FN volume"}
+__all__ = ["CaseImages", "Component", "Regions", "ResultFolder", "find_components", "label", "load_case", "masks_of",
+           "primary_metric", "read_result_folder", "resolve_image", "voxel_ml", "with_differences", "worst_first"]
 
 
-def label(metric: str) -> str:
-    """Display name of a metric or score.
+def label(metric: str, columns: Optional[Dict[str, registry.Column]] = None) -> str:
+    """Display name of a metric or score (:func:`ccmetrics.registry.display_name`; ``columns``: a folder's facts).
 
     >>> label("hd95"), label("cc_dice"), label("custom")
     ('HD95', 'CC-Dice', 'custom')
     """
-    if metric.startswith("cc_"):
-        return "CC-" + label(metric[3:])
-    return METRIC_LABELS.get(metric, metric)
+    return registry.display_name(metric, columns)
 
 
 @dataclass
@@ -51,11 +47,14 @@ class ResultFolder:
     ----------
     path : Path
     per_case, per_component : pandas.DataFrame
-        The tables (see :mod:`ccmetrics.dataset`).
+        The tables (see :mod:`ccmetrics.schema`).
     doc : dict
-        ``summary.json`` (``counts``, ``summary``, ``empty_gt``, ``errors``, ``ignored_files``, ``options``).
+        ``summary.json`` (``counts``, ``summary``, ``empty_gt``, ``errors``, ``ignored_files``, ``options``,
+        ``columns``).
     plots : list of Path
         ``plots/*.png``, sorted.
+    columns : dict of str to ccmetrics.registry.Column
+        The facts of the metric columns (:attr:`ccmetrics.DatasetResult.columns`).
     """
 
     path: Path
@@ -63,6 +62,7 @@ class ResultFolder:
     per_component: pd.DataFrame
     doc: Dict[str, Any]
     plots: List[Path]
+    columns: Dict[str, registry.Column] = field(default_factory=dict)
 
     @property
     def options(self) -> Dict[str, Any]:
@@ -71,7 +71,7 @@ class ResultFolder:
     @property
     def case_metrics(self) -> List[str]:
         """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``)."""
-        return [m for m in self.options.get("metrics", []) if m in self.per_case and f"cc_{m}" in self.per_case]
+        return [m for m in self.options.get("metrics", []) if m in self.per_case and schema.cc(m) in self.per_case]
 
     @property
     def component_metrics(self) -> List[str]:
@@ -80,9 +80,15 @@ class ResultFolder:
 
     @property
     def case_scores(self) -> List[str]:
-        """Case-level scores present in ``per_case`` (detection, PQ, Lesion Dice)."""
-        return [s for s in METRIC_LABELS if s in self.per_case and f"cc_{s}" not in self.per_case
+        """Case-level scores present in ``per_case`` (detection, PQ, Lesion Dice), in the registry's order."""
+        known = [c.name for m in registry.metrics(per_region=False) for c in m.columns]
+        known += [name for name, c in self.columns.items() if not c.cc and name not in known]
+        return [s for s in known if s in self.per_case and schema.cc(s) not in self.per_case
                 and s not in self.case_metrics]
+
+    def is_distance(self, metric: str) -> bool:
+        """Whether a metric is a distance (lower is better; a missing value counts as the worst distance)."""
+        return registry.is_distance(metric, self.columns)
 
     @property
     def binary(self) -> bool:
@@ -107,24 +113,25 @@ def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
     if "counts" not in doc:
         doc["counts"] = result.counts()
     plots = sorted((path / "plots").glob("*.png")) if (path / "plots").is_dir() else []
-    return ResultFolder(path, result.per_case, result.per_component, doc, plots)
+    return ResultFolder(path, result.per_case, result.per_component, doc, plots, result.columns)
 
 
 # ---------------------------------------------------------------- ranking
 
-def primary_metric(metrics: Sequence[str]) -> Optional[str]:
+def primary_metric(metrics: Sequence[str], columns: Optional[Dict[str, registry.Column]] = None) -> Optional[str]:
     """The metric the cases are ranked by: Dice if evaluated, else the first overlap metric, else the first.
 
     >>> primary_metric(["hd95", "nsd"]), primary_metric(["hd95"]), primary_metric([])
     ('nsd', 'hd95', None)
     """
-    for m in ["dice"] + [m for m in metrics if not is_distance_metric(m)] + list(metrics):
+    for m in ["dice"] + [m for m in metrics if not registry.is_distance(m, columns)] + list(metrics):
         if m in metrics:
             return m
     return None
 
 
-def with_differences(per_case: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+def with_differences(per_case: pd.DataFrame, metrics: Sequence[str],
+                     columns: Optional[Dict[str, registry.Column]] = None) -> pd.DataFrame:
     """``per_case`` plus ``delta_m = m - cc_m`` for each metric (non-finite distances as the worst distance).
 
     A positive Dice difference means the global Dice looks better than the average lesion: it hides
@@ -138,24 +145,27 @@ def with_differences(per_case: pd.DataFrame, metrics: Sequence[str]) -> pd.DataF
     [[0.4, 60.0]]
     """
     out = per_case.copy()
-    worst = out["worst_distance"] if "worst_distance" in out else np.nan
+    worst = out[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in out else np.nan
     for m in metrics:
-        out[f"delta_{m}"] = cc_values(out[m], m, worst) - cc_values(out[f"cc_{m}"], m, worst)
+        kind = registry.column(m, columns) or m
+        out[f"delta_{m}"] = cc_values(out[m], kind, worst) - cc_values(out[schema.cc(m)], kind, worst)
     return out
 
 
-def worst_first(per_case: pd.DataFrame, metric: Optional[str]) -> List[int]:
+def worst_first(per_case: pd.DataFrame, metric: Optional[str],
+                columns: Optional[Dict[str, registry.Column]] = None) -> List[int]:
     """Row positions of the evaluated cases, the worst CC value of ``metric`` first.
 
     Ties (and cases without a value) are ordered by the size of the difference ``|m - cc_m|``,
     largest first; error rows are left out.
     """
-    ok = per_case[per_case["status"] != "error"]
-    if metric is None or f"cc_{metric}" not in ok:
+    ok = per_case[per_case[schema.STATUS] != schema.FAILED]
+    if metric is None or schema.cc(metric) not in ok:
         return [per_case.index.get_loc(i) for i in ok.index]
-    worst = ok["worst_distance"] if "worst_distance" in ok else np.nan
-    cc = cc_values(ok[f"cc_{metric}"], metric, worst)
-    badness = cc if is_distance_metric(metric) else -cc
+    worst = ok[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in ok else np.nan
+    distance = registry.is_distance(metric, columns)
+    cc = cc_values(ok[schema.cc(metric)], registry.column(metric, columns) or metric, worst)
+    badness = cc if distance else -cc
     gap = np.abs(ok[f"delta_{metric}"].to_numpy(float)) if f"delta_{metric}" in ok else np.zeros(len(ok))
     order = np.lexsort((np.nan_to_num(-gap, nan=0.0), np.nan_to_num(-badness, nan=np.inf)))
     return [per_case.index.get_loc(ok.index[i]) for i in order]
@@ -246,9 +256,7 @@ class Regions:
             from ..partition import site_surfaces
 
             sites = find_sites(self.gt_labels, "labels")  # labels 1..n: numbered as they are
-            site_map = np.zeros(self.gt_labels.size, np.int32)
-            site_map[sites.flat_index] = sites.label
-            self._surface = site_surfaces(sites, site_map)
+            self._surface = site_surfaces(sites)
         return self._surface
 
     def __call__(self, coords: np.ndarray) -> np.ndarray:

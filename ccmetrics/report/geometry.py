@@ -27,6 +27,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+__all__ = ["AXIS_NAMES", "PlaneView", "ThumbnailGeometry", "boundary_segments", "crop", "crop_box", "half_widths",
+           "plane_coords", "plane_regions", "thumbnail_geometry"]
+
 #: (plane name, the array axis held fixed) of a 3D image, in the order shown
 PLANES_3D = (("axial", 2), ("coronal", 1), ("sagittal", 0))
 #: the one plane of a 2D image

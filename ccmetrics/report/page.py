@@ -18,7 +18,11 @@ from typing import Any, Dict, List, Optional
 
 import pandas as pd
 
+from .. import schema
 from . import data, geometry, thumbnails
+
+__all__ = ["AGGREGATIONS", "DEFAULT_MAX_CASES", "PLOT_CAPTIONS", "ReportInfo", "anchor", "build_model", "fmt",
+           "render_html", "sort_value", "write_report"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: thumbnails are drawn for this many cases unless told otherwise (the command's ``--max-cases``)
@@ -33,8 +37,9 @@ PLOT_CAPTIONS = (
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
     (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
 )
-AGGREGATIONS = {"standard": "standard (global value per case)", "cc_patient": "CC, per patient (mean of case means)",
-                "cc_pooled": "CC, pooled (every lesion weighs the same)", "case": "case-level score"}
+AGGREGATIONS = {schema.STANDARD: "standard (global value per case)",
+                schema.CC_PATIENT: "CC, per patient (mean of case means)",
+                schema.CC_POOLED: "CC, pooled (every lesion weighs the same)", schema.CASE_LEVEL: "case-level score"}
 
 
 @dataclass
@@ -139,11 +144,11 @@ def anchor(case: str, class_value: Any, multi_class: bool) -> str:
     return text + (f"-class{class_value}" if multi_class else "")
 
 
-def _plot_caption(path: Path) -> str:
+def _plot_caption(path: Path, columns: Optional[Dict[str, Any]] = None) -> str:
     for pattern, caption in PLOT_CAPTIONS:
         match = re.match(pattern, path.stem)
         if match:
-            groups = [data.label(g) for g in match.groups() if g and not g.startswith("_class")]
+            groups = [data.label(g, columns) for g in match.groups() if g and not g.startswith("_class")]
             suffix = re.search(r"_class(\d+)$", path.stem)
             return caption.format(*groups) + (f" (class {suffix.group(1)})" if suffix else "")
     return path.stem.replace("_", " ")
@@ -153,7 +158,7 @@ def _plot_caption(path: Path) -> str:
 
 def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple:
     """(CaseImages or None, problem text or None) for one per-case row."""
-    if row["status"] == "error":
+    if row[schema.STATUS] == schema.FAILED:
         return None, None
     gt_file = data.resolve_image(row.get("gt_file"), folder.path, image_root)
     pred_name = row.get("pred_file")
@@ -164,7 +169,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
     if missing:
         return None, "image file not found: " + ", ".join(missing)
     try:
-        class_value = None if folder.binary else int(row["class"])
+        class_value = None if folder.binary else int(row[schema.CLASS])
         images = data.load_case(gt_file, pred_file, class_value=class_value,
                                 spacing=folder.options.get("spacing", "header"),
                                 connectivity=folder.options.get("connectivity"))
@@ -176,7 +181,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
 def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> Optional[str]:
     """A problem text when the images no longer hold the lesions of ``per_component.csv``."""
     volumes = [c.voxels for c in images.lesions]
-    listed = components["volume"].astype(int).tolist() if len(components) else []
+    listed = components[schema.VOLUME].astype(int).tolist() if len(components) else []
     if volumes != listed:
         return (f"the image files do not match per_component.csv ({len(volumes)} lesions in the images, "
                 f"{len(listed)} in the table, or other volumes): were they changed after `ccmetrics evaluate`? "
@@ -199,7 +204,7 @@ def _thumbnails(images: data.CaseImages, panel_px: int) -> Dict[tuple, Dict[str,
 
 def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, *, multi_class: bool, draw: bool,
                 rank: Optional[int], image_root, panel_px: int, unit: str) -> Dict[str, Any]:
-    case, class_value = str(row["case"]), row["class"]
+    case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     images, problem = _case_images(folder, row, image_root)
     if images is not None:
         problem = _check_consistent(images, comps)
@@ -222,17 +227,18 @@ def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, 
                 "volume": c.voxels * ml if unit == "ml" else c.voxels, "region": c.region or None,
                 "thumb": thumbs.get(("false_positive", c.label))}
                for c in images.false_positives]
-    metrics = [{"key": m, "name": data.label(m), "standard": row.get(m), "cc": row.get(f"cc_{m}"),
+    metrics = [{"key": m, "name": data.label(m, folder.columns), "standard": row.get(m), "cc": row.get(schema.cc(m)),
                 "delta": row.get(f"delta_{m}")} for m in folder.case_metrics]
-    scores = [{"key": s, "name": data.label(s), "value": row.get(s)} for s in folder.case_scores]
+    scores = [{"key": s, "name": data.label(s, folder.columns), "value": row.get(s)} for s in folder.case_scores]
     return {"case": case, "class": class_value, "title": case + (f" (class {class_value})" if multi_class else ""),
-            "anchor": name, "status": row["status"], "flags": row.get("flags") or "", "error": row.get("error") or "",
+            "anchor": name, "status": row[schema.STATUS], "flags": row.get(schema.FLAGS) or "",
+            "error": row.get(schema.ERROR) or "",
             "gt_file": row.get("gt_file") if isinstance(row.get("gt_file"), str) else "",
             "pred_file": row.get("pred_file") if isinstance(row.get("pred_file"), str) else "",
             "rank": rank, "drawn": bool(thumbs), "thumbnails_wanted": draw, "problem": problem,
             "metrics": metrics, "scores": scores, "lesions": lesions, "false_positives": fps,
             "n_lesions": len(lesions), "n_missed": sum(not les["detected"] for les in lesions),
-            "n_fp": None if fps is None else len(fps), "empty_gt": str(row.get("empty_gt")) == "True"}
+            "n_fp": None if fps is None else len(fps), "empty_gt": str(row.get(schema.EMPTY_GT)) == "True"}
 
 
 # ---------------------------------------------------------------- the whole page
@@ -248,21 +254,22 @@ def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, ima
     """
     folder = data.read_result_folder(result_dir)
     metrics = folder.case_metrics
-    primary = data.primary_metric(metrics)
-    per_case = data.with_differences(folder.per_case, metrics).reset_index(drop=True)
-    order = data.worst_first(per_case, primary)
+    primary = data.primary_metric(metrics, folder.columns)
+    per_case = data.with_differences(folder.per_case, metrics, folder.columns).reset_index(drop=True)
+    order = data.worst_first(per_case, primary, folder.columns)
     order += [i for i in range(len(per_case)) if i not in set(order)]  # failed cases last
     n_draw = len(order) if max_cases is None else max(0, int(max_cases))
-    multi_class = per_case["class"].nunique() > 1 if len(per_case) else False
+    multi_class = per_case[schema.CLASS].nunique() > 1 if len(per_case) else False
     unit = "voxels" if folder.options.get("spacing") == "voxel" else "ml"
     components = folder.per_component
-    by_case = ({(str(c), k): g.sort_values("component") for (c, k), g in components.groupby(["case", "class"])}
+    by_case = ({(str(c), k): g.sort_values(schema.COMPONENT)
+                for (c, k), g in components.groupby([schema.CASE, schema.CLASS])}
                if len(components) else {})
     cases = []
     for position, i in enumerate(order):
         row = per_case.iloc[i]
-        evaluated = row["status"] != "error"
-        comps = by_case.get((str(row["case"]), row["class"]), components.iloc[:0])
+        evaluated = row[schema.STATUS] != schema.FAILED
+        comps = by_case.get((str(row[schema.CASE]), row[schema.CLASS]), components.iloc[:0])
         cases.append(_case_entry(folder, row, comps, multi_class=multi_class, draw=evaluated and position < n_draw,
                                  rank=position + 1 if evaluated else None, image_root=image_root,
                                  panel_px=panel_px, unit=unit))
@@ -274,7 +281,7 @@ def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, ima
             finder.append({**fp, "case": case, "kind": "false_positive", "detected": None})
     by_gap = sorted(cases, key=lambda c: _gap_key(c, primary))
     counts = folder.doc.get("counts", {})
-    problems = [c for c in cases if c["status"] != "ok"]
+    problems = [c for c in cases if c["status"] != schema.OK]
     return {
         "title": title or f"Per-lesion report: {folder.path.resolve().name}",
         "source": str(folder.path.resolve()),
@@ -284,16 +291,16 @@ def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, ima
         "ignored_files": folder.doc.get("ignored_files", []),
         "summary": folder.doc.get("summary", []), "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
-        "plots": [{"name": p.name, "caption": _plot_caption(p), "src": thumbnails.data_uri(p.read_bytes())}
-                  for p in folder.plots],
+        "plots": [{"name": p.name, "caption": _plot_caption(p, folder.columns),
+                   "src": thumbnails.data_uri(p.read_bytes())} for p in folder.plots],
         "cases": cases, "cases_by_gap": by_gap, "finder": finder, "multi_class": multi_class,
-        "primary": primary, "primary_name": data.label(primary) if primary else "",
-        "metrics": [{"key": m, "name": data.label(m)} for m in metrics],
-        "component_metrics": [{"key": m, "name": data.label(m)} for m in folder.component_metrics],
-        "scores": [{"key": s, "name": data.label(s)} for s in folder.case_scores],
+        "primary": primary, "primary_name": data.label(primary, folder.columns) if primary else "",
+        "metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in metrics],
+        "component_metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in folder.component_metrics],
+        "scores": [{"key": s, "name": data.label(s, folder.columns)} for s in folder.case_scores],
         "unit": unit, "max_cases": n_draw, "n_drawn": sum(c["drawn"] for c in cases),
         "options": folder.options, "legend": thumbnails.LEGEND,
-        "is_distance": {m: m in ("hd", "hd95", "assd") for m in metrics},
+        "is_distance": {m: folder.is_distance(m) for m in metrics},
     }
 
 

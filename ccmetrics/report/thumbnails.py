@@ -16,6 +16,8 @@ import numpy as np
 
 from .geometry import PlaneView, ThumbnailGeometry, boundary_segments
 
+__all__ = ["LEGEND", "Renderer", "background", "caption", "data_uri", "render"]
+
 GT_COLOR = "#0072B2"        # Okabe-Ito blue
 PRED_COLOR = "#E69F00"      # Okabe-Ito orange
 GT_FILL = (0.78, 0.87, 0.94)

@@ -1,0 +1,230 @@
+"""The geometry of one case: the Voronoi region of every prediction voxel, counts, edge voxels and distances.
+
+Everything is derived from two voxel lists (sorted flat indices of the prediction and of the GT
+sites), never from an image-sized label map, so time and memory grow with the foreground:
+
+* :class:`PredictionVoxels`: the prediction's voxels (one ``flatnonzero``), its runs along the last
+  axis and, for surface metrics, the edge voxels of the whole mask (face-neighbour look-ups in the
+  input mask itself);
+* :class:`CaseRegions`: the region of every prediction voxel (inside the GT: the site it lies in,
+  a look-up in the GT and a binary search over the GT's runs; outside: the nearest site,
+  :func:`ccmetrics.partition.assign_nearest_flat`) and the per-region counts;
+* :class:`CaseSurfaces`, only when a surface metric is asked for: the edge voxels of every
+  region's prediction and GT, and the directed edge distances per region and over the whole image.
+
+With a thread pool the whole-image distances (which need no regions) run beside the nearest-site
+search, or after it when many prediction voxels lie outside the GT (the nearest-label transform
+then keeps every core busy), and the per-region queries run on every worker; the values do not
+depend on the threads (:class:`ccmetrics.EngineConfig` sets the thresholds).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._threads import submit
+from .aggregation import image_diagonal
+from .components import Runs
+from .config import current, thread_count
+from .ground_truth import GroundTruth
+from .partition import assign_nearest_flat
+from .surface import (GroupedDistances, directed_distances, grouped_directed_distances, mask_edges, own_face_edges,
+                      physical)
+
+__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "coordinates"]
+
+
+def coordinates(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Voxel coordinates (N, ndim) of flat C-order indices."""
+    return np.stack(np.unravel_index(flat_index, shape), axis=1)
+
+
+def _concat(arrays: List[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+
+
+class PredictionVoxels:
+    """The prediction's voxel list: sorted flat indices, its runs and (``edges=True``) the edges of the whole mask."""
+
+    def __init__(self, pred_mask: np.ndarray, edges: bool = True):
+        self.shape = pred_mask.shape
+        self.flat = np.flatnonzero(pred_mask)
+        self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
+        self.runs = Runs(self.flat, pred_mask.shape)
+
+
+class CaseSurfaces:
+    """Edge voxels and edge distances of one case, per region and over the whole image.
+
+    Created from the two voxel lists before the regions are known: the whole-image distances need
+    no regions and can start at once (:meth:`start_whole_image`); :meth:`add_regions` then groups
+    the edge voxels of every region's prediction and GT.
+    """
+
+    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]]):
+        geometry = truth.geometry
+        self.shape, self.spacing, self.n = truth.shape, spacing, geometry.found.n
+        self._pred, self._truth = pred, truth
+        self._gt_union = geometry.coords[geometry.union_edge]
+        self._pred_union = coordinates(pred.flat[pred.union_edge], self.shape)
+        self._whole: Optional[Tuple[Any, Any]] = None
+        self._pred_edges: List[np.ndarray] = []
+        self._gt_edges: List[np.ndarray] = []
+
+    def _pair(self, pool: Optional[ThreadPoolExecutor], pred_edges: np.ndarray, gt_edges: np.ndarray):
+        p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
+        return submit(pool, directed_distances, p, g), submit(pool, directed_distances, g, p)
+
+    def start_whole_image(self, pool: Optional[ThreadPoolExecutor] = None) -> None:
+        """Start the whole-image edge distances (on the pool, or now without one)."""
+        if self._whole is None:
+            self._whole = self._pair(pool, self._pred_union, self._gt_union)
+
+    def add_regions(self, pred_region: np.ndarray) -> None:
+        """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""
+        geometry, pred = self._truth.geometry, self._pred
+        own_label = pred_region if self.n else np.ones_like(pred_region)
+        pred_own = own_face_edges(pred.flat, self.shape, own_label, pred.union_edge, pred.runs)
+        # edge voxels grouped by region (site voxels are already sorted by label)
+        self._gt_edges = self._group(geometry.coords[geometry.own_edge], geometry.found.label[geometry.own_edge])
+        order = np.argsort(pred_region[pred_own], kind="stable")
+        self._pred_edges = self._group(coordinates(pred.flat[pred_own][order], self.shape),
+                                       pred_region[pred_own][order])
+
+    def _group(self, coords: np.ndarray, labels: np.ndarray) -> List[np.ndarray]:
+        bounds = np.searchsorted(labels, np.arange(1, self.n + 2))
+        return [coords[bounds[i]:bounds[i + 1]] for i in range(self.n)]
+
+    def whole_image(self) -> GroupedDistances:
+        """Edge distances of the whole prediction and the whole GT (one group)."""
+        self.start_whole_image()
+        return GroupedDistances.single(self._whole[0].result(), self._whole[1].result())  # type: ignore[index]
+
+    def per_region(self, pool: Optional[ThreadPoolExecutor] = None) -> GroupedDistances:
+        """Prediction->GT and GT->prediction edge distances inside the regions 1..K.
+
+        From ``grouped_from`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
+        all regions (:func:`ccmetrics.surface.grouped_directed_distances`, the region as an extra
+        coordinate). Otherwise one tree per region and direction; with a pool, the 2K directed queries
+        are submitted at once, largest first, small ones batched (at least ``thread_batch_points`` edge
+        voxels per task) so that threads pay off. Both ways give the same values bit for bit.
+        """
+        pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        bounds_p = np.cumsum([0] + [len(e) for e in pred_edges])
+        bounds_g = np.cumsum([0] + [len(e) for e in gt_edges])
+        config = current()
+        if self.n >= config.grouped_from:
+            d_pg, d_gp = self._grouped(pool)
+            return GroupedDistances(d_pg, bounds_p, d_gp, bounds_g)
+        if pool is None:
+            pairs = [self._pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
+            return GroupedDistances(_concat([pair[0].result() for pair in pairs]), bounds_p,
+                                    _concat([pair[1].result() for pair in pairs]), bounds_g)
+        cost = {(i, d): len(pred_edges[i]) + len(gt_edges[i]) for i in range(self.n) for d in (0, 1)}
+        batches: List[List[Tuple[int, int]]] = []
+        total = 0
+        for unit in sorted(cost, key=lambda u: -cost[u]):
+            if not batches or total >= config.thread_batch_points:
+                batches.append([])
+                total = 0
+            batches[-1].append(unit)
+            total += cost[unit]
+
+        def run(batch):
+            out = {}
+            for i, d in batch:
+                p, g = physical(pred_edges[i], self.spacing), physical(gt_edges[i], self.spacing)
+                out[i, d] = directed_distances(p, g) if d == 0 else directed_distances(g, p)
+            return out
+
+        where = {}
+        for batch in batches:
+            future = submit(pool, run, batch)
+            where.update((unit, future) for unit in batch)
+        return GroupedDistances(_concat([where[i, 0].result()[i, 0] for i in range(self.n)]), bounds_p,
+                                _concat([where[i, 1].result()[i, 1] for i in range(self.n)]), bounds_g)
+
+    def _grouped(self, pool: Optional[ThreadPoolExecutor]) -> Tuple[np.ndarray, np.ndarray]:
+        """Two KD-tree queries for all regions (the region as an extra coordinate), shared by the pool's threads."""
+        pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        labels = np.arange(1, self.n + 1)
+        dim = len(self.shape)
+        p = physical(np.concatenate(pred_edges) if pred_edges else np.zeros((0, dim), np.int64), self.spacing)
+        g = physical(np.concatenate(gt_edges) if gt_edges else np.zeros((0, dim), np.int64), self.spacing)
+        p_group = np.repeat(labels, [len(e) for e in pred_edges])
+        g_group = np.repeat(labels, [len(e) for e in gt_edges])
+        span = image_diagonal(self.shape, self.spacing)
+        workers = 1 if pool is None else thread_count()
+        return (grouped_directed_distances(p, p_group, g, g_group, span, workers),
+                grouped_directed_distances(g, g_group, p, p_group, span, workers))
+
+
+class CaseRegions:
+    """The Voronoi region of every prediction voxel of one case, and the counts of every region.
+
+    Attributes
+    ----------
+    pred_flat : ndarray of int64
+        The prediction's voxels (sorted flat indices).
+    pred_region : ndarray of int32
+        The region (GT site 1..K, 0 without sites) of each.
+    pred_volume, intersection : ndarray of int64, shape (K,)
+        Prediction voxels in each region, and those of them inside the region's site.
+    """
+
+    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]],
+                 pool: Optional[ThreadPoolExecutor] = None, surfaces: Optional[CaseSurfaces] = None):
+        geometry = truth.geometry
+        found = geometry.found
+        self.shape, self.spacing, self.found = truth.shape, spacing, found
+        self._gt_coords = geometry.coords
+        self.pred_flat = pred.flat
+        inside = truth.array.ravel()[self.pred_flat] != 0
+        # the whole-image distances start beside the nearest-site search, or after it when that search keeps
+        # every core busy (many prediction voxels outside the GT)
+        late = len(inside) - np.count_nonzero(inside) >= current().global_after
+        if surfaces is not None and not late:
+            surfaces.start_whole_image(pool)
+        region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
+        region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
+        if found.n and not inside.all():
+            own = geometry.own_edge
+            region[~inside] = assign_nearest_flat(self.pred_flat[~inside], self.shape, geometry.coords[own],
+                                                  found.label[own], spacing)
+        if surfaces is not None and late:
+            surfaces.start_whole_image(pool)
+        self.pred_region = region
+        self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
+        self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
+        if surfaces is not None:
+            surfaces.add_regions(region)
+
+    def masks(self, c: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+        """Boolean prediction and GT masks of region ``c`` on its crop (the whole image for ``None``).
+
+        The crop is the bounding box of both masks in the region (the whole image when both are
+        empty): a metric of the two masks sees the same voxels, and outside the crop there is only
+        background (region ``c``'s masks are empty there), as in the full image.
+        """
+        if c is None:
+            pred, gt = coordinates(self.pred_flat, self.shape), self._gt_coords
+        else:
+            f = self.found
+            pred = coordinates(self.pred_flat[self.pred_region == c], self.shape)
+            gt = self._gt_coords[f.starts[c - 1]:f.starts[c]]
+        both = np.concatenate([pred, gt])
+        if c is None or len(both) == 0:
+            lo, crop_shape = np.zeros(len(self.shape), dtype=np.int64), self.shape
+        else:
+            lo = both.min(axis=0)
+            crop_shape = tuple(both.max(axis=0) - lo + 1)
+        return _dense(pred - lo, crop_shape), _dense(gt - lo, crop_shape)
+
+
+def _dense(coords: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    out = np.zeros(tuple(int(s) for s in shape), dtype=bool)
+    out[tuple(coords.T)] = True
+    return out

@@ -1,0 +1,322 @@
+"""The metric registry, the table schema and the engine configuration: one home for every rule.
+
+The end-to-end test registers metrics of a user's own in a plugin file, evaluates a data set with them
+through the command line (in worker processes), and finds them in the tables, the summary, the plots, a
+comparison and the report (opened in headless Chromium), with values checked against an independent
+computation on the full image (the brute-force Voronoi partition and the function on each masked region).
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ccmetrics
+from ccmetrics import EngineConfig, engine_config, evaluate, registry, schema
+from ccmetrics.io import load_image
+
+from conftest import brute_force_partition
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "data"
+
+PLUGIN = '''
+"""Metrics of a user's own: one function of the two region masks, one MONAI object."""
+from monai.metrics import SurfaceDistanceMetric
+
+from ccmetrics import register_metric
+
+
+def volume_similarity(pred, gt, spacing):
+    """1 - |V_pred - V_gt| / (V_pred + V_gt); 1 when both are empty."""
+    total = float(pred.sum()) + float(gt.sum())
+    return 1.0 - abs(float(pred.sum()) - float(gt.sum())) / total if total else 1.0
+
+
+register_metric("volsim", volume_similarity, display="Volume similarity",
+                description="volume similarity of the region's masks")
+register_metric("masd", SurfaceDistanceMetric(symmetric=True), kind="distance", display="MONAI ASSD")
+'''
+
+
+def volume_similarity(pred, gt):
+    total = float(pred.sum()) + float(gt.sum())
+    return 1.0 - abs(float(pred.sum()) - float(gt.sum())) / total if total else 1.0
+
+
+def run_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "ccmetrics", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+# ---------------------------------------------------------------- the registry
+
+
+def test_every_builtin_metric_has_one_record():
+    assert registry.names(per_region=True) == ("dice", "iou", "nsd", "hd", "hd95", "assd")
+    assert registry.names(per_region=False) == ("pq", "lesion_dice", "detection")
+    distances = {c.name for m in registry.metrics() for c in m.columns if c.is_distance}
+    assert distances == {"hd", "hd95", "assd", "lesion_hd95"}
+    lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
+    assert lower == {"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"}
+    assert ccmetrics.BUILTIN_METRICS == registry.names(per_region=True)
+
+
+def test_case_level_columns_are_what_evaluate_reports():
+    gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[14:16, 14:16] = True
+    pred = gt.copy(); pred[14:16, 14:16] = False; pred[10, 18] = True
+    result = evaluate(pred, gt, ["detection", "lesion_dice", "pq", "dice"])
+    expected = [c.name for name in ("pq", "lesion_dice", "detection") for c in registry.get(name).columns]
+    assert list(result.case_scores) == expected  # the registry's order, whatever the order asked
+    d = result.details["detection"]
+    assert (result.case_scores["fp_volume"], result.case_scores["sensitivity"]) == (d.false_positive_volume, 0.5)
+    assert result.metrics == ["dice"]
+
+
+def test_names_facts_and_errors():
+    assert registry.display_name("cc_lesion_hd95") == "CC-Lesion HD95"
+    assert registry.unit_label("fn_volume", spacing=False) == "voxels"
+    assert registry.worst_value("assd", 12.5) == 12.5 and registry.worst_value("nsd", 12.5) == 0.0
+    assert [m.name for m in registry.resolve("HD95")] == ["hd95"]
+    with pytest.raises(ValueError, match="unknown metric 'dise'; the metrics are dice, iou"):
+        registry.get("dise")
+    with pytest.raises(ValueError, match="metrics is empty"):
+        registry.resolve([])
+    with pytest.raises(ValueError, match="built-in metric"):
+        registry.register_metric("dice", lambda p, g, s: 0.0)
+    with pytest.raises(ValueError, match="starting with a letter and not with 'cc_'"):
+        registry.register_metric("cc_x", lambda p, g, s: 0.0)
+    with pytest.raises(ValueError, match="kind must be 'overlap'"):
+        registry.register_metric("x", lambda p, g, s: 0.0, kind="score")
+    with pytest.raises(ValueError, match="already a column of the metric 'detection'"):
+        registry.register_metric("f1", lambda p, g, s: 0.0)
+    with pytest.raises(TypeError, match="function compute"):
+        registry.register_metric("x", 3.0)
+    assert "x" not in registry.names()
+
+
+def test_registered_function_equals_brute_force_on_the_masked_full_image():
+    rng = np.random.default_rng(5)
+    gt = np.zeros((30, 26, 20), bool)
+    for _ in range(6):
+        c = rng.integers(3, 17, 3)
+        gt[c[0]:c[0] + rng.integers(1, 6), c[1]:c[1] + rng.integers(1, 6), c[2]:c[2] + rng.integers(1, 4)] = True
+    pred = np.roll(gt, 1, axis=0) | (rng.random(gt.shape) < 0.01)
+    registry.register_metric("volsim_test", lambda p, g, s: volume_similarity(p, g), display="VS")
+    try:
+        result = evaluate(pred, gt, ["dice", "volsim_test"], spacing=(0.8, 0.8, 2.0))
+        regions, _ = brute_force_partition(ccmetrics.label_components(gt)[0], spacing=(0.8, 0.8, 2.0))
+        expected = [volume_similarity(pred & (regions == c), gt & (regions == c))
+                    for c in range(1, result.n_components + 1)]
+        assert result.per_component["volsim_test"].tolist() == expected
+        assert result.standard["volsim_test"] == volume_similarity(pred, gt)
+        assert result.cc["volsim_test"] == pytest.approx(np.mean(expected), rel=1e-15)
+        empty = evaluate(pred, np.zeros_like(gt), ["volsim_test"])  # the empty-GT rule: worst, 0 for a score
+        assert empty.cc["volsim_test"] == 0.0 and empty.empty_gt
+    finally:
+        registry.unregister("volsim_test")
+    with pytest.raises(ValueError, match="unknown metric 'volsim_test'"):
+        evaluate(pred, gt, ["volsim_test"])
+
+
+def test_markdown_table_is_the_readme_list():
+    readme = (ROOT / "README.md").read_text()
+    assert registry.markdown_table() in readme, "README's metric table differs: paste registry.markdown_table()"
+
+
+# ---------------------------------------------------------------- the schema
+
+
+def test_schema_names_every_column_written(tmp_path):
+    result = ccmetrics.evaluate_dataset(EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "hd95", "pq"], progress=False)
+    assert list(result.per_case.columns) == schema.PER_CASE.columns(["dice", "hd95", "pq"])
+    assert list(result.per_component.columns) == schema.PER_COMPONENT.columns(["dice", "hd95", "pq"])
+    assert list(result.summary().reset_index().columns) == schema.SUMMARY.columns()
+    result.write(tmp_path, plots=False)
+    back = ccmetrics.DatasetResult.read(tmp_path)
+    pd.testing.assert_frame_equal(back.summary(), result.summary())
+    table = pd.read_csv(tmp_path / "per_case.csv").drop(columns=["status"])
+    table.to_csv(tmp_path / "per_case.csv", index=False)
+    with pytest.raises(ValueError, match=r"per_case.csv has no column 'status' \(ok, flagged or error\)"):
+        ccmetrics.DatasetResult.read(tmp_path)
+    table = pd.read_csv(tmp_path / "per_component.csv").drop(columns=["detected"])
+    result.per_case.to_csv(tmp_path / "per_case.csv", index=False)
+    table.to_csv(tmp_path / "per_component.csv", index=False)
+    with pytest.raises(ValueError, match="per_component.csv has no column 'detected'"):
+        ccmetrics.DatasetResult.read(tmp_path)
+    result.per_component.to_csv(tmp_path / "per_component.csv", index=False)
+    result.per_case.drop(columns=["cc_hd95"]).to_csv(tmp_path / "per_case.csv", index=False)
+    with pytest.raises(ValueError, match="no column 'cc_hd95', although the evaluation's metrics produce it"):
+        ccmetrics.DatasetResult.read(tmp_path)
+
+
+def _literals(path):
+    """String collections and string-keyed dicts written in a module (its AST)."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(values) == len(node.elts) and values:
+                yield "collection", values
+        elif isinstance(node, ast.Dict):
+            pairs = [(k.value, v.value) for k, v in zip(node.keys, node.values)
+                     if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            if pairs:
+                yield "dict", pairs
+
+
+def test_no_rule_is_written_twice():
+    """Which metrics are distances or lower-is-better, display names and engine thresholds: each written once."""
+    lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
+    display = {c.name: c.display for m in registry.metrics() for c in m.columns}
+    threshold = re.compile(r"^_[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_MAX_BATCH|"
+                           r"_THREADS|_BATCH_POINTS|_AFTER)\s*=", re.M)
+    modules = [p for p in (ROOT / "ccmetrics").rglob("*.py")] + list((ROOT / "simulations").rglob("*.py"))
+    for path in modules:
+        if path.name == "registry.py":
+            continue
+        for kind, values in _literals(path):
+            if kind == "collection":
+                cc_free = {v[3:] if v.startswith("cc_") else v for v in values}
+                assert not (len(cc_free) >= 2 and cc_free <= lower), f"{path}: lower-is-better metrics {values}"
+            else:
+                named = [(k, v) for k, v in values if display.get(k) == v or display.get(k, "\0") in v]
+                assert len(named) < 2, f"{path}: display names outside the registry {named}"
+        if path.name != "config.py":
+            assert not threshold.search(path.read_text()), f"{path}: an engine threshold outside ccmetrics.config"
+
+
+# ---------------------------------------------------------------- the engine configuration
+
+
+def test_engine_config_is_scoped_and_checked():
+    default = ccmetrics.config.current()
+    with engine_config(grouped_from=1) as inner:
+        assert ccmetrics.config.current() is inner and inner.grouped_from == 1
+        with engine_config(EngineConfig(threads=3)):
+            assert ccmetrics.config.current().threads == 3 and ccmetrics.config.current().grouped_from == 64
+        assert ccmetrics.config.current().grouped_from == 1
+    assert ccmetrics.config.current() is default
+    with pytest.raises(TypeError, match="no field 'grouped'"):
+        with engine_config(grouped=1):
+            pass
+    with pytest.raises(ValueError, match="whole number >= 0"):
+        EngineConfig(kernels_from=-1)
+    with pytest.raises(ValueError, match="at least 1"):
+        EngineConfig(max_threads=0)
+
+
+def test_every_engine_path_gives_the_same_numbers():
+    """Each threshold forced to both extremes at once: the values stay the same bit for bit."""
+    from ccmetrics.synthetic import lesion_case
+
+    gt, pred = lesion_case((44, 40, 30), n_lesions=14, radius_range=(1.0, 6.0), seed=11)
+    pred = pred.copy()
+    pred[34:] = True  # many prediction voxels outside the GT: the nearest-site search does real work
+    metrics = ["dice", "iou", "nsd", "hd", "hd95", "assd", "pq", "lesion_dice", "detection"]
+    never = EngineConfig(threads=1, grouped_from=1 << 40, dense_min_queries=1 << 40, block_min_queries=1 << 40,
+                         span_map_ratio=0, kernels_from=1 << 40, own_tree_from=1 << 40,
+                         own_tree_import_from=1 << 40, dense_runs=0, pad_below=0)
+    always = EngineConfig(threads_from=0, threads=2, thread_batch_points=0, grouped_from=1, global_after=0,
+                          dense_min_queries=1, dense_max_ratio=1 << 20, block_min_queries=1,
+                          span_map_ratio=1 << 20, kernels_from=0, own_tree_from=0, own_tree_import_from=0,
+                          dense_runs=1 << 40, pad_below=1 << 40)
+    with engine_config(never):
+        a = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
+    with engine_config(always):
+        b = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
+    assert a.per_component.equals(b.per_component)
+    assert a.cc == b.cc and a.standard == b.standard
+    assert {k: v for k, v in a.case_scores.items()} == {k: v for k, v in b.case_scores.items()}
+
+
+# ---------------------------------------------------------------- a metric of one's own, end to end
+
+
+@pytest.fixture(scope="module")
+def plugin_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plugin")
+    (root / "lab_metrics.py").write_text(PLUGIN)
+    out = root / "results"
+    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", out, "--metrics",
+                   "dice,assd,volsim,masd,detection", "--plugin", root / "lab_metrics.py", "--workers", "2",
+                   "--quiet", "--bootstrap", "200")
+    assert done.returncode == 0, done.stderr
+    return root, out, done.stdout
+
+
+def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
+    root, out, stdout = plugin_run
+    per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str})
+    per_case = pd.read_csv(out / "per_case.csv", dtype={"case": str})
+    assert list(per_component.columns[-4:]) == ["dice", "assd", "volsim", "masd"]
+    for column in ("volsim", "cc_volsim", "masd", "cc_masd"):
+        assert column in per_case
+    checked = 0
+    for case, rows in per_component.groupby("case"):  # values: the function on each masked region of the image
+        gt = load_image(EXAMPLES / "gt" / f"{case}.nii.gz").array != 0
+        pred_file = EXAMPLES / "pred" / f"{case}.nii.gz"  # one case has none: evaluated as an empty prediction
+        pred = load_image(pred_file).array != 0 if pred_file.is_file() else np.zeros_like(gt)
+        regions, _ = brute_force_partition(ccmetrics.label_components(gt)[0], spacing=(2.0, 2.0, 3.0))
+        expected = [volume_similarity(pred & (regions == c), gt & (regions == c)) for c in rows["component"]]
+        np.testing.assert_allclose(rows["volsim"], expected, rtol=1e-15)
+        row = per_case[per_case["case"] == case].iloc[0]
+        assert row["volsim"] == pytest.approx(volume_similarity(pred, gt), rel=1e-15)
+        assert row["cc_volsim"] == pytest.approx(np.mean(expected), rel=1e-12)
+        checked += len(rows)
+    assert checked == len(per_component) > 10
+    # MONAI's symmetric surface distance is the ASSD: computed by MONAI on every region's crop, it equals ours
+    finite = np.isfinite(per_component["assd"])
+    np.testing.assert_allclose(per_component.loc[finite, "masd"], per_component.loc[finite, "assd"], rtol=1e-5)
+    assert np.all(~np.isfinite(per_component.loc[~finite, "masd"]))  # a missed lesion: inf (or MONAI's nan)
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["columns"]["masd"] == {"display": "MONAI ASSD", "kind": "distance", "higher_is_better": False,
+                                      "best": 0.0, "unit": "length", "cc": True}
+    rows = [r for r in doc["summary"] if r["metric"] == "volsim"]
+    assert [r["aggregation"] for r in rows] == ["standard", "cc_patient", "cc_pooled"]
+    evaluated = per_case[(per_case["status"] != "error") & ~per_case["empty_gt"].astype(bool)]
+    assert rows[1]["mean"] == pytest.approx(evaluated["cc_volsim"].mean(), rel=1e-12)
+    assert (out / "plots" / "standard_vs_cc_volsim.png").is_file()
+    assert (out / "plots" / "standard_vs_cc_masd.png").is_file()
+    assert re.search(r"volsim\s+cc_pooled", stdout)
+
+
+def test_plugin_metric_in_comparison_and_report(plugin_run, tmp_path):
+    """Another process, which never registered the metrics, reads their facts from the folder."""
+    root, out, _ = plugin_run
+    done = run_cli("compare", out, out, "--metric", "cc_masd", "--names", "a,b")
+    assert done.returncode == 0, done.stderr
+    assert "cc_masd (lower is better)" in done.stdout
+    assert "volsim" not in registry.names()  # this process never loaded the plugin either
+    from ccmetrics.report import build_model, write_report
+
+    model = build_model(out)
+    assert {"key": "volsim", "name": "Volume similarity"} in model["metrics"]
+    assert model["is_distance"] == {"dice": False, "assd": True, "volsim": False, "masd": True}
+    html = tmp_path / "report.html"
+    write_report(out, html)
+    from test_report import browser
+
+    driver = browser(tmp_path)
+    try:
+        driver.get(html.as_uri())
+        text = driver.find_element("tag name", "body").text
+    finally:
+        driver.quit()
+    assert "CC-Volume similarity" in text and "CC-MONAI ASSD" in text
+    volsim = pd.read_csv(out / "per_case.csv")["cc_volsim"].dropna()
+    assert any(f"{v:.4g}" in text for v in volsim)
+
+
+def test_plugin_errors_say_the_fix(tmp_path):
+    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--metrics", "volsim")
+    assert done.returncode == 2 and "unknown metric 'volsim'" in done.stderr and "register_metric" in done.stderr
+    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--plugin",
+                   tmp_path / "missing.py")
+    assert done.returncode == 2 and "plugin file" in done.stderr and "does not exist" in done.stderr
