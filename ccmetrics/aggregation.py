@@ -29,7 +29,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import registry
+from . import registry, schema
 
 __all__ = ["cc_mean", "cc_values", "empty_gt_score", "fill_missing", "image_diagonal", "is_distance_metric"]
 
@@ -45,11 +45,21 @@ def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]] = No
 
 
 def is_distance_metric(metric: Any) -> bool:
-    """True for a distance metric: a name (``cc_`` prefix allowed), a registry record, a MONAI distance object.
+    """True for a distance whose missing value counts as the worst distance: a per-region distance metric.
 
-    >>> is_distance_metric("hd95"), is_distance_metric("dice")
-    (True, False)
+    ``metric`` is a metric name, a registry record or column, or a MONAI Hausdorff/SurfaceDistance
+    object. Case-level distances (``lesion_hd95``, BraTS' own penalty inside) are not filled.
+
+    >>> is_distance_metric("hd95"), is_distance_metric("dice"), is_distance_metric("lesion_hd95")
+    (True, False, False)
     """
+    if isinstance(metric, str):
+        column = registry.column(metric) if schema.base(metric) == metric else None
+        return column is not None and column.is_distance and column.cc
+    if isinstance(metric, registry.Column):
+        return metric.is_distance and metric.cc
+    if isinstance(metric, registry.Metric):
+        return metric.is_distance and metric.per_region
     return registry.is_distance(metric)
 
 
@@ -88,14 +98,20 @@ def cc_mean(values: Any, metric: Any, worst: float) -> float:
 def empty_gt_score(metric: Any, pred_empty: bool, worst: float) -> float:
     """CC value of a case without GT component: best if the prediction is empty too, else worst.
 
-    NaN for a metric without a known best value (a MONAI metric object that is not a distance).
+    ``metric``: a registry name or record; the best and worst values are the record's
+    (:func:`ccmetrics.registry.worst_value`: the worst distance for a distance). NaN where they are
+    unknown (a MONAI metric object that is not a distance) or for a metric without CC version.
 
     >>> empty_gt_score("dice", True, 50.0), empty_gt_score("hd95", False, 50.0)
     (1.0, 50.0)
     """
     record = registry.get(metric) if isinstance(metric, str) else metric
-    if not isinstance(record, registry.Metric) or record.best is None:
+    if not isinstance(record, registry.Metric) or not record.per_region or record.best is None:
         return math.nan
     if pred_empty:
         return float(record.best)
     return registry.worst_value(record, worst)
+
+
+def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it
+    return registry.legacy(__name__, name)

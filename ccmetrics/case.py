@@ -8,7 +8,7 @@ about 2 s and 0.3 GB above the inputs). :func:`evaluate` reads as the algorithm:
 1. validate the inputs (:mod:`ccmetrics._inputs`) and resolve the metrics (:mod:`ccmetrics.registry`);
 2. list the prediction's voxels (and, for surface metrics, the edges of the whole mask) beside
    preparing the GT: its voxels, components and edges (:class:`~ccmetrics.ground_truth.GroundTruth`),
-   on a second thread for images from 2^20 voxels;
+   on a second thread for large images (``threads_from`` of :class:`ccmetrics.EngineConfig`);
 3. give every prediction voxel its Voronoi region: the site it lies in, or for prediction voxels
    outside the GT the nearest site (exact ties to the lowest label), and count the voxels of every
    region (:class:`~ccmetrics.geometry.CaseRegions`);
@@ -46,12 +46,14 @@ __all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate"]
 
 #: the built-in metrics with a value per component (and a CC version)
 BUILTIN_METRICS = registry.names(per_region=True)
+#: the order of the metric columns of ``per_component`` and ``standard``: by engine, each as asked
+_COLUMN_ORDER = ("counts", "surface", "region")
 
 
 def evaluate(
     pred: Any,
     gt: Any,
-    metrics: Union[str, Sequence[Any]] = ("dice", "nsd", "hd95"),
+    metrics: Union[str, Sequence[Any]] = registry.DEFAULT_METRICS,
     *,
     spacing: Optional[Any] = None,
     connectivity: Optional[int] = None,
@@ -142,13 +144,17 @@ def evaluate(
         truth.prepare()
         voxels = pending.result()
         surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
-        regions = CaseRegions(voxels, truth, spacing, pool, surfaces)                             # 3. regions
-        distances = (surfaces.per_region(pool), surfaces.whole_image()) if surfaces else None     # 4. distances
+        beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside step 3
+        regions = CaseRegions(voxels, truth, spacing, pool, beside)                               # 3. regions
+        distances = None
+        if surfaces is not None:                                                                  # 4. distances
+            surfaces.add_regions(regions.pred_region)
+            distances = (surfaces.per_region(pool), surfaces.whole_image())
     found = truth.found
     table = _component_table(found, spacing, truth.sites)
     table[schema.DETECTED] = regions.intersection > 0
     standard: Dict[str, float] = {}
-    for m in per_region:                                                                          # 5. metrics
+    for m in sorted(per_region, key=lambda m: _COLUMN_ORDER.index(m.engine)):                   # 5. metrics
         table[m.name], standard[m.name] = _values(m, regions, distances, tolerance, spacing)
     case_scores: Dict[str, float] = {}
     details = _case_level(case_level, pred_mask, truth, spacing, case_scores)
@@ -209,3 +215,7 @@ def _component_table(found: Sites, spacing: Optional[Tuple[float, ...]], sites: 
     if sites == "labels":
         table[schema.GT_LABEL] = found.source_label
     return table
+
+
+def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it
+    return registry.legacy(__name__, name)

@@ -62,8 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd)")
     ev.add_argument("pred_dir", help="folder of predictions, same case ids")
     ev.add_argument("--out", required=True, help="output folder (created)")
-    ev.add_argument("--metrics", type=_name_list, default=["dice", "nsd", "hd95"],
-                    help=f"comma-separated: {','.join(registry.names())} (default dice,nsd,hd95; "
+    ev.add_argument("--metrics", type=_name_list, default=list(registry.DEFAULT_METRICS),
+                    help=f"comma-separated: {','.join(registry.names())} (default {','.join(registry.DEFAULT_METRICS)}; "
                          f"--plugin adds metrics of your own)")
     ev.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
                     help="import a Python module (e.g. mylab.metrics) or a .py file before evaluating, to register "

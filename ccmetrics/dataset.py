@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import re
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ from . import registry, schema
 from ._inputs import as_classes, as_spacing
 from .aggregation import cc_values
 from .case import evaluate
+from .config import EngineConfig, engine_config
+from .config import current as current_engine
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 
@@ -81,10 +84,11 @@ class EvalOptions:
 
     ``records`` carries the registry records of metrics registered by the user (built-in ones go by
     name), so that worker processes compute them without importing the code that registered them
-    (their ``compute`` must be importable there).
+    (their ``compute`` must be importable there); ``engine`` the caller's engine configuration, which
+    worker processes apply too (a context variable does not cross processes).
     """
 
-    metrics: Tuple[str, ...] = ("dice", "nsd", "hd95")
+    metrics: Tuple[str, ...] = registry.DEFAULT_METRICS
     classes: Optional[Tuple[int, ...]] = None
     spacing: Any = "header"
     nsd_tolerance: float = 1.0
@@ -92,6 +96,7 @@ class EvalOptions:
     connectivity: Optional[int] = None
     tolerance_mm: float = 1e-3
     records: Tuple[registry.Metric, ...] = ()
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
     def metric_arguments(self) -> List[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -237,10 +242,11 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
             spacing = as_spacing(options.spacing, gt.array.ndim)
         kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
                       worst_distance=options.worst_distance, connectivity=options.connectivity)
-        if options.classes:
-            results = evaluate(pred.array, gt.array, options.metric_arguments(), classes=classes, **kwargs)
-        else:
-            results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
+        with engine_config(options.engine):
+            if options.classes:
+                results = evaluate(pred.array, gt.array, options.metric_arguments(), classes=classes, **kwargs)
+            else:
+                results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
     except Exception as exc:  # one case's failure must never stop the data set
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
@@ -446,7 +452,9 @@ class DatasetResult:
         evaluated = bool((per_case[STATUS] != FAILED).any())
         schema.PER_CASE.validate(per_case, str(case_file), [name for m, c in columns.items() if c.cc or evaluated
                                                             for name in ((m, schema.cc(m)) if c.cc else (m,))])
-        per_component = schema.PER_COMPONENT.read(component_file) if component_file.is_file() else pd.DataFrame()
+        per_component = pd.DataFrame()
+        if component_file.is_file():
+            per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
         return cls(per_component, per_case, options=options, columns=columns)
 
 
@@ -484,7 +492,7 @@ def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
 def evaluate_dataset(
     gt: Any,
     pred: Optional[_PathLike] = None,
-    metrics: Union[str, Sequence[str]] = ("dice", "nsd", "hd95"),
+    metrics: Union[str, Sequence[str]] = registry.DEFAULT_METRICS,
     *,
     classes: Optional[Sequence[int]] = None,
     spacing: Any = "header",
@@ -585,15 +593,17 @@ def evaluate_dataset(
     names = [m.name for m in ordered if m.per_region]
     options = EvalOptions(tuple(m.name for m in ordered), classes, spacing, float(nsd_tolerance),
                           worst_distance, connectivity, float(tolerance_mm),
-                          tuple(m for m in ordered if not m.builtin))
+                          tuple(m for m in ordered if not m.builtin), current_engine())
+    if workers > 1 or client is not None:
+        _check_picklable(options)
     outputs = _run(tasks, options, workers, client, progress)
     outputs.sort(key=lambda o: o["rows"][0][CASE])
     per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
     per_case = per_case.sort_values(list(schema.PER_CASE.key), kind="stable").reset_index(drop=True)
-    front = [f.name for f in schema.PER_CASE.fields[:7]]  # the case, its status and its files
+    front = list(schema.PER_CASE_FRONT)
     per_case = per_case[front + [c for c in per_case.columns if c not in front]]
     if schema.EMPTY_GT not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
-        per_case = per_case.reindex(columns=schema.PER_CASE.columns(names))
+        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, names))
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
     per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
     per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
@@ -605,6 +615,17 @@ def evaluate_dataset(
               "tolerance_mm": options.tolerance_mm}
     columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(per_component, per_case, ignored, timings, record, columns)
+
+
+def _check_picklable(options: EvalOptions) -> None:
+    """Worker processes get the options pickled: a metric they cannot import is an error now, not a crash later."""
+    for record in options.records:
+        try:
+            pickle.dumps(record)
+        except Exception as exc:  # pickling raises several types (PicklingError, AttributeError, TypeError)
+            raise ValueError(f"metric {record.name!r} cannot be sent to worker processes ({exc}): define its function "
+                             f"at the top level of a module (not a lambda or a nested function), or use workers=1"
+                             ) from None
 
 
 def _run(tasks: List[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> List[Dict]:

@@ -21,7 +21,7 @@ depend on the threads (:class:`ccmetrics.EngineConfig` sets the thresholds).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -60,8 +60,9 @@ class CaseSurfaces:
     """Edge voxels and edge distances of one case, per region and over the whole image.
 
     Created from the two voxel lists before the regions are known: the whole-image distances need
-    no regions and can start at once (:meth:`start_whole_image`); :meth:`add_regions` then groups
-    the edge voxels of every region's prediction and GT.
+    no regions and can start at once (:meth:`start_whole_image`, which :class:`CaseRegions` calls
+    beside its search); :meth:`add_regions` then groups the edge voxels of every region's
+    prediction and GT.
     """
 
     def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]]):
@@ -173,41 +174,44 @@ class CaseRegions:
         The region (GT site 1..K, 0 without sites) of each.
     pred_volume, intersection : ndarray of int64, shape (K,)
         Prediction voxels in each region, and those of them inside the region's site.
+
+    ``beside(pool)``, when given, is started beside the nearest-site search (or right after it, when
+    many prediction voxels lie outside the GT): :meth:`CaseSurfaces.start_whole_image`.
     """
 
     def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]],
-                 pool: Optional[ThreadPoolExecutor] = None, surfaces: Optional[CaseSurfaces] = None):
+                 pool: Optional[ThreadPoolExecutor] = None,
+                 beside: Optional[Callable[[Optional[ThreadPoolExecutor]], None]] = None):
         geometry = truth.geometry
         found = geometry.found
         self.shape, self.spacing, self.found = truth.shape, spacing, found
         self._gt_coords = geometry.coords
         self.pred_flat = pred.flat
         inside = truth.array.ravel()[self.pred_flat] != 0
-        # the whole-image distances start beside the nearest-site search, or after it when that search keeps
-        # every core busy (many prediction voxels outside the GT)
+        # other work (``beside(pool)``: the whole-image distances) starts beside the nearest-site search, or after
+        # it when that search keeps every core busy (many prediction voxels outside the GT)
         late = len(inside) - np.count_nonzero(inside) >= current().global_after
-        if surfaces is not None and not late:
-            surfaces.start_whole_image(pool)
+        if beside is not None and not late:
+            beside(pool)
         region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
         region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
         if found.n and not inside.all():
             own = geometry.own_edge
             region[~inside] = assign_nearest_flat(self.pred_flat[~inside], self.shape, geometry.coords[own],
                                                   found.label[own], spacing)
-        if surfaces is not None and late:
-            surfaces.start_whole_image(pool)
+        if beside is not None and late:
+            beside(pool)
         self.pred_region = region
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
-        if surfaces is not None:
-            surfaces.add_regions(region)
 
     def masks(self, c: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
         """Boolean prediction and GT masks of region ``c`` on its crop (the whole image for ``None``).
 
-        The crop is the bounding box of both masks in the region (the whole image when both are
-        empty): a metric of the two masks sees the same voxels, and outside the crop there is only
-        background (region ``c``'s masks are empty there), as in the full image.
+        The crop is the bounding box of both masks in the region (a region always holds its site's
+        GT voxels): outside it, region ``c``'s masks are empty, so any metric of the masks' foreground
+        (overlaps, surface distances) is that of the full image; a metric that counts background
+        voxels (specificity, accuracy) would see the crop's background only.
         """
         if c is None:
             pred, gt = coordinates(self.pred_flat, self.shape), self._gt_coords

@@ -20,11 +20,14 @@ from .components import ComponentCache, Sites, cc3d_label
 from .overlap import overlap_scores
 from .surface import directed_distances, physical, surface_scores
 
-__all__ = ["BRATS_WORST_HD95", "DetectionResult", "LesionDiceResult", "detection", "detection_from_components",
-           "lesion_dice", "lesion_dice_from_components"]
+__all__ = ["BRATS_DILATION", "BRATS_MIN_VOLUME", "BRATS_WORST_HD95", "DetectionResult", "LesionDiceResult",
+           "detection", "detection_from_components", "lesion_dice", "lesion_dice_from_components"]
 
 #: BraTS-2023's penalty distance (mm) for missed lesions and false positives
 BRATS_WORST_HD95 = 374.0
+#: BraTS-2023's glioma settings: dilation iterations of the GT before lesions are formed, and the lesion volume
+#: threshold (mm³, or voxels without a spacing) at or below which a lesion is not counted
+BRATS_DILATION, BRATS_MIN_VOLUME = 3, 50.0
 
 
 def _pair(pred: Any, gt: Any, spacing: Optional[Any]) -> Tuple[np.ndarray, np.ndarray, Optional[Tuple[float, ...]]]:
@@ -247,8 +250,8 @@ def lesion_dice(
     pred: Any,
     gt: Any,
     *,
-    dilation: int = 3,
-    min_volume: float = 50.0,
+    dilation: int = BRATS_DILATION,
+    min_volume: float = BRATS_MIN_VOLUME,
     spacing: Optional[Any] = None,
     worst_hd95: float = BRATS_WORST_HD95,
 ) -> LesionDiceResult:
@@ -312,8 +315,8 @@ def lesion_dice(
 def lesion_dice_from_components(
     pred_cc: ComponentCache,
     gt_cc: ComponentCache,
-    dilation: int = 3,
-    min_volume: float = 50.0,
+    dilation: int = BRATS_DILATION,
+    min_volume: float = BRATS_MIN_VOLUME,
     spacing: Optional[Sequence[float]] = None,
     worst_hd95: float = BRATS_WORST_HD95,
 ) -> LesionDiceResult:

@@ -73,3 +73,13 @@ def overlap_scores(intersection: Any, pred_volume: Any, gt_volume: Any, name: st
     if formula is None:
         raise ValueError(f"unknown overlap metric {name!r}; expected one of {tuple(OVERLAP_FORMULAS)}")
     return formula(intersection, pred_volume, gt_volume)
+
+
+def __getattr__(name: str):  # the former OVERLAP_METRICS: deprecated
+    if name == "OVERLAP_METRICS":
+        import warnings
+
+        warnings.warn("ccmetrics.overlap.OVERLAP_METRICS is deprecated: the metrics are the registry's records "
+                      "(ccmetrics.registry.names)", DeprecationWarning, stacklevel=2)
+        return tuple(OVERLAP_FORMULAS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

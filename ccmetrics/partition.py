@@ -117,8 +117,9 @@ def assign_nearest(
     are collected (8 nearest, then 32, 128, ... until the last is beyond it),
     their distances recomputed exactly and the lowest label at the minimum
     taken.  Queries are processed in chunks, so memory stays bounded; the
-    cost is about 1-2 µs per query voxel.  When at least 32768 query voxels
-    fill at least 1/32 of the bounding box of queries and surfaces (a
+    cost is about 1-2 µs per query voxel.  When at least ``dense_min_queries``
+    query voxels fill at least ``1 / dense_max_ratio`` of the bounding box of
+    queries and surfaces (:class:`ccmetrics.EngineConfig`; a
     foreground-heavy prediction), the box is labelled by the separable
     nearest-label transform instead (about 30-50 ns per box voxel, 16 bytes of
     memory per box voxel) and only the voxels it flags as possibly tied get the
@@ -158,8 +159,9 @@ def assign_nearest_flat(
 ) -> np.ndarray:
     """:func:`assign_nearest` for voxels given by their flat (C-order) indices in an image of ``shape``.
 
-    The same labels as ``assign_nearest(np.argwhere(...), ...)``; a foreground-heavy list (at least 32768
-    voxels filling at least 1/32 of the slab of axis-0 planes that holds them and the surfaces) is
+    The same labels as ``assign_nearest(np.argwhere(...), ...)``; a foreground-heavy list (at least
+    ``dense_min_queries`` voxels filling at least ``1 / dense_max_ratio`` of the slab of axis-0 planes that
+    holds them and the surfaces, :class:`ccmetrics.EngineConfig`) is
     labelled from the nearest-label transform of that slab without ever forming its coordinates.
 
     Examples

@@ -258,7 +258,7 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
         The tidy per-case table.
     metrics : sequence of str, optional
         Base names (``"dice"`` gives ``dice`` and ``cc_dice``) or explicit columns (``"cc_dice"``);
-        by default every column among dice, iou, nsd, hd, hd95, assd and their ``cc_`` versions.
+        by default every metric with a CC version (the registry's) and its ``cc_`` column.
     ax : matplotlib.axes.Axes, optional
         Draw everything into it; by default a new Figure with overlap and distance metrics in two
         panels (their scales differ).
@@ -273,7 +273,7 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     """
     cols = _metric_columns(per_case, metrics, columns)
     if not cols:
-        raise ValueError("per_case has none of the columns dice, iou, nsd, hd, hd95, assd (nor cc_ "
+        raise ValueError(f"per_case has none of the columns {', '.join(_per_region_metrics(columns))} (nor cc_ "
                          "versions); pass metrics= with the columns to show")
     df, n_empty, n_error = _usable_cases(per_case, class_value)
     if ax is None:
@@ -474,3 +474,7 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None)
             if present:
                 save(plot_case_distribution(case, present, columns=columns, **ks), f"case_distribution{sfx}.png")
     return paths
+
+
+def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it
+    return registry.legacy(__name__, name)

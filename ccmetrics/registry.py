@@ -55,8 +55,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from dataclasses import dataclass, field
@@ -67,18 +69,24 @@ from .components import ComponentCache, Sites
 from .overlap import OVERLAP_FORMULAS
 from .surface import SURFACE_REDUCTIONS
 
-__all__ = ["CaseInputs", "Column", "ENGINES", "KINDS", "Metric", "column", "columns_of", "display_name", "get",
-           "higher_is_better", "is_distance", "load_plugin", "markdown_table", "metric_for_object", "metrics", "names",
-           "register", "register_metric", "resolve", "unit_label", "unregister", "worst_value"]
+__all__ = ["CaseInputs", "Column", "DEFAULT_METRICS", "ENGINES", "KINDS", "Metric", "MonaiRegionMetric", "UNITS",
+           "column", "columns_of", "display_name", "get", "higher_is_better", "is_distance", "load_plugin",
+           "legacy", "markdown_table", "metric_for_object", "metrics", "names", "register", "register_metric", "resolve",
+           "table_columns", "unit_label", "unregister", "worst_value"]
 
 #: how a metric is computed (see the module docstring)
 ENGINES = ("counts", "surface", "region", "case")
-#: what a value means: ``overlap`` a score in [0, 1], 1 best; ``distance`` >= 0, lower is better, a missing
-#: value counts as the worst distance; ``count`` and ``volume`` of errors (lower is better) or of findings;
-#: ``rate`` a share in [0, 1]; ``case`` the record of a case-level metric (its columns carry the kinds)
-KINDS = ("overlap", "distance", "count", "volume", "rate", "case")
+#: what a value means: ``overlap`` a score in [0, 1], 1 best, 0 worst; ``distance`` >= 0, lower is better, 0 best, a
+#: missing value counts as the case's worst distance; ``score`` any other bounded score, with its best and worst
+#: values; ``count`` and ``volume`` of errors or findings; ``rate`` a share in [0, 1]; ``case`` the record of a
+#: case-level metric (its columns carry the kinds)
+KINDS = ("overlap", "distance", "score", "count", "volume", "rate", "case")
 #: units: ``""`` none; ``"length"`` mm with a spacing, voxels without; ``"volume"`` ml with a spacing, voxels without
 UNITS = ("", "length", "volume")
+#: the worst value of a distance: the case's worst distance (by default the image diagonal)
+WORST_DISTANCE = "worst_distance"
+#: the metrics evaluated when none are named
+DEFAULT_METRICS = ("dice", "nsd", "hd95")
 _MONAI_DISTANCE_CLASSES = ("HausdorffDistanceMetric", "SurfaceDistanceMetric")
 
 
@@ -96,7 +104,11 @@ class Column:
         One of :data:`KINDS` but ``"case"``.
     higher_is_better : bool
     best : float or None
-        The best value (both masks empty), None where there is none.
+        The best value (for a per-region metric: its value when both masks are empty), None where
+        there is none.
+    worst : float, "worst_distance" or None
+        The worst value: what an empty-GT case with a prediction scores, and what a distance's
+        missing value counts as (``"worst_distance"``: the case's worst distance); None where unknown.
     unit : str
         One of :data:`UNITS`.
     source : str
@@ -115,6 +127,7 @@ class Column:
     source: str = ""
     description: str = ""
     cc: bool = False
+    worst: Union[float, str, None] = None
 
     @property
     def is_distance(self) -> bool:
@@ -123,7 +136,7 @@ class Column:
     def facts(self) -> Dict[str, Any]:
         """The column's facts as plain data (what a result folder's ``summary.json`` keeps, see :meth:`from_facts`)."""
         return {"display": self.display, "kind": self.kind, "higher_is_better": self.higher_is_better,
-                "best": self.best, "unit": self.unit, "cc": self.cc}
+                "best": self.best, "worst": self.worst, "unit": self.unit, "cc": self.cc}
 
     @classmethod
     def from_facts(cls, name: str, facts: Mapping[str, Any]) -> "Column":
@@ -132,8 +145,8 @@ class Column:
         >>> Column.from_facts("hd99", column("hd95").facts()).is_distance
         True
         """
-        known = {k: facts[k] for k in ("display", "kind", "higher_is_better", "best", "unit", "cc") if k in facts}
-        return cls(name, **{"display": name, **known})
+        keys = ("display", "kind", "higher_is_better", "best", "worst", "unit", "cc")
+        return cls(name, **{"display": name, **{k: facts[k] for k in keys if k in facts}})
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,8 @@ class Metric:
         What ``evaluate(metrics=[...])``, ``--metrics`` and the tables call it (lower case).
     display : str
     kind : str
-        ``"overlap"`` or ``"distance"`` for the per-region engines, ``"case"`` for case-level metrics.
+        ``"overlap"``, ``"distance"`` or ``"score"`` for the per-region engines, ``"case"`` for
+        case-level metrics.
     engine : str
         One of :data:`ENGINES`.
     compute : callable
@@ -154,6 +168,9 @@ class Metric:
     higher_is_better : bool
     best : float or None
         Value when both masks are empty (per-region metrics).
+    worst : float, "worst_distance" or None
+        The worst value (per-region metrics): ``"worst_distance"`` for a distance, 0 for an overlap
+        score; None where unknown (the empty-GT rule then gives NaN).
     unit : str
     columns : tuple of Column
         The columns it produces: itself for a per-region metric, one per score for a case-level one.
@@ -174,6 +191,7 @@ class Metric:
     columns: Tuple[Column, ...] = ()
     description: str = ""
     builtin: bool = field(default=False, compare=False)
+    worst: Union[float, str, None] = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -185,12 +203,15 @@ class Metric:
         if (self.engine == "case") != (self.kind == "case"):
             raise ValueError(f"metric {self.name!r}: case-level metrics (engine 'case') have kind 'case', "
                              f"and only they")
+        if self.kind == "distance" and (self.worst not in (None, WORST_DISTANCE) or self.higher_is_better):
+            raise ValueError(f"metric {self.name!r}: a distance is lower-is-better and its worst value is the case's "
+                             f"worst distance")
         if not self.columns:
             if self.engine == "case":
                 raise ValueError(f"case-level metric {self.name!r} needs its columns")
             object.__setattr__(self, "columns", (Column(self.name, self.display, self.kind, self.higher_is_better,
                                                         self.best, self.unit, description=self.description,
-                                                        cc=True),))
+                                                        cc=True, worst=self.worst),))
 
     @property
     def per_region(self) -> bool:
@@ -234,26 +255,45 @@ class CaseInputs:
 
 _REGISTRY: Dict[str, Metric] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: names the tables use for other things: no metric or column may take them
+_RESERVED = frozenset(f.name for t in (schema.PER_COMPONENT, schema.PER_CASE) for f in t.fields + t.tail)
+#: prefixes of derived columns (the CC mean; the report's standard - CC difference)
+_RESERVED_PREFIXES = (schema.CC_PREFIX, "delta_")
+
+
+def _same_definition(a: Metric, b: Metric) -> bool:
+    """Whether two records compute with the same code (a module imported again, e.g. a plugin reloaded)."""
+    f, g = a.compute, b.compute
+    if isinstance(f, MonaiRegionMetric) and isinstance(g, MonaiRegionMetric):
+        return type(f.metric) is type(g.metric) and f.settings() == g.settings()
+    key = (getattr(f, "__module__", None), getattr(f, "__qualname__", None))
+    return key[1] is not None and key == (getattr(g, "__module__", None), getattr(g, "__qualname__", None))
 
 
 def register(metric: Metric, *, replace: bool = False) -> Metric:
     """Add a :class:`Metric` record; its name and its columns' names must be new (or ``replace=True``).
 
-    Built-in metrics can be neither replaced nor shadowed.
+    Built-in metrics can be neither replaced nor shadowed, and names the tables use for other
+    things (``case``, ``volume``, ``status``, ...) are refused. Registering the same code again
+    under the same name (a module imported twice, a plugin reloaded) replaces the record.
     """
     if not isinstance(metric, Metric):
         raise TypeError(f"register takes a Metric record, got {type(metric).__name__}; use register_metric for a "
                         f"function or a MONAI metric object")
     for name in (metric.name,) + metric.column_names:
-        if not _NAME.match(name) or name.startswith(schema.CC_PREFIX):
+        if not _NAME.match(name) or name.startswith(_RESERVED_PREFIXES):
             raise ValueError(f"metric and column names are lower-case letters, digits and '_', starting with a "
-                             f"letter and not with 'cc_' (the CC columns' prefix), got {name!r}")
+                             f"letter and not with {' or '.join(map(repr, _RESERVED_PREFIXES))} (derived columns), "
+                             f"got {name!r}")
+        if name in _RESERVED:
+            raise ValueError(f"{name!r} is a column of the tables ({', '.join(sorted(_RESERVED))}); choose another "
+                             f"name for the metric")
     taken = {c: m for m in _REGISTRY.values() for c in (m.name,) + m.column_names if m.name != metric.name}
     for name in (metric.name,) + metric.column_names:
         if name in taken:
             raise ValueError(f"{name!r} is already a column of the metric {taken[name].name!r}; choose another name")
     old = _REGISTRY.get(metric.name)
-    if old is not None and (old.builtin or not replace):
+    if old is not None and (old.builtin or not (replace or _same_definition(old, metric))):
         what = "a built-in metric" if old.builtin else "registered already (pass replace=True to replace it)"
         raise ValueError(f"metric {metric.name!r} is {what}")
     _REGISTRY[metric.name] = metric
@@ -264,10 +304,10 @@ def register_metric(
     name: str,
     compute: Any,
     *,
-    kind: str = "overlap",
+    kind: Optional[str] = None,
     display: Optional[str] = None,
-    higher_is_better: Optional[bool] = None,
     best: Optional[float] = None,
+    worst: Optional[float] = None,
     unit: Optional[str] = None,
     description: str = "",
     replace: bool = False,
@@ -277,25 +317,35 @@ def register_metric(
     Parameters
     ----------
     name : str
-        Its name in ``metrics=[...]``, ``--metrics`` and the tables (lower case, no ``cc_`` prefix).
+        Its name in ``metrics=[...]``, ``--metrics`` and the tables (lower case; not a name the tables
+        use otherwise, such as ``volume``; no ``cc_`` prefix).
     compute : callable or MONAI metric object
-        ``compute(pred, gt, spacing) -> float`` on boolean numpy masks of one region's crop (and of
-        the whole image for the global value), ``spacing`` a tuple of mm or None; or a MONAI
-        ``CumulativeIterationMetric`` object, run on two-channel one-hot crops (spacing passed when
-        its ``__call__`` takes one). A function must be importable by worker processes
-        (defined at the top level of a module) to be used with ``evaluate_dataset(workers=...)``.
-    kind : {"overlap", "distance"}
+        ``compute(pred, gt, spacing) -> float`` on the boolean numpy masks of one region's crop (the
+        bounding box of both masks in the region) and of the whole image for the global value;
+        ``spacing`` a tuple of mm or None. A metric that counts background voxels (specificity,
+        accuracy) would depend on the crop: compute such a metric from the masks' foreground only.
+        Or a MONAI ``CumulativeIterationMetric`` object, run on two-channel one-hot crops (spacing
+        passed when it takes one; its buffer is reset after every call). A function must be
+        importable by worker processes (defined at the top level of a module) to be used with
+        ``evaluate_dataset(workers=...)``.
+    kind : {"overlap", "distance", "score"}, optional
         ``"overlap"``: a score, 1 best and 0 worst (an empty-GT case with a prediction scores 0);
         ``"distance"``: lower is better, 0 best; a non-finite value (nothing predicted in a region)
-        counts as the case's worst distance in every mean.
+        counts as the case's worst distance in every mean; ``"score"``: any other bounded score,
+        with ``best`` and ``worst`` given (the direction follows from them). Default: ``"distance"``
+        for a MONAI Hausdorff or surface distance object, else ``"overlap"``.
     display : str, optional
         Name on plots and the report (default: ``name``).
-    higher_is_better, best, unit
-        Default from ``kind``: True, 1.0, ``""`` for overlap; False, 0.0, ``"length"`` for distance.
+    best, worst : float, optional
+        The values of a perfect and of the worst prediction; for ``"score"`` only (overlap: 1 and
+        0; distance: 0 and the worst distance).
+    unit : {"", "length", "volume"}, optional
+        Default ``"length"`` for a distance, else ``""``.
     description : str
         One line for listings.
     replace : bool
-        Replace a metric registered earlier under that name (never a built-in one).
+        Replace a metric registered earlier under that name (never a built-in one). Registering the
+        same function (or an equal MONAI object) again replaces it without being asked.
 
     Returns
     -------
@@ -304,29 +354,45 @@ def register_metric(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from monai.metrics import HausdorffDistanceMetric
-    >>> m = register_metric("hd99", HausdorffDistanceMetric(percentile=99), kind="distance", display="HD99")
-    >>> m.engine, m.is_distance, m.unit
-    ('region', True, 'length')
+    >>> m = register_metric("hd99", HausdorffDistanceMetric(percentile=99), display="HD99")
+    >>> m.engine, m.kind, m.higher_is_better, m.unit
+    ('region', 'distance', False, 'length')
     >>> unregister("hd99")
+    >>> error = register_metric("error_rate", lambda p, g, s: 0.0, kind="score", best=0.0, worst=1.0)
+    >>> error.higher_is_better, worst_value(error, 50.0)
+    (False, 1.0)
+    >>> unregister("error_rate")
     """
-    if kind not in ("overlap", "distance"):
-        raise ValueError(f"kind must be 'overlap' (a score, 1 best) or 'distance' (lower is better, 0 best), "
-                         f"got {kind!r}")
-    distance = kind == "distance"
     if isinstance(compute, type):
         raise TypeError(f"compute takes a function or a MONAI metric object, got the class {compute.__name__}: pass "
                         f"an instance such as {compute.__name__}() with its options")
-    if _is_monai_metric(compute):
-        compute = MonaiRegionMetric(compute)
-    elif not callable(compute):
+    monai_object = _is_monai_metric(compute)
+    if not monai_object and not callable(compute):
         raise TypeError(f"compute must be a function compute(pred, gt, spacing) -> float or a MONAI metric object, "
                         f"got {type(compute).__name__}")
-    record = Metric(name, display or name, kind, "region", compute,
-                    higher_is_better=(not distance) if higher_is_better is None else bool(higher_is_better),
-                    best=(0.0 if distance else 1.0) if best is None else float(best),
-                    unit=("length" if distance else "") if unit is None else unit, description=description)
+    inferred = "distance" if monai_object and is_distance(compute) else "overlap"
+    kind = inferred if kind is None else kind
+    if kind not in ("overlap", "distance", "score"):
+        raise ValueError(f"kind must be 'overlap' (a score, 1 best, 0 worst), 'distance' (lower is better, 0 best) "
+                         f"or 'score' (with best and worst), got {kind!r}")
+    if monai_object and (kind == "distance") != (inferred == "distance"):
+        raise ValueError(f"{type(compute).__name__} is {'a' if inferred == 'distance' else 'not a'} distance; "
+                         f"kind={kind!r} contradicts it")
+    if kind == "score":
+        if best is None or worst is None or not (math.isfinite(best) and math.isfinite(worst)) or best == worst:
+            raise ValueError("kind='score' needs its best and worst values, finite and different (e.g. best=0.0, "
+                             "worst=1.0 for an error rate)")
+        best, worst = float(best), float(worst)
+    elif best is not None or worst is not None:
+        raise ValueError(f"best and worst are fixed for kind={kind!r} (overlap: 1 and 0; distance: 0 and the case's "
+                         f"worst distance); use kind='score' for other values")
+    else:
+        best, worst = (0.0, WORST_DISTANCE) if kind == "distance" else (1.0, 0.0)
+    record = Metric(name, display or name, kind, "region", MonaiRegionMetric(compute) if monai_object else compute,
+                    higher_is_better=kind != "distance" and best > worst,  # type: ignore[operator]
+                    best=best, worst=worst, unit=("length" if kind == "distance" else "") if unit is None else unit,
+                    description=description)
     return register(record, replace=replace)
 
 
@@ -362,6 +428,23 @@ def names(engine: Union[str, Sequence[str], None] = None, *, per_region: Optiona
     (('dice', 'iou', 'nsd', 'hd', 'hd95', 'assd'), ('pq', 'lesion_dice', 'detection'))
     """
     return tuple(m.name for m in metrics(engine, per_region=per_region))
+
+
+def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, optional: bool = False) -> List[str]:
+    """All columns of a tidy table for these metrics, in order: the schema's fixed ones around the metrics' own.
+
+    >>> table_columns(schema.PER_CASE, ["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
+    ['spacing', 'n_components', 'empty_gt', 'pred_volume', 'worst_distance', 'dice', 'cc_dice', 'sensitivity',
+     'precision', 'f1', 'fp_volume', 'fn_volume', 'pred_volume_ml']
+    >>> table_columns(schema.PER_COMPONENT, ["dice", "detection"])[-2:]
+    ['worst_distance', 'dice']
+    """
+    records = [get(name) for name in metric_names]
+    if table is schema.PER_COMPONENT:
+        own = [m.name for m in records if m.per_region]
+    else:
+        own = [c for m in records for c in ((m.name, schema.cc(m.name)) if m.per_region else m.column_names)]
+    return table.columns(own, optional=optional)
 
 
 def _known_columns() -> Dict[str, Column]:
@@ -441,22 +524,28 @@ def unit_label(name: str, spacing: bool = True, extra: Optional[Mapping[str, Col
 
 
 def worst_value(metric: Any, worst_distance: float) -> float:
-    """The worst value of a per-region metric: ``worst_distance`` for a distance, 0 for an overlap score.
+    """The worst value of a per-region metric: ``worst_distance`` for a distance, else its record's ``worst``.
 
-    What an empty-GT case with a prediction scores, and what a missed lesion's distance counts as.
+    What an empty-GT case with a prediction scores, and what a missed lesion's distance counts as;
+    NaN where the worst value is unknown (a MONAI object that is not a distance).
 
     >>> worst_value("hd95", 50.0), worst_value("dice", 50.0)
     (50.0, 0.0)
     """
-    return float(worst_distance) if is_distance(metric) else 0.0
+    record = get(metric) if isinstance(metric, str) else metric
+    if is_distance(record):
+        return float(worst_distance)
+    worst = getattr(record, "worst", None)
+    return math.nan if worst is None else float(worst)
 
 
 def load_plugin(spec: str) -> ModuleType:
     """Import a module that registers metrics (``ccmetrics evaluate --plugin``): a module name or a ``.py`` file.
 
-    A file is imported by its name from its folder, which is put on ``sys.path`` (worker processes
-    started by ``evaluate_dataset(workers=...)`` inherit it, so they import the functions of its
-    metrics too; Dask workers need the module on their own path).
+    A file is imported by its name from its folder, which is added at the end of ``sys.path`` (so that
+    it shadows no installed module; worker processes started by ``evaluate_dataset(workers=...)``
+    inherit it and import the functions of its metrics too; Dask workers need the module on their own
+    path).
 
     Raises
     ------
@@ -471,7 +560,7 @@ def load_plugin(spec: str) -> ModuleType:
             raise FileNotFoundError(f"plugin file {spec} does not exist")
         folder = str(path.resolve().parent)
         if folder not in sys.path:
-            sys.path.insert(0, folder)
+            sys.path.append(folder)
         module = importlib.import_module(path.stem)
         if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
             raise ImportError(f"plugin {spec}: the module name {path.stem!r} is taken by {module.__file__}; "
@@ -489,15 +578,23 @@ def _is_monai_metric(obj: Any) -> bool:
 class MonaiRegionMetric:
     """A MONAI metric object as a ``region`` engine function: ``(pred, gt, spacing) -> float`` on two-channel crops.
 
-    The object is copied (never touching the caller's buffer); the foreground channel's value is
-    kept. torch is imported on the first call.
+    The object is copied (the caller's is never touched) and its buffer is reset after every call, under
+    a lock (calls from several threads take turns); the foreground channel's value is kept. torch is
+    imported on the first call.
     """
 
     def __init__(self, metric: Any):
         import copy
 
         self.metric = copy.deepcopy(metric)
-        self._spacing = None
+        self._spacing: Optional[bool] = None
+        self._lock = threading.Lock()
+
+    def settings(self) -> Dict[str, Any]:
+        """The object's plain settings (numbers, strings, flags, and tuples or lists of them)."""
+        plain = (bool, int, float, str, type(None))
+        return {k: v for k, v in vars(self.metric).items()
+                if isinstance(v, plain) or (isinstance(v, (tuple, list)) and all(isinstance(x, plain) for x in v))}
 
     def __call__(self, pred: Any, gt: Any, spacing: Optional[Sequence[float]] = None) -> float:
         import torch
@@ -506,14 +603,26 @@ class MonaiRegionMetric:
             fg = torch.from_numpy(mask)
             return torch.stack([~fg, fg]).unsqueeze(0).float()
 
-        if self._spacing is None:
-            params = inspect.signature(self.metric._compute_tensor).parameters.values()
-            self._spacing = any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
-        kwargs = {"spacing": spacing} if self._spacing and spacing is not None else {}
-        value = self.metric(y_pred=one_hot(pred), y=one_hot(gt), **kwargs)
+        with self._lock:
+            if self._spacing is None:
+                params = inspect.signature(self.metric._compute_tensor).parameters.values()
+                self._spacing = any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
+            kwargs = {"spacing": spacing} if self._spacing and spacing is not None else {}
+            try:
+                value = self.metric(y_pred=one_hot(pred), y=one_hot(gt), **kwargs)
+            finally:
+                if hasattr(self.metric, "reset"):
+                    self.metric.reset()
         if isinstance(value, (tuple, list)):
             value = value[0]
         return float(value.reshape(value.shape[0], -1)[0, -1])
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"metric": self.metric, "_spacing": self._spacing}  # the lock stays behind
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"MonaiRegionMetric({type(self.metric).__name__})"
@@ -532,9 +641,10 @@ def metric_for_object(obj: Any, name: Optional[str] = None) -> Metric:
     if not _is_monai_metric(obj):
         raise ValueError(f"metrics must be names or MONAI metric objects, got {type(obj).__name__}")
     column_name = name or type(obj).__name__
-    kind = "distance" if is_distance(obj) else "overlap"
-    return Metric(column_name, column_name, kind, "region", MonaiRegionMetric(obj),
-                  higher_is_better=kind != "distance", best=None, unit="length" if kind == "distance" else "")
+    distance = is_distance(obj)
+    return Metric(column_name, column_name, "distance" if distance else "overlap", "region", MonaiRegionMetric(obj),
+                  higher_is_better=not distance, best=None, worst=WORST_DISTANCE if distance else None,
+                  unit="length" if distance else "")
 
 
 def resolve(metrics_arg: Union[str, Metric, Sequence[Any]]) -> List[Metric]:
@@ -569,7 +679,7 @@ def resolve(metrics_arg: Union[str, Metric, Sequence[Any]]) -> List[Metric]:
 
 
 def markdown_table() -> str:
-    """The registered metrics as a Markdown table (the README's list of metrics is this table).
+    """The registered metrics as a Markdown table (the documentation's list of metrics is this table).
 
     >>> print(markdown_table().splitlines()[0])
     | name | what | engine | columns | better |
@@ -585,6 +695,51 @@ def markdown_table() -> str:
         what = m.description.replace("|", "\\|")
         lines.append(f"| `{m.name}` | {what} | {m.engine} | {cols} | {better} |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- names of the rules' old homes
+
+def legacy(module: str, name: str) -> Any:
+    """The value of a name that a module held before the registry (kept for one release, with a warning).
+
+    ``aggregation.DISTANCE_METRICS`` and ``BEST_VALUE``, ``stats.LOWER_IS_BETTER``, ``plots.OVERLAP`` and
+    ``DISTANCE``, ``report.data.METRIC_LABELS``, ``case.CASE_METRICS`` and ``parse_metrics``, computed
+    from the built-in records; modules call it from their ``__getattr__``.
+
+    Raises
+    ------
+    AttributeError
+        Any other name, as Python's own look-up would.
+    """
+    short = module.rsplit(".", 1)[-1] if not module.endswith("report.data") else "report.data"
+    builtin = [m for m in metrics(per_region=True) if m.builtin]
+    columns = [c for m in metrics() if m.builtin for c in m.columns]
+    values: Dict[Tuple[str, str], Callable[[], Any]] = {
+        ("aggregation", "DISTANCE_METRICS"): lambda: tuple(m.name for m in builtin if m.is_distance),
+        ("aggregation", "BEST_VALUE"): lambda: {m.name: m.best for m in builtin},
+        ("stats", "LOWER_IS_BETTER"): lambda: frozenset(c.name for c in columns if not c.higher_is_better),
+        ("plots", "OVERLAP"): lambda: tuple(m.name for m in builtin if not m.is_distance),
+        ("plots", "DISTANCE"): lambda: tuple(m.name for m in builtin if m.is_distance),
+        ("report.data", "METRIC_LABELS"): lambda: {c.name: c.display for c in columns},
+        ("case", "CASE_METRICS"): lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
+        ("case", "parse_metrics"): lambda: _parse_metrics,
+    }
+    if (short, name) not in values:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(f"{module}.{name} is deprecated: the facts of the metrics live in ccmetrics.registry (records, "
+                  f"is_distance, higher_is_better, display_name, resolve)", DeprecationWarning, stacklevel=3)
+    return values[(short, name)]()
+
+
+def _parse_metrics(metrics_arg: Any) -> Tuple[List[str], List[str], Dict[str, Any]]:
+    """The former ``case.parse_metrics``: (per-region names, case-level names, MONAI objects by column name)."""
+    records = resolve(metrics_arg)
+    known = set(names())
+    return ([m.name for m in records if m.per_region and m.name in known],
+            [m.name for m in records if not m.per_region],
+            {m.name: m.compute.metric for m in records if isinstance(m.compute, MonaiRegionMetric) and m.name not in known})
 
 
 # ---------------------------------------------------------------- built-in metrics
@@ -615,13 +770,14 @@ def _builtin() -> List[Metric]:
                ("hd", "HD", "distance", "Hausdorff distance: the larger directed maximum of the edge distances"),
                ("hd95", "HD95", "distance", "the larger of the two directed 95th percentiles of the edge distances"),
                ("assd", "ASSD", "distance", "average symmetric surface distance (mean of all edge distances)")]
-    out = [Metric(name, display, "overlap", "counts", OVERLAP_FORMULAS[name], best=1.0, description=text,
+    out = [Metric(name, display, "overlap", "counts", OVERLAP_FORMULAS[name], best=1.0, worst=0.0, description=text,
                   builtin=True) for name, display, text in overlap]
     for name, display, kind, text in surface:
         reduction = SURFACE_REDUCTIONS[name]
-        out.append(Metric(name, display, kind, "surface", reduction, higher_is_better=kind != "distance",
-                          best=reduction.both_empty, unit="length" if kind == "distance" else "", description=text,
-                          builtin=True))
+        distance = kind == "distance"
+        out.append(Metric(name, display, kind, "surface", reduction, higher_is_better=not distance,
+                          best=reduction.both_empty, worst=WORST_DISTANCE if distance else 0.0,
+                          unit="length" if distance else "", description=text, builtin=True))
     score = dict(kind="rate")
     out += [
         Metric("pq", "PQ", "case", "case", _pq, builtin=True,

@@ -15,13 +15,15 @@ raw value ``m`` in ``per_component``, the global value ``m`` and the CC mean ``c
 ``per_case``; a case-level metric adds its columns to ``per_case``. Code names columns through the
 constants of this module (``schema.CASE``, :func:`cc`), never as string literals.
 
+This module is a foundation: it imports nothing of ccmetrics (which columns a metric produces is the
+registry's fact, :func:`ccmetrics.registry.table_columns`).
+
 Examples
 --------
->>> PER_CASE.columns(["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
-['spacing', 'n_components', 'empty_gt', 'pred_volume', 'worst_distance', 'dice', 'cc_dice', 'sensitivity',
- 'precision', 'f1', 'fp_volume', 'fn_volume', 'pred_volume_ml']
->>> PER_COMPONENT.columns(["dice", "detection"])[-2:]
-['worst_distance', 'dice']
+>>> PER_CASE.columns(["dice", "cc_dice"])[-4:]
+['worst_distance', 'dice', 'cc_dice', 'pred_volume_ml']
+>>> cc("hd95"), base("cc_hd95")
+('cc_hd95', 'hd95')
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-__all__ = ["AGGREGATIONS", "CC_PREFIX", "Field", "PER_CASE", "PER_COMPONENT", "STATUSES", "SUMMARY", "TableSchema",
-           "base", "cc"]
+__all__ = ["CC_PREFIX", "EMPTY_GT_SUMMARY_COLUMNS", "Field", "PER_CASE", "PER_CASE_FRONT", "PER_COMPONENT", "SUMMARY",
+           "TableSchema", "base", "cc", "join_flags"]
 
 # ---------------------------------------------------------------- column names
 
@@ -72,7 +74,6 @@ COMPUTE_SECONDS = "compute_seconds"
 
 #: ``status`` of a per-case row: evaluated, evaluated with a flag, or not evaluated (``error`` says why)
 OK, FLAGGED, FAILED = "ok", "flagged", "error"
-STATUSES = (OK, FLAGGED, FAILED)
 #: ``flags``: a GT without prediction file (evaluated as an empty prediction) ...
 MISSING_PREDICTION = "missing_prediction"
 #: ... and a case whose GT has no component (scored by the empty-GT rule, summarised apart)
@@ -83,7 +84,6 @@ FLAG_SEPARATOR = ";"
 #: ``aggregation`` of a summary row: the global value per case; the CC mean per patient (mean of the case
 #: means); the CC mean over all lesions pooled; a case-level score
 STANDARD, CC_PATIENT, CC_POOLED, CASE_LEVEL = "standard", "cc_patient", "cc_pooled", "case"
-AGGREGATIONS = (STANDARD, CC_PATIENT, CC_POOLED, CASE_LEVEL)
 
 CC_PREFIX = "cc_"
 
@@ -111,12 +111,19 @@ def base(column: str) -> str:
 
 @dataclass(frozen=True)
 class Field:
-    """A fixed column: its name, the dtype it is read with (pandas), whether every table has it, and its meaning."""
+    """A fixed column: its name, what its values are, whether every table has it, and its meaning.
+
+    ``dtype`` says what the column holds (``"str"``, ``"int"``, ``"float"``, ``"bool"``, ``"object"``
+    for True/False with empty cells); reading a CSV file keeps ``text`` columns as text (so that ids
+    such as ``001`` or ``NA`` survive) and fills the empty cells of ``filled`` columns with ``""``.
+    """
 
     name: str
     dtype: str
     description: str
     required: bool = True
+    text: bool = False
+    filled: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ class TableSchema:
     ----------
     name : str
     file : str
-        Its file in a result folder.
+        Its file in a result folder (``summary.json`` keeps the summary as a list of records).
     fields : tuple of Field
         Fixed columns, in order, before the metric columns.
     tail : tuple of Field
@@ -142,19 +149,16 @@ class TableSchema:
     tail: Tuple[Field, ...] = ()
     key: Tuple[str, ...] = ()
 
-    @property
-    def fixed(self) -> List[str]:
-        return [f.name for f in self.fields + self.tail]
-
-    def columns(self, metrics: Sequence[str] = (), *, optional: bool = False) -> List[str]:
-        """The columns of the table for these metric names (:mod:`ccmetrics.registry`); ``optional``: with
-        the columns only some tables have (``gt_label``)."""
+    def columns(self, metric_columns: Sequence[str] = (), *, optional: bool = False) -> List[str]:
+        """All columns of the table, in order: the fixed ones around ``metric_columns`` (those the metrics
+        produce, :func:`ccmetrics.registry.table_columns`); ``optional``: with the columns only some tables
+        have (``gt_label``)."""
         fixed = [f.name for f in self.fields if f.required or optional]
-        return fixed + metric_columns(self, metrics) + [f.name for f in self.tail if f.required or optional]
+        return fixed + list(metric_columns) + [f.name for f in self.tail if f.required or optional]
 
-    def empty(self, metrics: Sequence[str] = ()) -> pd.DataFrame:
+    def empty(self, metric_columns: Sequence[str] = ()) -> pd.DataFrame:
         """A table without rows, with its columns (what a data set in which every case failed gives)."""
-        return pd.DataFrame(columns=self.columns(metrics))
+        return pd.DataFrame(columns=self.columns(metric_columns))
 
     def validate(self, frame: pd.DataFrame, where: Optional[str] = None,
                  metric_columns: Iterable[str] = ()) -> pd.DataFrame:
@@ -177,39 +181,27 @@ class TableSchema:
         return frame
 
     def read(self, path: "os.PathLike[str] | str", metric_columns: Iterable[str] = ()) -> pd.DataFrame:
-        """Read the table from a CSV file with the schema's dtypes, then :meth:`validate` it.
+        """Read the table from its CSV file, then :meth:`validate` it.
 
-        Empty cells are NaN, except in text columns (``""``); ``inf`` is read back as infinity.
+        ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
+        :class:`Field`); the other columns are pandas' reading of the values (``inf`` is infinity, an
+        empty cell NaN).
         """
-        text = [f.name for f in self.fields + self.tail if f.dtype == "str"]
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={c: str for c in text})
-        for column in text:
-            if column in frame:
-                frame[column] = frame[column].astype(object).where(frame[column].notna(), "")
+        if not str(path).endswith(".csv"):
+            raise ValueError(f"the {self.name} table is not kept as a CSV file ({self.file}): read {path} as what "
+                             f"it is")
+        fields = self.fields + self.tail
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
+                            dtype={f.name: str for f in fields if f.text})
+        for f in fields:
+            if f.filled and f.name in frame:
+                frame[f.name] = frame[f.name].astype(object).fillna("")  # an all-empty column is read as float NaN
         return self.validate(frame, str(path), metric_columns)
-
-
-def metric_columns(table: TableSchema, metrics: Sequence[str]) -> List[str]:
-    """The metric columns a table holds for the given metric names, in order."""
-    from . import registry
-
-    out: List[str] = []
-    for name in metrics:
-        record = registry.get(name)
-        if table is SUMMARY:
-            continue
-        if table is PER_COMPONENT:
-            out += [record.name] if record.per_region else []
-        elif record.per_region:
-            out += [record.name, cc(record.name)]
-        else:
-            out += list(record.column_names)
-    return out
 
 
 PER_COMPONENT = TableSchema(
     "per_component", "per_component.csv",
-    fields=(Field(CASE, "str", "the case id"),
+    fields=(Field(CASE, "str", "the case id", text=True),
             Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
             Field(COMPONENT, "int", "the GT component, 1..K in raster order of its first voxel"),
             Field(VOLUME, "int", "its volume in voxels"),
@@ -221,20 +213,22 @@ PER_COMPONENT = TableSchema(
 
 PER_CASE = TableSchema(
     "per_case", "per_case.csv",
-    fields=(Field(CASE, "str", "the case id"),
+    fields=(Field(CASE, "str", "the case id", text=True),
             Field(CLASS, "int", "the class"),
             Field(STATUS, "str", "ok, flagged or error"),
-            Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated"),
-            Field(ERROR, "str", "why the case could not be evaluated"),
+            Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
+            Field(ERROR, "str", "why the case could not be evaluated", filled=True),
             Field(GT_FILE, "str", "the GT file"),
             Field(PRED_FILE, "str", "the prediction file (empty when missing)"),
             Field(SPACING, "str", "the spacing used, e.g. 0.8x0.8x3, or 'voxel'"),
-            Field(N_COMPONENTS, "float", "GT components"),
+            Field(N_COMPONENTS, "float", "GT components (empty on error rows)"),
             Field(EMPTY_GT, "object", "the GT has no component (True/False; empty on error rows)"),
             Field(PRED_VOLUME, "float", "prediction voxels"),
             Field(WORST_DISTANCE, "float", "the case's worst distance")),
     tail=(Field(PRED_VOLUME_ML, "float", "prediction volume in ml (NaN without a spacing)"),),
     key=(CASE, CLASS))
+#: the per-case table's first columns: the case, its status and its files
+PER_CASE_FRONT = tuple(f.name for f in PER_CASE.fields[:7])
 
 SUMMARY = TableSchema(
     "summary", "summary.json",
@@ -251,20 +245,13 @@ SUMMARY = TableSchema(
 #: the empty-GT summary (per class): cases with an empty GT, how many have a prediction, its mean volume
 WITH_FALSE_POSITIVE, FP_VOLUME_VOXELS_MEAN, FP_VOLUME_ML_MEAN = ("with_false_positive", "fp_volume_voxels_mean",
                                                                  "fp_volume_ml_mean")
-TIMINGS_COLUMNS = (CASE, READ_SECONDS, COMPUTE_SECONDS)
 EMPTY_GT_SUMMARY_COLUMNS = (CLASS, N, WITH_FALSE_POSITIVE, FP_VOLUME_VOXELS_MEAN, FP_VOLUME_ML_MEAN)
 
 
-def split_flags(cell: object) -> List[str]:
-    """The flags of a ``flags`` cell.
-
-    >>> split_flags("missing_prediction;empty_gt"), split_flags("")
-    (['missing_prediction', 'empty_gt'], [])
-    """
-    return [f for f in str(cell or "").split(FLAG_SEPARATOR) if f]
-
-
 def join_flags(flags: Iterable[str]) -> str:
-    """One ``flags`` cell."""
-    return FLAG_SEPARATOR.join(flags)
+    """One ``flags`` cell.
 
+    >>> join_flags(["missing_prediction", "empty_gt"])
+    'missing_prediction;empty_gt'
+    """
+    return FLAG_SEPARATOR.join(flags)

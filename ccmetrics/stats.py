@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from . import registry, schema
-from .aggregation import cc_values
+from .aggregation import cc_values, is_distance_metric
 
 __all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "FriedmanNemenyi", "friedman_nemenyi"]
 
@@ -323,10 +323,11 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
         raise ValueError(f"method {name!r} has several classes {sorted(table[class_column].unique())}; "
                          "pass class_value to pick one")
     values = table[metric].astype(float)
-    if schema.WORST_DISTANCE in table.columns and registry.is_distance(metric, columns):
+    facts = registry.column(metric, columns)
+    if schema.WORST_DISTANCE in table.columns and facts is not None and is_distance_metric(facts):
         # an empty prediction's infinite distance counts as the case's worst distance, as in every mean
         worst = table[schema.WORST_DISTANCE].astype(float)
-        values = pd.Series(cc_values(values, registry.column(metric, columns), worst), index=values.index)
+        values = pd.Series(cc_values(values, facts, worst), index=values.index)
     if schema.STATUS in table.columns:
         values = values.where(table[schema.STATUS] != schema.FAILED)   # an error row is not a score
     values.index = pd.Index(table[case_column], name=case_column)
@@ -427,3 +428,7 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     return Comparison(metric=metric, higher_is_better=higher_is_better, test="friedman", scores=scores,
                       mean_ranks=fn.mean_ranks, statistic=fn.statistic, pvalue=fn.pvalue, nemenyi=fn.nemenyi,
                       excluded=excluded, empty_gt=sorted(empty_gt, key=str), significance=fn.significance)
+
+
+def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it
+    return registry.legacy(__name__, name)

@@ -317,8 +317,8 @@ class GroupedDistances:
     def sorted(self, side: str) -> np.ndarray:
         """``"pred"`` (prediction -> GT) or ``"gt"`` distances sorted within each group (computed once)."""
         if side not in self._sorted:
-            values, counts = (self.pred_to_gt, self.n_pred) if side == "pred" else (self.gt_to_pred, self.n_gt)
-            self._sorted[side] = _sort_within(values, counts)
+            values, bounds = (self.pred_to_gt, self.pred_bounds) if side == "pred" else (self.gt_to_pred, self.gt_bounds)
+            self._sorted[side] = _sort_within(values, bounds)
         return self._sorted[side]
 
     def empty_rule(self, values: np.ndarray, both_empty: float, one_empty: Optional[float]) -> np.ndarray:
@@ -500,10 +500,9 @@ def _group_max(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sort_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``values`` sorted within each consecutive group of ``counts`` entries (one sort per group)."""
-    out = np.empty_like(values)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+def _sort_within(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``values`` with each group ``values[bounds[i]:bounds[i + 1]]`` sorted (one sort per group; the rest as is)."""
+    out = values.copy()
     for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if stop - start:
             out[start:stop] = np.sort(values[start:stop])
@@ -522,3 +521,13 @@ def _group_quantiles(ordered: np.ndarray, bounds: np.ndarray, q: float) -> np.nd
     start = bounds[:-1][full]
     out[full] = torch_lerp(ordered[start + below], ordered[start + above], weight)
     return out
+
+
+def __getattr__(name: str):  # the former SURFACE_METRICS: deprecated
+    if name == "SURFACE_METRICS":
+        import warnings
+
+        warnings.warn("ccmetrics.surface.SURFACE_METRICS is deprecated: the metrics are the registry's records "
+                      "(ccmetrics.registry.names)", DeprecationWarning, stacklevel=2)
+        return tuple(SURFACE_REDUCTIONS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

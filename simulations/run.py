@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ccmetrics import GroundTruth, evaluate, lesion_dice
+from ccmetrics import GroundTruth, evaluate, lesion_dice, registry
 from ccmetrics.aggregation import image_diagonal
 
 from .degrade import DEGRADATIONS, Components
@@ -69,7 +69,7 @@ class Scenario:
     steps: Sequence[int]
     target: Any = "all"
     magnitude: int = 1
-    metrics: Sequence[str] = ("dice", "nsd", "hd95")
+    metrics: Sequence[str] = registry.DEFAULT_METRICS
     options: Dict[str, Any] = field(default_factory=dict)
     lesion_dice_options: Dict[str, Any] = field(default_factory=dict)
     nsd_tolerance: float = 1.0

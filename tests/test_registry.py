@@ -92,7 +92,16 @@ def test_names_facts_and_errors():
     with pytest.raises(ValueError, match="starting with a letter and not with 'cc_'"):
         registry.register_metric("cc_x", lambda p, g, s: 0.0)
     with pytest.raises(ValueError, match="kind must be 'overlap'"):
+        registry.register_metric("x", lambda p, g, s: 0.0, kind="ratio")
+    with pytest.raises(ValueError, match="needs its best and worst values"):
         registry.register_metric("x", lambda p, g, s: 0.0, kind="score")
+    with pytest.raises(ValueError, match="best and worst are fixed"):
+        registry.register_metric("x", lambda p, g, s: 0.0, best=0.0)
+    for taken in ("volume", "status", "case", "detected", "worst_distance", "pred_volume_ml", "gt_label"):
+        with pytest.raises(ValueError, match=f"'{taken}' is a column of the tables"):
+            registry.register_metric(taken, lambda p, g, s: 0.0)
+    with pytest.raises(ValueError, match="not with 'cc_' or 'delta_'"):
+        registry.register_metric("delta_dice", lambda p, g, s: 0.0)
     with pytest.raises(ValueError, match="already a column of the metric 'detection'"):
         registry.register_metric("f1", lambda p, g, s: 0.0)
     with pytest.raises(TypeError, match="function compute"):
@@ -134,8 +143,8 @@ def test_markdown_table_is_the_readme_list():
 
 def test_schema_names_every_column_written(tmp_path):
     result = ccmetrics.evaluate_dataset(EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "hd95", "pq"], progress=False)
-    assert list(result.per_case.columns) == schema.PER_CASE.columns(["dice", "hd95", "pq"])
-    assert list(result.per_component.columns) == schema.PER_COMPONENT.columns(["dice", "hd95", "pq"])
+    assert list(result.per_case.columns) == registry.table_columns(schema.PER_CASE, ["dice", "hd95", "pq"])
+    assert list(result.per_component.columns) == registry.table_columns(schema.PER_COMPONENT, ["dice", "hd95", "pq"])
     assert list(result.summary().reset_index().columns) == schema.SUMMARY.columns()
     result.write(tmp_path, plots=False)
     back = ccmetrics.DatasetResult.read(tmp_path)
@@ -175,8 +184,8 @@ def test_no_rule_is_written_twice():
     """Which metrics are distances or lower-is-better, display names and engine thresholds: each written once."""
     lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
     display = {c.name: c.display for m in registry.metrics() for c in m.columns}
-    threshold = re.compile(r"^_[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_MAX_BATCH|"
-                           r"_THREADS|_BATCH_POINTS|_AFTER)\s*=", re.M)
+    threshold = re.compile(r"^(?!DEFAULT_)_?[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_BATCH|_THREADS|"
+                           r"_POINTS|_AFTER|_ABOVE|_UNTIL|_MIN_[A-Z]+|_MAX_[A-Z]+)\s*=", re.M)
     modules = [p for p in (ROOT / "ccmetrics").rglob("*.py")] + list((ROOT / "simulations").rglob("*.py"))
     for path in modules:
         if path.name == "registry.py":
@@ -277,7 +286,7 @@ def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
     assert np.all(~np.isfinite(per_component.loc[~finite, "masd"]))  # a missed lesion: inf (or MONAI's nan)
     doc = json.loads((out / "summary.json").read_text())
     assert doc["columns"]["masd"] == {"display": "MONAI ASSD", "kind": "distance", "higher_is_better": False,
-                                      "best": 0.0, "unit": "length", "cc": True}
+                                      "best": 0.0, "worst": "worst_distance", "unit": "length", "cc": True}
     rows = [r for r in doc["summary"] if r["metric"] == "volsim"]
     assert [r["aggregation"] for r in rows] == ["standard", "cc_patient", "cc_pooled"]
     evaluated = per_case[(per_case["status"] != "error") & ~per_case["empty_gt"].astype(bool)]
@@ -320,3 +329,106 @@ def test_plugin_errors_say_the_fix(tmp_path):
     done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--plugin",
                    tmp_path / "missing.py")
     assert done.returncode == 2 and "plugin file" in done.stderr and "does not exist" in done.stderr
+
+
+# ---------------------------------------------------------------- the review's cases
+
+
+def test_registered_monai_object_is_a_distance_and_keeps_no_buffer():
+    from monai.metrics import DiceMetric, HausdorffDistanceMetric
+
+    gt = np.zeros((16, 16), bool); gt[2:6, 2:6] = True; gt[10:13, 10:13] = True
+    pred = np.roll(gt, 1, axis=1)
+    record = registry.register_metric("monai_hd", HausdorffDistanceMetric())  # kind inferred: a distance
+    try:
+        assert record.kind == "distance" and not record.higher_is_better and record.worst == "worst_distance"
+        for _ in range(4):
+            result = evaluate(pred, gt, ["hd", "monai_hd"])
+        assert result.per_component["monai_hd"].tolist() == result.per_component["hd"].tolist()
+        assert record.compute.metric.get_buffer() is None or len(record.compute.metric.get_buffer()) == 0
+        empty = evaluate(pred, np.zeros_like(gt), ["monai_hd"])  # an empty GT with a prediction: the worst
+        assert empty.cc["monai_hd"] == empty.worst_distance
+    finally:
+        registry.unregister("monai_hd")
+    with pytest.raises(ValueError, match="is a distance; kind='overlap' contradicts it"):
+        registry.register_metric("monai_hd", HausdorffDistanceMetric(), kind="overlap")
+    with pytest.raises(ValueError, match="is not a distance; kind='distance' contradicts it"):
+        registry.register_metric("monai_dice", DiceMetric(), kind="distance")
+
+
+def test_a_lower_is_better_score_has_its_own_worst_value():
+    registry.register_metric("miss_rate", lambda p, g, s: float((g & ~p).sum()) / max(int(g.sum()), 1),
+                             kind="score", best=0.0, worst=1.0)
+    try:
+        gt = np.zeros((10, 10), bool); gt[2:5, 2:5] = True
+        assert not registry.get("miss_rate").higher_is_better
+        empty_gt = evaluate(gt, np.zeros_like(gt), ["miss_rate"])  # a false positive on a healthy case: worst
+        assert empty_gt.cc["miss_rate"] == 1.0
+        assert evaluate(np.zeros_like(gt), np.zeros_like(gt), ["miss_rate"]).cc["miss_rate"] == 0.0
+    finally:
+        registry.unregister("miss_rate")
+
+
+def test_registering_the_same_code_again_replaces_it(tmp_path):
+    import importlib
+
+    (tmp_path / "reloaded_metrics.py").write_text(PLUGIN.replace("volsim", "volsim_reload").replace('"masd"', '"masd_reload"'))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("reloaded_metrics")
+        importlib.reload(module)  # a notebook cell run again
+        assert registry.get("volsim_reload").compute is module.volume_similarity
+        with pytest.raises(ValueError, match="registered already"):
+            registry.register_metric("volsim_reload", lambda p, g, s: 0.0)  # other code under the name
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("volsim_reload", "masd_reload"):
+            registry.unregister(name)
+
+
+def test_workers_get_the_engine_configuration_and_unpicklable_metrics_fail_early(tmp_path):
+    (tmp_path / "engine_probe.py").write_text(
+        "from ccmetrics import register_metric\nfrom ccmetrics.config import current\n\n\n"
+        "def grouped_from(pred, gt, spacing):\n    return float(current().grouped_from)\n\n\n"
+        "register_metric('probe_grouped_from', grouped_from, kind='score', best=0.0, worst=1e9)\n")
+    registry.load_plugin(str(tmp_path / "engine_probe.py"))
+    assert sys.path[-1] == str(tmp_path)  # appended: the plugin's folder shadows no installed module
+    gt = np.zeros((12, 12), np.uint8); gt[2:5, 2:5] = 1; gt[8:10, 8:10] = 1
+    cases = {f"c{i}": (gt, gt) for i in range(3)}
+    try:
+        with engine_config(grouped_from=7):
+            result = ccmetrics.evaluate_dataset(cases, metrics=["probe_grouped_from"], workers=2, progress=False)
+        assert (result.per_component["probe_grouped_from"] == 7.0).all() and len(result.per_component) == 6
+        registry.register_metric("lambda_metric", lambda p, g, s: 0.0)
+        with pytest.raises(ValueError, match="'lambda_metric' cannot be sent to worker processes"):
+            ccmetrics.evaluate_dataset(cases, metrics=["lambda_metric"], workers=2, progress=False)
+        serial = ccmetrics.evaluate_dataset(cases, metrics=["lambda_metric"], progress=False)  # fine in-process
+        assert (serial.per_component["lambda_metric"] == 0.0).all()
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("probe_grouped_from", "lambda_metric"):
+            if name in registry.names():
+                registry.unregister(name)
+
+
+def test_metric_columns_keep_their_order_by_engine():
+    gt = np.zeros((8, 8), bool); gt[2:4, 2:4] = True
+    result = evaluate(np.roll(gt, 1, 0), gt, ["hd", "dice"])
+    assert list(result.per_component.columns) == ["volume", "detected", "dice", "hd"]
+    assert list(result.standard) == ["dice", "hd"] and result.metrics == ["hd", "dice"] and list(result.cc) == ["hd", "dice"]
+
+
+def test_surface_reductions_read_groups_where_the_bounds_say():
+    from ccmetrics.surface import grouped_surface_scores, surface_scores
+
+    values = np.float32([5, 1, 2, 3])
+    got = grouped_surface_scores(values, [2, 4], np.float32([1]), [0, 1], ["hd", "hd95"], 1.0)
+    assert got == [surface_scores(values[2:], np.float32([1]), ["hd", "hd95"], 1.0)]
+
+
+def test_nuclei_pairs_follow_the_one_empty_set_rule():
+    from ccmetrics.nuclei.metrics import pair_distances
+
+    g = np.array([[0.0, 0.0]]); p = np.array([[0.0, 3.0]])
+    hd, hd95 = pair_distances(g, np.array([0, 1, 1]), p, np.array([0, 0, 1]), np.array([0, 1]), np.array([0, 0]))
+    assert hd.tolist() == [np.inf, 0.0] and hd95.tolist() == [np.inf, 0.0]  # one side empty; both empty

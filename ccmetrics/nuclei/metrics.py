@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
-from .. import schema
+from .. import registry, schema
 from ..aggregation import cc_values, image_diagonal
 from ..components import Sites, find_sites
 from ..config import current
@@ -65,7 +65,7 @@ __all__ = ["CC_METRICS", "NO_OBJECT", "NucleiResult", "PAIR_METRICS", "confusion
 #: label of row / column 0 of the confusion matrix
 NO_OBJECT = "no object"
 #: CC-Metrics computed by default
-CC_METRICS = ("dice", "nsd", "hd95")
+CC_METRICS = registry.DEFAULT_METRICS
 #: the segmentation scores of a matched pair of nuclei (their means are the ``seg_`` scores)
 PAIR_METRICS = ("iou", "dice", "hd", "hd95")
 
@@ -244,7 +244,7 @@ def pair_distances(
     nuclei are small), in padded batches of similar sizes; each directed
     distance list is cast to float32 as MONAI does, HD is the larger
     maximum and HD95 the larger of the two directed 95th percentiles
-    (:func:`rows_quantile`, i.e. :func:`ccmetrics.surface.torch_quantile`
+    (:func:`rows_quantile`, i.e. :func:`ccmetrics.torch_emulation.torch_quantile`
     vectorised).
 
     Parameters
@@ -309,10 +309,10 @@ def pair_distances(
 
 
 def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    """:func:`ccmetrics.surface.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
+    """:func:`ccmetrics.torch_emulation.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
 
     The same float32 arithmetic as ``torch.quantile`` (rank, floor/ceil
-    neighbours, :func:`ccmetrics.surface.torch_lerp`), bit for bit; entries
+    neighbours, :func:`ccmetrics.torch_emulation.torch_lerp`), bit for bit; entries
     past ``counts[i]`` must be ``inf`` (they sort last and are never used).
 
     Examples

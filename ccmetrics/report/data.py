@@ -410,3 +410,7 @@ def voxel_ml(spacing: Any, header: Sequence[float]) -> float:
     if values.size == 1:  # one number given for every axis
         values = np.repeat(values, len(header))
     return float(np.prod(values)) / 1000.0
+
+
+def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it
+    return registry.legacy(__name__, name)

@@ -160,11 +160,11 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
     """(CaseImages or None, problem text or None) for one per-case row."""
     if row[schema.STATUS] == schema.FAILED:
         return None, None
-    gt_file = data.resolve_image(row.get("gt_file"), folder.path, image_root)
-    pred_name = row.get("pred_file")
+    gt_file = data.resolve_image(row.get(schema.GT_FILE), folder.path, image_root)
+    pred_name = row.get(schema.PRED_FILE)
     pred_given = isinstance(pred_name, str) and bool(pred_name)
     pred_file = data.resolve_image(pred_name, folder.path, image_root) if pred_given else None
-    missing = [str(n) for n, f, given in ((row.get("gt_file"), gt_file, True), (pred_name, pred_file, pred_given))
+    missing = [str(n) for n, f, given in ((row.get(schema.GT_FILE), gt_file, True), (pred_name, pred_file, pred_given))
                if given and f is None]
     if missing:
         return None, "image file not found: " + ", ".join(missing)
@@ -233,8 +233,8 @@ def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, 
     return {"case": case, "class": class_value, "title": case + (f" (class {class_value})" if multi_class else ""),
             "anchor": name, "status": row[schema.STATUS], "flags": row.get(schema.FLAGS) or "",
             "error": row.get(schema.ERROR) or "",
-            "gt_file": row.get("gt_file") if isinstance(row.get("gt_file"), str) else "",
-            "pred_file": row.get("pred_file") if isinstance(row.get("pred_file"), str) else "",
+            "gt_file": row.get(schema.GT_FILE) if isinstance(row.get(schema.GT_FILE), str) else "",
+            "pred_file": row.get(schema.PRED_FILE) if isinstance(row.get(schema.PRED_FILE), str) else "",
             "rank": rank, "drawn": bool(thumbs), "thumbnails_wanted": draw, "problem": problem,
             "metrics": metrics, "scores": scores, "lesions": lesions, "false_positives": fps,
             "n_lesions": len(lesions), "n_missed": sum(not les["detected"] for les in lesions),
