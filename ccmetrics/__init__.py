@@ -6,26 +6,62 @@ when a function is first called or imported; nibabel and SimpleITK when a file
 is read, matplotlib when a figure is drawn, torch and MONAI when a MONAI metric
 object or tensor is used.
 """
+
 import importlib
 
 #: public name -> the submodule that defines it
 _EXPORTS = {
     "label_components": "components",
-    "DatasetResult": "dataset", "evaluate_dataset": "dataset",
-    "BUILTIN_METRICS": "case", "CaseResult": "results", "GroundTruth": "ground_truth", "evaluate": "case",
-    "EngineConfig": "config", "engine_config": "config",
-    "Metric": "registry", "register_metric": "registry",
-    "Matching": "matching", "match_instances": "matching",
-    "DetectionResult": "lesions", "LesionDiceResult": "lesions", "detection": "lesions", "lesion_dice": "lesions",
-    "MultiPQResult": "panoptic", "PQResult": "panoptic", "multiclass_pq": "panoptic",
+    "DatasetResult": "dataset",
+    "evaluate_dataset": "dataset",
+    "BUILTIN_METRICS": "case",
+    "CaseResult": "results",
+    "GroundTruth": "ground_truth",
+    "evaluate": "case",
+    "EngineConfig": "config",
+    "engine_config": "config",
+    "Metric": "registry",
+    "register_metric": "registry",
+    "Matching": "matching",
+    "match_instances": "matching",
+    "DetectionResult": "lesions",
+    "LesionDiceResult": "lesions",
+    "detection": "lesions",
+    "lesion_dice": "lesions",
+    "MultiPQResult": "panoptic",
+    "PQResult": "panoptic",
+    "multiclass_pq": "panoptic",
     "panoptic_quality": "panoptic",
     "voronoi_partition": "partition",
 }
 
 #: submodules reachable as attributes (``ccmetrics.io.load_image``) without an explicit import
-_SUBMODULES = ("aggregation", "case", "components", "config", "dataset", "geometry", "ground_truth", "io", "lesions",
-               "matching", "monai", "nuclei", "overlap", "panoptic", "partition", "plots", "registry", "report",
-               "results", "schema", "stats", "surface", "synthetic", "torch_emulation")
+_SUBMODULES = (
+    "aggregation",
+    "case",
+    "components",
+    "config",
+    "dataset",
+    "geometry",
+    "ground_truth",
+    "io",
+    "lesions",
+    "matching",
+    "monai",
+    "nuclei",
+    "overlap",
+    "panoptic",
+    "partition",
+    "plots",
+    "registry",
+    "report",
+    "results",
+    "schema",
+    "stats",
+    "surface",
+    "synthetic",
+    "torch_emulation",
+)
 
 __all__ = list(_EXPORTS)
 __version__ = "0.1.0"

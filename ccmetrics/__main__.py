@@ -1,4 +1,5 @@
 """``python -m ccmetrics``: the command line (see :mod:`ccmetrics.cli`)."""
+
 import sys
 
 from .cli import main

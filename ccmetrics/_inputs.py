@@ -9,7 +9,7 @@ problem.  Nothing here imports torch: tensors are recognised by duck typing.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -106,12 +106,13 @@ def check_same_shape(pred: np.ndarray, gt: np.ndarray) -> None:
         raise ValueError(f"pred and gt must have the same shape, got {pred.shape} and {gt.shape}")
 
 
-def as_spacing(spacing: Optional[Any], ndim: int) -> Optional[Tuple[float, ...]]:
+def as_spacing(spacing: Any | None, ndim: int) -> tuple[float, ...] | None:
     """Validate a voxel spacing: ``None``, one positive number, or one per axis."""
     if spacing is None:
         return None
-    if isinstance(spacing, (bool, np.bool_)) or (isinstance(spacing, (list, tuple)) and
-                                                 any(isinstance(v, (bool, np.bool_)) for v in spacing)):
+    if isinstance(spacing, (bool, np.bool_)) or (
+        isinstance(spacing, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in spacing)
+    ):
         raise TypeError(f"spacing must be a number or a sequence of numbers (mm per axis), got {spacing!r}")
     raw = spacing if np.isscalar(spacing) else to_numpy(spacing, "spacing")
     try:
@@ -127,12 +128,14 @@ def as_spacing(spacing: Optional[Any], ndim: int) -> Optional[Tuple[float, ...]]
     if values.dtype == bool or not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise ValueError(f"spacing values must be positive and finite, got {tuple(values.tolist())}")
     if np.any(values > MAX_SPACING) or np.any(values < 1.0 / MAX_SPACING):
-        raise ValueError(f"spacing values must lie between {1 / MAX_SPACING:g} and {MAX_SPACING:g} (mm), got "
-                         f"{tuple(values.tolist())}; give the voxel size in mm (or none, for voxel units)")
+        raise ValueError(
+            f"spacing values must lie between {1 / MAX_SPACING:g} and {MAX_SPACING:g} (mm), got "
+            f"{tuple(values.tolist())}; give the voxel size in mm (or none, for voxel units)"
+        )
     return tuple(float(v) for v in values)
 
 
-def as_connectivity(connectivity: Optional[int], ndim: int) -> int:
+def as_connectivity(connectivity: int | None, ndim: int) -> int:
     """Validate a connectivity; ``None`` gives 26 in 3D and 8 in 2D."""
     allowed = CONNECTIVITIES[ndim]
     if connectivity is None:
@@ -159,10 +162,7 @@ def as_non_negative(value: Any, name: str) -> float:
     return out
 
 
-
-
-
-def as_classes(classes: Any) -> Tuple[int, ...]:
+def as_classes(classes: Any) -> tuple[int, ...]:
     """Validate class labels: a sequence of distinct non-negative integers (``classes="1"`` is an error).
 
     >>> as_classes([1, 2]), as_classes(np.array([3]))

@@ -30,6 +30,8 @@ GIL, so callers' threads run queries side by side.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -224,8 +226,12 @@ def _side(x, lo, hi):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _box(box, k, q0, q1, q2, q3):
-    return (_side(q0, box[k, 0], box[k, 4]) + _side(q1, box[k, 1], box[k, 5])
-            + _side(q2, box[k, 2], box[k, 6]) + _side(q3, box[k, 3], box[k, 7]))
+    return (
+        _side(q0, box[k, 0], box[k, 4])
+        + _side(q1, box[k, 1], box[k, 5])
+        + _side(q2, box[k, 2], box[k, 6])
+        + _side(q3, box[k, 3], box[k, 7])
+    )
 
 
 def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.inf, workers: int = 1) -> np.ndarray:
@@ -249,18 +255,21 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
     """
     source = np.ascontiguousarray(source, dtype=np.float64)
     if source.ndim != 2 or np.ndim(target) != 2 or not 1 <= source.shape[1] == np.shape(target)[1] <= 4:
-        raise ValueError(f"source and target must be (N, m) and (M, m) point arrays with 1 <= m <= 4, "
-                         f"got shapes {source.shape} and {np.shape(target)}")
+        raise ValueError(
+            f"source and target must be (N, m) and (M, m) point arrays with 1 <= m <= 4, "
+            f"got shapes {source.shape} and {np.shape(target)}"
+        )
     if len(target) == 0:
         raise ValueError("target is empty: there is no nearest point")
     tree = build(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
     out = np.empty(len(source))
     bound2 = float(bound) * float(bound)
+    kernels: Any = (query, query_parallel)  # numba dispatchers: their call signatures are not annotated
     if workers > 1 and len(source) >= 2 * _PARALLEL_CHUNK:
         with PARALLEL:
-            query_parallel(*tree, source, bound2, out, _PARALLEL_CHUNK)
+            kernels[1](*tree, source, bound2, out, _PARALLEL_CHUNK)
     else:
-        query(*tree, source, bound2, out)
+        kernels[0](*tree, source, bound2, out)
     return out
 
 

@@ -15,7 +15,8 @@ lower envelope for ``d1`` and one per distinct label of its ``l1`` (1 to 3 in a 
 
 Exactness. The envelopes are evaluated in float64, their breakpoints from offsets between parabolas
 (no ``w q^2`` term, whose rounding on long lines would swallow the differences it compares), and the
-three maps are stored between passes in float32 (d1, d2) and int32 (l1). Each pass multiplies the relative error by at most (1 + 2^-24) and
+three maps are stored between passes in float32 (d1, d2) and int32 (l1). Each pass multiplies the relative
+error by at most (1 + 2^-24) and
 only two one-sided bounds are needed: ``d1`` is never below ``(1 - 2e-7)`` times the true distance of
 label ``l1`` and never above ``(1 + 2e-7)`` times the true nearest distance, ``d2`` never above
 ``(1 + 2e-7)`` times the true distance of the nearest other label (by induction over the passes: a
@@ -121,8 +122,18 @@ def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
 @numba.njit(cache=True, nogil=True)
 def _line_work(n):
     """Work arrays of :func:`_line` for lines of n voxels: f1, lb, f2, g1, m1, g2, v, z, fl, seen."""
-    return (np.empty(n), np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n, np.int32), np.empty(n),
-            np.empty(n + 1, np.int64), np.empty(n + 1), np.empty(n), np.empty(n + 1, np.int32))
+    return (
+        np.empty(n),
+        np.empty(n, np.int32),
+        np.empty(n),
+        np.empty(n),
+        np.empty(n, np.int32),
+        np.empty(n),
+        np.empty(n + 1, np.int64),
+        np.empty(n + 1),
+        np.empty(n),
+        np.empty(n + 1, np.int32),
+    )
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable
 
 from .config import current, thread_count
 
@@ -19,7 +20,7 @@ __all__ = ["Done", "submit", "worker_threads"]
 
 
 @contextlib.contextmanager
-def worker_threads(shape: Sequence[int]) -> Iterator[Optional[ThreadPoolExecutor]]:
+def worker_threads(shape: Sequence[int]) -> Iterator[ThreadPoolExecutor | None]:
     """A thread pool for one evaluation of an image of ``shape`` (None: run serially), closed on exit.
 
     Images from ``threads_from`` voxels get :func:`ccmetrics.config.thread_count` threads, when that is 2 or
@@ -44,7 +45,7 @@ class Done:
         return self.value
 
 
-def submit(pool: Optional[ThreadPoolExecutor], fn: Callable[..., Any], *args: Any) -> Union[Future, Done]:
+def submit(pool: ThreadPoolExecutor | None, fn: Callable[..., Any], *args: Any) -> Future | Done:
     """Run ``fn(*args)`` in the pool (in a copy of this context), or at once without a pool."""
     if pool is None:
         return Done(fn(*args))

@@ -25,7 +25,8 @@ importing torch or MONAI). Cost: one pass over the values.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from . import registry, schema
 __all__ = ["cc_mean", "cc_values", "empty_gt_score", "fill_missing", "image_diagonal", "is_distance_metric"]
 
 
-def image_diagonal(shape: Sequence[int], spacing: Optional[Sequence[float]] = None) -> float:
+def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None) -> float:
     """The default worst distance: the image diagonal ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm.
 
     >>> round(image_diagonal((240, 240, 155), (1.0, 1.0, 1.0)), 1)

@@ -5,7 +5,7 @@ after works on the two voxel lists, so time and memory grow with the foreground,
 image (no array holds more than a few bytes per foreground voxel; a 1024³ case with 40 lesions:
 about 2 s and 0.3 GB above the inputs). :func:`evaluate` reads as the algorithm:
 
-1. validate the inputs (:mod:`ccmetrics._inputs`) and resolve the metrics (:mod:`ccmetrics.registry`);
+1. validate the inputs (``ccmetrics._inputs``) and resolve the metrics (:mod:`ccmetrics.registry`);
 2. list the prediction's voxels (and, for surface metrics, the edges of the whole mask) beside
    preparing the GT: its voxels, components and edges (:class:`~ccmetrics.ground_truth.GroundTruth`),
    on a second thread for large images (``threads_from`` of :class:`ccmetrics.EngineConfig`);
@@ -27,14 +27,22 @@ of :class:`ccmetrics.EngineConfig`; the values do not depend on it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
 
 from . import registry, schema
-from ._inputs import (as_binary_mask, as_classes, as_label_map, as_non_negative, as_sites_mode, as_spacing,
-                      check_same_shape)
+from ._inputs import (
+    as_binary_mask,
+    as_classes,
+    as_label_map,
+    as_non_negative,
+    as_sites_mode,
+    as_spacing,
+    check_same_shape,
+)
 from ._threads import submit, worker_threads
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
 from .components import ComponentCache, Sites
@@ -50,18 +58,48 @@ BUILTIN_METRICS = registry.names(per_region=True)
 _COLUMN_ORDER = ("counts", "surface", "region")
 
 
+@overload
 def evaluate(
     pred: Any,
     gt: Any,
-    metrics: Union[str, Sequence[Any]] = registry.DEFAULT_METRICS,
+    metrics: str | Sequence[Any] = ...,
     *,
-    spacing: Optional[Any] = None,
-    connectivity: Optional[int] = None,
+    spacing: Any | None = ...,
+    connectivity: int | None = ...,
+    nsd_tolerance: float = ...,
+    worst_distance: float | None = ...,
+    sites: str = ...,
+    classes: None = ...,
+) -> CaseResult: ...
+
+
+@overload
+def evaluate(
+    pred: Any,
+    gt: Any,
+    metrics: str | Sequence[Any] = ...,
+    *,
+    spacing: Any | None = ...,
+    connectivity: int | None = ...,
+    nsd_tolerance: float = ...,
+    worst_distance: float | None = ...,
+    sites: str = ...,
+    classes: Sequence[int],
+) -> dict[int, CaseResult]: ...
+
+
+def evaluate(
+    pred: Any,
+    gt: Any,
+    metrics: str | Sequence[Any] = registry.DEFAULT_METRICS,
+    *,
+    spacing: Any | None = None,
+    connectivity: int | None = None,
     nsd_tolerance: float = 1.0,
-    worst_distance: Optional[float] = None,
+    worst_distance: float | None = None,
     sites: str = "components",
-    classes: Optional[Sequence[int]] = None,
-) -> Union[CaseResult, Dict[int, CaseResult]]:
+    classes: Sequence[int] | None = None,
+) -> CaseResult | dict[int, CaseResult]:
     """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
 
     Parameters
@@ -124,49 +162,82 @@ def evaluate(
     [1.0, 0.0]
     """
     if classes is not None:
-        return _evaluate_classes(pred, gt, metrics, classes, sites, spacing=spacing, connectivity=connectivity,
-                                 nsd_tolerance=nsd_tolerance, worst_distance=worst_distance)
-    chosen = registry.resolve(metrics)                                                            # 1. validate
-    truth = (gt.check_options(sites, connectivity) if isinstance(gt, GroundTruth)
-             else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False))
+        return _evaluate_classes(
+            pred,
+            gt,
+            metrics,
+            classes,
+            sites,
+            spacing=spacing,
+            connectivity=connectivity,
+            nsd_tolerance=nsd_tolerance,
+            worst_distance=worst_distance,
+        )
+    chosen = registry.resolve(metrics)  # 1. validate
+    truth = (
+        gt.check_options(sites, connectivity)
+        if isinstance(gt, GroundTruth)
+        else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
+    )
     pred_mask = as_binary_mask(pred, "pred")
     check_same_shape(pred_mask, np.broadcast_to(np.empty((), dtype=bool), truth.shape))  # no image allocated
     spacing = as_spacing(spacing, pred_mask.ndim)
     tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
-    worst = (image_diagonal(truth.shape, spacing) if worst_distance is None
-             else as_non_negative(worst_distance, "worst_distance"))
+    worst = (
+        image_diagonal(truth.shape, spacing)
+        if worst_distance is None
+        else as_non_negative(worst_distance, "worst_distance")
+    )
     order = {name: i for i, name in enumerate(registry.names())}  # registered first, the others as given
     per_region = sorted((m for m in chosen if m.per_region), key=lambda m: m.name not in order)
     case_level = sorted((m for m in chosen if not m.per_region), key=lambda m: order.get(m.name, len(order)))
     edges = any(m.engine == "surface" for m in per_region)
     with worker_threads(truth.shape) as pool:
-        pending = submit(pool, PredictionVoxels, pred_mask, edges)                               # 2. voxel lists
+        pending = submit(pool, PredictionVoxels, pred_mask, edges)  # 2. voxel lists
         truth.prepare()
         voxels = pending.result()
         surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
         beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside step 3
-        regions = CaseRegions(voxels, truth, spacing, pool, beside)                               # 3. regions
+        regions = CaseRegions(voxels, truth, spacing, pool, beside)  # 3. regions
         distances = None
-        if surfaces is not None:                                                                  # 4. distances
+        if surfaces is not None:  # 4. distances
             surfaces.add_regions(regions.pred_region)
             distances = (surfaces.per_region(pool), surfaces.whole_image())
     found = truth.found
     table = _component_table(found, spacing, truth.sites)
     table[schema.DETECTED] = regions.intersection > 0
-    standard: Dict[str, float] = {}
-    for m in sorted(per_region, key=lambda m: _COLUMN_ORDER.index(m.engine)):                   # 5. metrics
+    standard: dict[str, float] = {}
+    for m in sorted(per_region, key=lambda m: _COLUMN_ORDER.index(m.engine)):  # 5. metrics
         table[m.name], standard[m.name] = _values(m, regions, distances, tolerance, spacing)
-    case_scores: Dict[str, float] = {}
+    case_scores: dict[str, float] = {}
     details = _case_level(case_level, pred_mask, truth, spacing, case_scores)
     pred_empty = len(regions.pred_flat) == 0
-    cc = {m.name: (cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, pred_empty, worst))
-          for m in per_region}
-    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, [m.name for m in per_region],
-                      details, case_scores, len(regions.pred_flat))
+    cc = {
+        m.name: (cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, pred_empty, worst))
+        for m in per_region
+    }
+    return CaseResult(
+        table,
+        cc,
+        standard,
+        found.n,
+        found.n == 0,
+        worst,
+        spacing,
+        [m.name for m in per_region],
+        details,
+        case_scores,
+        len(regions.pred_flat),
+    )
 
 
-def _values(metric: registry.Metric, regions: CaseRegions, distances: Optional[Tuple[Any, Any]], tolerance: float,
-            spacing: Optional[Tuple[float, ...]]) -> Tuple[np.ndarray, float]:
+def _values(
+    metric: registry.Metric,
+    regions: CaseRegions,
+    distances: tuple[Any, Any] | None,
+    tolerance: float,
+    spacing: tuple[float, ...] | None,
+) -> tuple[np.ndarray, float]:
     """A per-region metric's value in every region and over the whole image, from its engine."""
     if metric.engine == "counts":
         found = regions.found
@@ -180,22 +251,29 @@ def _values(metric: registry.Metric, regions: CaseRegions, distances: Optional[T
     return np.asarray(values, dtype=np.float64), float(metric.compute(*regions.masks(None), spacing))
 
 
-def _case_level(metrics: List[registry.Metric], pred_mask: np.ndarray, truth: GroundTruth,
-                spacing: Optional[Tuple[float, ...]], scores: Dict[str, float]) -> Dict[str, Any]:
+def _case_level(
+    metrics: list[registry.Metric],
+    pred_mask: np.ndarray,
+    truth: GroundTruth,
+    spacing: tuple[float, ...] | None,
+    scores: dict[str, float],
+) -> dict[str, Any]:
     """Run the case-level metrics on one shared labelling; add their columns to ``scores``, return their results."""
-    details: Dict[str, Any] = {}
+    details: dict[str, Any] = {}
     if not metrics:
         return details
-    inputs = registry.CaseInputs(ComponentCache(pred_mask), truth.components(), truth.found, truth.sites,
-                                 truth.connectivity, spacing)
+    inputs = registry.CaseInputs(
+        ComponentCache(pred_mask), truth.components(), truth.found, truth.sites, truth.connectivity, spacing
+    )
     for metric in metrics:
         result = details[metric.name] = metric.compute(inputs)
         scores.update((column.name, getattr(result, column.source)) for column in metric.columns)
     return details
 
 
-def _evaluate_classes(pred: Any, gt: Any, metrics: Any, classes: Sequence[int], sites: str,
-                      **options: Any) -> Dict[int, CaseResult]:
+def _evaluate_classes(
+    pred: Any, gt: Any, metrics: Any, classes: Sequence[int], sites: str, **options: Any
+) -> dict[int, CaseResult]:
     """``evaluate`` of each class of two label maps on its own (``pred == c`` against ``gt == c``)."""
     if isinstance(gt, GroundTruth):
         raise ValueError("classes=... takes label maps, not a GroundTruth; prepare one GroundTruth per class")
@@ -203,11 +281,10 @@ def _evaluate_classes(pred: Any, gt: Any, metrics: Any, classes: Sequence[int], 
         raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
     pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
-    return {c: evaluate(pred_map == c, gt_map == c, metrics, **options)  # type: ignore[misc]
-            for c in as_classes(classes)}
+    return {c: evaluate(pred_map == c, gt_map == c, metrics, **options) for c in as_classes(classes)}
 
 
-def _component_table(found: Sites, spacing: Optional[Tuple[float, ...]], sites: str) -> pd.DataFrame:
+def _component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str) -> pd.DataFrame:
     table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name=schema.COMPONENT))
     table[schema.VOLUME] = found.volumes
     if spacing is not None:

@@ -22,22 +22,22 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 __all__ = ["EXIT_CASE_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "report"]
 
 EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _int_list(text: str) -> List[int]:
+def _int_list(text: str) -> list[int]:
     try:
         return [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integer labels such as 1,2, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated integer labels such as 1,2, got {text!r}") from None
 
 
-def _name_list(text: str) -> List[str]:
+def _name_list(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
@@ -47,92 +47,164 @@ def _spacing_arg(text: str):
     try:
         return tuple(float(v) for v in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--spacing takes 'header', 'voxel' or numbers like 0.8,0.8,3, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--spacing takes 'header', 'voxel' or numbers like 0.8,0.8,3, got {text!r}"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``ccmetrics`` command's argument parser (its sub-commands and every option, as ``--help`` shows them)."""
     from . import registry
 
     parser = argparse.ArgumentParser(prog="ccmetrics", description="Segmentation metrics per connected component.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ev = sub.add_parser("evaluate", help="evaluate a folder of predictions against a folder of GT images",
-                        description="Pair GT and prediction files by case id, evaluate every case, write tables, "
-                                    "summary and plots.")
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate a folder of predictions against a folder of GT images",
+        description="Pair GT and prediction files by case id, evaluate every case, write tables, summary and plots.",
+    )
     ev.add_argument("gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd)")
     ev.add_argument("pred_dir", help="folder of predictions, same case ids")
     ev.add_argument("--out", required=True, help="output folder (created)")
-    ev.add_argument("--metrics", type=_name_list, default=list(registry.DEFAULT_METRICS),
-                    help=f"comma-separated: {','.join(registry.names())} (default {','.join(registry.DEFAULT_METRICS)}; "
-                         f"--plugin adds metrics of your own)")
-    ev.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
-                    help="import a Python module (e.g. mylab.metrics) or a .py file before evaluating, to register "
-                         "metrics of your own with ccmetrics.register_metric (repeatable)")
-    ev.add_argument("--classes", type=_int_list, default=None,
-                    help="labels to evaluate one by one in label maps, e.g. 1,2 (default: binary masks)")
-    ev.add_argument("--spacing", type=_spacing_arg, default="header",
-                    help="'header' (default: mm from each GT file), 'voxel' (index units), or numbers for all cases")
+    ev.add_argument(
+        "--metrics",
+        type=_name_list,
+        default=list(registry.DEFAULT_METRICS),
+        help=f"comma-separated: {','.join(registry.names())} (default {','.join(registry.DEFAULT_METRICS)}; "
+        f"--plugin adds metrics of your own)",
+    )
+    ev.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import a Python module (e.g. mylab.metrics) or a .py file before evaluating, to register "
+        "metrics of your own with ccmetrics.register_metric (repeatable)",
+    )
+    ev.add_argument(
+        "--classes",
+        type=_int_list,
+        default=None,
+        help="labels to evaluate one by one in label maps, e.g. 1,2 (default: binary masks)",
+    )
+    ev.add_argument(
+        "--spacing",
+        type=_spacing_arg,
+        default="header",
+        help="'header' (default: mm from each GT file), 'voxel' (index units), or numbers for all cases",
+    )
     ev.add_argument("--nsd-tolerance", type=float, default=1.0, metavar="MM", help="NSD tolerance (default 1.0)")
-    ev.add_argument("--worst-distance", type=float, default=None, metavar="MM",
-                    help="distance counted for a missed lesion in means (default: each image's diagonal)")
+    ev.add_argument(
+        "--worst-distance",
+        type=float,
+        default=None,
+        metavar="MM",
+        help="distance counted for a missed lesion in means (default: each image's diagonal)",
+    )
     ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
     ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
-    ev.add_argument("--pred-suffix", default=None,
-                    help="regex removed from prediction file names to form case ids, e.g. _pred or _0000")
-    ev.add_argument("--tolerance-mm", type=float, default=1e-3, metavar="MM",
-                    help="largest accepted GT/prediction difference of the origin, in mm (default 0.001; spacings "
-                         "must agree to a relative 1e-4)")
+    ev.add_argument(
+        "--pred-suffix",
+        default=None,
+        help="regex removed from prediction file names to form case ids, e.g. _pred or _0000",
+    )
+    ev.add_argument(
+        "--tolerance-mm",
+        type=float,
+        default=1e-3,
+        metavar="MM",
+        help="largest accepted GT/prediction difference of the origin, in mm (default 0.001; spacings "
+        "must agree to a relative 1e-4)",
+    )
     ev.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
-    ev.add_argument("--dask", default=None, metavar="ADDRESS",
-                    help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)")
+    ev.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)",
+    )
     ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     ev.add_argument("--no-plots", action="store_true", help="write no figures")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    pa = sub.add_parser("partition", help="write the Voronoi regions of a GT image",
-                        description="Label every voxel with its nearest GT component (exact ties: lowest label) "
-                                    "and write the map with the GT's geometry.")
+    pa = sub.add_parser(
+        "partition",
+        help="write the Voronoi regions of a GT image",
+        description="Label every voxel with its nearest GT component (exact ties: lowest label) "
+        "and write the map with the GT's geometry.",
+    )
     pa.add_argument("gt_file")
     pa.add_argument("out_file")
-    pa.add_argument("--spacing", choices=("header", "voxel"), default="header",
-                    help="physical distances from the header (default) or index units")
-    pa.add_argument("--class", dest="class_value", type=int, default=None,
-                    help="use the voxels of this label of a label map as the GT mask")
-    pa.add_argument("--sites", choices=("components", "labels"), default="components",
-                    help="sites: connected components (default) or the labels of an instance map")
+    pa.add_argument(
+        "--spacing",
+        choices=("header", "voxel"),
+        default="header",
+        help="physical distances from the header (default) or index units",
+    )
+    pa.add_argument(
+        "--class",
+        dest="class_value",
+        type=int,
+        default=None,
+        help="use the voxels of this label of a label map as the GT mask",
+    )
+    pa.add_argument(
+        "--sites",
+        choices=("components", "labels"),
+        default="components",
+        help="sites: connected components (default) or the labels of an instance map",
+    )
     pa.add_argument("--connectivity", type=int, default=None)
 
-    co = sub.add_parser("compare", help="compare methods evaluated with `ccmetrics evaluate`",
-                        description="Paired per-case table, Friedman test with Nemenyi post-hoc tests (Wilcoxon "
-                                    "for two methods), mean ranks and a figure.")
+    co = sub.add_parser(
+        "compare",
+        help="compare methods evaluated with `ccmetrics evaluate`",
+        description="Paired per-case table, Friedman test with Nemenyi post-hoc tests (Wilcoxon "
+        "for two methods), mean ranks and a figure.",
+    )
     co.add_argument("result_dirs", nargs="+", help="output folders of `ccmetrics evaluate`, one per method")
     co.add_argument("--metric", default="cc_dice", help="per-case column to compare (default cc_dice)")
     co.add_argument("--class", dest="class_value", type=int, default=None, help="class to compare (multi-class)")
     co.add_argument("--names", type=_name_list, default=None, help="method names (default: folder names)")
     co.add_argument("--out", default=None, help="folder for comparison.csv and comparison.png (default: none)")
 
-    re_ = sub.add_parser("report", help="write a per-lesion HTML report of a `ccmetrics evaluate` folder",
-                         description="One self-contained HTML page: the summary, the cases ranked by standard - CC "
-                                     "difference, every lesion and false positive with thumbnails, sortable and "
-                                     "filterable tables. Opens from disk, needs no server or network.")
+    re_ = sub.add_parser(
+        "report",
+        help="write a per-lesion HTML report of a `ccmetrics evaluate` folder",
+        description="One self-contained HTML page: the summary, the cases ranked by standard - CC "
+        "difference, every lesion and false positive with thumbnails, sortable and "
+        "filterable tables. Opens from disk, needs no server or network.",
+    )
     re_.add_argument("result_dir", help="output folder of `ccmetrics evaluate`")
     re_.add_argument("--out", default=None, help="HTML file to write (default: RESULT_DIR/report.html)")
-    re_.add_argument("--max-cases", type=int, default=20, metavar="N",
-                     help="draw thumbnails for the N cases with the worst CC score (default 20; every case and "
-                          "lesion is listed in the tables whatever N)")
-    re_.add_argument("--image-root", default=None, metavar="DIR",
-                     help="folder the relative image paths of per_case.csv start from (default: the current "
-                          "folder, then the result folder and its parent)")
+    re_.add_argument(
+        "--max-cases",
+        type=int,
+        default=20,
+        metavar="N",
+        help="draw thumbnails for the N cases with the worst CC score (default 20; every case and "
+        "lesion is listed in the tables whatever N)",
+    )
+    re_.add_argument(
+        "--image-root",
+        default=None,
+        metavar="DIR",
+        help="folder the relative image paths of per_case.csv start from (default: the current "
+        "folder, then the result folder and its parent)",
+    )
     re_.add_argument("--title", default=None, help="page title")
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (0, 1 or 2)."""
     args = build_parser().parse_args(argv)
     try:
-        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare,
-                "report": _report}[args.command](args)
+        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}[args.command](
+            args
+        )
     except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
         print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -155,19 +227,31 @@ def _evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         result = evaluate_dataset(
-            args.gt_dir, args.pred_dir, args.metrics, classes=args.classes, spacing=args.spacing,
-            nsd_tolerance=args.nsd_tolerance, worst_distance=args.worst_distance, connectivity=args.connectivity,
-            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, tolerance_mm=args.tolerance_mm,
-            workers=args.workers, client=client,
-            progress=not args.quiet)
+            args.gt_dir,
+            args.pred_dir,
+            args.metrics,
+            classes=args.classes,
+            spacing=args.spacing,
+            nsd_tolerance=args.nsd_tolerance,
+            worst_distance=args.worst_distance,
+            connectivity=args.connectivity,
+            gt_suffix=args.gt_suffix,
+            pred_suffix=args.pred_suffix,
+            tolerance_mm=args.tolerance_mm,
+            workers=args.workers,
+            client=client,
+            progress=not args.quiet,
+        )
     finally:
         if client is not None:
             client.close()
     seconds = time.perf_counter() - start
     written = result.write(args.out, plots=not args.no_plots, n_resamples=args.bootstrap, seed=args.seed)
     print(report(result, seconds, n_resamples=args.bootstrap, seed=args.seed))
-    print(f"\nWrote {written['per_component']}, {written['per_case']}, {written['summary']}"
-          + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else ""))
+    print(
+        f"\nWrote {written['per_component']}, {written['per_case']}, {written['summary']}"
+        + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
+    )
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
 
 
@@ -178,15 +262,19 @@ def report(result, seconds: float, **summary_options) -> str:
     from . import schema
 
     n = result.counts()
-    lines = [f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
-             f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"]
+    lines = [
+        f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
+        f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"
+    ]
     table = result.per_case
     problems = table[table[schema.STATUS] != schema.OK].drop_duplicates(schema.CASE)
     for row in problems.itertuples():
         text = row.error if row.status == schema.FAILED else row.flags
         lines.append(f"  {row.status:<8}{row.case}: {text}")
     for name in result.ignored_files:
-        lines.append(f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})")
+        lines.append(
+            f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
+        )
     summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()
@@ -194,19 +282,28 @@ def report(result, seconds: float, **summary_options) -> str:
         table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
         with pd.option_context("display.width", 200):
             text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-        units = ("distances and volumes in voxels" if result.options.get("spacing") == "voxel" else
-                 "distances in mm, volumes in ml")
-        lines += ["", f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
-                  f"all lesions; a missed lesion's distance = the worst distance):", text]
+        units = (
+            "distances and volumes in voxels"
+            if result.options.get("spacing") == "voxel"
+            else "distances in mm, volumes in ml"
+        )
+        lines += [
+            "",
+            f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
+            f"all lesions; a missed lesion's distance = the worst distance):",
+            text,
+        ]
     empty = result.empty_gt_summary()
     for c, row in empty.iterrows():
         if row[schema.N]:
             ml = row[schema.FP_VOLUME_ML_MEAN]
             volume = f"{ml:.4g} ml" if ml == ml else f"{row[schema.FP_VOLUME_VOXELS_MEAN]:.4g} voxels"
             n_empty = int(row[schema.N])
-            lines.append(f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
-                         f"{int(row[schema.WITH_FALSE_POSITIVE])} with a false positive (mean false-positive volume "
-                         f"{volume}); not in the means above")
+            lines.append(
+                f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
+                f"{int(row[schema.WITH_FALSE_POSITIVE])} with a false positive (mean false-positive volume "
+                f"{volume}); not in the means above"
+            )
     return "\n".join(lines)
 
 
@@ -237,13 +334,19 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError(f"need one distinct name per folder, got {names}; pass --names A,B,...")
     results = {name: DatasetResult.read(d) for name, d in zip(names, dirs)}
     columns = {k: c for r in results.values() for k, c in r.columns.items()}  # the folders' own facts
-    result = compare({name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value,
-                     columns=columns)
+    result = compare(
+        {name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value, columns=columns
+    )
     direction = "higher is better" if result.higher_is_better else "lower is better"
-    print(f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
-          + (f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
-             if result.excluded else "")
-          + (f"; {len(result.empty_gt)} empty-GT cases left out (see each summary)" if result.empty_gt else ""))
+    print(
+        f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
+        + (
+            f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
+            if result.excluded
+            else ""
+        )
+        + (f"; {len(result.empty_gt)} empty-GT cases left out (see each summary)" if result.empty_gt else "")
+    )
     print(result.summary().to_string(float_format=lambda v: f"{v:.4g}"))
     print(f"\n{result.test.capitalize()} test: statistic {result.statistic:.4g}, p = {result.pvalue:.4g}")
     if result.nemenyi is not None:

@@ -26,8 +26,9 @@ is the cheaper structure (:func:`component_labels`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any
 
 import cc3d
 import numpy as np
@@ -57,7 +58,7 @@ class Sites:
         components, simply 1..K.
     """
 
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     flat_index: np.ndarray
     label: np.ndarray
     starts: np.ndarray
@@ -91,8 +92,9 @@ class Sites:
         """Voxel coordinates of all site voxels, shape (N, ndim), int64."""
         return np.stack(np.unravel_index(self.flat_index, self.shape), axis=1)
 
-    def edges(self, label_map: Optional[np.ndarray] = None, own: Any = None,
-              coords: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+    def edges(
+        self, label_map: np.ndarray | None = None, own: Any = None, coords: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Edge voxels of every site and of the union of all sites (MONAI's rule: a face neighbour outside).
 
         A site voxel is an edge voxel of its site when one of its face neighbours (6 in 3D, 4 in
@@ -132,11 +134,16 @@ class Sites:
 
         if label_map is None:
             label_map = self.label_map(flat=True)
-        return face_edges(self.flat_index, self.coords() if coords is None else coords, self.shape,
-                          label_map, self.label if own is None else own)
+        return face_edges(
+            self.flat_index,
+            self.coords() if coords is None else coords,
+            self.shape,
+            label_map,
+            self.label if own is None else own,
+        )
 
     @classmethod
-    def grouped(cls, shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.ndarray) -> "Sites":
+    def grouped(cls, shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.ndarray) -> Sites:
         """Sites from voxels in any order: flat indices, site label 1..K of each, source label of each site."""
         order = np.argsort(label, kind="stable")
         label = label[order].astype(np.int32, copy=False)
@@ -206,8 +213,9 @@ def _neighbour_rows(shape: Sequence[int], connectivity: int):
     return rows
 
 
-def run_components(flat_index: np.ndarray, shape: Sequence[int], connectivity: int,
-                   runs: Optional[Runs] = None) -> Tuple[np.ndarray, int]:
+def run_components(
+    flat_index: np.ndarray, shape: Sequence[int], connectivity: int, runs: Runs | None = None
+) -> tuple[np.ndarray, int]:
     """Connected components of a sorted voxel list, numbered in raster order of their first voxel.
 
     Parameters
@@ -274,7 +282,7 @@ def run_components(flat_index: np.ndarray, shape: Sequence[int], connectivity: i
     return np.repeat(renumber[raw], runs.length), int(n)
 
 
-def cc3d_label(mask: np.ndarray, connectivity: int) -> Tuple[np.ndarray, int]:
+def cc3d_label(mask: np.ndarray, connectivity: int) -> tuple[np.ndarray, int]:
     """``cc3d.connected_components`` on a boolean array, with a guard for a cc3d bug.
 
     cc3d 4.1 fails ("maximum length exception") on some small, sparse arrays,
@@ -282,21 +290,24 @@ def cc3d_label(mask: np.ndarray, connectivity: int) -> Tuple[np.ndarray, int]:
     26-connectivity.  A one-voxel background border avoids it and changes no
     component: small arrays are always padded, large ones only on failure.
     """
-    def padded() -> Tuple[np.ndarray, int]:
-        labels, n = cc3d.connected_components(np.pad(mask, 1), connectivity=connectivity, return_N=True,
-                                              binary_image=True)
+
+    label: Any = cc3d.connected_components  # its stubs type `connectivity` as a Literal of the allowed values
+
+    def padded() -> tuple[np.ndarray, int]:
+        labels, n = label(np.pad(mask, 1), connectivity=connectivity, return_N=True, binary_image=True)
         return labels[tuple(slice(1, 1 + size) for size in mask.shape)], n
 
     if mask.size <= current().pad_below:
         return padded()
     try:
-        return cc3d.connected_components(mask, connectivity=connectivity, return_N=True, binary_image=True)
+        return label(mask, connectivity=connectivity, return_N=True, binary_image=True)
     except RuntimeError:  # pragma: no cover (not seen on large arrays)
         return padded()
 
 
-def component_labels(mask: np.ndarray, flat_index: np.ndarray, connectivity: int,
-                     runs: Optional[Runs] = None) -> Tuple[np.ndarray, int]:
+def component_labels(
+    mask: np.ndarray, flat_index: np.ndarray, connectivity: int, runs: Runs | None = None
+) -> tuple[np.ndarray, int]:
     """Component label (1..n, raster order of the first voxel) of each foreground voxel of ``mask``.
 
     ``flat_index`` holds the sorted flat indices of the foreground (``np.flatnonzero(mask)``).
@@ -326,7 +337,7 @@ def component_labels(mask: np.ndarray, flat_index: np.ndarray, connectivity: int
     return np.repeat(renumber[raw], runs.length), int(n)
 
 
-def raster_sites(array: np.ndarray, sites: str, connectivity: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Runs]:
+def raster_sites(array: np.ndarray, sites: str, connectivity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Runs]:
     """The sites of a validated GT in raster order, before grouping.
 
     ``array`` is a boolean mask (``sites="components"``, labelled with ``connectivity``)
@@ -348,7 +359,7 @@ def _component_sites(mask: np.ndarray, connectivity: int) -> Sites:
     return Sites.grouped(mask.shape, *raster_sites(mask, "components", connectivity)[:3])
 
 
-def find_sites(gt: Any, sites: str = "components", connectivity: Optional[int] = None) -> Sites:
+def find_sites(gt: Any, sites: str = "components", connectivity: int | None = None) -> Sites:
     """Validate ``gt`` and return its Voronoi sites.
 
     Parameters
@@ -378,20 +389,20 @@ class ComponentCache:
     Lets several metrics of one case share the labelling work.
     """
 
-    def __init__(self, mask: np.ndarray, known: Optional[Sites] = None, connectivity: Optional[int] = None):
+    def __init__(self, mask: np.ndarray, known: Sites | None = None, connectivity: int | None = None):
         self.mask = mask
         self._sites: dict = {}
         if known is not None:  # components already found for this connectivity
             self._sites[as_connectivity(connectivity, mask.ndim)] = known
 
-    def __call__(self, connectivity: Optional[int] = None) -> Sites:
+    def __call__(self, connectivity: int | None = None) -> Sites:
         conn = as_connectivity(connectivity, self.mask.ndim)
         if conn not in self._sites:
             self._sites[conn] = _component_sites(self.mask, conn)
         return self._sites[conn]
 
 
-def label_components(mask: Any, connectivity: Optional[int] = None) -> Tuple[np.ndarray, int]:
+def label_components(mask: Any, connectivity: int | None = None) -> tuple[np.ndarray, int]:
     """Label the connected components of a binary mask.
 
     Parameters

@@ -34,8 +34,9 @@ import contextlib
 import contextvars
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any
 
 __all__ = ["EngineConfig", "current", "engine_config", "thread_count"]
 
@@ -104,7 +105,7 @@ class EngineConfig:
     """
 
     threads_from: int = 1 << 20
-    threads: Optional[int] = None
+    threads: int | None = None
     max_threads: int = 4
     thread_batch_points: int = 4096
     grouped_from: int = 64
@@ -131,7 +132,7 @@ class EngineConfig:
         if self.max_threads < 1 or self.pair_batch_entries < 1:
             raise ValueError("EngineConfig: max_threads and pair_batch_entries must be at least 1")
 
-    def replace(self, **changes: Optional[int]) -> "EngineConfig":
+    def replace(self, **changes: Any) -> EngineConfig:
         """A copy with some fields changed; an unknown name is an error that lists the fields.
 
         >>> EngineConfig().replace(grouped_from=1).grouped_from
@@ -144,8 +145,10 @@ class EngineConfig:
         return dataclasses.replace(self, **changes)
 
 
-_CURRENT: contextvars.ContextVar[EngineConfig] = contextvars.ContextVar("ccmetrics_engine_config",
-                                                                        default=EngineConfig())
+_CURRENT: contextvars.ContextVar[EngineConfig] = contextvars.ContextVar(
+    "ccmetrics_engine_config",
+    default=EngineConfig(),  # noqa: B039 (a frozen dataclass: never mutated, only replaced)
+)
 
 
 def current() -> EngineConfig:
@@ -154,7 +157,7 @@ def current() -> EngineConfig:
 
 
 @contextlib.contextmanager
-def engine_config(config: Optional[EngineConfig] = None, **changes: Optional[int]) -> Iterator[EngineConfig]:
+def engine_config(config: EngineConfig | None = None, **changes: Any) -> Iterator[EngineConfig]:
     """Use another engine configuration inside a ``with`` block: a whole :class:`EngineConfig`, or fields to change.
 
     Overrides nest; the previous configuration comes back on exit, also after an exception.
@@ -174,7 +177,7 @@ def engine_config(config: Optional[EngineConfig] = None, **changes: Optional[int
         _CURRENT.reset(token)
 
 
-def thread_count(config: Optional[EngineConfig] = None) -> int:
+def thread_count(config: EngineConfig | None = None) -> int:
     """Worker threads for a large image: ``config.threads``, else this process's CPUs (at most ``max_threads``)."""
     config = config if config is not None else current()
     if config.threads is not None:

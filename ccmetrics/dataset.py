@@ -18,7 +18,7 @@ Nothing is dropped in silence: every image file of either folder appears in
 flagged ``missing_prediction``; a prediction without GT, a file that cannot be
 read, a geometry mismatch, a non-binary mask or NaN voxels give an ``error``
 row that names the problem, and the other cases go on. Non-image files are
-listed in :attr:`DatasetResult.ignored_files`.
+listed in ``DatasetResult.ignored_files``.
 
 Each task reads its own two files, so a worker holds one case at a time.
 Results are sorted by case and class, so the tables are identical whatever
@@ -34,9 +34,10 @@ import os
 import pickle
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Union
 
 import numpy as np
 import pandas as pd
@@ -48,10 +49,20 @@ from .case import evaluate
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
+from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 
-__all__ = ["CaseTask", "DatasetResult", "EvalOptions", "evaluate_dataset", "evaluate_task", "pair_folders",
-           "tasks_from_pairs", "MISSING_PREDICTION", "EMPTY_GT"]
+__all__ = [
+    "CaseTask",
+    "DatasetResult",
+    "EvalOptions",
+    "evaluate_dataset",
+    "evaluate_task",
+    "pair_folders",
+    "tasks_from_pairs",
+    "MISSING_PREDICTION",
+    "EMPTY_GT",
+]
 
 #: flag of a GT without prediction file (evaluated as an empty prediction)
 MISSING_PREDICTION = schema.MISSING_PREDICTION
@@ -74,7 +85,7 @@ class CaseTask:
     pred: Any = None
     error: str = ""
 
-    def file_names(self) -> Tuple[str, str]:
+    def file_names(self) -> tuple[str, str]:
         return _describe(self.gt), _describe(self.pred)
 
 
@@ -88,17 +99,17 @@ class EvalOptions:
     worker processes apply too (a context variable does not cross processes).
     """
 
-    metrics: Tuple[str, ...] = registry.DEFAULT_METRICS
-    classes: Optional[Tuple[int, ...]] = None
+    metrics: tuple[str, ...] = registry.DEFAULT_METRICS
+    classes: tuple[int, ...] | None = None
     spacing: Any = "header"
     nsd_tolerance: float = 1.0
-    worst_distance: Optional[float] = None
-    connectivity: Optional[int] = None
+    worst_distance: float | None = None
+    connectivity: int | None = None
     tolerance_mm: float = 1e-3
-    records: Tuple[registry.Metric, ...] = ()
+    records: tuple[registry.Metric, ...] = ()
     engine: EngineConfig = field(default_factory=EngineConfig)
 
-    def metric_arguments(self) -> List[Any]:
+    def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
         records = {r.name: r for r in self.records}
         return [records.get(m, m) for m in self.metrics]
@@ -116,8 +127,10 @@ def _describe(item: Any) -> str:
 
 # ---------------------------------------------------------------- pairing
 
-def pair_folders(gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: Optional[str] = None,
-                 pred_suffix: Optional[str] = None) -> Tuple[List[CaseTask], List[str]]:
+
+def pair_folders(
+    gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: str | None = None, pred_suffix: str | None = None
+) -> tuple[list[CaseTask], list[str]]:
     """Pair the image files of two folders by case id.
 
     The case id is the file name minus its extension (``.nii.gz``, ``.nii``,
@@ -150,8 +163,10 @@ def pair_folders(gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: Optional[
     gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt")
     pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred")
     if not gt_files:
-        raise ValueError(f"no image file in the GT folder {gt_dir}; expected names ending in "
-                         f".nii.gz, .nii, .mha, .mhd, .nrrd or .nhdr")
+        raise ValueError(
+            f"no image file in the GT folder {gt_dir}; expected names ending in "
+            f".nii.gz, .nii, .mha, .mhd, .nrrd or .nhdr"
+        )
     tasks = []
     for case in sorted(set(gt_files) | set(pred_files)):
         gts, preds = gt_files.get(case, []), pred_files.get(case, [])
@@ -160,17 +175,19 @@ def pair_folders(gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: Optional[
             dup = gts if len(gts) > 1 else preds
             task.error = f"case id {case!r} is given by several files: {', '.join(Path(p).name for p in dup)}"
         elif not gts:
-            task.error = (f"no ground truth for this prediction (expected a GT file with case id {case!r} "
-                          f"in {gt_dir}; check --gt-suffix/--pred-suffix)")
+            task.error = (
+                f"no ground truth for this prediction (expected a GT file with case id {case!r} "
+                f"in {gt_dir}; check --gt-suffix/--pred-suffix)"
+            )
         tasks.append(task)
     return tasks, gt_ignored + pred_ignored
 
 
-def _scan(folder: _PathLike, suffix: Optional[str], name: str) -> Tuple[Dict[str, List[str]], List[str]]:
+def _scan(folder: _PathLike, suffix: str | None, name: str) -> tuple[dict[str, list[str]], list[str]]:
     folder = Path(folder)
     if not folder.is_dir():
         raise NotADirectoryError(f"{name} folder {folder} does not exist or is not a folder")
-    files: Dict[str, List[str]] = {}
+    files: dict[str, list[str]] = {}
     ignored = []
     for path in sorted(folder.iterdir()):
         if path.is_dir():  # not searched: listed, so that files in it do not vanish unnoticed
@@ -183,7 +200,7 @@ def _scan(folder: _PathLike, suffix: Optional[str], name: str) -> Tuple[Dict[str
     return files, ignored
 
 
-def tasks_from_pairs(pairs: Union[Mapping[str, Tuple[Any, Any]], Iterable[Tuple[str, Any, Any]]]) -> List[CaseTask]:
+def tasks_from_pairs(pairs: Mapping[str, tuple[Any, Any]] | Iterable[tuple[str, Any, Any]]) -> list[CaseTask]:
     """Tasks from ``{case: (gt, pred)}`` or ``[(case, gt, pred), ...]``; gt/pred are paths, arrays or Images."""
     items = pairs.items() if isinstance(pairs, Mapping) else ((c, (g, p)) for c, g, p in pairs)
     tasks = [CaseTask(str(case), gt, pred) for case, (gt, pred) in items]
@@ -198,7 +215,8 @@ def tasks_from_pairs(pairs: Union[Mapping[str, Tuple[Any, Any]], Iterable[Tuple[
 
 # ---------------------------------------------------------------- one case
 
-def _as_image(item: Any) -> Tuple[Image, bool]:
+
+def _as_image(item: Any) -> tuple[Image, bool]:
     """The item as an Image, and whether its geometry is known (a file or an Image, not a bare array)."""
     if isinstance(item, Image):
         return item, True
@@ -208,7 +226,7 @@ def _as_image(item: Any) -> Tuple[Image, bool]:
     return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None), False
 
 
-def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
+def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     """Evaluate one case (the unit of work of every scheduler); never raises.
 
     Returns a dict with ``rows`` (per-case rows, one per class), ``components``
@@ -231,17 +249,26 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
         else:
             pred, pred_known = _as_image(task.pred)
         t_read = time.perf_counter() - t0
-        problem = (check_same_geometry(gt, pred, atol_mm=options.tolerance_mm) if gt_known and pred_known else
-                   None if gt.array.shape == pred.array.shape else
-                   f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
+        problem = (
+            check_same_geometry(gt, pred, atol_mm=options.tolerance_mm)
+            if gt_known and pred_known
+            else None
+            if gt.array.shape == pred.array.shape
+            else f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}"
+        )
         if problem:
             raise _CaseError(problem)
         if isinstance(options.spacing, str):  # "header": known from a file or an Image; "voxel": none
             spacing = tuple(gt.spacing) if options.spacing == "header" and gt_known else None
         else:  # one number for every axis, or one per axis (a wrong count is this case's error row)
             spacing = as_spacing(options.spacing, gt.array.ndim)
-        kwargs = dict(spacing=spacing, nsd_tolerance=options.nsd_tolerance,
-                      worst_distance=options.worst_distance, connectivity=options.connectivity)
+        kwargs: dict[str, Any] = dict(
+            spacing=spacing,
+            nsd_tolerance=options.nsd_tolerance,
+            worst_distance=options.worst_distance,
+            connectivity=options.connectivity,
+        )
+        results: dict[int, CaseResult]
         with engine_config(options.engine):
             if options.classes:
                 results = evaluate(pred.array, gt.array, options.metric_arguments(), classes=classes, **kwargs)
@@ -251,23 +278,37 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> Dict[str, Any]:
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
         rows = [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes]
-        return {"rows": rows, "components": None,
-                "timing": {CASE: task.case, schema.READ_SECONDS: t_read,
-                           schema.COMPUTE_SECONDS: time.perf_counter() - t0 - t_read}}
+        return {
+            "rows": rows,
+            "components": None,
+            "timing": {
+                CASE: task.case,
+                schema.READ_SECONDS: t_read,
+                schema.COMPUTE_SECONDS: time.perf_counter() - t0 - t_read,
+            },
+        }
     rows, frames = [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     for c, result in results.items():
         case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
-        row = {**base, CLASS: int(c), STATUS: FLAGGED if case_flags else OK,
-               FLAGS: schema.join_flags(case_flags), ERROR: "",
-               schema.SPACING: "x".join(f"{s:g}" for s in spacing) if spacing else "voxel"}
+        row: dict[str, Any] = {
+            **base,
+            CLASS: int(c),
+            STATUS: FLAGGED if case_flags else OK,
+            FLAGS: schema.join_flags(case_flags),
+            ERROR: "",
+            schema.SPACING: "x".join(f"{s:g}" for s in spacing) if spacing else "voxel",
+        }
         row.update(result.case_row())
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         rows.append(row)
         frames.append(result.to_frame(task.case, c))
     t_total = time.perf_counter() - t0
-    return {"rows": rows, "components": pd.concat(frames, ignore_index=True),
-            "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read}}
+    return {
+        "rows": rows,
+        "components": pd.concat(frames, ignore_index=True),
+        "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
+    }
 
 
 class _CaseError(ValueError):
@@ -275,6 +316,7 @@ class _CaseError(ValueError):
 
 
 # ---------------------------------------------------------------- the data set
+
 
 @dataclass
 class DatasetResult:
@@ -301,22 +343,22 @@ class DatasetResult:
 
     per_component: pd.DataFrame
     per_case: pd.DataFrame
-    ignored_files: List[str] = field(default_factory=list)
+    ignored_files: list[str] = field(default_factory=list)
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
-    options: Dict[str, Any] = field(default_factory=dict)
-    columns: Dict[str, registry.Column] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, registry.Column] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.columns:
             self.columns = _columns_of(self.options.get("metrics", []), self.per_case)
 
     @property
-    def cc_metrics(self) -> List[str]:
+    def cc_metrics(self) -> list[str]:
         """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``), in evaluation order."""
         return [m for m, c in self.columns.items() if c.cc and m in self.per_case and schema.cc(m) in self.per_case]
 
     @property
-    def case_level_columns(self) -> List[str]:
+    def case_level_columns(self) -> list[str]:
         """Columns of case-level scores in ``per_case`` (PQ, Lesion Dice, detection), in the registry's order."""
         order = {c.name: i for i, c in enumerate(c for m in registry.metrics() for c in m.columns)}
         found = [m for m, c in self.columns.items() if not c.cc and m in self.per_case]
@@ -332,15 +374,20 @@ class DatasetResult:
         """The error rows of ``per_case``."""
         return self.per_case[self.per_case[STATUS] == FAILED]
 
-    def counts(self) -> Dict[str, int]:
+    def counts(self) -> dict[str, int]:
         """Cases (not case-class rows): total, evaluated, flagged, failed, empty GT, missing prediction."""
         by_case = self.per_case.groupby(CASE, sort=False)
         failed = by_case[STATUS].apply(lambda s: (s == FAILED).any())
         flagged = by_case[STATUS].apply(lambda s: (s == FLAGGED).any()) & ~failed
         flags = by_case[FLAGS].apply(lambda s: schema.join_flags(s.fillna("")))
-        return {"cases": int(len(failed)), "evaluated": int((~failed).sum()), "flagged": int(flagged.sum()),
-                "failed": int(failed.sum()), "empty_gt": int(flags.str.contains(EMPTY_GT).sum()),
-                "missing_prediction": int(flags.str.contains(MISSING_PREDICTION).sum())}
+        return {
+            "cases": int(len(failed)),
+            "evaluated": int((~failed).sum()),
+            "flagged": int(flagged.sum()),
+            "failed": int(failed.sum()),
+            "empty_gt": int(flags.str.contains(EMPTY_GT).sum()),
+            "missing_prediction": int(flags.str.contains(MISSING_PREDICTION).sum()),
+        }
 
     def summary(self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
         """Mean, median and bootstrap confidence interval of every score, per class.
@@ -366,14 +413,13 @@ class DatasetResult:
         """
         from .stats import bootstrap_ci, bootstrap_ci_pooled
 
-        boot = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
+        boot: dict[str, Any] = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
         cases = self._evaluated(empty_gt=False)
         worst = schema.WORST_DISTANCE
         rows = []
         for c in sorted(self.per_case[CLASS].unique()):
             here = cases[cases[CLASS] == c]
-            comps = self.per_component[(self.per_component[CLASS] == c)
-                                       & self.per_component[CASE].isin(here[CASE])]
+            comps = self.per_component[(self.per_component[CLASS] == c) & self.per_component[CASE].isin(here[CASE])]
             for m in self.cc_metrics:  # non-finite distances count as the case's worst distance (one rule)
                 kind = self.columns[m]
                 standard = cc_values(here[m], kind, here[worst])
@@ -381,8 +427,11 @@ class DatasetResult:
                 patient = here[schema.cc(m)].to_numpy(float)
                 rows.append(_stats_row(c, m, schema.CC_PATIENT, patient, bootstrap_ci(patient, **boot)))
                 pooled = cc_values(comps[m], kind, comps[worst])
-                rows.append(_stats_row(c, m, schema.CC_POOLED, pooled,
-                                       bootstrap_ci_pooled(pooled, comps[CASE].to_numpy(), **boot)))
+                rows.append(
+                    _stats_row(
+                        c, m, schema.CC_POOLED, pooled, bootstrap_ci_pooled(pooled, comps[CASE].to_numpy(), **boot)
+                    )
+                )
             for s in self.case_level_columns:
                 values = here[s].to_numpy(float)
                 values = values[~np.isnan(values)]
@@ -396,12 +445,17 @@ class DatasetResult:
         for c in sorted(self.per_case[CLASS].unique()):
             e = empty[empty[CLASS] == c]
             volume, volume_ml = e[schema.PRED_VOLUME], e[schema.PRED_VOLUME_ML]
-            values = (c, len(e), int((volume > 0).sum()), float(volume.mean()) if len(e) else math.nan,
-                      float(volume_ml.mean()) if len(e) else math.nan)
+            values = (
+                c,
+                len(e),
+                int((volume > 0).sum()),
+                float(volume.mean()) if len(e) else math.nan,
+                float(volume_ml.mean()) if len(e) else math.nan,
+            )
             rows.append(dict(zip(schema.EMPTY_GT_SUMMARY_COLUMNS, values)))
         return pd.DataFrame(rows).set_index(CLASS)
 
-    def write(self, out_dir: _PathLike, *, plots: bool = True, **summary_options: Any) -> Dict[str, Any]:
+    def write(self, out_dir: _PathLike, *, plots: bool = True, **summary_options: Any) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``.
 
         Returns a dict naming the paths written.
@@ -412,24 +466,31 @@ class DatasetResult:
         self.per_component.to_csv(paths[schema.PER_COMPONENT.name], index=False)
         self.per_case.to_csv(paths[schema.PER_CASE.name], index=False)
         summary = self.summary(**summary_options)
-        doc = {"counts": self.counts(),
-               "summary": _records(summary.reset_index()),
-               "empty_gt": _records(self.empty_gt_summary().reset_index()),
-               "errors": _records(self.errors[[CASE, CLASS, ERROR]]),
-               "ignored_files": self.ignored_files,
-               "options": self.options,
-               "columns": {name: column.facts() for name, column in self.columns.items()}}
+        doc = {
+            "counts": self.counts(),
+            "summary": _records(summary.reset_index()),
+            "empty_gt": _records(self.empty_gt_summary().reset_index()),
+            "errors": _records(self.errors[[CASE, CLASS, ERROR]]),
+            "ignored_files": self.ignored_files,
+            "options": self.options,
+            "columns": {name: column.facts() for name, column in self.columns.items()},
+        }
         paths[schema.SUMMARY.name].write_text(json.dumps(doc, indent=2, allow_nan=False))
-        written: Dict[str, Any] = {**paths, "plots": []}
+        written: dict[str, Any] = {**paths, "plots": []}
         if plots:
             from .plots import write_plots
 
-            written["plots"] = write_plots(self.per_component, self.per_case, out / "plots",
-                                           metrics=self.options.get("metrics"), columns=self.columns)
+            written["plots"] = write_plots(
+                self.per_component,
+                self.per_case,
+                out / "plots",
+                metrics=self.options.get("metrics"),
+                columns=self.columns,
+            )
         return written
 
     @classmethod
-    def read(cls, out_dir: _PathLike) -> "DatasetResult":
+    def read(cls, out_dir: _PathLike) -> DatasetResult:
         """Load a result folder written by :meth:`write` (or by ``ccmetrics evaluate``), validated against the schema.
 
         Raises
@@ -442,28 +503,33 @@ class DatasetResult:
         out = Path(out_dir)
         case_file, component_file = out / schema.PER_CASE.file, out / schema.PER_COMPONENT.file
         if not case_file.is_file():
-            raise FileNotFoundError(f"{out} holds no {schema.PER_CASE.file}: give a folder written by "
-                                    f"`ccmetrics evaluate`")
+            raise FileNotFoundError(
+                f"{out} holds no {schema.PER_CASE.file}: give a folder written by `ccmetrics evaluate`"
+            )
         doc = json.loads((out / schema.SUMMARY.file).read_text()) if (out / schema.SUMMARY.file).is_file() else {}
         options = doc.get("options", {})
         per_case = schema.PER_CASE.read(case_file)
-        columns = ({name: registry.Column.from_facts(name, facts) for name, facts in doc["columns"].items()}
-                   if "columns" in doc else _columns_of(options.get("metrics", []), per_case))
+        columns = (
+            {name: registry.Column.from_facts(name, facts) for name, facts in doc["columns"].items()}
+            if "columns" in doc
+            else _columns_of(options.get("metrics", []), per_case)
+        )
         evaluated = bool((per_case[STATUS] != FAILED).any())
-        schema.PER_CASE.validate(per_case, str(case_file), [name for m, c in columns.items() if c.cc or evaluated
-                                                            for name in ((m, schema.cc(m)) if c.cc else (m,))])
+        schema.PER_CASE.validate(
+            per_case,
+            str(case_file),
+            [name for m, c in columns.items() if c.cc or evaluated for name in ((m, schema.cc(m)) if c.cc else (m,))],
+        )
         per_component = pd.DataFrame()
         if component_file.is_file():
             per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
         return cls(per_component, per_case, options=options, columns=columns)
 
 
-
-
-def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> Dict[str, registry.Column]:
+def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> dict[str, registry.Column]:
     """The registry's facts of the columns of these metrics; a name this process has not registered is taken
     for a per-region metric when its CC column exists, with default facts."""
-    out: Dict[str, registry.Column] = {}
+    out: dict[str, registry.Column] = {}
     for name in names:
         try:
             out.update(registry.columns_of([name]))
@@ -472,16 +538,22 @@ def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> Dict[str, regis
     return out
 
 
-def _stats_row(c, metric, aggregation, values, ci) -> Dict[str, Any]:
+def _stats_row(c, metric, aggregation, values, ci) -> dict[str, Any]:
     values = np.asarray(values, dtype=float)
     n = int(values.size)
-    return {CLASS: c, schema.METRIC: metric, schema.AGGREGATION: aggregation, schema.N: n,
-            schema.MEAN: float(values.mean()) if n else math.nan,
-            schema.MEDIAN: float(np.median(values)) if n else math.nan,
-            schema.CI_LOW: float(ci[0]), schema.CI_HIGH: float(ci[1])}
+    return {
+        CLASS: c,
+        schema.METRIC: metric,
+        schema.AGGREGATION: aggregation,
+        schema.N: n,
+        schema.MEAN: float(values.mean()) if n else math.nan,
+        schema.MEDIAN: float(np.median(values)) if n else math.nan,
+        schema.CI_LOW: float(ci[0]),
+        schema.CI_HIGH: float(ci[1]),
+    }
 
 
-def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
+def _records(frame: pd.DataFrame) -> list[dict[Any, Any]]:
     out = []
     for rec in frame.to_dict(orient="records"):
         rec = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
@@ -491,16 +563,16 @@ def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
 
 def evaluate_dataset(
     gt: Any,
-    pred: Optional[_PathLike] = None,
-    metrics: Union[str, Sequence[str]] = registry.DEFAULT_METRICS,
+    pred: _PathLike | None = None,
+    metrics: str | Sequence[str] = registry.DEFAULT_METRICS,
     *,
-    classes: Optional[Sequence[int]] = None,
+    classes: Sequence[int] | None = None,
     spacing: Any = "header",
     nsd_tolerance: float = 1.0,
-    worst_distance: Optional[float] = None,
-    connectivity: Optional[int] = None,
-    gt_suffix: Optional[str] = None,
-    pred_suffix: Optional[str] = None,
+    worst_distance: float | None = None,
+    connectivity: int | None = None,
+    gt_suffix: str | None = None,
+    pred_suffix: str | None = None,
     tolerance_mm: float = 1e-3,
     workers: int = 1,
     client: Any = None,
@@ -571,10 +643,12 @@ def evaluate_dataset(
     """
     records = registry.resolve(metrics)
     if any(isinstance(m.compute, registry.MonaiRegionMetric) and m.name not in registry.names() for m in records):
-        raise ValueError("evaluate_dataset takes metric names only (a MONAI metric object has no name that the "
-                         "tables of every worker share): register the object first, e.g. "
-                         "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
-                         "and pass its name")
+        raise ValueError(
+            "evaluate_dataset takes metric names only (a MONAI metric object has no name that the "
+            "tables of every worker share): register the object first, e.g. "
+            "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
+            "and pass its name"
+        )
     if classes is not None:
         classes = as_classes(classes)
     if isinstance(spacing, str) and spacing not in ("header", "voxel"):
@@ -591,9 +665,17 @@ def evaluate_dataset(
         tasks, ignored = tasks_from_pairs(gt), []
     ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
     names = [m.name for m in ordered if m.per_region]
-    options = EvalOptions(tuple(m.name for m in ordered), classes, spacing, float(nsd_tolerance),
-                          worst_distance, connectivity, float(tolerance_mm),
-                          tuple(m for m in ordered if not m.builtin), current_engine())
+    options = EvalOptions(
+        tuple(m.name for m in ordered),
+        classes,
+        spacing,
+        float(nsd_tolerance),
+        worst_distance,
+        connectivity,
+        float(tolerance_mm),
+        tuple(m for m in ordered if not m.builtin),
+        current_engine(),
+    )
     if workers > 1 or client is not None:
         _check_picklable(options)
     outputs = _run(tasks, options, workers, client, progress)
@@ -608,11 +690,17 @@ def evaluate_dataset(
     per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
     per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
-    record = {"metrics": list(options.metrics), "classes": list(classes) if classes else None,
-              "spacing": spacing if isinstance(spacing, str) else list(np.atleast_1d(spacing).astype(float)),
-              "nsd_tolerance": options.nsd_tolerance, "worst_distance": worst_distance,
-              "connectivity": connectivity, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix,
-              "tolerance_mm": options.tolerance_mm}
+    record = {
+        "metrics": list(options.metrics),
+        "classes": list(classes) if classes else None,
+        "spacing": spacing if isinstance(spacing, str) else list(np.atleast_1d(spacing).astype(float)),
+        "nsd_tolerance": options.nsd_tolerance,
+        "worst_distance": worst_distance,
+        "connectivity": connectivity,
+        "gt_suffix": gt_suffix,
+        "pred_suffix": pred_suffix,
+        "tolerance_mm": options.tolerance_mm,
+    }
     columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(per_component, per_case, ignored, timings, record, columns)
 
@@ -623,12 +711,13 @@ def _check_picklable(options: EvalOptions) -> None:
         try:
             pickle.dumps(record)
         except Exception as exc:  # pickling raises several types (PicklingError, AttributeError, TypeError)
-            raise ValueError(f"metric {record.name!r} cannot be sent to worker processes ({exc}): define its function "
-                             f"at the top level of a module (not a lambda or a nested function), or use workers=1"
-                             ) from None
+            raise ValueError(
+                f"metric {record.name!r} cannot be sent to worker processes ({exc}): define its function "
+                f"at the top level of a module (not a lambda or a nested function), or use workers=1"
+            ) from None
 
 
-def _run(tasks: List[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> List[Dict]:
+def _run(tasks: list[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> list[dict]:
     """Evaluate every task here, in worker processes or on a Dask cluster; completion order does not matter."""
     from tqdm.auto import tqdm
 
@@ -644,7 +733,8 @@ def _run(tasks: List[CaseTask], options: EvalOptions, workers: int, client: Any,
                 bar.update()
         elif workers > 1 and len(tasks) > 1:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed as done
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import as_completed as done
 
             context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

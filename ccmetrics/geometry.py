@@ -20,8 +20,9 @@ depend on the threads (:class:`ccmetrics.EngineConfig` sets the thresholds).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,8 +32,14 @@ from .components import Runs
 from .config import current, thread_count
 from .ground_truth import GroundTruth
 from .partition import assign_nearest_flat
-from .surface import (GroupedDistances, directed_distances, grouped_directed_distances, mask_edges, own_face_edges,
-                      physical)
+from .surface import (
+    GroupedDistances,
+    directed_distances,
+    grouped_directed_distances,
+    mask_edges,
+    own_face_edges,
+    physical,
+)
 
 __all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "coordinates"]
 
@@ -42,7 +49,7 @@ def coordinates(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return np.stack(np.unravel_index(flat_index, shape), axis=1)
 
 
-def _concat(arrays: List[np.ndarray]) -> np.ndarray:
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
 
 
@@ -65,21 +72,21 @@ class CaseSurfaces:
     prediction and GT.
     """
 
-    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]]):
+    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: tuple[float, ...] | None):
         geometry = truth.geometry
         self.shape, self.spacing, self.n = truth.shape, spacing, geometry.found.n
         self._pred, self._truth = pred, truth
         self._gt_union = geometry.coords[geometry.union_edge]
         self._pred_union = coordinates(pred.flat[pred.union_edge], self.shape)
-        self._whole: Optional[Tuple[Any, Any]] = None
-        self._pred_edges: List[np.ndarray] = []
-        self._gt_edges: List[np.ndarray] = []
+        self._whole: tuple[Any, Any] | None = None
+        self._pred_edges: list[np.ndarray] = []
+        self._gt_edges: list[np.ndarray] = []
 
-    def _pair(self, pool: Optional[ThreadPoolExecutor], pred_edges: np.ndarray, gt_edges: np.ndarray):
+    def _pair(self, pool: ThreadPoolExecutor | None, pred_edges: np.ndarray, gt_edges: np.ndarray):
         p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
         return submit(pool, directed_distances, p, g), submit(pool, directed_distances, g, p)
 
-    def start_whole_image(self, pool: Optional[ThreadPoolExecutor] = None) -> None:
+    def start_whole_image(self, pool: ThreadPoolExecutor | None = None) -> None:
         """Start the whole-image edge distances (on the pool, or now without one)."""
         if self._whole is None:
             self._whole = self._pair(pool, self._pred_union, self._gt_union)
@@ -87,24 +94,27 @@ class CaseSurfaces:
     def add_regions(self, pred_region: np.ndarray) -> None:
         """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""
         geometry, pred = self._truth.geometry, self._pred
+        if pred.union_edge is None:
+            raise ValueError("CaseSurfaces needs the prediction's edges: PredictionVoxels(pred_mask, edges=True)")
         own_label = pred_region if self.n else np.ones_like(pred_region)
         pred_own = own_face_edges(pred.flat, self.shape, own_label, pred.union_edge, pred.runs)
         # edge voxels grouped by region (site voxels are already sorted by label)
         self._gt_edges = self._group(geometry.coords[geometry.own_edge], geometry.found.label[geometry.own_edge])
         order = np.argsort(pred_region[pred_own], kind="stable")
-        self._pred_edges = self._group(coordinates(pred.flat[pred_own][order], self.shape),
-                                       pred_region[pred_own][order])
+        self._pred_edges = self._group(
+            coordinates(pred.flat[pred_own][order], self.shape), pred_region[pred_own][order]
+        )
 
-    def _group(self, coords: np.ndarray, labels: np.ndarray) -> List[np.ndarray]:
+    def _group(self, coords: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
         bounds = np.searchsorted(labels, np.arange(1, self.n + 2))
-        return [coords[bounds[i]:bounds[i + 1]] for i in range(self.n)]
+        return [coords[bounds[i] : bounds[i + 1]] for i in range(self.n)]
 
     def whole_image(self) -> GroupedDistances:
         """Edge distances of the whole prediction and the whole GT (one group)."""
         self.start_whole_image()
         return GroupedDistances.single(self._whole[0].result(), self._whole[1].result())  # type: ignore[index]
 
-    def per_region(self, pool: Optional[ThreadPoolExecutor] = None) -> GroupedDistances:
+    def per_region(self, pool: ThreadPoolExecutor | None = None) -> GroupedDistances:
         """Prediction->GT and GT->prediction edge distances inside the regions 1..K.
 
         From ``grouped_from`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
@@ -122,10 +132,14 @@ class CaseSurfaces:
             return GroupedDistances(d_pg, bounds_p, d_gp, bounds_g)
         if pool is None:
             pairs = [self._pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
-            return GroupedDistances(_concat([pair[0].result() for pair in pairs]), bounds_p,
-                                    _concat([pair[1].result() for pair in pairs]), bounds_g)
+            return GroupedDistances(
+                _concat([pair[0].result() for pair in pairs]),
+                bounds_p,
+                _concat([pair[1].result() for pair in pairs]),
+                bounds_g,
+            )
         cost = {(i, d): len(pred_edges[i]) + len(gt_edges[i]) for i in range(self.n) for d in (0, 1)}
-        batches: List[List[Tuple[int, int]]] = []
+        batches: list[list[tuple[int, int]]] = []
         total = 0
         for unit in sorted(cost, key=lambda u: -cost[u]):
             if not batches or total >= config.thread_batch_points:
@@ -141,14 +155,18 @@ class CaseSurfaces:
                 out[i, d] = directed_distances(p, g) if d == 0 else directed_distances(g, p)
             return out
 
-        where = {}
+        where: dict[tuple[int, int], Any] = {}
         for batch in batches:
             future = submit(pool, run, batch)
             where.update((unit, future) for unit in batch)
-        return GroupedDistances(_concat([where[i, 0].result()[i, 0] for i in range(self.n)]), bounds_p,
-                                _concat([where[i, 1].result()[i, 1] for i in range(self.n)]), bounds_g)
+        return GroupedDistances(
+            _concat([where[i, 0].result()[i, 0] for i in range(self.n)]),
+            bounds_p,
+            _concat([where[i, 1].result()[i, 1] for i in range(self.n)]),
+            bounds_g,
+        )
 
-    def _grouped(self, pool: Optional[ThreadPoolExecutor]) -> Tuple[np.ndarray, np.ndarray]:
+    def _grouped(self, pool: ThreadPoolExecutor | None) -> tuple[np.ndarray, np.ndarray]:
         """Two KD-tree queries for all regions (the region as an extra coordinate), shared by the pool's threads."""
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
         labels = np.arange(1, self.n + 1)
@@ -159,8 +177,10 @@ class CaseSurfaces:
         g_group = np.repeat(labels, [len(e) for e in gt_edges])
         span = image_diagonal(self.shape, self.spacing)
         workers = 1 if pool is None else thread_count()
-        return (grouped_directed_distances(p, p_group, g, g_group, span, workers),
-                grouped_directed_distances(g, g_group, p, p_group, span, workers))
+        return (
+            grouped_directed_distances(p, p_group, g, g_group, span, workers),
+            grouped_directed_distances(g, g_group, p, p_group, span, workers),
+        )
 
 
 class CaseRegions:
@@ -179,9 +199,14 @@ class CaseRegions:
     many prediction voxels lie outside the GT): :meth:`CaseSurfaces.start_whole_image`.
     """
 
-    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: Optional[Tuple[float, ...]],
-                 pool: Optional[ThreadPoolExecutor] = None,
-                 beside: Optional[Callable[[Optional[ThreadPoolExecutor]], None]] = None):
+    def __init__(
+        self,
+        pred: PredictionVoxels,
+        truth: GroundTruth,
+        spacing: tuple[float, ...] | None,
+        pool: ThreadPoolExecutor | None = None,
+        beside: Callable[[ThreadPoolExecutor | None], None] | None = None,
+    ):
         geometry = truth.geometry
         found = geometry.found
         self.shape, self.spacing, self.found = truth.shape, spacing, found
@@ -197,15 +222,16 @@ class CaseRegions:
         region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
         if found.n and not inside.all():
             own = geometry.own_edge
-            region[~inside] = assign_nearest_flat(self.pred_flat[~inside], self.shape, geometry.coords[own],
-                                                  found.label[own], spacing)
+            region[~inside] = assign_nearest_flat(
+                self.pred_flat[~inside], self.shape, geometry.coords[own], found.label[own], spacing
+            )
         if beside is not None and late:
             beside(pool)
         self.pred_region = region
         self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
 
-    def masks(self, c: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+    def masks(self, c: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Boolean prediction and GT masks of region ``c`` on its crop (the whole image for ``None``).
 
         The crop is the bounding box of both masks in the region (a region always holds its site's
@@ -218,7 +244,7 @@ class CaseRegions:
         else:
             f = self.found
             pred = coordinates(self.pred_flat[self.pred_region == c], self.shape)
-            gt = self._gt_coords[f.starts[c - 1]:f.starts[c]]
+            gt = self._gt_coords[f.starts[c - 1] : f.starts[c]]
         both = np.concatenate([pred, gt])
         if c is None or len(both) == 0:
             lo, crop_shape = np.zeros(len(self.shape), dtype=np.int64), self.shape

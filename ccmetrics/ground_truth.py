@@ -10,7 +10,7 @@ steps, checkpoints) without repeating that work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class PreparedSites:
     coords : ndarray of int64, shape (N, ndim)
         Coordinates of ``found.flat_index``.
     own_edge, union_edge : ndarray of bool, shape (N,)
-        Edge voxels of each site and of all sites together (:meth:`Sites.edges`).
+        Edge voxels of each site and of all sites together (:meth:`~ccmetrics.components.Sites.edges`).
     runs : Runs
         The site voxels in raster order, as runs along the last axis.
     raster_label : ndarray of int32
@@ -73,18 +73,17 @@ class GroundTruth:
     False
     """
 
-    def __init__(self, gt: Any, *, sites: str = "components", connectivity: Optional[int] = None,
-                 prepare: bool = True):
+    def __init__(self, gt: Any, *, sites: str = "components", connectivity: int | None = None, prepare: bool = True):
         self.sites = as_sites_mode(sites)
         self.connectivity = connectivity
         self.array = as_label_map(gt, "gt") if self.sites == "labels" else as_binary_mask(gt, "gt")
         self._conn = as_connectivity(connectivity, self.array.ndim)
-        self._prepared: Optional[PreparedSites] = None
-        self._components: Optional[ComponentCache] = None
+        self._prepared: PreparedSites | None = None
+        self._components: ComponentCache | None = None
         if prepare:
             self.prepare()
 
-    def prepare(self) -> "GroundTruth":
+    def prepare(self) -> GroundTruth:
         """Find the sites, their coordinates and edges (once; later calls return at once)."""
         if self._prepared is None:
             flat, raster_label, source, runs = raster_sites(self.array, self.sites, self._conn)
@@ -113,7 +112,7 @@ class GroundTruth:
         return self.geometry.found
 
     @property
-    def shape(self) -> Tuple[int, ...]:
+    def shape(self) -> tuple[int, ...]:
         return self.array.shape
 
     def components(self) -> ComponentCache:
@@ -125,10 +124,12 @@ class GroundTruth:
                 self._components = ComponentCache(self.array != 0)
         return self._components
 
-    def check_options(self, sites: str, connectivity: Optional[int]) -> "GroundTruth":
+    def check_options(self, sites: str, connectivity: int | None) -> GroundTruth:
         """Refuse options other than those it was prepared with (the defaults always pass); return itself."""
         if (sites, connectivity) not in (("components", None), (self.sites, self.connectivity)):
-            raise ValueError(f"this GroundTruth was prepared with sites={self.sites!r}, connectivity="
-                             f"{self.connectivity!r}; evaluate got sites={sites!r}, connectivity={connectivity!r}: "
-                             f"prepare it with the options you want")
+            raise ValueError(
+                f"this GroundTruth was prepared with sites={self.sites!r}, connectivity="
+                f"{self.connectivity!r}; evaluate got sites={sites!r}, connectivity={connectivity!r}: "
+                f"prepare it with the options you want"
+            )
         return self

@@ -20,14 +20,24 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 
-__all__ = ["IMAGE_EXTENSIONS", "Image", "ImageReadError", "check_same_geometry", "image_id", "is_image_file",
-           "load_image", "save_image"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "Image",
+    "ImageReadError",
+    "check_same_geometry",
+    "image_id",
+    "is_image_file",
+    "load_image",
+    "save_image",
+]
 
+#: the image file extensions ccmetrics reads and pairs (case id: the name without them)
 IMAGE_EXTENSIONS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr")
 _READERS = ("auto", "nibabel", "sitk")
 _HINT = "\n(is the file truncated or corrupt? write or copy it again)"
@@ -54,9 +64,9 @@ class Image:
     """
 
     array: np.ndarray
-    spacing: Tuple[float, ...]
+    spacing: tuple[float, ...]
     affine: np.ndarray
-    path: Optional[str] = None
+    path: str | None = None
 
     @property
     def direction(self) -> np.ndarray:
@@ -71,8 +81,9 @@ class Image:
         return self.affine[:n, n].copy()
 
     def __repr__(self) -> str:
-        return (f"Image(shape={self.array.shape}, dtype={self.array.dtype}, "
-                f"spacing={_r(self.spacing)}, path={self.path!r})")
+        return (
+            f"Image(shape={self.array.shape}, dtype={self.array.dtype}, spacing={_r(self.spacing)}, path={self.path!r})"
+        )
 
 
 def _r(values) -> tuple:
@@ -81,7 +92,7 @@ def _r(values) -> tuple:
     return tuple(tuple(row) for row in a.tolist()) if a.ndim == 2 else tuple(a.tolist())
 
 
-def _extension(path) -> Optional[str]:
+def _extension(path) -> str | None:
     name = os.path.basename(os.fspath(path)).lower()
     return next((e for e in IMAGE_EXTENSIONS if name.endswith(e) and len(name) > len(e)), None)
 
@@ -95,7 +106,7 @@ def is_image_file(path) -> bool:
     return _extension(path) is not None
 
 
-def image_id(path, suffix: Optional[str] = None) -> str:
+def image_id(path, suffix: str | None = None) -> str:
     """The file name without directory and image extension, and without a trailing ``suffix``.
 
     Parameters
@@ -121,8 +132,9 @@ def image_id(path, suffix: Optional[str] = None) -> str:
     name = os.path.basename(os.fspath(path))
     ext = _extension(name)
     if ext is None:
-        raise ValueError(f"{name!r} has no image extension: expected a name ending in one of "
-                         f"{', '.join(IMAGE_EXTENSIONS)}")
+        raise ValueError(
+            f"{name!r} has no image extension: expected a name ending in one of {', '.join(IMAGE_EXTENSIONS)}"
+        )
     stem = name[: -len(ext)]
     return re.sub(f"(?:{suffix})$", "", stem, count=1) if suffix else stem
 
@@ -175,34 +187,40 @@ def load_image(path, reader: str = "auto") -> Image:
         raise FileNotFoundError(f"image file not found: {path!r}")
     ext = _extension(path)
     if ext is None:
-        raise ValueError(f"cannot read {path!r}: unknown image extension; ccmetrics reads "
-                         f"{', '.join(IMAGE_EXTENSIONS)} (convert the file to one of these)")
+        raise ValueError(
+            f"cannot read {path!r}: unknown image extension; ccmetrics reads "
+            f"{', '.join(IMAGE_EXTENSIONS)} (convert the file to one of these)"
+        )
     nifti = ext in (".nii", ".nii.gz")
     if reader == "nibabel" and not nifti:
-        raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: "
-                         "use reader='auto' or 'sitk'")
+        raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: use reader='auto' or 'sitk'")
     if nifti:
         _check_nifti(path, complete=reader == "sitk")
     array, affine = (_read_nibabel if nifti and reader != "sitk" else _read_sitk)(path)
     if array.ndim > 3 and all(s == 1 for s in array.shape[3:]):
         array = array.reshape(array.shape[:3])
     if array.ndim not in (2, 3):
-        raise ValueError(f"{path!r} is a {array.ndim}D image of shape {array.shape}; ccmetrics "
-                         "evaluates 2D or 3D label images: split the volumes or take one channel first")
+        raise ValueError(
+            f"{path!r} is a {array.ndim}D image of shape {array.shape}; ccmetrics "
+            "evaluates 2D or 3D label images: split the volumes or take one channel first"
+        )
     n = array.ndim
     spacing = tuple(float(s) for s in np.linalg.norm(affine[:-1, :n], axis=0))
     keep = list(range(n)) + [affine.shape[0] - 1]
     affine = affine[np.ix_(keep, keep)]
     if not (np.all(np.isfinite(affine)) and all(s > 0 for s in spacing)):
-        raise ImageReadError(f"{path!r} has voxel spacing {spacing} mm and affine {_r(affine)}: "
-                             "each voxel size must be finite and non-zero; fix the file's header")
+        raise ImageReadError(
+            f"{path!r} has voxel spacing {spacing} mm and affine {_r(affine)}: "
+            "each voxel size must be finite and non-zero; fix the file's header"
+        )
     return Image(array, spacing, affine, path)
 
 
 def _read_nibabel(path: str):
     import nibabel as nib
+
     try:
-        img = nib.load(path, mmap=False)  # an array in memory, not a np.memmap on the file
+        img: Any = nib.load(path, mmap=False)  # an array in memory, not a np.memmap on the file
         array = np.asanyarray(img.dataobj)  # reads all the data now: truncation fails here
         return array, np.array(img.affine, dtype=float)
     except Exception as e:  # EOFError, zlib.error, OSError, ImageFileError, ...
@@ -211,14 +229,17 @@ def _read_nibabel(path: str):
 
 def _read_sitk(path: str):
     import SimpleITK as sitk
+
     try:
         img = sitk.ReadImage(path)
     except RuntimeError as e:
         raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
     if img.GetNumberOfComponentsPerPixel() > 1:
-        raise ValueError(f"{path!r} has vector pixels ({img.GetNumberOfComponentsPerPixel()} "
-                         f"components, {img.GetPixelIDTypeAsString()}); ccmetrics evaluates "
-                         "scalar label images: take one component first")
+        raise ValueError(
+            f"{path!r} has vector pixels ({img.GetNumberOfComponentsPerPixel()} "
+            f"components, {img.GetPixelIDTypeAsString()}); ccmetrics evaluates "
+            "scalar label images: take one component first"
+        )
     d = img.GetDimension()
     array = np.ascontiguousarray(sitk.GetArrayFromImage(img).transpose())  # (k,j,i) -> (i,j,k)
     affine = np.eye(d + 1)
@@ -233,26 +254,32 @@ def _check_nifti(path: str, complete: bool) -> None:
     pixdim as 1 mm (ITK also NaN), and ITK reads a truncated file without any error."""
     import nibabel as nib
     from nibabel.openers import ImageOpener
+
     try:
         with np.errstate(all="ignore"):  # a non-finite pixdim makes nibabel's affine warn
             header_class = type(nib.load(path).header)
         with ImageOpener(path) as f:
-            hdr = header_class.from_fileobj(f, check=False)
+            hdr: Any = header_class.from_fileobj(f, check=False)  # type: ignore[call-arg, arg-type]
         if complete:
-            need = int(hdr.get_data_offset()) + hdr.get_data_dtype().itemsize * int(
-                np.prod(hdr.get_data_shape()))
+            need = int(hdr.get_data_offset()) + hdr.get_data_dtype().itemsize * int(np.prod(hdr.get_data_shape()))
             _check_complete(path, need)
     except Exception as e:
         raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
-    pixdim = hdr["pixdim"][1: 1 + min(int(hdr["dim"][0]), 3)]
+    pixdim = hdr["pixdim"][1 : 1 + min(int(hdr["dim"][0]), 3)]
     if not np.all(np.isfinite(pixdim) & (pixdim != 0)):
-        raise ImageReadError(f"{path!r} has voxel sizes (pixdim) {_r(pixdim)} in its header: each "
-                             "must be finite and non-zero; fix the header, e.g. nibabel's set_zooms")
+        raise ImageReadError(
+            f"{path!r} has voxel sizes (pixdim) {_r(pixdim)} in its header: each "
+            "must be finite and non-zero; fix the header, e.g. nibabel's set_zooms"
+        )
     (q, qcode), (s, scode) = hdr.get_qform(coded=True), hdr.get_sform(coded=True)
     if qcode and scode and not np.allclose(q, s, atol=1e-3):
-        warnings.warn(f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
-                      "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
-                      "is right and make both equal", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
+            "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
+            "is right and make both equal",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _check_complete(path: str, need: int) -> None:
@@ -266,6 +293,7 @@ def _check_complete(path: str, need: int) -> None:
         if int.from_bytes(f.read(4), "little") == need % 2**32:
             return
     import gzip  # size differs: multi-member gzip, extra bytes or truncation; decompress to know
+
     total = 0
     with gzip.open(path) as g:
         for chunk in iter(lambda: g.read(1 << 24), b""):
@@ -274,8 +302,7 @@ def _check_complete(path: str, need: int) -> None:
         raise EOFError(f"file decompresses to {total} bytes, its header needs {need}")
 
 
-def save_image(path, array, like: Optional[Image] = None, *,
-               spacing: Optional[Sequence[float]] = None) -> None:
+def save_image(path, array, like: Image | None = None, *, spacing: Sequence[float] | None = None) -> None:
     """Write a 2D or 3D array with ``like``'s geometry, or with ``spacing`` and no rotation.
 
     Parameters
@@ -305,8 +332,7 @@ def save_image(path, array, like: Optional[Image] = None, *,
     path = os.fspath(path)
     ext = _extension(path)
     if ext is None:
-        raise ValueError(f"cannot write {path!r}: unknown image extension; use one of "
-                         f"{', '.join(IMAGE_EXTENSIONS)}")
+        raise ValueError(f"cannot write {path!r}: unknown image extension; use one of {', '.join(IMAGE_EXTENSIONS)}")
     array = np.asarray(array)
     array = array.astype(np.uint8) if array.dtype == bool else array
     n = array.ndim
@@ -316,8 +342,10 @@ def save_image(path, array, like: Optional[Image] = None, *,
         raise ValueError("give like or spacing, not both: like's spacing is the one written")
     if like is not None:
         if like.array.shape != array.shape:
-            raise ValueError(f"array shape {array.shape} differs from like's {like.array.shape}: "
-                             "save_image writes the array on like's grid, so the shapes must match")
+            raise ValueError(
+                f"array shape {array.shape} differs from like's {like.array.shape}: "
+                "save_image writes the array on like's grid, so the shapes must match"
+            )
         affine = np.asarray(like.affine, dtype=float)
     else:
         spacing = (1.0,) * n if spacing is None else tuple(float(s) for s in spacing)
@@ -326,16 +354,18 @@ def save_image(path, array, like: Optional[Image] = None, *,
         affine = np.diag(spacing + (1.0,))
     if ext in (".nii", ".nii.gz"):
         import nibabel as nib
+
         aff4 = affine
         if n == 2:  # NIfTI affines are 4x4: k gets 1 mm along the normal
             aff4 = np.eye(4)
             aff4[np.ix_([0, 1, 3], [0, 1, 3])] = affine
-        img = nib.Nifti1Image(array, aff4, dtype=array.dtype)
-        img.set_qform(aff4, code=1)
-        img.set_sform(aff4, code=1)
-        nib.save(img, path)
+        nifti = nib.Nifti1Image(array, aff4, dtype=array.dtype)
+        nifti.set_qform(aff4, code=1)
+        nifti.set_sform(aff4, code=1)
+        nib.save(nifti, path)
         return
     import SimpleITK as sitk
+
     img = sitk.GetImageFromArray(np.ascontiguousarray(array.transpose()), isVector=False)
     lps = affine.copy()
     lps[:2] *= -1  # RAS -> ITK's LPS
@@ -346,8 +376,9 @@ def save_image(path, array, like: Optional[Image] = None, *,
     sitk.WriteImage(img, path, True)
 
 
-def check_same_geometry(a: Image, b: Image, *, atol_mm: float = 1e-3, rtol: float = 1e-4,
-                        names: Tuple[str, str] = ("gt", "pred")) -> Optional[str]:
+def check_same_geometry(
+    a: Image, b: Image, *, atol_mm: float = 1e-3, rtol: float = 1e-4, names: tuple[str, str] = ("gt", "pred")
+) -> str | None:
     """Say whether two images lie on the same voxel grid in world space.
 
     Parameters

@@ -8,8 +8,9 @@ component bounding boxes, never on one full-size mask per lesion.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,8 +21,17 @@ from .components import ComponentCache, Sites, cc3d_label
 from .overlap import overlap_scores
 from .surface import directed_distances, physical, surface_scores
 
-__all__ = ["BRATS_DILATION", "BRATS_MIN_VOLUME", "BRATS_WORST_HD95", "DetectionResult", "LesionDiceResult",
-           "detection", "detection_from_components", "lesion_dice", "lesion_dice_from_components"]
+__all__ = [
+    "BRATS_DILATION",
+    "BRATS_MIN_VOLUME",
+    "BRATS_WORST_HD95",
+    "DetectionResult",
+    "LesionDiceResult",
+    "detection",
+    "detection_from_components",
+    "lesion_dice",
+    "lesion_dice_from_components",
+]
 
 #: BraTS-2023's penalty distance (mm) for missed lesions and false positives
 BRATS_WORST_HD95 = 374.0
@@ -30,13 +40,13 @@ BRATS_WORST_HD95 = 374.0
 BRATS_DILATION, BRATS_MIN_VOLUME = 3, 50.0
 
 
-def _pair(pred: Any, gt: Any, spacing: Optional[Any]) -> Tuple[np.ndarray, np.ndarray, Optional[Tuple[float, ...]]]:
+def _pair(pred: Any, gt: Any, spacing: Any | None) -> tuple[np.ndarray, np.ndarray, tuple[float, ...] | None]:
     pred_mask, gt_mask = as_binary_mask(pred, "pred"), as_binary_mask(gt, "gt")
     check_same_shape(pred_mask, gt_mask)
     return pred_mask, gt_mask, as_spacing(spacing, gt_mask.ndim)
 
 
-def _voxel_volume(spacing: Optional[Sequence[float]]) -> float:
+def _voxel_volume(spacing: Sequence[float] | None) -> float:
     return float(np.prod(spacing)) if spacing is not None else 1.0
 
 
@@ -92,9 +102,9 @@ def detection(
     pred: Any,
     gt: Any,
     *,
-    connectivity: Optional[int] = None,
-    spacing: Optional[Any] = None,
-    volume_connectivity: Optional[int] = None,
+    connectivity: int | None = None,
+    spacing: Any | None = None,
+    volume_connectivity: int | None = None,
 ) -> DetectionResult:
     """Lesion detection counts and the autoPET false positive / negative volumes.
 
@@ -125,16 +135,17 @@ def detection(
     (1.0, 4.0, 'voxels')
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
-    return detection_from_components(ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing,
-                                     volume_connectivity)
+    return detection_from_components(
+        ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing, volume_connectivity
+    )
 
 
 def detection_from_components(
     pred_cc: ComponentCache,
     gt_cc: ComponentCache,
-    connectivity: Optional[int] = None,
-    spacing: Optional[Sequence[float]] = None,
-    volume_connectivity: Optional[int] = None,
+    connectivity: int | None = None,
+    spacing: Sequence[float] | None = None,
+    volume_connectivity: int | None = None,
 ) -> DetectionResult:
     """:func:`detection` on masks whose components are already (or lazily) labelled.
 
@@ -165,8 +176,9 @@ def detection_from_components(
     pred_mask, gt_mask = pred_cc.mask, gt_cc.mask
     ndim = gt_mask.ndim
     conn = as_connectivity(connectivity, ndim)
-    vol_conn = as_connectivity(volume_connectivity if volume_connectivity is not None else
-                               (18 if ndim == 3 else 8), ndim)
+    vol_conn = as_connectivity(
+        volume_connectivity if volume_connectivity is not None else (18 if ndim == 3 else 8), ndim
+    )
     gt_sites, pred_sites = gt_cc(conn), pred_cc(conn)
     detected = _touches(gt_sites, pred_mask)
     pred_hits = _touches(pred_sites, gt_mask)
@@ -185,14 +197,15 @@ def detection_from_components(
     scale = _voxel_volume(spacing) / 1000.0 if spacing is not None else 1.0
     fp_volume = float(pred_sites.volumes[~pred_hits].sum()) * scale
     fn_volume = float(gt_sites.volumes[~detected].sum()) * scale
-    return DetectionResult(tp, fn, fp, n_pred, sensitivity, precision, f1, fp_volume, fn_volume,
-                           "ml" if spacing is not None else "voxels")
+    return DetectionResult(
+        tp, fn, fp, n_pred, sensitivity, precision, f1, fp_volume, fn_volume, "ml" if spacing is not None else "voxels"
+    )
 
 
 # --------------------------------------------------------------------------- BraTS Lesion Dice
 
 
-def _voxels_of(sites: Sites, labels: Sequence[int]) -> np.ndarray:
+def _voxels_of(sites: Sites, labels: Sequence[int] | np.ndarray) -> np.ndarray:
     """Positions (into ``sites.flat_index``) of the voxels of the given site labels."""
     if len(labels) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -236,7 +249,7 @@ def _dilate_components(sites: Sites, structure: np.ndarray, iterations: int):
     shape = np.array(sites.shape)
     coords = sites.coords()
     for k in range(sites.n):
-        c = coords[sites.starts[k]:sites.starts[k + 1]]
+        c = coords[sites.starts[k] : sites.starts[k + 1]]
         lo = np.maximum(c.min(axis=0) - iterations, 0)
         hi = np.minimum(c.max(axis=0) + iterations + 1, shape)
         local = np.zeros(tuple(hi - lo), dtype=bool)
@@ -252,7 +265,7 @@ def lesion_dice(
     *,
     dilation: int = BRATS_DILATION,
     min_volume: float = BRATS_MIN_VOLUME,
-    spacing: Optional[Any] = None,
+    spacing: Any | None = None,
     worst_hd95: float = BRATS_WORST_HD95,
 ) -> LesionDiceResult:
     """BraTS-2023 Lesion Dice and lesion-wise HD95.
@@ -308,8 +321,9 @@ def lesion_dice(
         raise ValueError(f"dilation must be a whole number of iterations >= 0, got {dilation!r}")
     min_volume = as_non_negative(min_volume, "min_volume")
     worst_hd95 = as_non_negative(worst_hd95, "worst_hd95")
-    return lesion_dice_from_components(ComponentCache(pred_mask), ComponentCache(gt_mask), dilation, min_volume, spacing,
-                                      worst_hd95)
+    return lesion_dice_from_components(
+        ComponentCache(pred_mask), ComponentCache(gt_mask), dilation, min_volume, spacing, worst_hd95
+    )
 
 
 def lesion_dice_from_components(
@@ -317,7 +331,7 @@ def lesion_dice_from_components(
     gt_cc: ComponentCache,
     dilation: int = BRATS_DILATION,
     min_volume: float = BRATS_MIN_VOLUME,
-    spacing: Optional[Sequence[float]] = None,
+    spacing: Sequence[float] | None = None,
     worst_hd95: float = BRATS_WORST_HD95,
 ) -> LesionDiceResult:
     """:func:`lesion_dice` on masks whose components are already (or lazily) labelled.
@@ -372,7 +386,7 @@ def lesion_dice_from_components(
 
     # 3. prediction components touching each lesion's dilation (= union of its components' dilations)
     pred_map = pred_sites.label_map()
-    touching: List[set] = [set() for _ in range(n_lesions)]
+    touching: list[set] = [set() for _ in range(n_lesions)]
     for k, (box, local) in enumerate(dilations):
         found = np.unique(pred_map[box][local])
         touching[lesion_of_component[k] - 1].update(int(v) for v in found[found > 0])
@@ -393,13 +407,21 @@ def lesion_dice_from_components(
         g = physical(gt_coords[mine[gt_edge[mine]]], spacing)
         p = physical(pred_coords[chosen[pred_edge[chosen]]], spacing)
         hd95 = surface_scores(directed_distances(p, g), directed_distances(g, p), ["hd95"], 1.0)["hd95"]
-        rows.append({"volume": volume, "volume_mm3": volume * voxel_volume,
-                     "n_gt_components": int((lesion_of_component == lesion).sum()),
-                     "pred_components": comps, "dice": dice, "hd95": hd95,
-                     "counted": volume * voxel_volume > min_volume})
+        rows.append(
+            {
+                "volume": volume,
+                "volume_mm3": volume * voxel_volume,
+                "n_gt_components": int((lesion_of_component == lesion).sum()),
+                "pred_components": comps,
+                "dice": dice,
+                "hd95": hd95,
+                "counted": volume * voxel_volume > min_volume,
+            }
+        )
     columns = ["volume", "volume_mm3", "n_gt_components", "pred_components", "dice", "hd95", "counted"]
-    table = pd.DataFrame({c: [row[c] for row in rows] for c in columns},
-                         index=pd.RangeIndex(1, n_lesions + 1, name="lesion"))
+    table = pd.DataFrame(
+        {c: [row[c] for row in rows] for c in columns}, index=pd.RangeIndex(1, n_lesions + 1, name="lesion")
+    )
 
     served = set().union(*touching) if touching else set()
     fp = pred_sites.n - len(served)
@@ -410,5 +432,11 @@ def lesion_dice_from_components(
     if denominator == 0:
         return LesionDiceResult(1.0, 0.0, 0, 0, 0, table)
     hd95 = counted["hd95"].where(np.isfinite(counted["hd95"]), worst_hd95)
-    return LesionDiceResult(float(counted["dice"].sum() / denominator),
-                            float((hd95.sum() + worst_hd95 * fp) / denominator), tp, fp, fn, table)
+    return LesionDiceResult(
+        float(counted["dice"].sum() / denominator),
+        float((hd95.sum() + worst_hd95 * fp) / denominator),
+        tp,
+        fp,
+        fn,
+        table,
+    )

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,8 +61,18 @@ from scipy.optimize import linear_sum_assignment
 from ._inputs import as_label_map, check_same_shape
 from .components import Sites, find_sites
 
-__all__ = ["MATCHING_RULES", "Overlaps", "Matching", "site_overlaps", "instance_overlaps", "choose_pairs",
-           "match_overlaps", "match_sites", "match_instances", "check_matching_rule"]
+__all__ = [
+    "MATCHING_RULES",
+    "Overlaps",
+    "Matching",
+    "site_overlaps",
+    "instance_overlaps",
+    "choose_pairs",
+    "match_overlaps",
+    "match_sites",
+    "match_instances",
+    "check_matching_rule",
+]
 
 #: the matching rules understood by every function of this module
 MATCHING_RULES = ("iou", "centroid", "max_iou")
@@ -97,7 +107,7 @@ class Overlaps:
     pair_gt: np.ndarray
     pair_pred: np.ndarray
     pair_intersection: np.ndarray
-    pred_centroid_gt: Optional[np.ndarray] = None
+    pred_centroid_gt: np.ndarray | None = None
 
     @cached_property
     def pair_iou(self) -> np.ndarray:
@@ -105,7 +115,7 @@ class Overlaps:
         union = self.gt_sizes[self.pair_gt] + self.pred_sizes[self.pair_pred] - self.pair_intersection
         return self.pair_intersection / union
 
-    def subset(self, gt_keep: np.ndarray, pred_keep: np.ndarray) -> "Overlaps":
+    def subset(self, gt_keep: np.ndarray, pred_keep: np.ndarray) -> Overlaps:
         """The overlaps among the kept instances only, re-indexed 0..K'-1 (order kept).
 
         Parameters
@@ -135,9 +145,16 @@ class Overlaps:
             inside = old >= 0
             centroid = np.full(len(old), -1, dtype=np.int64)
             centroid[inside] = np.where(gt_keep[old[inside]], gt_new[old[inside]], -1)
-        return Overlaps(self.gt_labels[gt_keep], self.gt_sizes[gt_keep], self.pred_labels[pred_keep],
-                        self.pred_sizes[pred_keep], gt_new[self.pair_gt[pair]], pred_new[self.pair_pred[pair]],
-                        self.pair_intersection[pair], centroid)
+        return Overlaps(
+            self.gt_labels[gt_keep],
+            self.gt_sizes[gt_keep],
+            self.pred_labels[pred_keep],
+            self.pred_sizes[pred_keep],
+            gt_new[self.pair_gt[pair]],
+            pred_new[self.pair_pred[pair]],
+            self.pair_intersection[pair],
+            centroid,
+        )
 
 
 def _centroid_sites(pred_sites: Sites, gt_sites: Sites) -> np.ndarray:
@@ -146,8 +163,10 @@ def _centroid_sites(pred_sites: Sites, gt_sites: Sites) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     coords = pred_sites.coords()
     which = pred_sites.label - 1
-    centroid = np.stack([np.floor(np.bincount(which, weights=c, minlength=pred_sites.n) / pred_sites.volumes + 0.5)
-                         for c in coords.T], axis=1).astype(np.int64)
+    centroid = np.stack(
+        [np.floor(np.bincount(which, weights=c, minlength=pred_sites.n) / pred_sites.volumes + 0.5) for c in coords.T],
+        axis=1,
+    ).astype(np.int64)
     gt_map = gt_sites.label_map(flat=True)
     return gt_map[np.ravel_multi_index(tuple(centroid.T), gt_sites.shape)].astype(np.int64) - 1
 
@@ -190,8 +209,16 @@ def site_overlaps(pred_sites: Sites, gt_sites: Sites, *, centroids: bool = False
     n_pred = max(pred_sites.n, 1)
     keys, counts = np.unique(g * n_pred + p, return_counts=True)
     centroid = _centroid_sites(pred_sites, gt_sites) if centroids else None
-    return Overlaps(gt_sites.source_label, gt_sites.volumes, pred_sites.source_label, pred_sites.volumes,
-                    keys // n_pred, keys % n_pred, counts.astype(np.int64), centroid)
+    return Overlaps(
+        gt_sites.source_label,
+        gt_sites.volumes,
+        pred_sites.source_label,
+        pred_sites.volumes,
+        keys // n_pred,
+        keys % n_pred,
+        counts.astype(np.int64),
+        centroid,
+    )
 
 
 def instance_overlaps(pred_instances: Any, gt_instances: Any, *, centroids: bool = False) -> Overlaps:
@@ -328,11 +355,17 @@ class Matching:
         return len(self.unmatched_gt)
 
     @classmethod
-    def from_overlaps(cls, ov: Overlaps, chosen: np.ndarray) -> "Matching":
+    def from_overlaps(cls, ov: Overlaps, chosen: np.ndarray) -> Matching:
         """Build a :class:`Matching` from an overlap list and the chosen pair indices."""
         g, p = ov.pair_gt[chosen], ov.pair_pred[chosen]
-        pairs = pd.DataFrame({"gt_label": ov.gt_labels[g], "pred_label": ov.pred_labels[p],
-                              "iou": ov.pair_iou[chosen], "intersection": ov.pair_intersection[chosen]})
+        pairs = pd.DataFrame(
+            {
+                "gt_label": ov.gt_labels[g],
+                "pred_label": ov.pred_labels[p],
+                "iou": ov.pair_iou[chosen],
+                "intersection": ov.pair_intersection[chosen],
+            }
+        )
         pairs = pairs.sort_values("gt_label", kind="stable").reset_index(drop=True)
         gt_free = np.ones(len(ov.gt_labels), bool)
         gt_free[g] = False

@@ -7,7 +7,7 @@ empty prediction). Cost: a few vectorised operations per call, whatever the imag
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,7 +19,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), 1.0)
 
 
-def _counts(intersection: Any, pred_volume: Any, gt_volume: Any) -> Tuple[np.ndarray, np.ndarray]:
+def _counts(intersection: Any, pred_volume: Any, gt_volume: Any) -> tuple[np.ndarray, np.ndarray]:
     inter = np.asarray(intersection, dtype=np.float64)
     return inter, np.asarray(pred_volume, dtype=np.float64) + np.asarray(gt_volume, dtype=np.float64)
 
@@ -45,8 +45,7 @@ def iou_from_counts(intersection: Any, pred_volume: Any, gt_volume: Any) -> np.n
 
 
 #: the overlap metrics computed from counts (what each means, its direction: :mod:`ccmetrics.registry`)
-OVERLAP_FORMULAS: Dict[str, Callable[[Any, Any, Any], np.ndarray]] = {"dice": dice_from_counts,
-                                                                      "iou": iou_from_counts}
+OVERLAP_FORMULAS: dict[str, Callable[[Any, Any, Any], np.ndarray]] = {"dice": dice_from_counts, "iou": iou_from_counts}
 
 
 def overlap_scores(intersection: Any, pred_volume: Any, gt_volume: Any, name: str) -> np.ndarray:
@@ -55,7 +54,7 @@ def overlap_scores(intersection: Any, pred_volume: Any, gt_volume: Any, name: st
     Parameters
     ----------
     intersection, pred_volume, gt_volume : array_like of int
-        |P ∩ G|, |P| and |G| (voxels), one entry per component or image.
+        ``|P ∩ G|``, ``|P|`` and ``|G|`` (voxels), one entry per component or image.
     name : {"dice", "iou"}
         ``dice = 2|P∩G| / (|P| + |G|)``, ``iou = |P∩G| / |P∪G|``.
 
@@ -79,7 +78,11 @@ def __getattr__(name: str):  # the former OVERLAP_METRICS: deprecated
     if name == "OVERLAP_METRICS":
         import warnings
 
-        warnings.warn("ccmetrics.overlap.OVERLAP_METRICS is deprecated: the metrics are the registry's records "
-                      "(ccmetrics.registry.names)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "ccmetrics.overlap.OVERLAP_METRICS is deprecated: the metrics are the registry's records "
+            "(ccmetrics.registry.names)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return tuple(OVERLAP_FORMULAS)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

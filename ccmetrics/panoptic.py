@@ -15,8 +15,9 @@ image costs O(voxels + pairs x classes).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,8 +26,18 @@ from ._inputs import as_binary_mask, as_label_map, check_same_shape
 from .components import Sites, find_sites
 from .matching import Matching, check_matching_rule, choose_pairs, match_sites, site_overlaps
 
-__all__ = ["PQResult", "MultiPQResult", "panoptic_quality", "pq_from_sites", "multiclass_pq", "pq_from_counts",
-           "instance_classes", "class_counts", "AGGREGATIONS", "CLASS_RULES"]
+__all__ = [
+    "PQResult",
+    "MultiPQResult",
+    "panoptic_quality",
+    "pq_from_sites",
+    "multiclass_pq",
+    "pq_from_counts",
+    "instance_classes",
+    "class_counts",
+    "AGGREGATIONS",
+    "CLASS_RULES",
+]
 
 #: aggregations of :func:`multiclass_pq`
 AGGREGATIONS = ("image", "dataset", "group")
@@ -53,7 +64,7 @@ class PQResult:
     pairs: pd.DataFrame
 
     @classmethod
-    def from_matching(cls, matching: Matching) -> "PQResult":
+    def from_matching(cls, matching: Matching) -> PQResult:
         """PQ, SQ and RQ of a :class:`~ccmetrics.matching.Matching`.
 
         Examples
@@ -68,7 +79,7 @@ class PQResult:
         return cls(pq, sq, rq, matching.tp, matching.fp, matching.fn, iou_sum, matching.pairs)
 
 
-def pq_from_counts(tp: int, fp: int, fn: int, iou_sum: float) -> tuple:
+def pq_from_counts(tp: float, fp: float, fn: float, iou_sum: float) -> tuple:
     """``(pq, sq, rq)`` from match counts; NaN when there is nothing at all.
 
     Examples
@@ -85,7 +96,7 @@ def pq_from_counts(tp: int, fp: int, fn: int, iou_sum: float) -> tuple:
     return (sq * rq, sq, rq)
 
 
-def _instances(x: Any, name: str, instances: bool, connectivity: Optional[int]) -> Sites:
+def _instances(x: Any, name: str, instances: bool, connectivity: int | None) -> Sites:
     if instances:
         return find_sites(as_label_map(x, name), "labels")
     return find_sites(as_binary_mask(x, name), "components", connectivity)
@@ -97,7 +108,7 @@ def panoptic_quality(
     *,
     rule: str = "iou",
     threshold: float = 0.5,
-    connectivity: Optional[int] = None,
+    connectivity: int | None = None,
     instances: bool = False,
 ) -> PQResult:
     """Panoptic Quality ``PQ = SQ x RQ`` of one image.
@@ -163,7 +174,7 @@ def pq_from_sites(pred_sites: Sites, gt_sites: Sites, *, rule: str = "iou", thre
 
 def instance_classes(
     sites: Sites,
-    classes: Union[Any, Mapping[Any, int]],
+    classes: Any | Mapping[Any, int],
     *,
     class_rule: str = "unique",
     name: str = "instances",
@@ -214,16 +225,19 @@ def instance_classes(
     if isinstance(classes, Mapping):
         missing = [lab for lab in labels.tolist() if lab not in classes]
         if missing:
-            raise ValueError(f"{name}: no class for instance id(s) {missing[:10]} in the class dict; "
-                             f"give every instance of the map a class")
+            raise ValueError(
+                f"{name}: no class for instance id(s) {missing[:10]} in the class dict; "
+                f"give every instance of the map a class"
+            )
         out = np.array([classes[lab] for lab in labels.tolist()], dtype=np.float64)
         if out.size and (out != np.round(out)).any():
             raise ValueError(f"{name}: classes must be integers, got {out[out != np.round(out)][0]}")
         out = out.astype(np.int64)
         bad = np.flatnonzero(out <= 0)
         if bad.size:
-            raise ValueError(f"{name}: instance {labels[bad[0]]} has class {out[bad[0]]}; classes must be >= 1 "
-                             "(0 is background)")
+            raise ValueError(
+                f"{name}: instance {labels[bad[0]]} has class {out[bad[0]]}; classes must be >= 1 (0 is background)"
+            )
         return out
     class_map = as_label_map(classes, f"{name} class map")
     if class_map.shape != tuple(sites.shape):
@@ -237,13 +251,17 @@ def instance_classes(
         mixed = np.flatnonzero(lo != hi)
         if mixed.size:
             k = mixed[0]
-            found = np.unique(cls[sites.starts[k]:sites.starts[k + 1]]).tolist()
-            raise ValueError(f"{name}: instance {labels[k]} has pixels of classes {found}; an instance needs one "
-                             "class. Fix the class map, or pass class_rule='majority' to take the most frequent class")
+            found = np.unique(cls[sites.starts[k] : sites.starts[k + 1]]).tolist()
+            raise ValueError(
+                f"{name}: instance {labels[k]} has pixels of classes {found}; an instance needs one "
+                "class. Fix the class map, or pass class_rule='majority' to take the most frequent class"
+            )
         background = np.flatnonzero(lo == 0)
         if background.size:
-            raise ValueError(f"{name}: instance {labels[background[0]]} has class 0 over all its pixels; "
-                             "every instance needs a class")
+            raise ValueError(
+                f"{name}: instance {labels[background[0]]} has class 0 over all its pixels; "
+                "every instance needs a class"
+            )
         return lo
     # majority: count (instance, class) pairs over the non-background pixels
     site = (sites.label - 1).astype(np.int64)
@@ -290,8 +308,9 @@ class MultiPQResult:
     n_undefined: int
 
 
-def class_counts(ov, gt_class: np.ndarray, pred_class: np.ndarray, classes: Sequence[int], rule: str,
-                 threshold: float) -> np.ndarray:
+def class_counts(
+    ov, gt_class: np.ndarray, pred_class: np.ndarray, classes: Sequence[int] | np.ndarray, rule: str, threshold: float
+) -> np.ndarray:
     """Per-class PQ counts of one image, matching only instances of the same class.
 
     Parameters
@@ -337,8 +356,8 @@ def multiclass_pq(
     gt_classes: Sequence[Any],
     *,
     aggregation: str = "image",
-    groups: Optional[Sequence[Any]] = None,
-    n_classes: Optional[int] = None,
+    groups: Sequence[Any] | None = None,
+    n_classes: int | None = None,
     rule: str = "iou",
     threshold: float = 0.5,
 ) -> MultiPQResult:
@@ -394,9 +413,15 @@ def multiclass_pq(
 
     images = []
     for i in range(n_images):
-        arrays = [as_label_map(a[i], f"{name}[{i}]") for a, name in
-                  ((pred_instances, "pred_instances"), (pred_classes, "pred_classes"),
-                   (gt_instances, "gt_instances"), (gt_classes, "gt_classes"))]
+        arrays = [
+            as_label_map(a[i], f"{name}[{i}]")
+            for a, name in (
+                (pred_instances, "pred_instances"),
+                (pred_classes, "pred_classes"),
+                (gt_instances, "gt_instances"),
+                (gt_classes, "gt_classes"),
+            )
+        ]
         for a in arrays[1:]:
             check_same_shape(arrays[0], a)
         p_sites, g_sites = find_sites(arrays[0], "labels"), find_sites(arrays[2], "labels")
@@ -404,8 +429,9 @@ def multiclass_pq(
         g_of = instance_classes(g_sites, arrays[3], class_rule="majority", name=f"gt_instances[{i}]")
         images.append((p_sites, p_of, g_sites, g_of))
     if n_classes is None:
-        n_classes = max([int(im[1].max(initial=0)) for im in images] + [int(im[3].max(initial=0)) for im in images]
-                        + [0])
+        n_classes = max(
+            [int(im[1].max(initial=0)) for im in images] + [int(im[3].max(initial=0)) for im in images] + [0]
+        )
     classes = np.arange(1, n_classes + 1)
 
     counts = np.zeros((n_images, n_classes, 4))  # tp, fp, fn, iou_sum
@@ -420,6 +446,7 @@ def multiclass_pq(
 
     pooled = counts.sum(axis=0)
     if aggregation == "group":
+        assert groups is not None  # checked above
         ids = pd.unique(pd.Series(list(groups)))
         units = np.stack([counts[[g == u for g in groups]].sum(axis=0) for u in ids])
         unit_names = pd.Index(ids, name="group")

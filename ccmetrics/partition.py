@@ -20,7 +20,7 @@ Two engines, one rule:
   recomputed wherever a second surface voxel is within a 1e-9 margin;
 * a dense map, or query voxels filling a good part of their bounding box (a
   foreground-heavy prediction): the separable nearest-label transform of
-  :mod:`ccmetrics._nearest_label` (three line passes over the box, both CPU
+  ``ccmetrics._nearest_label`` (three line passes over the box, both CPU
   cores, about 30-50 ns a voxel), which also bounds the distance to the second
   nearest label; only voxels where another label may be within its 2e-6 margin
   go on to the exact per-voxel rule.
@@ -28,7 +28,8 @@ Two engines, one rule:
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -46,7 +47,7 @@ _REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum 
 _BLOCK_SIDES = (8, 4, 2)  # block sides tried by _certify_blocks (engine thresholds: ccmetrics.config)
 
 
-def site_surfaces(sites: Sites, site_map: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+def site_surfaces(sites: Sites, site_map: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Face-edge voxels of every site: the only voxels a nearest-site search needs.
 
     Parameters
@@ -75,7 +76,7 @@ def site_surfaces(sites: Sites, site_map: Optional[np.ndarray] = None) -> Tuple[
     return coords[own_edge], sites.label[own_edge]
 
 
-def _exact_distance(query: np.ndarray, target: np.ndarray, spacing: Optional[Sequence[float]]) -> np.ndarray:
+def _exact_distance(query: np.ndarray, target: np.ndarray, spacing: Sequence[float] | None) -> np.ndarray:
     """``sqrt(sum((delta_k * s_k)**2))`` summed axis by axis in float64, as scipy's EDT does."""
     total = np.zeros(np.broadcast_shapes(query.shape, target.shape)[:-1], dtype=np.float64)
     for axis in range(query.shape[-1]):
@@ -90,7 +91,7 @@ def assign_nearest(
     query: np.ndarray,
     surface_coords: np.ndarray,
     surface_labels: np.ndarray,
-    spacing: Optional[Sequence[float]] = None,
+    spacing: Sequence[float] | None = None,
 ) -> np.ndarray:
     """Label each query voxel with its nearest site; exact ties go to the lowest label.
 
@@ -124,7 +125,7 @@ def assign_nearest(
     nearest-label transform instead (about 30-50 ns per box voxel, 16 bytes of
     memory per box voxel) and only the voxels it flags as possibly tied get the
     per-voxel rule.  Many query voxels scattered in a large box are first
-    labelled block by block where no tie is possible (:func:`_certify_blocks`).
+    labelled block by block where no tie is possible (``_certify_blocks``).
 
     Examples
     --------
@@ -155,7 +156,7 @@ def assign_nearest_flat(
     shape: Sequence[int],
     surface_coords: np.ndarray,
     surface_labels: np.ndarray,
-    spacing: Optional[Sequence[float]] = None,
+    spacing: Sequence[float] | None = None,
 ) -> np.ndarray:
     """:func:`assign_nearest` for voxels given by their flat (C-order) indices in an image of ``shape``.
 
@@ -183,20 +184,28 @@ def assign_nearest_flat(
             out = np.empty(len(flat_index), dtype=np.int32)
             origin = np.zeros(len(shape), dtype=np.int64)
             origin[0] = lo
-            flagged = _labels_from_box(flat_index - lo * plane, surface_coords, surface_labels, spacing, origin,
-                                       (hi - lo,) + shape[1:], out)
+            flagged = _labels_from_box(
+                flat_index - lo * plane, surface_coords, surface_labels, spacing, origin, (hi - lo,) + shape[1:], out
+            )
             query = np.stack(np.unravel_index(flat_index[flagged], shape), axis=1)
             exact = np.empty(len(flagged), dtype=np.int32)
             _assign_exact(query, np.arange(len(flagged)), surface_coords, surface_labels, spacing, exact)
             out[flagged] = exact
             return out
-    return assign_nearest(np.stack(np.unravel_index(flat_index, shape), axis=1), surface_coords, surface_labels,
-                          spacing)
+    return assign_nearest(
+        np.stack(np.unravel_index(flat_index, shape), axis=1), surface_coords, surface_labels, spacing
+    )
 
 
-def _labels_from_box(box_flat: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
-                     spacing: Optional[Sequence[float]], lo: np.ndarray, box_shape: Sequence[int],
-                     out: np.ndarray) -> np.ndarray:
+def _labels_from_box(
+    box_flat: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Sequence[float] | None,
+    lo: np.ndarray,
+    box_shape: Sequence[int],
+    out: np.ndarray,
+) -> np.ndarray:
     """Label voxels (flat indices in a box of origin ``lo`` holding every surface voxel) from the box's
     nearest-label transform into ``out``; return the positions it flags (another label within the tie
     margin), which the exact rule must decide. Distances inside the box are those of the whole image."""
@@ -209,19 +218,32 @@ def _labels_from_box(box_flat: np.ndarray, surface_coords: np.ndarray, surface_l
     return np.flatnonzero(out < 0)
 
 
-def _assign_exact(query: np.ndarray, todo: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
-                  spacing: Optional[Sequence[float]], out: np.ndarray) -> None:
+def _assign_exact(
+    query: np.ndarray,
+    todo: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Sequence[float] | None,
+    out: np.ndarray,
+) -> None:
     """The exact per-voxel rule (KD-tree, then exact distances where a tie is possible) for ``query[todo]``."""
     if len(todo) == 0:
         return
     tree = cKDTree(physical(surface_coords, spacing), leafsize=32)
     for start in range(0, len(todo), _CHUNK):
-        chunk = todo[start:start + _CHUNK]
+        chunk = todo[start : start + _CHUNK]
         out[chunk] = _assign_chunk(tree, query[chunk], surface_coords, surface_labels, spacing)
 
 
-def _assign_dense(query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
-                  spacing: Optional[Sequence[float]], lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> np.ndarray:
+def _assign_dense(
+    query: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Sequence[float] | None,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:
     """Label the queries (coordinates) from the nearest-label transform of their bounding box
     (:func:`_labels_from_box`); return the flagged ones."""
     box_shape = tuple(int(n) for n in hi - lo)
@@ -232,8 +254,14 @@ def _assign_dense(query: np.ndarray, surface_coords: np.ndarray, surface_labels:
     return _labels_from_box(flat, surface_coords, surface_labels, spacing, lo, box_shape, out)
 
 
-def _certify_blocks(query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
-                    present: np.ndarray, spacing: Optional[Sequence[float]], out: np.ndarray) -> np.ndarray:
+def _certify_blocks(
+    query: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    present: np.ndarray,
+    spacing: Sequence[float] | None,
+    out: np.ndarray,
+) -> np.ndarray:
     """Label whole blocks of query voxels at once where their nearest site is certain; return the rest.
 
     For a block of side b voxels with centre c, every voxel v of it lies within r = half the block's
@@ -266,8 +294,13 @@ def _certify_blocks(query: np.ndarray, surface_coords: np.ndarray, surface_label
     return todo
 
 
-def _assign_chunk(tree: cKDTree, query: np.ndarray, surface_coords: np.ndarray, surface_labels: np.ndarray,
-                  spacing: Optional[Sequence[float]]) -> np.ndarray:
+def _assign_chunk(
+    tree: cKDTree,
+    query: np.ndarray,
+    surface_coords: np.ndarray,
+    surface_labels: np.ndarray,
+    spacing: Sequence[float] | None,
+) -> np.ndarray:
     points = physical(query, spacing)
     dist, idx = tree.query(points, k=2, workers=-1)
     bound = dist[:, 0] * (1 + _REL_TOL) + 1e-12
@@ -295,8 +328,8 @@ def _lowest_label_at_minimum(distance: np.ndarray, labels: np.ndarray) -> np.nda
 
 def voronoi_partition(
     gt: Any,
-    spacing: Optional[Any] = None,
-    connectivity: Optional[int] = None,
+    spacing: Any | None = None,
+    connectivity: int | None = None,
     sites: str = "components",
 ) -> np.ndarray:
     """Dense generalized Voronoi partition of the image by the GT sites.
@@ -329,7 +362,7 @@ def voronoi_partition(
 
     Notes
     -----
-    The separable nearest-label transform (:mod:`ccmetrics._nearest_label`)
+    The separable nearest-label transform (``ccmetrics._nearest_label``)
     gives every voxel a nearest site and the distance to the nearest voxel of
     any *other* site, in three line passes shared between the CPU cores.  Where
     that second distance may be within a 2e-6 relative margin of the first (a

@@ -9,6 +9,7 @@ pyplot's global state. Rows of ``per_case`` with status ``"error"`` are skipped;
 are left out of the per-case plots (their scores follow a special rule) and the caption says how many.
 :func:`write_plots` writes the standard set of PNGs into a folder.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,14 @@ from . import registry
 from .aggregation import cc_values
 from .schema import CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
 
-__all__ = ["plot_case_distribution", "plot_comparison", "plot_detection_by_size", "plot_metric_vs_volume",
-           "plot_standard_vs_cc", "write_plots"]
+__all__ = [
+    "plot_case_distribution",
+    "plot_comparison",
+    "plot_detection_by_size",
+    "plot_metric_vs_volume",
+    "plot_standard_vs_cc",
+    "write_plots",
+]
 
 STANDARD_COLOR, CC_COLOR, MISSED_COLOR = "tab:blue", "tab:orange", "tab:red"
 
@@ -95,9 +102,12 @@ def _case_values(df, column, columns=None):
 
 
 def _caption(n, n_empty, n_error, n_dropped=0, width=200):
-    parts = [f"n = {n} cases with lesions", f"{n_empty} empty-GT cases not shown" * bool(n_empty),
-             f"{n_error} error row{'s' * (n_error != 1)} skipped" * bool(n_error),
-             f"{n_dropped} non-finite value{'s' * (n_dropped != 1)} dropped" * bool(n_dropped)]
+    parts = [
+        f"n = {n} cases with lesions",
+        f"{n_empty} empty-GT cases not shown" * bool(n_empty),
+        f"{n_error} error row{'s' * (n_error != 1)} skipped" * bool(n_error),
+        f"{n_dropped} non-finite value{'s' * (n_dropped != 1)} dropped" * bool(n_dropped),
+    ]
     lines = []
     for p in filter(None, parts):  # wrap between parts only
         if lines and len(lines[-1]) + len(p) + 2 <= width:
@@ -114,8 +124,10 @@ def _metric_columns(df, metrics, columns=None):
     for m in metrics:
         found = [c for c in ((m,) if base(m) != m else (m, cc(m))) if c in df.columns]
         if not found:
-            raise ValueError(f"per_case has no column {m!r} (nor 'cc_{m}'); pass metrics= among the "
-                             f"columns it has, or evaluate that metric")
+            raise ValueError(
+                f"per_case has no column {m!r} (nor 'cc_{m}'); pass metrics= among the "
+                f"columns it has, or evaluate that metric"
+            )
         cols += [c for c in found if c not in cols]
     return cols
 
@@ -142,7 +154,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         Only lesions of this class; by default all rows.
     columns : mapping of str to ccmetrics.registry.Column, optional
         Facts of metrics this process has not registered (a result folder's
-        :attr:`~ccmetrics.DatasetResult.columns`); the registry's otherwise.
+        ``DatasetResult.columns``); the registry's otherwise.
 
     Returns
     -------
@@ -159,8 +171,10 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     detected = df[DETECTED].to_numpy(bool) if DETECTED in df.columns else np.ones(len(df), bool)
     ok = np.isfinite(y) & (vol > 0)
     ax = ax if ax is not None else _figure((6.4, 4.6))[0]
-    for mask, kw in ((ok & detected, dict(color=STANDARD_COLOR, marker="o", alpha=0.6, label="detected")),
-                     (ok & ~detected, dict(color=MISSED_COLOR, marker="x", label="missed"))):
+    for mask, kw in (
+        (ok & detected, dict(color=STANDARD_COLOR, marker="o", alpha=0.6, label="detected")),
+        (ok & ~detected, dict(color=MISSED_COLOR, marker="x", label="missed")),
+    ):
         if mask.any():
             kw["label"] += f" ({mask.sum()}{', at worst distance' * (at_worst and kw['marker'] == 'x')})"
             ax.scatter(vol[mask], y[mask], s=18, **kw)
@@ -178,8 +192,11 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         ax.axhline(wm, color="tab:purple", ls=":", lw=1.5, label=f"volume-weighted mean {wm:.2f} (≈ global)")
     dropped = int((~ok).sum())
     note = f"; {dropped} not drawn (non-finite value or zero volume)" if dropped else ""
-    ax.set(xlabel=f"lesion volume ({unit}, log scale)", ylabel=f"{metric} per lesion",
-           title=f"{metric} per lesion vs size{_suffix(class_value)}\n{int(ok.sum())} lesions{note}")
+    ax.set(
+        xlabel=f"lesion volume ({unit}, log scale)",
+        ylabel=f"{metric} per lesion",
+        title=f"{metric} per lesion vs size{_suffix(class_value)}\n{int(ok.sum())} lesions{note}",
+    )
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small", loc="best")
     return ax.figure
@@ -223,9 +240,12 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None, c
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
     ax.set_aspect("equal", adjustable="box")
-    ax.set(xlabel=f"standard {metric} (global, per case)", ylabel=f"CC-{metric} (mean over lesions)",
-           title=f"{metric}: standard vs CC{_suffix(class_value)}\n"
-                 f"{_caption(int(ok.sum()), n_empty, n_error, int((~ok).sum()), width=60)}")
+    ax.set(
+        xlabel=f"standard {metric} (global, per case)",
+        ylabel=f"CC-{metric} (mean over lesions)",
+        title=f"{metric}: standard vs CC{_suffix(class_value)}\n"
+        f"{_caption(int(ok.sum()), n_empty, n_error, int((~ok).sum()), width=60)}",
+    )
     ax.title.set_fontsize("medium")
     ax.legend(fontsize="small", loc="best")
     return ax.figure
@@ -239,8 +259,15 @@ def _boxes(ax, df, cols, rng, columns=None):
         v = v[np.isfinite(v)]
         color = CC_COLOR if base(c) != c else STANDARD_COLOR
         if len(v):
-            ax.boxplot([v], positions=[i], widths=0.55, showfliers=False, patch_artist=True,
-                       boxprops=dict(facecolor=color, alpha=0.3), medianprops=dict(color="black"))
+            ax.boxplot(
+                [v],
+                positions=[i],
+                widths=0.55,
+                showfliers=False,
+                patch_artist=True,
+                boxprops=dict(facecolor=color, alpha=0.3),
+                medianprops=dict(color="black"),
+            )
             ax.scatter(i + rng.uniform(-0.18, 0.18, len(v)), v, s=10, color=color, alpha=0.7, zorder=3)
     ax.set_xticks(range(len(cols)), cols, rotation=30 if len(cols) > 6 else 0)
     ax.set_xlim(-0.6, len(cols) - 0.4)
@@ -273,8 +300,10 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     """
     cols = _metric_columns(per_case, metrics, columns)
     if not cols:
-        raise ValueError(f"per_case has none of the columns {', '.join(_per_region_metrics(columns))} (nor cc_ "
-                         "versions); pass metrics= with the columns to show")
+        raise ValueError(
+            f"per_case has none of the columns {', '.join(_per_region_metrics(columns))} (nor cc_ "
+            "versions); pass metrics= with the columns to show"
+        )
     df, n_empty, n_error = _usable_cases(per_case, class_value)
     if ax is None:
         overlap = [c for c in cols if not _distance(c, columns)]
@@ -289,8 +318,13 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
         a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")
     from matplotlib.patches import Patch
 
-    axes[0].legend(handles=[Patch(color=STANDARD_COLOR, alpha=0.5, label="standard (global)"),
-                            Patch(color=CC_COLOR, alpha=0.5, label="CC (per lesion)")], fontsize="small")
+    axes[0].legend(
+        handles=[
+            Patch(color=STANDARD_COLOR, alpha=0.5, label="standard (global)"),
+            Patch(color=CC_COLOR, alpha=0.5, label="CC (per lesion)"),
+        ],
+        fontsize="small",
+    )
     title = f"Per-case scores{_suffix(class_value)}\n{_caption(len(df), n_empty, n_error, dropped)}"
     if ax is None:
         axes[0].figure.suptitle(title, fontsize="medium")
@@ -356,8 +390,11 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
         ax.text(i, rates[i] + 0.02, f"{h}/{n}" if n else "n = 0", ha="center", va="bottom", fontsize="small")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylim(0, 1.12)
-    ax.set(xlabel=f"lesion size ({'ml' if unit == 'mm³' else 'voxels'})", ylabel="detection rate",
-           title=f"Lesion detection by size{_suffix(class_value)} ({int(counts.sum())} lesions)")
+    ax.set(
+        xlabel=f"lesion size ({'ml' if unit == 'mm³' else 'voxels'})",
+        ylabel="detection rate",
+        title=f"Lesion detection by size{_suffix(class_value)} ({int(counts.sum())} lesions)",
+    )
     return ax.figure
 
 

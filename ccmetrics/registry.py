@@ -59,20 +59,46 @@ import math
 import re
 import sys
 import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable
 
 from . import schema
 from .components import ComponentCache, Sites
 from .overlap import OVERLAP_FORMULAS
 from .surface import SURFACE_REDUCTIONS
 
-__all__ = ["CaseInputs", "Column", "DEFAULT_METRICS", "ENGINES", "KINDS", "Metric", "MonaiRegionMetric", "UNITS",
-           "column", "columns_of", "display_name", "get", "higher_is_better", "is_distance", "load_plugin",
-           "legacy", "markdown_table", "metric_for_object", "metrics", "names", "register", "register_metric", "resolve",
-           "table_columns", "unit_label", "unregister", "worst_value"]
+__all__ = [
+    "CaseInputs",
+    "Column",
+    "DEFAULT_METRICS",
+    "ENGINES",
+    "KINDS",
+    "Metric",
+    "MonaiRegionMetric",
+    "UNITS",
+    "column",
+    "columns_of",
+    "display_name",
+    "get",
+    "higher_is_better",
+    "is_distance",
+    "load_plugin",
+    "legacy",
+    "markdown_table",
+    "metric_for_object",
+    "metrics",
+    "names",
+    "register",
+    "register_metric",
+    "resolve",
+    "table_columns",
+    "unit_label",
+    "unregister",
+    "worst_value",
+]
 
 #: how a metric is computed (see the module docstring)
 ENGINES = ("counts", "surface", "region", "case")
@@ -122,24 +148,31 @@ class Column:
     display: str
     kind: str = "overlap"
     higher_is_better: bool = True
-    best: Optional[float] = None
+    best: float | None = None
     unit: str = ""
     source: str = ""
     description: str = ""
     cc: bool = False
-    worst: Union[float, str, None] = None
+    worst: float | str | None = None
 
     @property
     def is_distance(self) -> bool:
         return self.kind == "distance"
 
-    def facts(self) -> Dict[str, Any]:
+    def facts(self) -> dict[str, Any]:
         """The column's facts as plain data (what a result folder's ``summary.json`` keeps, see :meth:`from_facts`)."""
-        return {"display": self.display, "kind": self.kind, "higher_is_better": self.higher_is_better,
-                "best": self.best, "worst": self.worst, "unit": self.unit, "cc": self.cc}
+        return {
+            "display": self.display,
+            "kind": self.kind,
+            "higher_is_better": self.higher_is_better,
+            "best": self.best,
+            "worst": self.worst,
+            "unit": self.unit,
+            "cc": self.cc,
+        }
 
     @classmethod
-    def from_facts(cls, name: str, facts: Mapping[str, Any]) -> "Column":
+    def from_facts(cls, name: str, facts: Mapping[str, Any]) -> Column:
         """The column described by :meth:`facts` (unknown keys are ignored, missing ones take the defaults).
 
         >>> Column.from_facts("hd99", column("hd95").facts()).is_distance
@@ -186,12 +219,12 @@ class Metric:
     engine: str
     compute: Callable[..., Any]
     higher_is_better: bool = True
-    best: Optional[float] = None
+    best: float | None = None
     unit: str = ""
-    columns: Tuple[Column, ...] = ()
+    columns: tuple[Column, ...] = ()
     description: str = ""
     builtin: bool = field(default=False, compare=False)
-    worst: Union[float, str, None] = None
+    worst: float | str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -201,17 +234,33 @@ class Metric:
         if self.unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {self.unit!r}")
         if (self.engine == "case") != (self.kind == "case"):
-            raise ValueError(f"metric {self.name!r}: case-level metrics (engine 'case') have kind 'case', "
-                             f"and only they")
+            raise ValueError(
+                f"metric {self.name!r}: case-level metrics (engine 'case') have kind 'case', and only they"
+            )
         if self.kind == "distance" and (self.worst not in (None, WORST_DISTANCE) or self.higher_is_better):
-            raise ValueError(f"metric {self.name!r}: a distance is lower-is-better and its worst value is the case's "
-                             f"worst distance")
+            raise ValueError(
+                f"metric {self.name!r}: a distance is lower-is-better and its worst value is the case's worst distance"
+            )
         if not self.columns:
             if self.engine == "case":
                 raise ValueError(f"case-level metric {self.name!r} needs its columns")
-            object.__setattr__(self, "columns", (Column(self.name, self.display, self.kind, self.higher_is_better,
-                                                        self.best, self.unit, description=self.description,
-                                                        cc=True, worst=self.worst),))
+            object.__setattr__(
+                self,
+                "columns",
+                (
+                    Column(
+                        self.name,
+                        self.display,
+                        self.kind,
+                        self.higher_is_better,
+                        self.best,
+                        self.unit,
+                        description=self.description,
+                        cc=True,
+                        worst=self.worst,
+                    ),
+                ),
+            )
 
     @property
     def per_region(self) -> bool:
@@ -223,7 +272,7 @@ class Metric:
         return self.kind == "distance"
 
     @property
-    def column_names(self) -> Tuple[str, ...]:
+    def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
 
@@ -249,11 +298,11 @@ class CaseInputs:
     gt: ComponentCache
     gt_sites: Sites
     sites: str
-    connectivity: Optional[int]
-    spacing: Optional[Tuple[float, ...]]
+    connectivity: int | None
+    spacing: tuple[float, ...] | None
 
 
-_REGISTRY: Dict[str, Metric] = {}
+_REGISTRY: dict[str, Metric] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: names the tables use for other things: no metric or column may take them
 _RESERVED = frozenset(f.name for t in (schema.PER_COMPONENT, schema.PER_CASE) for f in t.fields + t.tail)
@@ -278,16 +327,22 @@ def register(metric: Metric, *, replace: bool = False) -> Metric:
     under the same name (a module imported twice, a plugin reloaded) replaces the record.
     """
     if not isinstance(metric, Metric):
-        raise TypeError(f"register takes a Metric record, got {type(metric).__name__}; use register_metric for a "
-                        f"function or a MONAI metric object")
+        raise TypeError(
+            f"register takes a Metric record, got {type(metric).__name__}; use register_metric for a "
+            f"function or a MONAI metric object"
+        )
     for name in (metric.name,) + metric.column_names:
         if not _NAME.match(name) or name.startswith(_RESERVED_PREFIXES):
-            raise ValueError(f"metric and column names are lower-case letters, digits and '_', starting with a "
-                             f"letter and not with {' or '.join(map(repr, _RESERVED_PREFIXES))} (derived columns), "
-                             f"got {name!r}")
+            raise ValueError(
+                f"metric and column names are lower-case letters, digits and '_', starting with a "
+                f"letter and not with {' or '.join(map(repr, _RESERVED_PREFIXES))} (derived columns), "
+                f"got {name!r}"
+            )
         if name in _RESERVED:
-            raise ValueError(f"{name!r} is a column of the tables ({', '.join(sorted(_RESERVED))}); choose another "
-                             f"name for the metric")
+            raise ValueError(
+                f"{name!r} is a column of the tables ({', '.join(sorted(_RESERVED))}); choose another "
+                f"name for the metric"
+            )
     taken = {c: m for m in _REGISTRY.values() for c in (m.name,) + m.column_names if m.name != metric.name}
     for name in (metric.name,) + metric.column_names:
         if name in taken:
@@ -304,11 +359,11 @@ def register_metric(
     name: str,
     compute: Any,
     *,
-    kind: Optional[str] = None,
-    display: Optional[str] = None,
-    best: Optional[float] = None,
-    worst: Optional[float] = None,
-    unit: Optional[str] = None,
+    kind: str | None = None,
+    display: str | None = None,
+    best: float | None = None,
+    worst: float | None = None,
+    unit: str | None = None,
     description: str = "",
     replace: bool = False,
 ) -> Metric:
@@ -365,34 +420,56 @@ def register_metric(
     >>> unregister("error_rate")
     """
     if isinstance(compute, type):
-        raise TypeError(f"compute takes a function or a MONAI metric object, got the class {compute.__name__}: pass "
-                        f"an instance such as {compute.__name__}() with its options")
+        raise TypeError(
+            f"compute takes a function or a MONAI metric object, got the class {compute.__name__}: pass "
+            f"an instance such as {compute.__name__}() with its options"
+        )
     monai_object = _is_monai_metric(compute)
     if not monai_object and not callable(compute):
-        raise TypeError(f"compute must be a function compute(pred, gt, spacing) -> float or a MONAI metric object, "
-                        f"got {type(compute).__name__}")
+        raise TypeError(
+            f"compute must be a function compute(pred, gt, spacing) -> float or a MONAI metric object, "
+            f"got {type(compute).__name__}"
+        )
     inferred = "distance" if monai_object and is_distance(compute) else "overlap"
     kind = inferred if kind is None else kind
     if kind not in ("overlap", "distance", "score"):
-        raise ValueError(f"kind must be 'overlap' (a score, 1 best, 0 worst), 'distance' (lower is better, 0 best) "
-                         f"or 'score' (with best and worst), got {kind!r}")
+        raise ValueError(
+            f"kind must be 'overlap' (a score, 1 best, 0 worst), 'distance' (lower is better, 0 best) "
+            f"or 'score' (with best and worst), got {kind!r}"
+        )
     if monai_object and (kind == "distance") != (inferred == "distance"):
-        raise ValueError(f"{type(compute).__name__} is {'a' if inferred == 'distance' else 'not a'} distance; "
-                         f"kind={kind!r} contradicts it")
+        raise ValueError(
+            f"{type(compute).__name__} is {'a' if inferred == 'distance' else 'not a'} distance; "
+            f"kind={kind!r} contradicts it"
+        )
+    worst_value_: float | str
     if kind == "score":
         if best is None or worst is None or not (math.isfinite(best) and math.isfinite(worst)) or best == worst:
-            raise ValueError("kind='score' needs its best and worst values, finite and different (e.g. best=0.0, "
-                             "worst=1.0 for an error rate)")
-        best, worst = float(best), float(worst)
+            raise ValueError(
+                "kind='score' needs its best and worst values, finite and different (e.g. best=0.0, "
+                "worst=1.0 for an error rate)"
+            )
+        best, worst_value_ = float(best), float(worst)
     elif best is not None or worst is not None:
-        raise ValueError(f"best and worst are fixed for kind={kind!r} (overlap: 1 and 0; distance: 0 and the case's "
-                         f"worst distance); use kind='score' for other values")
+        raise ValueError(
+            f"best and worst are fixed for kind={kind!r} (overlap: 1 and 0; distance: 0 and the case's "
+            f"worst distance); use kind='score' for other values"
+        )
     else:
-        best, worst = (0.0, WORST_DISTANCE) if kind == "distance" else (1.0, 0.0)
-    record = Metric(name, display or name, kind, "region", MonaiRegionMetric(compute) if monai_object else compute,
-                    higher_is_better=kind != "distance" and best > worst,  # type: ignore[operator]
-                    best=best, worst=worst, unit=("length" if kind == "distance" else "") if unit is None else unit,
-                    description=description)
+        best, worst_value_ = (0.0, WORST_DISTANCE) if kind == "distance" else (1.0, 0.0)
+    higher = kind != "distance" and best > float(worst_value_)  # a distance's worst is not a number
+    record = Metric(
+        name,
+        display or name,
+        kind,
+        "region",
+        MonaiRegionMetric(compute) if monai_object else compute,
+        higher_is_better=higher,
+        best=best,
+        worst=worst_value_,
+        unit=("length" if kind == "distance" else "") if unit is None else unit,
+        description=description,
+    )
     return register(record, replace=replace)
 
 
@@ -409,19 +486,24 @@ def get(name: str) -> Metric:
     key = name.lower() if isinstance(name, str) else name
     metric = _REGISTRY.get(key)
     if metric is None:
-        raise ValueError(f"unknown metric {name!r}; the metrics are {', '.join(names())}, or pass a MONAI metric "
-                         f"object (register a metric of your own with ccmetrics.register_metric)")
+        raise ValueError(
+            f"unknown metric {name!r}; the metrics are {', '.join(names())}, or pass a MONAI metric "
+            f"object (register a metric of your own with ccmetrics.register_metric)"
+        )
     return metric
 
 
-def metrics(engine: Union[str, Sequence[str], None] = None, *, per_region: Optional[bool] = None) -> List[Metric]:
+def metrics(engine: str | Sequence[str] | None = None, *, per_region: bool | None = None) -> list[Metric]:
     """The registered metrics in registration order (built-in ones first), optionally of some engines only."""
     engines = (engine,) if isinstance(engine, str) else engine
-    return [m for m in _REGISTRY.values()
-            if (engines is None or m.engine in engines) and (per_region is None or m.per_region == per_region)]
+    return [
+        m
+        for m in _REGISTRY.values()
+        if (engines is None or m.engine in engines) and (per_region is None or m.per_region == per_region)
+    ]
 
 
-def names(engine: Union[str, Sequence[str], None] = None, *, per_region: Optional[bool] = None) -> Tuple[str, ...]:
+def names(engine: str | Sequence[str] | None = None, *, per_region: bool | None = None) -> tuple[str, ...]:
     """Names of :func:`metrics`.
 
     >>> names(per_region=True)[:6], names(per_region=False)
@@ -430,7 +512,7 @@ def names(engine: Union[str, Sequence[str], None] = None, *, per_region: Optiona
     return tuple(m.name for m in metrics(engine, per_region=per_region))
 
 
-def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, optional: bool = False) -> List[str]:
+def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, optional: bool = False) -> list[str]:
     """All columns of a tidy table for these metrics, in order: the schema's fixed ones around the metrics' own.
 
     >>> table_columns(schema.PER_CASE, ["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
@@ -447,11 +529,11 @@ def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, opt
     return table.columns(own, optional=optional)
 
 
-def _known_columns() -> Dict[str, Column]:
+def _known_columns() -> dict[str, Column]:
     return {c.name: c for m in _REGISTRY.values() for c in m.columns}
 
 
-def column(name: str, extra: Optional[Mapping[str, Column]] = None) -> Optional[Column]:
+def column(name: str, extra: Mapping[str, Column] | None = None) -> Column | None:
     """The facts of a table column (``cc_`` prefix stripped): from ``extra`` (a result folder's), else the registry.
 
     None for a column no metric produces (``case``, ``volume``, ...).
@@ -465,12 +547,12 @@ def column(name: str, extra: Optional[Mapping[str, Column]] = None) -> Optional[
     return _known_columns().get(base)
 
 
-def columns_of(metric_names: Iterable[str]) -> Dict[str, Column]:
+def columns_of(metric_names: Iterable[str]) -> dict[str, Column]:
     """The columns the given metrics produce, by name (what a result folder records about its tables)."""
     return {c.name: c for name in metric_names for c in get(name).columns}
 
 
-def is_distance(metric: Any, extra: Optional[Mapping[str, Column]] = None) -> bool:
+def is_distance(metric: Any, extra: Mapping[str, Column] | None = None) -> bool:
     """True for a distance: a name or column (``cc_`` prefix allowed), a record, or a MONAI distance object.
 
     >>> is_distance("hd95"), is_distance("cc_assd"), is_distance("dice"), is_distance("lesion_hd95")
@@ -486,7 +568,7 @@ def is_distance(metric: Any, extra: Optional[Mapping[str, Column]] = None) -> bo
     return any(cls.__name__ in _MONAI_DISTANCE_CLASSES for cls in type(metric).__mro__)
 
 
-def higher_is_better(name: str, extra: Optional[Mapping[str, Column]] = None, default: bool = True) -> bool:
+def higher_is_better(name: str, extra: Mapping[str, Column] | None = None, default: bool = True) -> bool:
     """The direction of a column (``cc_`` prefix allowed); ``default`` for a column no metric produces.
 
     >>> higher_is_better("cc_dice"), higher_is_better("hd95"), higher_is_better("fn_volume")
@@ -496,7 +578,7 @@ def higher_is_better(name: str, extra: Optional[Mapping[str, Column]] = None, de
     return default if found is None else found.higher_is_better
 
 
-def display_name(name: str, extra: Optional[Mapping[str, Column]] = None) -> str:
+def display_name(name: str, extra: Mapping[str, Column] | None = None) -> str:
     """How a column is named on plots and pages: ``CC-`` before a CC column's display name; unknown names as they are.
 
     >>> display_name("hd95"), display_name("cc_dice"), display_name("custom"), display_name("lesion_dice")
@@ -508,7 +590,7 @@ def display_name(name: str, extra: Optional[Mapping[str, Column]] = None) -> str
     return name if found is None else found.display
 
 
-def unit_label(name: str, spacing: bool = True, extra: Optional[Mapping[str, Column]] = None) -> str:
+def unit_label(name: str, spacing: bool = True, extra: Mapping[str, Column] | None = None) -> str:
     """The unit of a column's values as shown: ``"mm"``/``"voxels"`` for lengths, ``"ml"``/``"voxels"`` for volumes.
 
     >>> unit_label("hd95"), unit_label("hd95", spacing=False), unit_label("fp_volume"), unit_label("dice")
@@ -563,13 +645,15 @@ def load_plugin(spec: str) -> ModuleType:
             sys.path.append(folder)
         module = importlib.import_module(path.stem)
         if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
-            raise ImportError(f"plugin {spec}: the module name {path.stem!r} is taken by {module.__file__}; "
-                              f"rename the file")
+            raise ImportError(
+                f"plugin {spec}: the module name {path.stem!r} is taken by {module.__file__}; rename the file"
+            )
         return module
     return importlib.import_module(spec)
 
 
 # ---------------------------------------------------------------- metrics given as arguments
+
 
 def _is_monai_metric(obj: Any) -> bool:
     return callable(obj) and hasattr(obj, "_compute_tensor") and not isinstance(obj, type)
@@ -587,16 +671,19 @@ class MonaiRegionMetric:
         import copy
 
         self.metric = copy.deepcopy(metric)
-        self._spacing: Optional[bool] = None
+        self._spacing: bool | None = None
         self._lock = threading.Lock()
 
-    def settings(self) -> Dict[str, Any]:
+    def settings(self) -> dict[str, Any]:
         """The object's plain settings (numbers, strings, flags, and tuples or lists of them)."""
         plain = (bool, int, float, str, type(None))
-        return {k: v for k, v in vars(self.metric).items()
-                if isinstance(v, plain) or (isinstance(v, (tuple, list)) and all(isinstance(x, plain) for x in v))}
+        return {
+            k: v
+            for k, v in vars(self.metric).items()
+            if isinstance(v, plain) or (isinstance(v, (tuple, list)) and all(isinstance(x, plain) for x in v))
+        }
 
-    def __call__(self, pred: Any, gt: Any, spacing: Optional[Sequence[float]] = None) -> float:
+    def __call__(self, pred: Any, gt: Any, spacing: Sequence[float] | None = None) -> float:
         import torch
 
         def one_hot(mask):
@@ -617,10 +704,10 @@ class MonaiRegionMetric:
             value = value[0]
         return float(value.reshape(value.shape[0], -1)[0, -1])
 
-    def __getstate__(self) -> Dict[str, Any]:
+    def __getstate__(self) -> dict[str, Any]:
         return {"metric": self.metric, "_spacing": self._spacing}  # the lock stays behind
 
-    def __setstate__(self, state: Dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -628,7 +715,7 @@ class MonaiRegionMetric:
         return f"MonaiRegionMetric({type(self.metric).__name__})"
 
 
-def metric_for_object(obj: Any, name: Optional[str] = None) -> Metric:
+def metric_for_object(obj: Any, name: str | None = None) -> Metric:
     """A (not registered) record for a MONAI metric object: engine ``region``, named after its class.
 
     Hausdorff and surface distance objects are distances (their NaN or inf counts as the worst
@@ -636,18 +723,28 @@ def metric_for_object(obj: Any, name: Optional[str] = None) -> Metric:
     are unknown).
     """
     if isinstance(obj, type):
-        raise TypeError(f"metrics takes MONAI metric objects, got the class {obj.__name__}: pass an instance "
-                        f"such as {obj.__name__}() with its options")
+        raise TypeError(
+            f"metrics takes MONAI metric objects, got the class {obj.__name__}: pass an instance "
+            f"such as {obj.__name__}() with its options"
+        )
     if not _is_monai_metric(obj):
         raise ValueError(f"metrics must be names or MONAI metric objects, got {type(obj).__name__}")
     column_name = name or type(obj).__name__
     distance = is_distance(obj)
-    return Metric(column_name, column_name, "distance" if distance else "overlap", "region", MonaiRegionMetric(obj),
-                  higher_is_better=not distance, best=None, worst=WORST_DISTANCE if distance else None,
-                  unit="length" if distance else "")
+    return Metric(
+        column_name,
+        column_name,
+        "distance" if distance else "overlap",
+        "region",
+        MonaiRegionMetric(obj),
+        higher_is_better=not distance,
+        best=None,
+        worst=WORST_DISTANCE if distance else None,
+        unit="length" if distance else "",
+    )
 
 
-def resolve(metrics_arg: Union[str, Metric, Sequence[Any]]) -> List[Metric]:
+def resolve(metrics_arg: str | Metric | Sequence[Any]) -> list[Metric]:
     """The records of a ``metrics`` argument: names (case-insensitive), :class:`Metric` records, MONAI objects.
 
     Repeated names count once; MONAI objects get their class name as column name (``_2``, ``_3``
@@ -658,7 +755,7 @@ def resolve(metrics_arg: Union[str, Metric, Sequence[Any]]) -> List[Metric]:
     """
     if isinstance(metrics_arg, (str, Metric)) or not isinstance(metrics_arg, (Sequence, Mapping)):
         metrics_arg = [metrics_arg]
-    out: List[Metric] = []
+    out: list[Metric] = []
     for m in metrics_arg:
         if isinstance(m, Metric):
             record = m
@@ -699,6 +796,7 @@ def markdown_table() -> str:
 
 # ---------------------------------------------------------------- names of the rules' old homes
 
+
 def legacy(module: str, name: str) -> Any:
     """The value of a name that a module held before the registry (kept for one release, with a warning).
 
@@ -714,7 +812,7 @@ def legacy(module: str, name: str) -> Any:
     short = module.rsplit(".", 1)[-1] if not module.endswith("report.data") else "report.data"
     builtin = [m for m in metrics(per_region=True) if m.builtin]
     columns = [c for m in metrics() if m.builtin for c in m.columns]
-    values: Dict[Tuple[str, str], Callable[[], Any]] = {
+    values: dict[tuple[str, str], Callable[[], Any]] = {
         ("aggregation", "DISTANCE_METRICS"): lambda: tuple(m.name for m in builtin if m.is_distance),
         ("aggregation", "BEST_VALUE"): lambda: {m.name: m.best for m in builtin},
         ("stats", "LOWER_IS_BETTER"): lambda: frozenset(c.name for c in columns if not c.higher_is_better),
@@ -728,21 +826,28 @@ def legacy(module: str, name: str) -> Any:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     import warnings
 
-    warnings.warn(f"{module}.{name} is deprecated: the facts of the metrics live in ccmetrics.registry (records, "
-                  f"is_distance, higher_is_better, display_name, resolve)", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{module}.{name} is deprecated: the facts of the metrics live in ccmetrics.registry (records, "
+        f"is_distance, higher_is_better, display_name, resolve)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return values[(short, name)]()
 
 
-def _parse_metrics(metrics_arg: Any) -> Tuple[List[str], List[str], Dict[str, Any]]:
+def _parse_metrics(metrics_arg: Any) -> tuple[list[str], list[str], dict[str, Any]]:
     """The former ``case.parse_metrics``: (per-region names, case-level names, MONAI objects by column name)."""
     records = resolve(metrics_arg)
     known = set(names())
-    return ([m.name for m in records if m.per_region and m.name in known],
-            [m.name for m in records if not m.per_region],
-            {m.name: m.compute.metric for m in records if isinstance(m.compute, MonaiRegionMetric) and m.name not in known})
+    return (
+        [m.name for m in records if m.per_region and m.name in known],
+        [m.name for m in records if not m.per_region],
+        {m.name: m.compute.metric for m in records if isinstance(m.compute, MonaiRegionMetric) and m.name not in known},
+    )
 
 
 # ---------------------------------------------------------------- built-in metrics
+
 
 def _pq(inputs: CaseInputs) -> Any:
     from .panoptic import pq_from_sites
@@ -763,40 +868,93 @@ def _detection(inputs: CaseInputs) -> Any:
     return detection_from_components(inputs.pred, inputs.gt, inputs.connectivity, inputs.spacing)
 
 
-def _builtin() -> List[Metric]:
-    overlap = [("dice", "Dice", "Dice coefficient 2|P∩G| / (|P| + |G|)"),
-               ("iou", "IoU", "intersection over union |P∩G| / |P∪G|")]
-    surface = [("nsd", "NSD", "overlap", "normalised surface distance (surface Dice) at the NSD tolerance"),
-               ("hd", "HD", "distance", "Hausdorff distance: the larger directed maximum of the edge distances"),
-               ("hd95", "HD95", "distance", "the larger of the two directed 95th percentiles of the edge distances"),
-               ("assd", "ASSD", "distance", "average symmetric surface distance (mean of all edge distances)")]
-    out = [Metric(name, display, "overlap", "counts", OVERLAP_FORMULAS[name], best=1.0, worst=0.0, description=text,
-                  builtin=True) for name, display, text in overlap]
+def _builtin() -> list[Metric]:
+    overlap = [
+        ("dice", "Dice", "Dice coefficient 2|P∩G| / (|P| + |G|)"),
+        ("iou", "IoU", "intersection over union |P∩G| / |P∪G|"),
+    ]
+    surface = [
+        ("nsd", "NSD", "overlap", "normalised surface distance (surface Dice) at the NSD tolerance"),
+        ("hd", "HD", "distance", "Hausdorff distance: the larger directed maximum of the edge distances"),
+        ("hd95", "HD95", "distance", "the larger of the two directed 95th percentiles of the edge distances"),
+        ("assd", "ASSD", "distance", "average symmetric surface distance (mean of all edge distances)"),
+    ]
+    out = [
+        Metric(
+            name,
+            display,
+            "overlap",
+            "counts",
+            OVERLAP_FORMULAS[name],
+            best=1.0,
+            worst=0.0,
+            description=text,
+            builtin=True,
+        )
+        for name, display, text in overlap
+    ]
     for name, display, kind, text in surface:
         reduction = SURFACE_REDUCTIONS[name]
         distance = kind == "distance"
-        out.append(Metric(name, display, kind, "surface", reduction, higher_is_better=not distance,
-                          best=reduction.both_empty, worst=WORST_DISTANCE if distance else 0.0,
-                          unit="length" if distance else "", description=text, builtin=True))
-    score = dict(kind="rate")
+        out.append(
+            Metric(
+                name,
+                display,
+                kind,
+                "surface",
+                reduction,
+                higher_is_better=not distance,
+                best=reduction.both_empty,
+                worst=WORST_DISTANCE if distance else 0.0,
+                unit="length" if distance else "",
+                description=text,
+                builtin=True,
+            )
+        )
     out += [
-        Metric("pq", "PQ", "case", "case", _pq, builtin=True,
-               description="Panoptic Quality: components matched at IoU > 0.5 (GT instances with sites='labels')",
-               columns=(Column("pq", "PQ", source="pq", **score), Column("sq", "SQ", source="sq", **score),
-                        Column("rq", "RQ", source="rq", **score))),
-        Metric("lesion_dice", "Lesion Dice", "case", "case", _lesion_dice, builtin=True,
-               description="BraTS-2023 lesion-wise Dice and HD95 (ccmetrics.lesion_dice's defaults: glioma)",
-               columns=(Column("lesion_dice", "Lesion Dice", "overlap", best=1.0, source="dice"),
-                        Column("lesion_hd95", "Lesion HD95", "distance", False, 0.0, "length", source="hd95"))),
-        Metric("detection", "Detection", "case", "case", _detection, builtin=True,
-               description="lesion detection (any overlap) and the autoPET false positive / negative volumes",
-               columns=(Column("sensitivity", "Sensitivity", source="sensitivity", **score),
-                        Column("precision", "Precision", source="precision", **score),
-                        Column("f1", "F1", source="f1", **score),
-                        Column("fp_volume", "FP volume", "volume", False, 0.0, "volume",
-                               source="false_positive_volume"),
-                        Column("fn_volume", "FN volume", "volume", False, 0.0, "volume",
-                               source="false_negative_volume"))),
+        Metric(
+            "pq",
+            "PQ",
+            "case",
+            "case",
+            _pq,
+            builtin=True,
+            description="Panoptic Quality: components matched at IoU > 0.5 (GT instances with sites='labels')",
+            columns=(
+                Column("pq", "PQ", "rate", source="pq"),
+                Column("sq", "SQ", "rate", source="sq"),
+                Column("rq", "RQ", "rate", source="rq"),
+            ),
+        ),
+        Metric(
+            "lesion_dice",
+            "Lesion Dice",
+            "case",
+            "case",
+            _lesion_dice,
+            builtin=True,
+            description="BraTS-2023 lesion-wise Dice and HD95 (ccmetrics.lesion_dice's defaults: glioma)",
+            columns=(
+                Column("lesion_dice", "Lesion Dice", "overlap", best=1.0, source="dice"),
+                Column("lesion_hd95", "Lesion HD95", "distance", False, 0.0, "length", source="hd95"),
+            ),
+        ),
+        Metric(
+            "detection",
+            "Detection",
+            "case",
+            "case",
+            _detection,
+            builtin=True,
+            description="lesion detection (any overlap) and the autoPET false positive / negative volumes",
+            columns=(
+                Column("sensitivity", "Sensitivity", "rate", source="sensitivity"),
+                Column("precision", "Precision", "rate", source="precision"),
+                Column("f1", "F1", "rate", source="f1"),
+                Column("fp_volume", "FP volume", "volume", False, 0.0, "volume", source="false_positive_volume"),
+                Column("fn_volume", "FN volume", "volume", False, 0.0, "volume", source="false_negative_volume"),
+            ),
+        ),
     ]
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,15 +58,15 @@ class CaseResult:
     """
 
     per_component: pd.DataFrame
-    cc: Dict[str, float]
-    standard: Dict[str, float]
+    cc: dict[str, float]
+    standard: dict[str, float]
     n_components: int
     empty_gt: bool
     worst_distance: float
-    spacing: Optional[Tuple[float, ...]] = None
-    metrics: List[str] = field(default_factory=list)
-    details: Dict[str, Any] = field(default_factory=dict)
-    case_scores: Dict[str, float] = field(default_factory=dict)
+    spacing: tuple[float, ...] | None = None
+    metrics: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    case_scores: dict[str, float] = field(default_factory=dict)
     pred_volume: int = 0
 
     def summary(self) -> pd.DataFrame:
@@ -78,12 +78,11 @@ class CaseResult:
         standard = {**self.standard, **self.case_scores}
         rows = list(dict.fromkeys(list(self.cc) + list(standard)))
         return pd.DataFrame(
-            {schema.STANDARD: [standard.get(m, np.nan) for m in rows],
-             "cc": [self.cc.get(m, np.nan) for m in rows]},
+            {schema.STANDARD: [standard.get(m, np.nan) for m in rows], "cc": [self.cc.get(m, np.nan) for m in rows]},
             index=pd.Index(rows, name=schema.METRIC),
         )
 
-    def to_frame(self, case: Optional[str] = None, class_value: int = 1) -> pd.DataFrame:
+    def to_frame(self, case: str | None = None, class_value: int = 1) -> pd.DataFrame:
         """The per-component table in the tidy data-set format, ready to concatenate across cases.
 
         Columns (:data:`ccmetrics.schema.PER_COMPONENT`): ``case``, ``class``, ``component``,
@@ -112,16 +111,19 @@ class CaseResult:
         table[schema.WORST_DISTANCE] = float(self.worst_distance)
         return table[others + [schema.WORST_DISTANCE] + metrics]
 
-    def case_row(self) -> Dict[str, Any]:
+    def case_row(self) -> dict[str, Any]:
         """One row of the tidy per-case table: counts, global (``m``), CC (``cc_m``) and case-level scores.
 
         Keys: ``n_components``, ``empty_gt``, ``pred_volume`` (voxels),
         ``worst_distance``, then for each metric ``m`` the global value ``m``
-        and the CC value ``cc_m``, then :attr:`case_scores`.
+        and the CC value ``cc_m``, then ``case_scores``.
         """
-        row: Dict[str, Any] = {schema.N_COMPONENTS: self.n_components, schema.EMPTY_GT: self.empty_gt,
-                               schema.PRED_VOLUME: self.pred_volume,
-                               schema.WORST_DISTANCE: float(self.worst_distance)}
+        row: dict[str, Any] = {
+            schema.N_COMPONENTS: self.n_components,
+            schema.EMPTY_GT: self.empty_gt,
+            schema.PRED_VOLUME: self.pred_volume,
+            schema.WORST_DISTANCE: float(self.worst_distance),
+        }
         for m in self.metrics:
             row[m] = self.standard.get(m, np.nan)
             row[schema.cc(m)] = self.cc.get(m, np.nan)
@@ -130,5 +132,7 @@ class CaseResult:
 
     def __repr__(self) -> str:
         flag = ", empty GT" if self.empty_gt else ""
-        return (f"CaseResult({self.n_components} components{flag})\n"
-                f"{self.summary().to_string(float_format=lambda v: f'{v:.4f}')}")
+        return (
+            f"CaseResult({self.n_components} components{flag})\n"
+            f"{self.summary().to_string(float_format=lambda v: f'{v:.4f}')}"
+        )

@@ -29,13 +29,24 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-__all__ = ["CC_PREFIX", "EMPTY_GT_SUMMARY_COLUMNS", "Field", "PER_CASE", "PER_CASE_FRONT", "PER_COMPONENT", "SUMMARY",
-           "TableSchema", "base", "cc", "join_flags"]
+__all__ = [
+    "CC_PREFIX",
+    "EMPTY_GT_SUMMARY_COLUMNS",
+    "Field",
+    "PER_CASE",
+    "PER_CASE_FRONT",
+    "PER_COMPONENT",
+    "SUMMARY",
+    "TableSchema",
+    "base",
+    "cc",
+    "join_flags",
+]
 
 # ---------------------------------------------------------------- column names
 
@@ -103,7 +114,7 @@ def base(column: str) -> str:
     >>> base("cc_hd95"), base("dice")
     ('hd95', 'dice')
     """
-    return column[len(CC_PREFIX):] if column.startswith(CC_PREFIX) else column
+    return column[len(CC_PREFIX) :] if column.startswith(CC_PREFIX) else column
 
 
 # ---------------------------------------------------------------- tables
@@ -145,11 +156,11 @@ class TableSchema:
 
     name: str
     file: str
-    fields: Tuple[Field, ...]
-    tail: Tuple[Field, ...] = ()
-    key: Tuple[str, ...] = ()
+    fields: tuple[Field, ...]
+    tail: tuple[Field, ...] = ()
+    key: tuple[str, ...] = ()
 
-    def columns(self, metric_columns: Sequence[str] = (), *, optional: bool = False) -> List[str]:
+    def columns(self, metric_columns: Sequence[str] = (), *, optional: bool = False) -> list[str]:
         """All columns of the table, in order: the fixed ones around ``metric_columns`` (those the metrics
         produce, :func:`ccmetrics.registry.table_columns`); ``optional``: with the columns only some tables
         have (``gt_label``)."""
@@ -160,8 +171,9 @@ class TableSchema:
         """A table without rows, with its columns (what a data set in which every case failed gives)."""
         return pd.DataFrame(columns=self.columns(metric_columns))
 
-    def validate(self, frame: pd.DataFrame, where: Optional[str] = None,
-                 metric_columns: Iterable[str] = ()) -> pd.DataFrame:
+    def validate(
+        self, frame: pd.DataFrame, where: str | None = None, metric_columns: Iterable[str] = ()
+    ) -> pd.DataFrame:
         """Check that ``frame`` has every required column (and the given metric columns); name the first missing one.
 
         Raises
@@ -172,15 +184,19 @@ class TableSchema:
         where = where or self.file
         for f in self.fields + self.tail:
             if f.required and f.name not in frame.columns:
-                raise ValueError(f"{where} has no column {f.name!r} ({f.description}); is it a {self.file} written "
-                                 f"by `ccmetrics evaluate` (or DatasetResult.write)?")
+                raise ValueError(
+                    f"{where} has no column {f.name!r} ({f.description}); is it a {self.file} written "
+                    f"by `ccmetrics evaluate` (or DatasetResult.write)?"
+                )
         for column in metric_columns:
             if column not in frame.columns:
-                raise ValueError(f"{where} has no column {column!r}, although the evaluation's metrics produce it: "
-                                 f"was the table edited after `ccmetrics evaluate`?")
+                raise ValueError(
+                    f"{where} has no column {column!r}, although the evaluation's metrics produce it: "
+                    f"was the table edited after `ccmetrics evaluate`?"
+                )
         return frame
 
-    def read(self, path: "os.PathLike[str] | str", metric_columns: Iterable[str] = ()) -> pd.DataFrame:
+    def read(self, path: os.PathLike[str] | str, metric_columns: Iterable[str] = ()) -> pd.DataFrame:
         """Read the table from its CSV file, then :meth:`validate` it.
 
         ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
@@ -188,63 +204,81 @@ class TableSchema:
         empty cell NaN).
         """
         if not str(path).endswith(".csv"):
-            raise ValueError(f"the {self.name} table is not kept as a CSV file ({self.file}): read {path} as what "
-                             f"it is")
+            raise ValueError(
+                f"the {self.name} table is not kept as a CSV file ({self.file}): read {path} as what it is"
+            )
         fields = self.fields + self.tail
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
-                            dtype={f.name: str for f in fields if f.text})
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={f.name: str for f in fields if f.text})
         for f in fields:
             if f.filled and f.name in frame:
                 frame[f.name] = frame[f.name].astype(object).fillna("")  # an all-empty column is read as float NaN
         return self.validate(frame, str(path), metric_columns)
 
 
+#: one row per GT connected component (lesion) of every case and class
 PER_COMPONENT = TableSchema(
-    "per_component", "per_component.csv",
-    fields=(Field(CASE, "str", "the case id", text=True),
-            Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
-            Field(COMPONENT, "int", "the GT component, 1..K in raster order of its first voxel"),
-            Field(VOLUME, "int", "its volume in voxels"),
-            Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
-            Field(GT_LABEL, "int", "its label value in a GT instance map (sites='labels' only)", required=False),
-            Field(DETECTED, "bool", "the component overlaps the prediction"),
-            Field(WORST_DISTANCE, "float", "what a missed lesion's distances count as in means (mm or voxels)")),
-    key=(CASE, CLASS, COMPONENT))
+    "per_component",
+    "per_component.csv",
+    fields=(
+        Field(CASE, "str", "the case id", text=True),
+        Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
+        Field(COMPONENT, "int", "the GT component, 1..K in raster order of its first voxel"),
+        Field(VOLUME, "int", "its volume in voxels"),
+        Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
+        Field(GT_LABEL, "int", "its label value in a GT instance map (sites='labels' only)", required=False),
+        Field(DETECTED, "bool", "the component overlaps the prediction"),
+        Field(WORST_DISTANCE, "float", "what a missed lesion's distances count as in means (mm or voxels)"),
+    ),
+    key=(CASE, CLASS, COMPONENT),
+)
 
+#: one row per case and class, every image file of both folders included (errors too)
 PER_CASE = TableSchema(
-    "per_case", "per_case.csv",
-    fields=(Field(CASE, "str", "the case id", text=True),
-            Field(CLASS, "int", "the class"),
-            Field(STATUS, "str", "ok, flagged or error"),
-            Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
-            Field(ERROR, "str", "why the case could not be evaluated", filled=True),
-            Field(GT_FILE, "str", "the GT file"),
-            Field(PRED_FILE, "str", "the prediction file (empty when missing)"),
-            Field(SPACING, "str", "the spacing used, e.g. 0.8x0.8x3, or 'voxel'"),
-            Field(N_COMPONENTS, "float", "GT components (empty on error rows)"),
-            Field(EMPTY_GT, "object", "the GT has no component (True/False; empty on error rows)"),
-            Field(PRED_VOLUME, "float", "prediction voxels"),
-            Field(WORST_DISTANCE, "float", "the case's worst distance")),
+    "per_case",
+    "per_case.csv",
+    fields=(
+        Field(CASE, "str", "the case id", text=True),
+        Field(CLASS, "int", "the class"),
+        Field(STATUS, "str", "ok, flagged or error"),
+        Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
+        Field(ERROR, "str", "why the case could not be evaluated", filled=True),
+        Field(GT_FILE, "str", "the GT file"),
+        Field(PRED_FILE, "str", "the prediction file (empty when missing)"),
+        Field(SPACING, "str", "the spacing used, e.g. 0.8x0.8x3, or 'voxel'"),
+        Field(N_COMPONENTS, "float", "GT components (empty on error rows)"),
+        Field(EMPTY_GT, "object", "the GT has no component (True/False; empty on error rows)"),
+        Field(PRED_VOLUME, "float", "prediction voxels"),
+        Field(WORST_DISTANCE, "float", "the case's worst distance"),
+    ),
     tail=(Field(PRED_VOLUME_ML, "float", "prediction volume in ml (NaN without a spacing)"),),
-    key=(CASE, CLASS))
+    key=(CASE, CLASS),
+)
 #: the per-case table's first columns: the case, its status and its files
 PER_CASE_FRONT = tuple(f.name for f in PER_CASE.fields[:7])
 
+#: one row per class, metric and aggregation (kept in ``summary.json``)
 SUMMARY = TableSchema(
-    "summary", "summary.json",
-    fields=(Field(CLASS, "int", "the class"),
-            Field(METRIC, "str", "the column summarised"),
-            Field(AGGREGATION, "str", "standard, cc_patient, cc_pooled or case"),
-            Field(N, "int", "values summarised"),
-            Field(MEAN, "float", "their mean"),
-            Field(MEDIAN, "float", "their median"),
-            Field(CI_LOW, "float", "bootstrap confidence interval of the mean, low end"),
-            Field(CI_HIGH, "float", "and high end")),
-    key=(CLASS, METRIC, AGGREGATION))
+    "summary",
+    "summary.json",
+    fields=(
+        Field(CLASS, "int", "the class"),
+        Field(METRIC, "str", "the column summarised"),
+        Field(AGGREGATION, "str", "standard, cc_patient, cc_pooled or case"),
+        Field(N, "int", "values summarised"),
+        Field(MEAN, "float", "their mean"),
+        Field(MEDIAN, "float", "their median"),
+        Field(CI_LOW, "float", "bootstrap confidence interval of the mean, low end"),
+        Field(CI_HIGH, "float", "and high end"),
+    ),
+    key=(CLASS, METRIC, AGGREGATION),
+)
 
 #: the empty-GT summary (per class): cases with an empty GT, how many have a prediction, its mean volume
-WITH_FALSE_POSITIVE, FP_VOLUME_VOXELS_MEAN, FP_VOLUME_ML_MEAN = ("with_false_positive", "fp_volume_voxels_mean",
-                                                                 "fp_volume_ml_mean")
+WITH_FALSE_POSITIVE, FP_VOLUME_VOXELS_MEAN, FP_VOLUME_ML_MEAN = (
+    "with_false_positive",
+    "fp_volume_voxels_mean",
+    "fp_volume_ml_mean",
+)
 EMPTY_GT_SUMMARY_COLUMNS = (CLASS, N, WITH_FALSE_POSITIVE, FP_VOLUME_VOXELS_MEAN, FP_VOLUME_ML_MEAN)
 
 

@@ -11,7 +11,7 @@ Methods (all from scipy / scikit-posthocs, nothing hand-rolled):
 * :func:`friedman_nemenyi` -- on a paired table (rows = cases or patients, columns =
   methods): ranks methods within each row (:func:`scipy.stats.rankdata`, ties get average
   ranks), the Friedman test (:func:`scipy.stats.friedmanchisquare`) and the Nemenyi
-  post-hoc test (:func:`scikit_posthocs.posthoc_nemenyi_friedman`), with mean ranks, the
+  post-hoc test (``scikit_posthocs.posthoc_nemenyi_friedman``), with mean ranks, the
   critical difference and a table of significant pairs. Cost: O(n_rows * n_methods *
   log n_methods) plus O(n_methods^2) for the post-hoc matrix.
 * :func:`compare` -- pairs cases across methods from tidy per-case tables and tests for
@@ -23,10 +23,12 @@ Methods (all from scipy / scikit-posthocs, nothing hand-rolled):
 The Nemenyi test needs the optional dependency ``scikit-posthocs``
 (``pip install "ccmetrics-toolkit[stats]"``); it is imported only when needed.
 """
-from dataclasses import dataclass, field
+
 import inspect
-from typing import List, Mapping, Optional, Tuple
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -41,10 +43,17 @@ __all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "Frie
 _RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
 
-def _percentile_bootstrap(data, statistic, confidence, n_resamples, seed, paired) -> Tuple[float, float]:
-    res = stats.bootstrap(data, statistic, n_resamples=n_resamples, vectorized=True, paired=paired,
-                          confidence_level=confidence, method="percentile",
-                          **{_RNG_KEYWORD: np.random.default_rng(seed)})
+def _percentile_bootstrap(data, statistic, confidence, n_resamples, seed, paired) -> tuple[float, float]:
+    res = stats.bootstrap(
+        data,
+        statistic,
+        n_resamples=n_resamples,
+        vectorized=True,
+        paired=paired,
+        confidence_level=confidence,
+        method="percentile",
+        **{_RNG_KEYWORD: np.random.default_rng(seed)},
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -57,8 +66,7 @@ def _check_values(values) -> np.ndarray:
     return values
 
 
-def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0) -> Tuple[float, float]:
+def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean.
 
     Parameters
@@ -97,8 +105,9 @@ def _ratio_of_sums(sums, counts, axis=-1):
     return np.sum(sums, axis=axis) / np.sum(counts, axis=axis)
 
 
-def bootstrap_ci_pooled(values, groups, *, confidence: float = 0.95, n_resamples: int = 2000,
-                        seed: int = 0) -> Tuple[float, float]:
+def bootstrap_ci_pooled(
+    values, groups, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Cluster bootstrap confidence interval of the mean of pooled items.
 
     Groups (cases) are resampled with replacement and their items pooled; the statistic is
@@ -169,7 +178,7 @@ class Comparison:
         empty-GT rule scores them; each evaluation summarises them apart).
     significance : pandas.DataFrame or None
         One row per pair of methods (3 or more methods): see
-        :attr:`FriedmanNemenyi.significance`; None for 2 methods.
+        ``FriedmanNemenyi.significance``; None for 2 methods.
     """
 
     metric: str
@@ -180,14 +189,20 @@ class Comparison:
     statistic: float
     pvalue: float
     nemenyi: Optional[pd.DataFrame]
-    excluded: List
-    empty_gt: List = field(default_factory=list)
+    excluded: list
+    empty_gt: list = field(default_factory=list)
     significance: Optional[pd.DataFrame] = None
 
     def summary(self) -> pd.DataFrame:
         """Per method: n, mean, median and mean_rank of the paired scores, best rank first."""
-        table = pd.DataFrame({"n": self.scores.count(), "mean": self.scores.mean(),
-                              "median": self.scores.median(), "mean_rank": self.mean_ranks})
+        table = pd.DataFrame(
+            {
+                "n": self.scores.count(),
+                "mean": self.scores.mean(),
+                "median": self.scores.median(),
+                "mean_rank": self.mean_ranks,
+            }
+        )
         return table.sort_values("mean_rank", kind="stable")
 
 
@@ -232,8 +247,7 @@ class FriedmanNemenyi:
     higher_is_better: bool
 
 
-def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
-                     alpha: float = 0.05) -> FriedmanNemenyi:
+def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alpha: float = 0.05) -> FriedmanNemenyi:
     """Friedman test with Nemenyi post-hoc tests on a paired table of scores.
 
     Methods are ranked within each row (1 = best, ties get average ranks; ``inf`` is a
@@ -266,12 +280,15 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
     [['A', 'B', False], ['A', 'C', True], ['B', 'C', False]]
     """
     if not isinstance(scores, pd.DataFrame):
-        raise TypeError(f"scores must be a pandas DataFrame (rows: patients, columns: methods), "
-                        f"got {type(scores).__name__}")
+        raise TypeError(
+            f"scores must be a pandas DataFrame (rows: patients, columns: methods), got {type(scores).__name__}"
+        )
     methods = list(scores.columns)
     if len(methods) < 3:
-        raise ValueError(f"the Friedman test needs at least 3 methods (columns), got {len(methods)}; "
-                         "for 2 methods use scipy.stats.wilcoxon or compare()")
+        raise ValueError(
+            f"the Friedman test needs at least 3 methods (columns), got {len(methods)}; "
+            "for 2 methods use scipy.stats.wilcoxon or compare()"
+        )
     if len(scores) < 2:
         raise ValueError(f"need at least 2 rows (patients) scored by every method, got {len(scores)}")
     if not 0 < alpha < 1:
@@ -283,8 +300,7 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
     try:
         import scikit_posthocs
     except ImportError as err:
-        raise ImportError("the Nemenyi test needs scikit-posthocs: "
-                          'pip install "ccmetrics-toolkit[stats]"') from err
+        raise ImportError('the Nemenyi test needs scikit-posthocs: pip install "ccmetrics-toolkit[stats]"') from err
     ranks = stats.rankdata(-values if higher_is_better else values, axis=1)
     res = stats.friedmanchisquare(*ranks.T)
     nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
@@ -296,23 +312,49 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True,
     order = sorted(range(k), key=lambda j: (mean_ranks.iloc[j], j))
     rows = []
     for a_pos, a in enumerate(order):
-        for b in order[a_pos + 1:]:
+        for b in order[a_pos + 1 :]:
             p = float(nemenyi.iloc[a, b])
-            rows.append({"method_a": methods[a], "method_b": methods[b],
-                         "mean_rank_a": float(mean_ranks.iloc[a]), "mean_rank_b": float(mean_ranks.iloc[b]),
-                         "rank_difference": float(mean_ranks.iloc[b] - mean_ranks.iloc[a]),
-                         "pvalue": p, "significant": p < alpha, "better": methods[a] if p < alpha else ""})
-    columns = ["method_a", "method_b", "mean_rank_a", "mean_rank_b", "rank_difference", "pvalue", "significant",
-               "better"]
+            rows.append(
+                {
+                    "method_a": methods[a],
+                    "method_b": methods[b],
+                    "mean_rank_a": float(mean_ranks.iloc[a]),
+                    "mean_rank_b": float(mean_ranks.iloc[b]),
+                    "rank_difference": float(mean_ranks.iloc[b] - mean_ranks.iloc[a]),
+                    "pvalue": p,
+                    "significant": p < alpha,
+                    "better": methods[a] if p < alpha else "",
+                }
+            )
+    columns = [
+        "method_a",
+        "method_b",
+        "mean_rank_a",
+        "mean_rank_b",
+        "rank_difference",
+        "pvalue",
+        "significant",
+        "better",
+    ]
     significance = pd.DataFrame(rows, columns=columns)
-    return FriedmanNemenyi(statistic=float(res.statistic), pvalue=float(res.pvalue), nemenyi=nemenyi,
-                           mean_ranks=mean_ranks, ranks=pd.DataFrame(ranks, index=scores.index, columns=methods),
-                           significance=significance, critical_difference=critical_difference, n_rows=n,
-                           n_methods=k, alpha=alpha, higher_is_better=higher_is_better)
+    return FriedmanNemenyi(
+        statistic=float(res.statistic),
+        pvalue=float(res.pvalue),
+        nemenyi=nemenyi,
+        mean_ranks=mean_ranks,
+        ranks=pd.DataFrame(ranks, index=scores.index, columns=methods),
+        significance=significance,
+        critical_difference=critical_difference,
+        n_rows=n,
+        n_methods=k,
+        alpha=alpha,
+        higher_is_better=higher_is_better,
+    )
 
 
-def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str,
-                   class_column: str, class_value, columns=None) -> pd.Series:
+def _method_scores(
+    name: str, table: pd.DataFrame, metric: str, case_column: str, class_column: str, class_value, columns=None
+) -> pd.Series:
     if metric not in table.columns:
         raise KeyError(f"method {name!r}: no column {metric!r}")
     if class_value is not None:
@@ -320,8 +362,9 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
             raise ValueError(f"method {name!r}: class_value given but there is no column {class_column!r}")
         table = table[table[class_column] == class_value]
     elif class_column in table.columns and table[class_column].nunique() > 1:
-        raise ValueError(f"method {name!r} has several classes {sorted(table[class_column].unique())}; "
-                         "pass class_value to pick one")
+        raise ValueError(
+            f"method {name!r} has several classes {sorted(table[class_column].unique())}; pass class_value to pick one"
+        )
     values = table[metric].astype(float)
     facts = registry.column(metric, columns)
     if schema.WORST_DISTANCE in table.columns and facts is not None and is_distance_metric(facts):
@@ -329,7 +372,7 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
         worst = table[schema.WORST_DISTANCE].astype(float)
         values = pd.Series(cc_values(values, facts, worst), index=values.index)
     if schema.STATUS in table.columns:
-        values = values.where(table[schema.STATUS] != schema.FAILED)   # an error row is not a score
+        values = values.where(table[schema.STATUS] != schema.FAILED)  # an error row is not a score
     values.index = pd.Index(table[case_column], name=case_column)
     if values.index.has_duplicates:
         duplicated = list(values.index[values.index.duplicated()])
@@ -337,9 +380,16 @@ def _method_scores(name: str, table: pd.DataFrame, metric: str, case_column: str
     return values.rename(name)
 
 
-def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better: Optional[bool] = None,
-            case_column: str = schema.CASE, class_value=None, class_column: str = schema.CLASS,
-            columns: Optional[Mapping[str, "registry.Column"]] = None) -> Comparison:
+def compare(
+    tables: Mapping[str, pd.DataFrame],
+    metric: str,
+    *,
+    higher_is_better: Optional[bool] = None,
+    case_column: str = schema.CASE,
+    class_value=None,
+    class_column: str = schema.CLASS,
+    columns: Optional[Mapping[str, "registry.Column"]] = None,
+) -> Comparison:
     """Compare methods on one metric over paired cases, with rank-based tests.
 
     Cases are paired by id; a case some method lacks (missing row, NaN, or status "error")
@@ -366,7 +416,7 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
         Class to compare; required when the tables hold several classes.
     columns : mapping of str to ccmetrics.registry.Column, optional
         Facts of metrics this process has not registered (a result folder's
-        :attr:`~ccmetrics.DatasetResult.columns`).
+        ``DatasetResult.columns``).
 
     Returns
     -------
@@ -410,8 +460,12 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
     complete = wide.notna().all(axis=1)
     excluded = list(wide.index[~complete])
     if excluded:
-        warnings.warn(f"{len(excluded)} case(s) excluded from the comparison of {metric!r}: "
-                      f"not scored by every method: {excluded}", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{len(excluded)} case(s) excluded from the comparison of {metric!r}: "
+            f"not scored by every method: {excluded}",
+            UserWarning,
+            stacklevel=2,
+        )
     scores = wide[complete]
     if len(scores) < 2:
         raise ValueError(f"need at least 2 cases scored by every method, got {len(scores)}")
@@ -419,15 +473,34 @@ def compare(tables: Mapping[str, pd.DataFrame], metric: str, *, higher_is_better
         ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
         mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
-        diff = np.where(a == b, 0.0, a - b)   # inf - inf would be NaN: equal values are a tie
+        diff = np.where(a == b, 0.0, a - b)  # inf - inf would be NaN: equal values are a tie
         res = stats.wilcoxon(diff)
-        return Comparison(metric=metric, higher_is_better=higher_is_better, test="wilcoxon", scores=scores,
-                          mean_ranks=mean_ranks, statistic=float(res.statistic), pvalue=float(res.pvalue),
-                          nemenyi=None, excluded=excluded, empty_gt=sorted(empty_gt, key=str))
+        return Comparison(
+            metric=metric,
+            higher_is_better=higher_is_better,
+            test="wilcoxon",
+            scores=scores,
+            mean_ranks=mean_ranks,
+            statistic=float(res.statistic),
+            pvalue=float(res.pvalue),
+            nemenyi=None,
+            excluded=excluded,
+            empty_gt=sorted(empty_gt, key=str),
+        )
     fn = friedman_nemenyi(scores, higher_is_better=higher_is_better)
-    return Comparison(metric=metric, higher_is_better=higher_is_better, test="friedman", scores=scores,
-                      mean_ranks=fn.mean_ranks, statistic=fn.statistic, pvalue=fn.pvalue, nemenyi=fn.nemenyi,
-                      excluded=excluded, empty_gt=sorted(empty_gt, key=str), significance=fn.significance)
+    return Comparison(
+        metric=metric,
+        higher_is_better=higher_is_better,
+        test="friedman",
+        scores=scores,
+        mean_ranks=fn.mean_ranks,
+        statistic=fn.statistic,
+        pvalue=fn.pvalue,
+        nemenyi=fn.nemenyi,
+        excluded=excluded,
+        empty_gt=sorted(empty_gt, key=str),
+        significance=fn.significance,
+    )
 
 
 def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it

@@ -7,7 +7,7 @@ mask to the nearest edge voxel of the other (a KD-tree in float64, physical
 when a spacing is given, stored as float32) and reduce those distances.  This
 module does the same on sparse voxel lists, so a mask is never materialised:
 the cost depends on the number of foreground voxels, not on the image size.
-Large edge sets are measured with the k-d tree of :mod:`ccmetrics._kdtree`
+Large edge sets are measured with the k-d tree of ``ccmetrics._kdtree``
 (the same float64 distances as scipy's, fast also far from flat edge sets).
 Edge tests look up each voxel's face neighbours in a label map
 (:func:`face_edges`), in the input mask itself (:func:`mask_edges`), or in
@@ -27,19 +27,31 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial import cKDTree
 
 from .config import current
 from .torch_emulation import quantile_rank, torch_lerp
 
-__all__ = ["GroupedDistances", "SURFACE_REDUCTIONS", "SurfaceReduction", "directed_distances", "empty_rule",
-           "face_edges", "grouped_directed_distances", "grouped_surface_scores", "mask_edges", "own_face_edges",
-           "physical", "surface_scores"]
-
+__all__ = [
+    "GroupedDistances",
+    "SURFACE_REDUCTIONS",
+    "SurfaceReduction",
+    "directed_distances",
+    "empty_rule",
+    "face_edges",
+    "grouped_directed_distances",
+    "grouped_surface_scores",
+    "mask_edges",
+    "own_face_edges",
+    "physical",
+    "surface_scores",
+]
 
 
 def face_edges(
@@ -48,7 +60,7 @@ def face_edges(
     shape: Sequence[int],
     label_map: np.ndarray,
     labels: np.ndarray,
-) -> Tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Find the edge voxels of labelled voxel sets.
 
     A voxel is an edge voxel of its set when one of its face neighbours (6 in 3D,
@@ -110,8 +122,13 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
         from . import _edge_kernels  # numba: imported for long lists only
 
         edge = np.empty(len(flat_index), dtype=bool)
-        _edge_kernels.mask_edges(np.asarray(flat_index, np.int64), np.asarray(shape, np.int64),
-                                 strides.astype(np.int64), mask_flat.view(np.uint8), edge)
+        _edge_kernels.mask_edges(
+            np.asarray(flat_index, np.int64),
+            np.asarray(shape, np.int64),
+            strides.astype(np.int64),
+            mask_flat.view(np.uint8),
+            edge,
+        )
         return edge
     inner = np.ones(flat_index.shape, dtype=bool)
     for axis, (size, stride) in enumerate(zip(shape, strides)):
@@ -172,8 +189,15 @@ def own_face_edges(
             from . import _edge_kernels  # numba: imported for long lists only
 
             own_edge = np.empty(len(flat_index), dtype=bool)
-            _edge_kernels.own_edges_in_span(np.asarray(flat_index, np.int64), np.asarray(labels, np.int32),
-                                            union_edge, first, span, strides.astype(np.int64), own_edge)
+            _edge_kernels.own_edges_in_span(
+                np.asarray(flat_index, np.int64),
+                np.asarray(labels, np.int32),
+                union_edge,
+                first,
+                span,
+                strides.astype(np.int64),
+                own_edge,
+            )
             return own_edge
     own_edge = union_edge.copy()
     interior = np.flatnonzero(~union_edge)
@@ -201,7 +225,7 @@ def own_face_edges(
     return own_edge
 
 
-def physical(coords: np.ndarray, spacing: Optional[Sequence[float]]) -> np.ndarray:
+def physical(coords: np.ndarray, spacing: Sequence[float] | None) -> np.ndarray:
     """Voxel coordinates (N, ndim) as float64 points, scaled by ``spacing`` when given."""
     points = coords.astype(np.float64)
     if spacing is not None:
@@ -214,7 +238,7 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 
     Both arguments are float64 point arrays of shape (N, ndim).  Like MONAI, an
     empty target gives ``inf`` for every source point.  From ``own_tree_from``
-    points in all (:class:`ccmetrics.EngineConfig`), the k-d tree of :mod:`ccmetrics._kdtree` (tight node boxes:
+    points in all (:class:`ccmetrics.EngineConfig`), the k-d tree of ``ccmetrics._kdtree`` (tight node boxes:
     fast also for points far from a flat edge set, and both kernels release
     the GIL) gives the same float64 distances as scipy's tree, which serves
     smaller inputs and machines where the two do not agree bit for bit.
@@ -234,7 +258,7 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def _own_tree(points: int) -> bool:
-    """Whether :mod:`ccmetrics._kdtree` measures ``points`` points (``own_tree_from`` and
+    """Whether ``ccmetrics._kdtree`` measures ``points`` points (``own_tree_from`` and
     ``own_tree_import_from`` of :class:`ccmetrics.EngineConfig`, and the per-process agreement probe)."""
     config = current()
     if points < config.own_tree_from or (points < config.own_tree_import_from and "numba" not in sys.modules):
@@ -244,8 +268,14 @@ def _own_tree(points: int) -> bool:
     return matches_scipy()
 
 
-def grouped_directed_distances(source: np.ndarray, source_group: np.ndarray, target: np.ndarray,
-                               target_group: np.ndarray, span: float, workers: int = 1) -> np.ndarray:
+def grouped_directed_distances(
+    source: np.ndarray,
+    source_group: np.ndarray,
+    target: np.ndarray,
+    target_group: np.ndarray,
+    span: float,
+    workers: int = 1,
+) -> np.ndarray:
     """:func:`directed_distances` within groups: each source point to the nearest target point of its group.
 
     One KD-tree serves all groups: every point gets one more coordinate, its group number times a gap
@@ -299,15 +329,14 @@ class GroupedDistances:
     [2.0, inf]
     """
 
-    def __init__(self, pred_to_gt: np.ndarray, pred_bounds: Sequence[int], gt_to_pred: np.ndarray,
-                 gt_bounds: Sequence[int]):
+    def __init__(self, pred_to_gt: np.ndarray, pred_bounds: ArrayLike, gt_to_pred: np.ndarray, gt_bounds: ArrayLike):
         self.pred_to_gt, self.gt_to_pred = pred_to_gt, gt_to_pred
         self.pred_bounds, self.gt_bounds = np.asarray(pred_bounds, np.int64), np.asarray(gt_bounds, np.int64)
         self.n_pred, self.n_gt = np.diff(self.pred_bounds), np.diff(self.gt_bounds)
-        self._sorted: Dict[str, np.ndarray] = {}
+        self._sorted: dict[str, np.ndarray] = {}
 
     @classmethod
-    def single(cls, pred_to_gt: np.ndarray, gt_to_pred: np.ndarray) -> "GroupedDistances":
+    def single(cls, pred_to_gt: np.ndarray, gt_to_pred: np.ndarray) -> GroupedDistances:
         """One group holding both whole lists."""
         return cls(pred_to_gt, [0, len(pred_to_gt)], gt_to_pred, [0, len(gt_to_pred)])
 
@@ -317,17 +346,20 @@ class GroupedDistances:
     def sorted(self, side: str) -> np.ndarray:
         """``"pred"`` (prediction -> GT) or ``"gt"`` distances sorted within each group (computed once)."""
         if side not in self._sorted:
-            values, bounds = (self.pred_to_gt, self.pred_bounds) if side == "pred" else (self.gt_to_pred, self.gt_bounds)
+            values, bounds = (
+                (self.pred_to_gt, self.pred_bounds) if side == "pred" else (self.gt_to_pred, self.gt_bounds)
+            )
             self._sorted[side] = _sort_within(values, bounds)
         return self._sorted[side]
 
-    def empty_rule(self, values: np.ndarray, both_empty: float, one_empty: Optional[float]) -> np.ndarray:
+    def empty_rule(self, values: np.ndarray, both_empty: float, one_empty: float | None) -> np.ndarray:
         """:func:`empty_rule` with this object's group sizes."""
         return empty_rule(values, self.n_pred, self.n_gt, both_empty, one_empty)
 
 
-def empty_rule(values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray, both_empty: float,
-               one_empty: Optional[float]) -> np.ndarray:
+def empty_rule(
+    values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray, both_empty: float, one_empty: float | None
+) -> np.ndarray:
     """The one home of the surface metrics' empty-set rule: ``values`` where both edge sets are non-empty.
 
     A group with no edge voxel on either side (both masks empty in the region) gets ``both_empty``
@@ -351,8 +383,9 @@ def empty_rule(values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray, both_em
 def _nsd(groups: GroupedDistances, tolerance: float) -> np.ndarray:
     """Share of the edge voxels of both masks within ``tolerance`` of the other mask's edge (running sums)."""
     tau = np.float32(tolerance)
-    within = (_group_sums(groups.pred_to_gt <= tau, groups.pred_bounds)
-              + _group_sums(groups.gt_to_pred <= tau, groups.gt_bounds))
+    within = _group_sums(groups.pred_to_gt <= tau, groups.pred_bounds) + _group_sums(
+        groups.gt_to_pred <= tau, groups.gt_bounds
+    )
     return within / np.maximum(groups.n_pred + groups.n_gt, 1)
 
 
@@ -375,7 +408,7 @@ def _assd(groups: GroupedDistances, tolerance: float) -> np.ndarray:
     out = np.zeros(len(groups))
     p, g, pb, gb = groups.pred_to_gt, groups.gt_to_pred, groups.pred_bounds, groups.gt_bounds
     for i in np.flatnonzero((groups.n_pred > 0) & (groups.n_gt > 0)).tolist():
-        out[i] = float(np.concatenate([p[pb[i]:pb[i + 1]], g[gb[i]:gb[i + 1]]]).mean(dtype=np.float64))
+        out[i] = float(np.concatenate([p[pb[i] : pb[i + 1]], g[gb[i] : gb[i + 1]]]).mean(dtype=np.float64))
     return out
 
 
@@ -384,13 +417,13 @@ class SurfaceReduction:
     """How one surface metric reduces the distance lists of every group, with its empty-set values.
 
     ``reduce(groups, tolerance)`` gives one value per group where both edge sets are non-empty;
-    :meth:`__call__` applies :meth:`GroupedDistances.empty_rule` with ``both_empty`` (the best
+    Calling it applies :meth:`GroupedDistances.empty_rule` with ``both_empty`` (the best
     value) and ``one_empty`` (None: the formula's value).
     """
 
     reduce: Callable[[GroupedDistances, float], np.ndarray]
     both_empty: float
-    one_empty: Optional[float]
+    one_empty: float | None
 
     def __call__(self, groups: GroupedDistances, tolerance: float) -> np.ndarray:
         return groups.empty_rule(self.reduce(groups, tolerance), self.both_empty, self.one_empty)
@@ -402,7 +435,7 @@ class SurfaceReduction:
 
 #: the surface metrics MONAI computes from the two directed distance lists (what each means, its units and
 #: direction: :mod:`ccmetrics.registry`)
-SURFACE_REDUCTIONS: Dict[str, SurfaceReduction] = {
+SURFACE_REDUCTIONS: dict[str, SurfaceReduction] = {
     "nsd": SurfaceReduction(_nsd, both_empty=1.0, one_empty=None),
     "hd": SurfaceReduction(_hd, both_empty=0.0, one_empty=math.inf),
     "hd95": SurfaceReduction(_hd95, both_empty=0.0, one_empty=math.inf),
@@ -410,7 +443,7 @@ SURFACE_REDUCTIONS: Dict[str, SurfaceReduction] = {
 }
 
 
-def _reductions(metrics: Sequence[str]) -> List[Tuple[str, SurfaceReduction]]:
+def _reductions(metrics: Sequence[str]) -> list[tuple[str, SurfaceReduction]]:
     unknown = [m for m in metrics if m not in SURFACE_REDUCTIONS]
     if unknown:
         raise ValueError(f"unknown surface metric {unknown[0]!r}; expected one of {tuple(SURFACE_REDUCTIONS)}")
@@ -422,7 +455,7 @@ def surface_scores(
     gt_to_pred: np.ndarray,
     metrics: Sequence[str],
     tolerance: float,
-) -> Dict[str, float]:
+) -> dict[str, float]:
     """Reduce the two directed distance lists to surface metrics, as MONAI does.
 
     The one-group case of :func:`grouped_surface_scores`.
@@ -452,18 +485,19 @@ def surface_scores(
     >>> surface_scores(np.array([0.0, 2.0], np.float32), np.array([1.0], np.float32), ["nsd", "hd"], 1.0)
     {'nsd': 0.6666666666666666, 'hd': 2.0}
     """
-    return grouped_surface_scores(pred_to_gt, [0, len(pred_to_gt)], gt_to_pred, [0, len(gt_to_pred)], metrics,
-                                  tolerance)[0]
+    return grouped_surface_scores(
+        pred_to_gt, [0, len(pred_to_gt)], gt_to_pred, [0, len(gt_to_pred)], metrics, tolerance
+    )[0]
 
 
 def grouped_surface_scores(
     pred_to_gt: np.ndarray,
-    pred_bounds: np.ndarray,
+    pred_bounds: ArrayLike,
     gt_to_pred: np.ndarray,
-    gt_bounds: np.ndarray,
+    gt_bounds: ArrayLike,
     metrics: Sequence[str],
     tolerance: float,
-) -> List[Dict[str, float]]:
+) -> list[dict[str, float]]:
     """:func:`surface_scores` of many components at once (one dict per component).
 
     Component ``i`` owns ``pred_to_gt[pred_bounds[i]:pred_bounds[i + 1]]`` and
@@ -496,7 +530,7 @@ def _group_max(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     out = np.zeros(len(size), dtype=values.dtype if len(values) else np.float32)
     full = size > 0
     if full.any():
-        out[full] = np.maximum.reduceat(values[:bounds[-1]], bounds[:-1][full])
+        out[full] = np.maximum.reduceat(values[: bounds[-1]], bounds[:-1][full])
     return out
 
 
@@ -527,7 +561,11 @@ def __getattr__(name: str):  # the former SURFACE_METRICS: deprecated
     if name == "SURFACE_METRICS":
         import warnings
 
-        warnings.warn("ccmetrics.surface.SURFACE_METRICS is deprecated: the metrics are the registry's records "
-                      "(ccmetrics.registry.names)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "ccmetrics.surface.SURFACE_METRICS is deprecated: the metrics are the registry's records "
+            "(ccmetrics.registry.names)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return tuple(SURFACE_REDUCTIONS)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

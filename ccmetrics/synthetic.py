@@ -6,14 +6,13 @@ volume is built in well under a second.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["draw_ellipsoid", "lesion_case"]
 
 
-def draw_ellipsoid(mask: np.ndarray, center: Sequence[float], radii: Sequence[float]) -> None:
+def draw_ellipsoid(mask: np.ndarray, center: ArrayLike, radii: ArrayLike) -> None:
     """Set to True, in place, the voxels of ``mask`` inside an axis-aligned ellipsoid.
 
     Parameters
@@ -36,6 +35,7 @@ def draw_ellipsoid(mask: np.ndarray, center: Sequence[float], radii: Sequence[fl
            [0, 0, 1, 0, 0],
            [0, 0, 0, 0, 0]])
     """
+    center, radii = np.asarray(center, dtype=float), np.asarray(radii, dtype=float)
     lo = [max(0, int(np.floor(c - r))) for c, r in zip(center, radii)]
     hi = [min(n, int(np.ceil(c + r)) + 1) for c, r, n in zip(center, radii, mask.shape)]
     if any(a >= b for a, b in zip(lo, hi)):
@@ -46,12 +46,12 @@ def draw_ellipsoid(mask: np.ndarray, center: Sequence[float], radii: Sequence[fl
 
 
 def lesion_case(
-    shape: Tuple[int, ...] = (400, 400, 300),
+    shape: tuple[int, ...] = (400, 400, 300),
     n_lesions: int = 20,
-    radius_range: Tuple[float, float] = (1.5, 22.0),
+    radius_range: tuple[float, float] = (1.5, 22.0),
     n_false_positives: int = 3,
-    seed: Optional[int] = 0,
-) -> Tuple[np.ndarray, np.ndarray]:
+    seed: int | None = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """A GT with ellipsoidal lesions and a degraded prediction of it (the benchmark case).
 
     GT: ``n_lesions`` ellipsoids at uniformly random centres; each has a base

@@ -7,7 +7,7 @@ contracts ``a + w * (b - a)`` into one fused multiply-add (FMA, rounded once: th
 ARM64 kernels) or rounds the product and the sum separately (the baseline x86-64 kernel). Which one
 torch picks decides the last float32 bit of about one HD95 in several thousand, so the emulation
 follows the kernel torch would pick on this machine (:func:`lerp_uses_fma`), and an FMA is emulated
-exactly (:func:`_fma32`: the float64 product is exact, TwoSum corrects the halfway cases).
+exactly (``_fma32``: the float64 product is exact, TwoSum corrects the halfway cases).
 
 Cost: a sort of the values (the quantile's), then a few vectorised float32/float64 operations per
 value; nothing here imports torch.
@@ -15,10 +15,10 @@ value; nothing here imports torch.
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import sys
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -48,9 +48,10 @@ def lerp_uses_fma() -> bool:
     if requested == "default":
         return False
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
+        umath = importlib.import_module("numpy._core._multiarray_umath")
     except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_features__ as features
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+    features = umath.__cpu_features__
     return bool(features.get("AVX2") and features.get("FMA3"))
 
 
@@ -74,7 +75,7 @@ def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return r.astype(np.float32)
 
 
-def torch_lerp(start: np.ndarray, end: np.ndarray, weight: np.ndarray, fma: Optional[bool] = None) -> np.ndarray:
+def torch_lerp(start: np.ndarray, end: np.ndarray, weight: np.ndarray, fma: bool | None = None) -> np.ndarray:
     """``torch.lerp(start, end, weight)`` on float32 arrays, bit for bit.
 
     torch's formula: ``start + weight * (end - start)`` for ``weight < 0.5``, else
@@ -114,7 +115,7 @@ def torch_quantile(values: np.ndarray, q: float) -> float:
     return float(torch_lerp(ordered[below[0]], ordered[above[0]], weight[0]))
 
 
-def quantile_rank(counts: np.ndarray, q: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def quantile_rank(counts: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """torch.quantile's neighbours and weight for sorted lists of ``counts`` values (float32 rank, as torch).
 
     Returns the positions below and above the rank (int64) and the interpolation weight (float32), for

@@ -13,10 +13,10 @@ copyright = "2025-2026, the ccmetrics authors"
 release = version = __version__
 
 extensions = [
-    "myst_parser",            # the pages are Markdown
+    "myst_parser",  # the pages are Markdown
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",  # the API reference, generated from the docstrings
-    "numpydoc",               # the docstrings are numpydoc
+    "numpydoc",  # the docstrings are numpydoc
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
@@ -27,7 +27,7 @@ myst_enable_extensions = ["colon_fence"]
 autosummary_generate = True
 autosummary_ignore_module_all = False  # a module's __all__ says what is public
 autodoc_default_options = {"members": True, "show-inheritance": False}
-autodoc_typehints = "none"            # the numpydoc sections give the types
+autodoc_typehints = "none"  # the numpydoc sections give the types
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -43,3 +43,27 @@ nitpick_ignore_regex = [
 html_theme = "furo"
 html_title = f"ccmetrics {release}"
 html_static_path = []
+numpydoc_attributes_as_param_list = False  # a class's Attributes become targets of :attr: references
+
+
+def _resolve_top_level(app, env, node, contnode):
+    """``ccmetrics.evaluate`` and the package's other re-exported names point to their defining module's entry."""
+    import importlib
+
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("ccmetrics."):
+        return None
+    parts = target.split(".")
+    package = importlib.import_module("ccmetrics")
+    if parts[1] not in getattr(package, "__all__", ()):
+        return None
+    obj = getattr(package, parts[1])
+    canonical = ".".join([obj.__module__, obj.__qualname__, *parts[2:]])
+    if canonical == target:
+        return None
+    domain = env.get_domain("py")
+    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], canonical, node, contnode)
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_top_level)

@@ -9,14 +9,20 @@ Six synthetic PET-like cases of 96×96×48 voxels at 2.0×2.0×3.0 mm, as NIfTI:
   prediction and flagged);
 * ``case_006``: a healthy control (empty GT) with one small false positive.
 
-    python examples/make_example_data.py            # writes examples/data/{gt,pred}
+``pred_b`` holds a second model's predictions of the same cases, for comparisons: every lesion
+over-segmented by one voxel (a dilation with the face-connected cross), the smallest lesion of each
+case missed, no false positive (``case_006`` empty, ``case_005`` predicted too).
+
+    python examples/make_example_data.py            # writes examples/data/{gt,pred,pred_b}
 """
 
 import sys
 from pathlib import Path
 
 import numpy as np
+from scipy import ndimage
 
+from ccmetrics import label_components
 from ccmetrics.io import save_image
 from ccmetrics.synthetic import draw_ellipsoid, lesion_case
 
@@ -37,17 +43,27 @@ def make_cases():
     yield "case_006", gt, pred
 
 
+def second_model(gt: np.ndarray) -> np.ndarray:
+    """Model B: every lesion one voxel larger, the smallest lesion missed."""
+    labels, n = label_components(gt)
+    if n == 0:
+        return np.zeros_like(gt)
+    smallest = int(np.argmin(np.bincount(labels.ravel())[1:])) + 1
+    return ndimage.binary_dilation(gt & (labels != smallest))
+
+
 def main(out: Path = Path("examples/data")) -> None:
     from ccmetrics.io import Image
 
     like = Image(np.zeros(SHAPE, np.uint8), SPACING, AFFINE)
-    for sub in ("gt", "pred"):
+    for sub in ("gt", "pred", "pred_b"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for case, gt, pred in make_cases():
         save_image(out / "gt" / f"{case}.nii.gz", gt.astype(np.uint8), like=like)
         if pred is not None:
             save_image(out / "pred" / f"{case}.nii.gz", pred.astype(np.uint8), like=like)
-    print(f"wrote {out / 'gt'} and {out / 'pred'}")
+        save_image(out / "pred_b" / f"{case}.nii.gz", second_model(gt).astype(np.uint8), like=like)
+    print(f"wrote {out / 'gt'}, {out / 'pred'} and {out / 'pred_b'}")
 
 
 if __name__ == "__main__":

@@ -46,8 +46,12 @@ def make_dataset(cases, seed: int = 0):
     data = []
     for pred, gt in cases:
         image = pred.astype(np.float32) + rng.uniform(-0.2, 0.2, pred.shape).astype(np.float32)
-        data.append({"image": MetaTensor(torch.from_numpy(image)[None], affine=affine),
-                     "label": MetaTensor(torch.from_numpy(gt.astype(np.uint8))[None], affine=affine)})
+        data.append(
+            {
+                "image": MetaTensor(torch.from_numpy(image)[None], affine=affine),
+                "label": MetaTensor(torch.from_numpy(gt.astype(np.uint8))[None], affine=affine),
+            }
+        )
     return data
 
 
@@ -59,8 +63,9 @@ def main(n_cases: int = 5, batch_size: int = 2):
         device=torch.device("cpu"),
         val_data_loader=loader,
         network=ThresholdNet(),
-        postprocessing=Compose([AsDiscreted(keys="pred", argmax=True, to_onehot=2),
-                                AsDiscreted(keys="label", to_onehot=2)]),
+        postprocessing=Compose(
+            [AsDiscreted(keys="pred", argmax=True, to_onehot=2), AsDiscreted(keys="label", to_onehot=2)]
+        ),
         key_val_metric={"val_cc_dice": CCDiceHandler(output_transform=to_pred_label)},
         additional_metrics={"val_cc_hd95": CCHausdorffDistance95Handler(output_transform=to_pred_label)},
     )

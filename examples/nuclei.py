@@ -27,13 +27,18 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "nuclei.png"
 #: the tile: 800 nuclei drawn on 512 x 512 px (later ones on top); the prediction finds 92 % of them (shifted by up
 #: to 1 px, axes scaled by 0.9-1.1), gives 80 % the right class, adds 5 % false positives, cuts 8 % of its nuclei
 #: in two and flips a quarter of the pixels along its outlines
-TILE = dict(shape=(512, 512), n_nuclei=800, n_classes=4, seed=0, shift=1, scale=0.1, split_rate=0.08,
-            boundary_noise=0.25)
+TILE = dict(
+    shape=(512, 512), n_nuclei=800, n_classes=4, seed=0, shift=1, scale=0.1, split_rate=0.08, boundary_noise=0.25
+)
 CROP = (slice(60, 316), slice(180, 436))  # the part of the tile drawn (256 x 256 px, shown 2 x 2 screen px each)
 
 #: match status -> (label, RGB)
-STATUS = {1: ("matched, same class", (0.10, 0.62, 0.12)), 2: ("matched, wrong class", (1.00, 0.55, 0.00)),
-          3: ("missed GT nucleus", (0.85, 0.05, 0.10)), 4: ("false positive", (0.45, 0.20, 0.85))}
+STATUS = {
+    1: ("matched, same class", (0.10, 0.62, 0.12)),
+    2: ("matched, wrong class", (1.00, 0.55, 0.00)),
+    3: ("missed GT nucleus", (0.85, 0.05, 0.10)),
+    4: ("false positive", (0.45, 0.20, 0.85)),
+}
 
 
 def make_tile():
@@ -63,16 +68,20 @@ def report(gt, pred, res, res_centroid) -> list:
         "",
         "Confusion matrix (rows GT class, columns predicted class; no object = missed / false positive):",
         "GT \\ pred   no object" + "".join(f"{k:>6}" for k in res.classes),
-        *(f"{name!s:<11}{row[0]:>10}" + "".join(f"{v:>6}" for v in row[1:]) for name, row in
-          zip(res.confusion.index, res.confusion_matrix.tolist())),
+        *(
+            f"{name!s:<11}{row[0]:>10}" + "".join(f"{v:>6}" for v in row[1:])
+            for name, row in zip(res.confusion.index, res.confusion_matrix.tolist())
+        ),
         "",
         "class  n_GT n_pred | cls F1  seg IoU  seg HD95  CC-Dice |    PQ     SQ     RQ",
     ]
     for k in res.classes:
         row = pc.loc[k]
-        lines.append(f"{k:>5} {int(row['n_gt']):>5} {int(row['n_pred']):>6} | {row['f1']:6.3f} "
-                     f"{row['seg_iou']:8.3f} {row['seg_hd95']:9.2f} {row['cc_dice']:8.3f} | "
-                     f"{row['pq']:.3f}  {row['sq']:.3f}  {row['rq']:.3f}")
+        lines.append(
+            f"{k:>5} {int(row['n_gt']):>5} {int(row['n_pred']):>6} | {row['f1']:6.3f} "
+            f"{row['seg_iou']:8.3f} {row['seg_hd95']:9.2f} {row['cc_dice']:8.3f} | "
+            f"{row['pq']:.3f}  {row['sq']:.3f}  {row['rq']:.3f}"
+        )
     lines += [
         f"  all {n_gt:>5} {n_pred:>6} | {c['macro_f1']:6.3f} {s['iou']:8.3f} {s['hd95']:9.2f} {cc['cc_dice']:8.3f} | "
         f"{p['pq']:.3f}  {p['sq']:.3f}  {p['rq']:.3f}   (class-agnostic PQ)",
@@ -100,8 +109,10 @@ def geojson_round_trip(pred, pred_class) -> str:
         size = os.path.getsize(path)
         back = read_geojson(path, pred.shape, class_map)
     same = bool(np.array_equal(back.instances, ann.instances)) and back.classes == ann.classes
-    return (f"GeoJSON (QuPath): {ann.n_instances} detections written ({size / 1e6:.1f} MB) and read back: "
-            f"{'the same instances and classes' if same else 'DIFFERENT instances or classes'}")
+    return (
+        f"GeoJSON (QuPath): {ann.n_instances} detections written ({size / 1e6:.1f} MB) and read back: "
+        f"{'the same instances and classes' if same else 'DIFFERENT instances or classes'}"
+    )
 
 
 def status_maps(res, gt, pred):
@@ -121,8 +132,12 @@ def status_maps(res, gt, pred):
 def overlay(inst, status, zoom=2):
     """RGB image, each pixel ``zoom`` x ``zoom``: nuclei filled light and outlined in the colour of their status."""
     padded = np.pad(inst, 1, mode="edge")
-    edge = (inst > 0) & ((padded[:-2, 1:-1] != inst) | (padded[2:, 1:-1] != inst)
-                         | (padded[1:-1, :-2] != inst) | (padded[1:-1, 2:] != inst))
+    edge = (inst > 0) & (
+        (padded[:-2, 1:-1] != inst)
+        | (padded[2:, 1:-1] != inst)
+        | (padded[1:-1, :-2] != inst)
+        | (padded[1:-1, 2:] != inst)
+    )
     colours = np.array([(1.0, 1.0, 1.0)] + [rgb for _, rgb in STATUS.values()])
     img = 1.0 - 0.3 * (1.0 - colours[status])  # light fill, white background
     img[edge] = colours[status[edge]]
@@ -137,8 +152,12 @@ def draw(res, gt, pred, path) -> None:
     gt_status, pred_status = status_maps(res, gt, pred)
     counts = res.per_pair["match"].value_counts()
     tp = res.per_pair[res.per_pair["match"] == "tp"]
-    n = {1: int((tp["gt_class"] == tp["pred_class"]).sum()), 2: int((tp["gt_class"] != tp["pred_class"]).sum()),
-         3: int(counts.get("fn", 0)), 4: int(counts.get("fp", 0))}
+    n = {
+        1: int((tp["gt_class"] == tp["pred_class"]).sum()),
+        2: int((tp["gt_class"] != tp["pred_class"]).sum()),
+        3: int(counts.get("fn", 0)),
+        4: int(counts.get("fp", 0)),
+    }
     width, height = 1210, 671  # figure pixels at dpi 110; each panel is 512 x 512: one tile pixel = 2 x 2
     fig = Figure(figsize=(width / 110, height / 110), dpi=110)
     FigureCanvasAgg(fig)
@@ -150,9 +169,16 @@ def draw(res, gt, pred, path) -> None:
         ax.set_title(title, fontsize=12)
         ax.tick_params(labelsize=8)
     handles = [Patch(facecolor=rgb, edgecolor=rgb, label=f"{label} ({n[k]})") for k, (label, rgb) in STATUS.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False, fontsize=10,
-               title=f"Match status (IoU > 0.5): counts over the whole {gt.shape[0]} x {gt.shape[1]} px tile, "
-                     f"{rows.stop - rows.start} x {cols.stop - cols.start} px crop shown", title_fontsize=10)
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=4,
+        frameon=False,
+        fontsize=10,
+        title=f"Match status (IoU > 0.5): counts over the whole {gt.shape[0]} x {gt.shape[1]} px tile, "
+        f"{rows.stop - rows.start} x {cols.stop - cols.start} px crop shown",
+        title_fontsize=10,
+    )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -17,6 +17,22 @@ from .degrade import Components, add_false_positives, dilate, drop, erode, selec
 from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, read_cohort, three_balls
 from .run import Scenario, SimulationResult, run, summarize
 
-__all__ = ["Case", "Components", "Scenario", "SimulationResult", "add_false_positives", "cohort", "dilate",
-           "drop", "erode", "lesion_dice_pitfall", "paper_spheres", "read_cohort", "run", "select", "shift",
-           "summarize", "three_balls"]
+__all__ = [
+    "Case",
+    "Components",
+    "Scenario",
+    "SimulationResult",
+    "add_false_positives",
+    "cohort",
+    "dilate",
+    "drop",
+    "erode",
+    "lesion_dice_pitfall",
+    "paper_spheres",
+    "read_cohort",
+    "run",
+    "select",
+    "shift",
+    "summarize",
+    "three_balls",
+]

@@ -1,4 +1,5 @@
 """``python -m simulations``: the command line (see :mod:`simulations.cli`)."""
+
 import sys
 
 from .cli import main

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 __all__ = ["SCENARIOS", "build_parser", "main"]
 
@@ -19,8 +19,10 @@ SCENARIOS = ("fig2", "fig3", "fig4", "fig5", "all", "custom")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m simulations",
-                                     description="Degradation simulations of the CC-Metrics paper.")
+    """The ``python -m simulations`` argument parser (the figures, ``custom`` and their options)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m simulations", description="Degradation simulations of the CC-Metrics paper."
+    )
     parser.add_argument("scenario", choices=SCENARIOS)
     parser.add_argument("--out", required=True, help="output folder (created)")
     parser.add_argument("--quick", action="store_true", help="small phantoms and a 4-case cohort (< 1 minute)")
@@ -33,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``python -m simulations`` with ``argv`` (default: the command line); return the exit code."""
     args = build_parser().parse_args(argv)
     from . import figures
     from .phantoms import cohort, read_cohort

@@ -23,8 +23,9 @@ components never lie in each other's 3×3×3 neighbourhood (tested).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Union
 
 import numpy as np
 from scipy import ndimage
@@ -33,7 +34,7 @@ from ccmetrics.components import Sites, find_sites
 
 __all__ = ["DEGRADATIONS", "Components", "add_false_positives", "dilate", "drop", "erode", "select", "shift"]
 
-Target = Union[str, int, Tuple[str, int]]
+Target = Union[str, int, tuple[str, int]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,13 +54,13 @@ class Components:
     hi: np.ndarray
 
     @classmethod
-    def of(cls, gt: np.ndarray, connectivity: Optional[int] = None) -> "Components":
+    def of(cls, gt: np.ndarray, connectivity: int | None = None) -> Components:
         sites = find_sites(np.asarray(gt, dtype=bool), "components", connectivity)
         coords = sites.coords()
         k, ndim = sites.n, len(sites.shape)
         lo, hi = np.zeros((k, ndim), np.int64), np.zeros((k, ndim), np.int64)
         for c in range(k):
-            part = coords[sites.starts[c]:sites.starts[c + 1]]
+            part = coords[sites.starts[c] : sites.starts[c + 1]]
             lo[c], hi[c] = part.min(axis=0), part.max(axis=0) + 1
         return cls(sites, lo, hi)
 
@@ -75,9 +76,9 @@ class Components:
     def coords(self, c: int) -> np.ndarray:
         """Voxel coordinates of component ``c`` (1..K), shape (V, ndim)."""
         s = self.sites
-        return np.stack(np.unravel_index(s.flat_index[s.starts[c - 1]:s.starts[c]], s.shape), axis=1)
+        return np.stack(np.unravel_index(s.flat_index[s.starts[c - 1] : s.starts[c]], s.shape), axis=1)
 
-    def box_mask(self, c: int, pad: Sequence[int]) -> Tuple[Tuple[slice, ...], np.ndarray, np.ndarray]:
+    def box_mask(self, c: int, pad: Sequence[int]) -> tuple[tuple[slice, ...], np.ndarray, np.ndarray]:
         """Component ``c`` in its bounding box padded by ``pad`` voxels per axis (clipped to the image).
 
         Returns ``(box, mask, lo)``: the box as slices of the image, the component's mask inside it,
@@ -90,7 +91,7 @@ class Components:
         return tuple(slice(a, b) for a, b in zip(lo, hi)), mask, lo
 
 
-def _components(gt: np.ndarray, components: Optional[Components]) -> Components:
+def _components(gt: np.ndarray, components: Components | None) -> Components:
     if components is None:
         return Components.of(gt)
     if tuple(components.sites.shape) != tuple(np.shape(gt)):
@@ -98,7 +99,7 @@ def _components(gt: np.ndarray, components: Optional[Components]) -> Components:
     return components
 
 
-def select(components: Components, target: Target) -> List[int]:
+def select(components: Components, target: Target) -> list[int]:
     """Labels (1..K) of the targeted components.
 
     ``"all"``; a label ``c``; ``("smallest", n)`` / ``("largest", n)``: the n smallest / largest by
@@ -112,8 +113,9 @@ def select(components: Components, target: Target) -> List[int]:
     k = components.n
     if isinstance(target, str):
         if target != "all":
-            raise ValueError(f"target must be 'all', a component label, ('smallest', n) or ('largest', n); "
-                             f"got {target!r}")
+            raise ValueError(
+                f"target must be 'all', a component label, ('smallest', n) or ('largest', n); got {target!r}"
+            )
         return list(range(1, k + 1))
     if isinstance(target, (int, np.integer)) and not isinstance(target, bool):
         if not 1 <= target <= k:
@@ -165,8 +167,9 @@ def _cube_filter(mask: np.ndarray, step: int, grow: bool) -> np.ndarray:
     return out.astype(bool)
 
 
-def erode(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None,
-          components: Optional[Components] = None) -> np.ndarray:
+def erode(
+    gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None, components: Components | None = None
+) -> np.ndarray:
     """``step`` binary erosions (3×3×3 cube) of the targeted components.
 
     >>> gt = np.zeros((7, 7), bool); gt[1:6, 1:6] = True
@@ -180,8 +183,9 @@ def erode(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None
     return _replace(gt, comps, select(comps, target), [0] * np.ndim(gt), lambda m, lo: _cube_filter(m, step, False))
 
 
-def dilate(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None,
-           components: Optional[Components] = None) -> np.ndarray:
+def dilate(
+    gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = None, components: Components | None = None
+) -> np.ndarray:
     """``step`` binary dilations (3×3×3 cube) of the targeted components (they may merge).
 
     >>> gt = np.zeros((7, 7), bool); gt[3, 3] = True
@@ -195,8 +199,15 @@ def dilate(gt: np.ndarray, step: int, target: Target = "all", *, seed: Any = Non
     return _replace(gt, comps, select(comps, target), [step] * np.ndim(gt), lambda m, lo: _cube_filter(m, step, True))
 
 
-def shift(gt: np.ndarray, step: int, target: Target = "all", *, axis: int = 0, seed: Any = None,
-          components: Optional[Components] = None) -> np.ndarray:
+def shift(
+    gt: np.ndarray,
+    step: int,
+    target: Target = "all",
+    *,
+    axis: int = 0,
+    seed: Any = None,
+    components: Components | None = None,
+) -> np.ndarray:
     """Move the targeted components by ``step`` voxels along ``axis`` (positive direction).
 
     >>> gt = np.zeros((6, 3), bool); gt[1:3, 1] = True
@@ -225,7 +236,7 @@ def shift(gt: np.ndarray, step: int, target: Target = "all", *, axis: int = 0, s
     return _replace(gt, comps, select(comps, target), pad, move)
 
 
-def _count_target(target: Target, step: int, comps: Components) -> List[int]:
+def _count_target(target: Target, step: int, comps: Components) -> list[int]:
     """The components a counting degradation (drop, false positives) affects at ``step``.
 
     ``"smallest"`` / ``"largest"``: the ``step`` smallest / largest. Any other target (``"all"``, a
@@ -237,8 +248,9 @@ def _count_target(target: Target, step: int, comps: Components) -> List[int]:
     return select(comps, target) if step > 0 else []
 
 
-def drop(gt: np.ndarray, step: int, target: Target = "smallest", *, seed: Any = None,
-         components: Optional[Components] = None) -> np.ndarray:
+def drop(
+    gt: np.ndarray, step: int, target: Target = "smallest", *, seed: Any = None, components: Components | None = None
+) -> np.ndarray:
     """Remove ``step`` components: the ``step`` smallest (``target="smallest"``) or largest, or ``target``'s.
 
     >>> gt = np.zeros((9, 9), bool); gt[0, 0] = gt[4:6, 4:6] = gt[8, 6:9] = True
@@ -247,13 +259,20 @@ def drop(gt: np.ndarray, step: int, target: Target = "smallest", *, seed: Any = 
     """
     step = _check_step(step)
     comps = _components(gt, components)
-    return _replace(gt, comps, _count_target(target, step, comps), [0] * np.ndim(gt),
-                    lambda m, lo: np.zeros_like(m))
+    return _replace(gt, comps, _count_target(target, step, comps), [0] * np.ndim(gt), lambda m, lo: np.zeros_like(m))
 
 
-def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", *, seed: int = 0,
-                        spacing: Optional[Sequence[float]] = None, volume: Optional[float] = None,
-                        components: Optional[Components] = None, max_tries: int = 200) -> np.ndarray:
+def add_false_positives(
+    gt: np.ndarray,
+    step: int,
+    target: Target = "smallest",
+    *,
+    seed: int = 0,
+    spacing: Sequence[float] | None = None,
+    volume: float | None = None,
+    components: Components | None = None,
+    max_tries: int = 200,
+) -> np.ndarray:
     """Add one false-positive ball in the Voronoi region of each of ``step`` targeted components.
 
     Each ball has ``volume`` voxels (default: the 25th percentile of the case's lesion volumes), is
@@ -316,11 +335,18 @@ def add_false_positives(gt: np.ndarray, step: int, target: Target = "smallest", 
             if fallback is not None:
                 out[fallback[0]] |= fallback[1]
                 continue
-            raise ValueError(f"found no free position for a false positive of {volume:g} voxels in the region "
-                             f"of component {c}; pass a smaller volume=")
+            raise ValueError(
+                f"found no free position for a false positive of {volume:g} voxels in the region "
+                f"of component {c}; pass a smaller volume="
+            )
     return out
 
 
 #: the degradations by name, as scenarios refer to them
-DEGRADATIONS = {"erode": erode, "dilate": dilate, "shift": shift, "drop": drop,
-                "add_false_positives": add_false_positives}
+DEGRADATIONS = {
+    "erode": erode,
+    "dilate": dilate,
+    "shift": shift,
+    "drop": drop,
+    "add_false_positives": add_false_positives,
+}

@@ -14,8 +14,8 @@ Each function returns the paths it wrote. Figures use matplotlib's Agg canvas, n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
@@ -49,7 +49,7 @@ def _figure(rows: int, cols: int, size=(4.2, 3.4)):
     return fig, axes
 
 
-def _save(fig, result: SimulationResult, out: Path, name: str, extra: Optional[Dict[str, pd.DataFrame]] = None):
+def _save(fig, result: SimulationResult, out: Path, name: str, extra: dict[str, pd.DataFrame] | None = None):
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}_per_step.csv", out / f"{name}_per_component.csv", out / f"{name}.png"]
     result.per_step.to_csv(paths[0], index=False)
@@ -71,32 +71,54 @@ def _component_curves(ax, result: SimulationResult, scenario: str, metric: str, 
     for i, (c, rows) in enumerate(comp.groupby("component")):
         if components is None or c in components:
             volume = int(rows["volume"].iloc[0])
-            ax.plot(rows["step"], rows[metric], ls="--", lw=1, color=colors[i % len(colors)],
-                    label=f"{metric}, component {c} ({volume} vx)")
+            ax.plot(
+                rows["step"],
+                rows[metric],
+                ls="--",
+                lw=1,
+                color=colors[i % len(colors)],
+                label=f"{metric}, component {c} ({volume} vx)",
+            )
 
 
-def fig2(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> List[Path]:
+def fig2(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> list[Path]:
     """Fig. 2: Dice, CC-Dice, PQ and Lesion Dice under erosion and dilation of the paper's phantoms."""
     spheres = paper_spheres(0.25 if quick else 1.0)
     steps = list(range(0, 11 if quick else 21))
     metrics = ("dice", "pq")
     erode_all = Scenario("erode_all", "erode", steps, "all", metrics=metrics)
     erode_small = Scenario("erode_smallest", "erode", steps, ("smallest", 1), metrics=metrics)
-    dilate_balls = Scenario("dilate_three_balls", "dilate", list(range(0, 11)), "all",
-                            metrics=("dice", "pq", "lesion_dice"),
-                            lesion_dice_options={"dilation": 1, "min_volume": 2.0})
-    pitfall = Scenario("lesion_dice_pitfall", "dilate", list(range(0, 9)), ("largest", 1),
-                       metrics=("dice", "lesion_dice"), lesion_dice_options={"dilation": 1, "min_volume": 2.0})
-    result = SimulationResult.concat([
-        run([erode_all, erode_small], [spheres], workers=workers, progress=progress),
-        run([dilate_balls], [three_balls(10 if quick else 20)], progress=False),
-        run([pitfall], [lesion_dice_pitfall()], progress=False),
-    ])
+    dilate_balls = Scenario(
+        "dilate_three_balls",
+        "dilate",
+        list(range(0, 11)),
+        "all",
+        metrics=("dice", "pq", "lesion_dice"),
+        lesion_dice_options={"dilation": 1, "min_volume": 2.0},
+    )
+    pitfall = Scenario(
+        "lesion_dice_pitfall",
+        "dilate",
+        list(range(0, 9)),
+        ("largest", 1),
+        metrics=("dice", "lesion_dice"),
+        lesion_dice_options={"dilation": 1, "min_volume": 2.0},
+    )
+    result = SimulationResult.concat(
+        [
+            run([erode_all, erode_small], [spheres], workers=workers, progress=progress),
+            run([dilate_balls], [three_balls(10 if quick else 20)], progress=False),
+            run([pitfall], [lesion_dice_pitfall()], progress=False),
+        ]
+    )
     table = result.per_step
     fig, axes = _figure(2, 2)
-    titles = {"erode_all": "erode all components", "erode_smallest": "erode only the smallest component",
-              "dilate_three_balls": "dilate three equal balls (merge at steps 3 and 7)",
-              "lesion_dice_pitfall": "dilate the large lesion next to a small one"}
+    titles = {
+        "erode_all": "erode all components",
+        "erode_smallest": "erode only the smallest component",
+        "dilate_three_balls": "dilate three equal balls (merge at steps 3 and 7)",
+        "lesion_dice_pitfall": "dilate the large lesion next to a small one",
+    }
     for ax, name in zip(axes.flat, titles):
         rows = table[table["scenario"] == name]
         _curve(ax, rows, "dice", color=STANDARD, label="Dice")
@@ -113,13 +135,15 @@ def fig2(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = T
     return _save(fig, result, Path(out), "fig2")
 
 
-def fig3(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> List[Path]:
+def fig3(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> list[Path]:
     """Fig. 3: HD95 / CC-HD95 eroding the largest vs the smallest component; NSD / CC-NSD shifting them."""
     spheres = paper_spheres(0.25 if quick else 1.0)
     steps = list(range(0, 6 if quick else 11))
-    scenarios = [Scenario(f"{kind}_{order}", kind, steps, (order, 1), metrics=metric)
-                 for kind, metric in (("erode", ("hd95",)), ("shift", ("nsd",)))
-                 for order in ("largest", "smallest")]
+    scenarios = [
+        Scenario(f"{kind}_{order}", kind, steps, (order, 1), metrics=metric)
+        for kind, metric in (("erode", ("hd95",)), ("shift", ("nsd",)))
+        for order in ("largest", "smallest")
+    ]
     result = run(scenarios, [spheres], workers=workers, progress=progress)
     table = result.per_step
     fig, axes = _figure(1, 2)
@@ -127,31 +151,52 @@ def fig3(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = T
         for order, ls in (("largest", "-"), ("smallest", "--")):
             rows = table[table["scenario"] == f"{kind}_{order}"]
             _curve(ax, rows, metric, color=STANDARD, ls=ls, label=f"{registry.display_name(metric)}, {order} degraded")
-            _curve(ax, rows, f"cc_{metric}", color=CC, ls=ls,
-                   label=f"{registry.display_name('cc_' + metric)}, {order} degraded")
+            _curve(
+                ax,
+                rows,
+                f"cc_{metric}",
+                color=CC,
+                ls=ls,
+                label=f"{registry.display_name('cc_' + metric)}, {order} degraded",
+            )
         ax.set(title=f"{kind} the largest vs the smallest component", xlabel="step (voxels)", ylabel=_name(metric))
         ax.legend(fontsize="x-small")
     fig.suptitle("Fig. 3: a global metric depends on which lesion is degraded; its CC version does not")
     return _save(fig, result, Path(out), "fig3")
 
 
-def cohort_scenarios(max_n: int = 10) -> List[Scenario]:
+def cohort_scenarios(max_n: int = 10) -> list[Scenario]:
     """The Fig. 4/5 scenarios: drop / over-segment / under-segment / add a false positive, n smallest or largest."""
     steps = list(range(1, max_n + 1))
-    kinds = (("drop", "drop", 1), ("oversegment", "dilate", 2), ("undersegment", "erode", 1),
-             ("false_positive", "add_false_positives", 1))
-    return [Scenario(f"{name}_{order}", kind, steps, order, magnitude=magnitude, metrics=("dice", "nsd", "hd95"),
-                     nsd_tolerance=2.0)
-            for name, kind, magnitude in kinds for order in ("smallest", "largest")]
+    kinds = (
+        ("drop", "drop", 1),
+        ("oversegment", "dilate", 2),
+        ("undersegment", "erode", 1),
+        ("false_positive", "add_false_positives", 1),
+    )
+    return [
+        Scenario(
+            f"{name}_{order}",
+            kind,
+            steps,
+            order,
+            magnitude=magnitude,
+            metrics=("dice", "nsd", "hd95"),
+            nsd_tolerance=2.0,
+        )
+        for name, kind, magnitude in kinds
+        for order in ("smallest", "largest")
+    ]
 
 
-def run_cohort(cases: Sequence[Case], *, max_n: int = 10, workers: int = 1, progress: bool = True,
-               seed: int = 0) -> SimulationResult:
+def run_cohort(
+    cases: Sequence[Case], *, max_n: int = 10, workers: int = 1, progress: bool = True, seed: int = 0
+) -> SimulationResult:
     """Every Fig. 4/5 scenario on ``cases``."""
     return run(cohort_scenarios(max_n), cases, workers=workers, progress=progress, seed=seed)
 
 
-def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) -> List[Path]:
+def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) -> list[Path]:
     columns = ["dice", "cc_dice", "nsd", "cc_nsd", "hd95", "cc_hd95"]
     summary = summarize(result.per_step, columns, subset=subset)
     kinds = ("drop", "oversegment", "undersegment", "false_positive")
@@ -169,14 +214,25 @@ def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) 
             if r == 0 and c == 0:
                 ax.legend(fontsize="xx-small")
     n_cases = result.per_step["case"].nunique()
-    rule = ("cases with at least n components (n + 1 when dropping)" if subset == "at_least"
-            else f"a constant subset: the cases with enough components for n = {int(result.per_step['step'].max())}")
+    rule = (
+        "cases with at least n components (n + 1 when dropping)"
+        if subset == "at_least"
+        else f"a constant subset: the cases with enough components for n = {int(result.per_step['step'].max())}"
+    )
     fig.suptitle(f"Fig. {name[3:]}: median and 25th-75th percentile over {rule} (cohort of {n_cases} cases)")
     return _save(fig, result, Path(out), name, {"summary": summary})
 
 
-def _cohort(out: Path, name: str, subset: str, cases: Optional[Sequence[Case]], quick: bool, workers: int,
-            progress: bool, result: Optional[SimulationResult]) -> List[Path]:
+def _cohort(
+    out: Path,
+    name: str,
+    subset: str,
+    cases: Sequence[Case] | None,
+    quick: bool,
+    workers: int,
+    progress: bool,
+    result: SimulationResult | None,
+) -> list[Path]:
     """Fig. 4 or 5: run the cohort scenarios unless ``result`` is given, then draw them over ``subset``."""
     if result is None:
         cases = cases if cases is not None else default_cohort(quick)
@@ -184,19 +240,33 @@ def _cohort(out: Path, name: str, subset: str, cases: Optional[Sequence[Case]], 
     return _cohort_figure(result, Path(out), name, subset)
 
 
-def fig4(out: Path, *, cases: Optional[Sequence[Case]] = None, quick: bool = False, workers: int = 1,
-         progress: bool = True, result: Optional[SimulationResult] = None) -> List[Path]:
+def fig4(
+    out: Path,
+    *,
+    cases: Sequence[Case] | None = None,
+    quick: bool = False,
+    workers: int = 1,
+    progress: bool = True,
+    result: SimulationResult | None = None,
+) -> list[Path]:
     """Fig. 4 on a cohort (default :func:`~simulations.phantoms.cohort`; ``quick``: 4 small cases)."""
     return _cohort(out, "fig4", "at_least", cases, quick, workers, progress, result)
 
 
-def fig5(out: Path, *, cases: Optional[Sequence[Case]] = None, quick: bool = False, workers: int = 1,
-         progress: bool = True, result: Optional[SimulationResult] = None) -> List[Path]:
+def fig5(
+    out: Path,
+    *,
+    cases: Sequence[Case] | None = None,
+    quick: bool = False,
+    workers: int = 1,
+    progress: bool = True,
+    result: SimulationResult | None = None,
+) -> list[Path]:
     """Fig. 5: as Fig. 4 over a constant subset of cases."""
     return _cohort(out, "fig5", "constant", cases, quick, workers, progress, result)
 
 
-def default_cohort(quick: bool = False) -> List[Case]:
+def default_cohort(quick: bool = False) -> list[Case]:
     """The default cohort: 60 cases of 160×160×120 at 2×2×3 mm (``quick``: 4 cases of 64×64×48)."""
     if quick:
         return cohort(4, seed=0, shape=(64, 64, 48))

@@ -13,16 +13,24 @@ their bounding boxes only, so the 500³ phantom is built in about a second.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ccmetrics.synthetic import draw_ellipsoid
 
-__all__ = ["PAPER_SPHERES", "Case", "cohort", "draw_ball", "lesion_dice_pitfall", "paper_spheres", "read_cohort",
-           "three_balls"]
+__all__ = [
+    "PAPER_SPHERES",
+    "Case",
+    "cohort",
+    "draw_ball",
+    "lesion_dice_pitfall",
+    "paper_spheres",
+    "read_cohort",
+    "three_balls",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +39,7 @@ class Case:
 
     case: str
     gt: np.ndarray
-    spacing: Tuple[float, ...] = (1.0, 1.0, 1.0)
+    spacing: tuple[float, ...] = (1.0, 1.0, 1.0)
 
 
 def draw_ball(mask: np.ndarray, center: Sequence[float], radius: float) -> None:
@@ -45,7 +53,7 @@ def draw_ball(mask: np.ndarray, center: Sequence[float], radius: float) -> None:
     if any(a >= b for a, b in zip(lo, hi)):
         return
     grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi))]
-    inside = sum((g - c) ** 2 for g, c in zip(grids, center)) < radius ** 2
+    inside = sum((g - c) ** 2 for g, c in zip(grids, center)) < radius**2
     mask[tuple(slice(a, b) for a, b in zip(lo, hi))] |= inside
 
 
@@ -71,7 +79,7 @@ def paper_spheres(scale: float = 1.0) -> Case:
     return Case("paper_spheres" if scale == 1 else f"paper_spheres_x{scale:g}", gt, (1.0, 1.0, 1.0))
 
 
-def three_balls(radius: int = 10, merge_steps: Tuple[int, int] = (3, 7)) -> Case:
+def three_balls(radius: int = 10, merge_steps: tuple[int, int] = (3, 7)) -> Case:
     """Three equal balls in a row whose dilated predictions merge at the given dilation steps.
 
     Dilating each ball by s steps of the 3×3×3 cube grows it by s voxels along the row axis, so two
@@ -118,8 +126,13 @@ def _irregular_lesion(mask: np.ndarray, center: np.ndarray, radius: float, rng: 
         draw_ellipsoid(mask, center + offset, np.maximum(radii, 0.8))
 
 
-def cohort(n_cases: int = 30, seed: int = 0, *, shape: Tuple[int, int, int] = (160, 160, 120),
-           spacing: Tuple[float, float, float] = (2.0, 2.0, 3.0)) -> List[Case]:
+def cohort(
+    n_cases: int = 30,
+    seed: int = 0,
+    *,
+    shape: tuple[int, int, int] = (160, 160, 120),
+    spacing: tuple[float, float, float] = (2.0, 2.0, 3.0),
+) -> list[Case]:
     """A reproducible synthetic PET/CT-like cohort for the Fig. 4/5 studies.
 
     Per case: a lesion count with mean about 10 and a long tail (a negative binomial, clipped to 1-60);
@@ -155,7 +168,7 @@ def cohort(n_cases: int = 30, seed: int = 0, *, shape: Tuple[int, int, int] = (1
         gt = np.zeros(shape, bool)
         n = int(np.clip(1 + rng.negative_binomial(1.2, 0.12), 1, 60))
         volumes_ml = np.clip(rng.lognormal(np.log(2.0), 1.4, n), 0.1, 300.0)
-        previous: Optional[Tuple[np.ndarray, float]] = None
+        previous: tuple[np.ndarray, float] | None = None
         for volume in volumes_ml:
             radius = (3 * volume / voxel_ml / (4 * np.pi)) ** (1 / 3)  # voxels, for an isotropic ball
             radius = min(radius, min(shape) / 4)
@@ -171,7 +184,7 @@ def cohort(n_cases: int = 30, seed: int = 0, *, shape: Tuple[int, int, int] = (1
     return cases
 
 
-def read_cohort(gt_dir, *, suffix: Optional[str] = None) -> List[Case]:
+def read_cohort(gt_dir, *, suffix: str | None = None) -> list[Case]:
     """Every GT mask of a folder (any format :mod:`ccmetrics.io` reads), binarised as ``gt != 0``.
 
     Spacing from the headers. Raises ``ValueError`` when the folder holds no image.

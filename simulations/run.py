@@ -10,16 +10,17 @@ Cost per case: the GT is labelled once (:class:`~simulations.degrade.Components`
 steps) and prepared once per scenario (:class:`ccmetrics.GroundTruth`: sites, surfaces, components,
 on a box holding the GT and every prediction of the scenario, padded by a few voxels); each step
 degrades the targeted components on their bounding boxes and evaluates the prediction in that box,
-with the worst distance of the whole image. Cropping changes no value: the Voronoi regions, edges, components and distances inside
-the box are those of the whole image (a region's voxels keep their nearest site; voxels on the box
+with the worst distance of the whole image. Cropping changes no value: the Voronoi regions, edges, components
+and distances inside the box are those of the whole image (a region's voxels keep their nearest site; voxels on the box
 border are on the image border or background), which the tests check against the uncropped
 evaluation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,8 +71,8 @@ class Scenario:
     target: Any = "all"
     magnitude: int = 1
     metrics: Sequence[str] = registry.DEFAULT_METRICS
-    options: Dict[str, Any] = field(default_factory=dict)
-    lesion_dice_options: Dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    lesion_dice_options: dict[str, Any] = field(default_factory=dict)
     nsd_tolerance: float = 1.0
 
     def __post_init__(self):
@@ -79,8 +80,10 @@ class Scenario:
             raise ValueError(f"unknown degradation {self.degradation!r}; choose one of {sorted(DEGRADATIONS)}")
         if self.degradation in ("drop", "add_false_positives") and self.target not in ("smallest", "largest"):
             if any(step > 1 for step in self.steps):  # steps beyond 1 would all give the same prediction
-                raise ValueError(f"a {self.degradation} scenario counts components with its steps: use target "
-                                 f"'smallest' or 'largest' (a fixed target {self.target!r} only has steps 0 and 1)")
+                raise ValueError(
+                    f"a {self.degradation} scenario counts components with its steps: use target "
+                    f"'smallest' or 'largest' (a fixed target {self.target!r} only has steps 0 and 1)"
+                )
 
     @property
     def counts_components(self) -> bool:
@@ -107,12 +110,14 @@ class SimulationResult:
     per_component: pd.DataFrame
 
     @staticmethod
-    def concat(results: Sequence["SimulationResult"]) -> "SimulationResult":
-        return SimulationResult(pd.concat([r.per_step for r in results], ignore_index=True),
-                                pd.concat([r.per_component for r in results], ignore_index=True))
+    def concat(results: Sequence[SimulationResult]) -> SimulationResult:
+        return SimulationResult(
+            pd.concat([r.per_step for r in results], ignore_index=True),
+            pd.concat([r.per_component for r in results], ignore_index=True),
+        )
 
 
-def _crop_box(gt: np.ndarray, pred: np.ndarray) -> Tuple[slice, ...]:
+def _crop_box(gt: np.ndarray, pred: np.ndarray) -> tuple[slice, ...]:
     both = gt | pred
     if not both.any():
         return tuple(slice(0, 1) for _ in gt.shape)
@@ -124,7 +129,7 @@ def _crop_box(gt: np.ndarray, pred: np.ndarray) -> Tuple[slice, ...]:
     return tuple(box)
 
 
-def scenario_box(scenario: Scenario, components: Components) -> Tuple[slice, ...]:
+def scenario_box(scenario: Scenario, components: Components) -> tuple[slice, ...]:
     """One box holding the GT and every prediction of ``scenario`` (with the crop margin).
 
     The GT's bounding box, grown by the largest dilation or shift of the scenario; the whole image
@@ -141,9 +146,14 @@ def scenario_box(scenario: Scenario, components: Components) -> Tuple[slice, ...
     return tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
 
 
-def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray, crop: bool = True,
-                  prepared: Optional[Tuple[Tuple[slice, ...], GroundTruth]] = None
-                  ) -> Tuple[Dict[str, Any], pd.DataFrame]:
+def evaluate_step(
+    scenario: Scenario,
+    case: Case,
+    step: int,
+    pred: np.ndarray,
+    crop: bool = True,
+    prepared: tuple[tuple[slice, ...], GroundTruth] | None = None,
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Evaluate one prediction of ``case``: a ``per_step`` row and its ``per_component`` rows.
 
     ``prepared``: a box holding every prediction of the scenario and the GT cropped to it as a
@@ -158,10 +168,15 @@ def evaluate_step(scenario: Scenario, case: Case, step: int, pred: np.ndarray, c
         gt_crop = gt[box]
     worst = image_diagonal(gt.shape, case.spacing)
     names = [m for m in scenario.metrics if m != "lesion_dice"] or ["dice"]  # evaluate gives the counts too
-    result = evaluate(pred[box], gt_crop, names, spacing=case.spacing, worst_distance=worst,
-                      nsd_tolerance=scenario.nsd_tolerance)
-    row: Dict[str, Any] = {"scenario": scenario.name, "case": case.case, "step": int(step),
-                           "n_components": result.n_components}
+    result = evaluate(
+        pred[box], gt_crop, names, spacing=case.spacing, worst_distance=worst, nsd_tolerance=scenario.nsd_tolerance
+    )
+    row: dict[str, Any] = {
+        "scenario": scenario.name,
+        "case": case.case,
+        "step": int(step),
+        "n_components": result.n_components,
+    }
     row.update(result.case_row())
     if "lesion_dice" in scenario.metrics:
         ld = lesion_dice(pred[box], gt[box], spacing=case.spacing, **scenario.lesion_dice_options)
@@ -188,9 +203,10 @@ def run_case(scenario: Scenario, case: Case, crop: bool = True, seed: int = 0) -
     return SimulationResult(pd.DataFrame(rows), pd.concat(frames, ignore_index=True))
 
 
-def run(scenarios: Sequence[Scenario], cases: Sequence[Case], *, workers: int = 1, progress: bool = True,
-        seed: int = 0) -> SimulationResult:
-    """Run every scenario on every case → one :class:`SimulationResult` (rows in scenario, case order).
+def run(
+    scenarios: Sequence[Scenario], cases: Sequence[Case], *, workers: int = 1, progress: bool = True, seed: int = 0
+) -> SimulationResult:
+    """Run every scenario on every case → one :class:`~simulations.run.SimulationResult` (rows in scenario, case order).
 
     ``workers > 1`` runs (scenario, case) pairs in worker processes; the tables are the same.
     """
@@ -219,8 +235,9 @@ def run(scenarios: Sequence[Scenario], cases: Sequence[Case], *, workers: int = 
     return SimulationResult.concat(results)
 
 
-def summarize(per_step: pd.DataFrame, columns: Sequence[str], *, subset: str = "at_least",
-              max_step: Optional[int] = None) -> pd.DataFrame:
+def summarize(
+    per_step: pd.DataFrame, columns: Sequence[str], *, subset: str = "at_least", max_step: int | None = None
+) -> pd.DataFrame:
     """Median and 25th/75th percentiles over cases, per scenario, step and column.
 
     ``subset="at_least"``: at step n, only the cases with at least n components (n + 1 for ``drop``
@@ -237,7 +254,9 @@ def summarize(per_step: pd.DataFrame, columns: Sequence[str], *, subset: str = "
         extra = 1 if str(scenario).startswith("drop") else 0
         top = int(table["step"].max()) if max_step is None else max_step
         n0 = table[table["step"] == table["step"].min()].set_index("case")["n_components"]
-        for step, rows in table.groupby("step", sort=True):
+        step_key: Any  # a pandas group key
+        for step_key, rows in table.groupby("step", sort=True):
+            step = int(step_key)
             if subset == "at_least":
                 keep = n0[n0 >= step + extra].index
             elif subset == "constant":
@@ -251,6 +270,15 @@ def summarize(per_step: pd.DataFrame, columns: Sequence[str], *, subset: str = "
                 values = cc_values(rows[column], column.removeprefix("cc_"), rows["worst_distance"])
                 values = values[~np.isnan(values)]
                 q = np.percentile(values, [25, 50, 75]) if len(values) else [np.nan] * 3
-                out.append({"scenario": scenario, "step": step, "metric": column, "n_cases": len(values),
-                            "q25": q[0], "median": q[1], "q75": q[2]})
+                out.append(
+                    {
+                        "scenario": scenario,
+                        "step": step,
+                        "metric": column,
+                        "n_cases": len(values),
+                        "q25": q[0],
+                        "median": q[1],
+                        "q75": q[2],
+                    }
+                )
     return pd.DataFrame(out)

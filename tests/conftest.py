@@ -51,8 +51,7 @@ def one_hot(mask):
 
 def monai_metrics(pred, gt, spacing=None, tolerance=1.0):
     """MONAI 1.6's own values for each built-in metric on two full-size binary masks."""
-    from monai.metrics import (DiceMetric, HausdorffDistanceMetric, MeanIoU, SurfaceDiceMetric,
-                               SurfaceDistanceMetric)
+    from monai.metrics import DiceMetric, HausdorffDistanceMetric, MeanIoU, SurfaceDiceMetric, SurfaceDistanceMetric
 
     p, g = one_hot(pred), one_hot(gt)
     with warnings.catch_warnings():
@@ -62,10 +61,10 @@ def monai_metrics(pred, gt, spacing=None, tolerance=1.0):
             "iou": float(MeanIoU(include_background=False)(p, g)[0, 0]),
             "nsd": float(SurfaceDiceMetric([tolerance], include_background=False)(p, g, spacing=spacing)[0, 0]),
             "hd": float(HausdorffDistanceMetric(include_background=False)(p, g, spacing=spacing)[0, 0]),
-            "hd95": float(HausdorffDistanceMetric(include_background=False, percentile=95)(
-                p, g, spacing=spacing)[0, 0]),
-            "assd": float(SurfaceDistanceMetric(include_background=False, symmetric=True)(
-                p, g, spacing=spacing)[0, 0]),
+            "hd95": float(
+                HausdorffDistanceMetric(include_background=False, percentile=95)(p, g, spacing=spacing)[0, 0]
+            ),
+            "assd": float(SurfaceDistanceMetric(include_background=False, symmetric=True)(p, g, spacing=spacing)[0, 0]),
         }
 
 
@@ -89,9 +88,26 @@ def rng():
 
 #: a GT of two components with an isolated tie at (0, 0, 0): squared distance 49 from (2, 3, 6) in
 #: component 1 and from (2, 6, 3) in component 2, while every neighbour of the corner is strictly closer to one
-CORNER_TIE_VOXELS = [(0, 3, 7), (1, 3, 7), (2, 3, 6),
-                     (1, 0, 7), (1, 0, 8), (1, 1, 9), (1, 2, 9), (1, 3, 9), (1, 4, 9), (1, 5, 6), (1, 5, 7),
-                     (1, 5, 8), (2, 5, 5), (2, 6, 3), (2, 6, 4), (3, 5, 5), (4, 3, 5), (4, 4, 5)]
+CORNER_TIE_VOXELS = [
+    (0, 3, 7),
+    (1, 3, 7),
+    (2, 3, 6),
+    (1, 0, 7),
+    (1, 0, 8),
+    (1, 1, 9),
+    (1, 2, 9),
+    (1, 3, 9),
+    (1, 4, 9),
+    (1, 5, 6),
+    (1, 5, 7),
+    (1, 5, 8),
+    (2, 5, 5),
+    (2, 6, 3),
+    (2, 6, 4),
+    (3, 5, 5),
+    (4, 3, 5),
+    (4, 4, 5),
+]
 
 
 def corner_tie_gt():

@@ -56,9 +56,9 @@ def file_ids(*folders, suffix=None):
     return out
 
 
-L1 = ((2, 8), (2, 8), (1, 5))      # 6x6x4 = 144
+L1 = ((2, 8), (2, 8), (1, 5))  # 6x6x4 = 144
 L2 = ((14, 18), (14, 18), (6, 9))  # 4x4x3 = 48
-L3 = ((18, 20), (3, 5), (8, 10))   # 2x2x2 = 8
+L3 = ((18, 20), (3, 5), (8, 10))  # 2x2x2 = 8
 CORNER = ((8, 10), (8, 10), (5, 7))  # touches L1 at one corner only: one component with 26-connectivity
 
 
@@ -110,8 +110,9 @@ def data(tmp_path_factory):
     preds = {m: write_method(root / f"method{m}", m) for m in range(3)}
     (root / "method0" / "README.txt").write_text("predictions of method 0")
     out = root / "out0"
-    code = main(["evaluate", str(g), str(root / "method0"), "--out", str(out), "--quiet", "--bootstrap", "500",
-                 "--seed", "5"])
+    code = main(
+        ["evaluate", str(g), str(root / "method0"), "--out", str(out), "--quiet", "--bootstrap", "500", "--seed", "5"]
+    )
     return {"root": root, "gt": g, "gts": gts, "preds": preds, "out": out, "code": code}
 
 
@@ -127,8 +128,16 @@ def test_evaluate_writes_tables_summary_and_plots(data):
     out = data["out"]
     assert sorted(p.name for p in out.iterdir()) == ["per_case.csv", "per_component.csv", "plots", "summary.json"]
     plots = sorted(p.name for p in (out / "plots").iterdir())
-    assert plots == sorted(["metric_vs_volume_dice.png", "detection_by_size.png", "standard_vs_cc_dice.png",
-                            "standard_vs_cc_nsd.png", "standard_vs_cc_hd95.png", "case_distribution.png"])
+    assert plots == sorted(
+        [
+            "metric_vs_volume_dice.png",
+            "detection_by_size.png",
+            "standard_vs_cc_dice.png",
+            "standard_vs_cc_nsd.png",
+            "standard_vs_cc_hd95.png",
+            "case_distribution.png",
+        ]
+    )
     for name in plots:
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -175,16 +184,30 @@ def test_per_component_csv_one_row_per_gt_component(data):
             for m in METRICS:
                 assert rows[m].to_numpy() == pytest.approx(expected[m].to_numpy()), (case, m)
     assert len(comps) == expected_rows
-    assert (comps[comps["case"] == "case_04"]["volume"].tolist() == [144 + 8, 8])  # L1+CORNER merge
+    assert comps[comps["case"] == "case_04"]["volume"].tolist() == [144 + 8, 8]  # L1+CORNER merge
 
 
 def test_summary_json_counts_options_and_aggregations(data):
     doc = json.loads((data["out"] / "summary.json").read_text())
-    assert doc["counts"] == {"cases": 8, "evaluated": 8, "flagged": 3, "failed": 0, "empty_gt": 2,
-                             "missing_prediction": 1}
-    assert doc["options"] == {"metrics": METRICS, "classes": None, "spacing": "header", "nsd_tolerance": 1.0,
-                              "worst_distance": None, "connectivity": None, "gt_suffix": None,
-                              "pred_suffix": None, "tolerance_mm": 1e-3}
+    assert doc["counts"] == {
+        "cases": 8,
+        "evaluated": 8,
+        "flagged": 3,
+        "failed": 0,
+        "empty_gt": 2,
+        "missing_prediction": 1,
+    }
+    assert doc["options"] == {
+        "metrics": METRICS,
+        "classes": None,
+        "spacing": "header",
+        "nsd_tolerance": 1.0,
+        "worst_distance": None,
+        "connectivity": None,
+        "gt_suffix": None,
+        "pred_suffix": None,
+        "tolerance_mm": 1e-3,
+    }
     assert doc["errors"] == []
     assert [Path(f).name for f in doc["ignored_files"]] == ["README.txt"]
     cases = read_case_table(data["out"])
@@ -208,13 +231,19 @@ def test_summary_json_counts_options_and_aggregations(data):
         standard = [v if math.isfinite(v) else w for v, w in zip(scored[m], scored["worst_distance"])]
         assert summary[(m, "standard")]["mean"] == pytest.approx(np.mean(standard))
     # empty-GT cases are summarised apart, with their false-positive volume in ml
-    assert doc["empty_gt"] == [{"class": 1, "n": 2, "with_false_positive": 1, "fp_volume_voxels_mean": 3.0,
-                                "fp_volume_ml_mean": pytest.approx(6 * VOXEL_MM3 / 1000 / 2)}]
+    assert doc["empty_gt"] == [
+        {
+            "class": 1,
+            "n": 2,
+            "with_false_positive": 1,
+            "fp_volume_voxels_mean": 3.0,
+            "fp_volume_ml_mean": pytest.approx(6 * VOXEL_MM3 / 1000 / 2),
+        }
+    ]
 
 
 def test_bootstrap_seed_reproducible_and_changes_the_intervals(data, tmp_path):
-    args = ["evaluate", str(data["gt"]), str(data["root"] / "method0"), "--quiet", "--no-plots",
-            "--bootstrap", "500"]
+    args = ["evaluate", str(data["gt"]), str(data["root"] / "method0"), "--quiet", "--no-plots", "--bootstrap", "500"]
     assert main(args + ["--out", str(tmp_path / "same"), "--seed", "5"]) == 0
     assert main(args + ["--out", str(tmp_path / "other"), "--seed", "6"]) == 0
     first = json.loads((data["out"] / "summary.json").read_text())["summary"]
@@ -227,12 +256,26 @@ def test_bootstrap_seed_reproducible_and_changes_the_intervals(data, tmp_path):
 
 
 def test_report_printed_on_stdout(data, tmp_path, capsys):
-    code = main(["evaluate", str(data["gt"]), str(data["root"] / "method0"), "--out", str(tmp_path),
-                 "--quiet", "--no-plots", "--bootstrap", "50"])
+    code = main(
+        [
+            "evaluate",
+            str(data["gt"]),
+            str(data["root"] / "method0"),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--no-plots",
+            "--bootstrap",
+            "50",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
-    assert re.search(r"8 cases in [\d.]+ s: 8 evaluated \(3 flagged\), 0 failed; 2 with an empty GT, "
-                     r"1 without prediction", out)
+    assert re.search(
+        r"8 cases in [\d.]+ s: 8 evaluated \(3 flagged\), 0 failed; 2 with an empty GT, "
+        r"1 without prediction",
+        out,
+    )
     assert "flagged missing: missing_prediction" in out
     assert "README.txt (not an image file)" in out
     assert "2 empty-GT cases, 1 with a false positive" in out
@@ -259,15 +302,21 @@ def test_failed_cases_exit_1_and_are_reported(tmp_path, capsys):
     write(g / "cut.nii.gz", gt)
     write(p / "cut.nii.gz", gt)
     (p / "cut.nii.gz").write_bytes((p / "cut.nii.gz").read_bytes()[:-40])
-    code = main(["evaluate", str(g), str(p), "--out", str(tmp_path / "out"), "--quiet", "--no-plots",
-                 "--metrics", "dice"])
+    code = main(
+        ["evaluate", str(g), str(p), "--out", str(tmp_path / "out"), "--quiet", "--no-plots", "--metrics", "dice"]
+    )
     printed = capsys.readouterr().out
     assert code == 1
     table = read_case_table(tmp_path / "out").set_index("case")
     assert set(table.index) == file_ids(g, p)
     assert table.loc["good", "status"] == "ok" and table.loc["good", "dice"] == 1.0
-    words = {"bad_spacing": "spacing differs", "labels": "binary", "orphan": "no ground truth", "nan": "NaN",
-             "cut": "truncated"}
+    words = {
+        "bad_spacing": "spacing differs",
+        "labels": "binary",
+        "orphan": "no ground truth",
+        "nan": "NaN",
+        "cut": "truncated",
+    }
     for case, word in words.items():
         assert table.loc[case, "status"] == "error" and word in table.loc[case, "error"], case
         assert re.search(rf"error\s+{case}: .*{re.escape(word)}", printed, re.S), case
@@ -312,8 +361,13 @@ def test_usage_errors_exit_2(tmp_path, data, capsys):
     assert main(["evaluate", g, p, "--out", out, "--pred-suffix", "_(pred", "--quiet"]) == 2
     assert "not a valid regular expression" in capsys.readouterr().err
     assert not Path(out).exists()  # nothing written for unusable input
-    for bad in (["evaluate", g, p], ["evaluate", g, p, "--out", out, "--classes", "a,b"],
-                ["evaluate", g, p, "--out", out, "--spacing", "mm"], ["frobnicate"], []):
+    for bad in (
+        ["evaluate", g, p],
+        ["evaluate", g, p, "--out", out, "--classes", "a,b"],
+        ["evaluate", g, p, "--out", out, "--spacing", "mm"],
+        ["frobnicate"],
+        [],
+    ):
         with pytest.raises(SystemExit) as exc:  # argparse exits with 2 itself
             main(bad)
         assert exc.value.code == 2
@@ -326,8 +380,26 @@ def test_hd95_in_mm_with_anisotropic_spacing_and_voxel_mode(data, tmp_path):
     tables = {}
     for mode, spacing in runs.items():
         out = tmp_path / mode
-        assert main(["evaluate", g, p, "--out", str(out), "--spacing", mode, "--metrics", "hd95,dice",
-                     "--quiet", "--no-plots", "--bootstrap", "50"]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    g,
+                    p,
+                    "--out",
+                    str(out),
+                    "--spacing",
+                    mode,
+                    "--metrics",
+                    "hd95,dice",
+                    "--quiet",
+                    "--no-plots",
+                    "--bootstrap",
+                    "50",
+                ]
+            )
+            == 0
+        )
         tables[mode] = read_case_table(out).set_index("case")
         comps = pd.read_csv(out / "per_component.csv")
         for case in ("case_01", "case_02", "case_03"):
@@ -339,8 +411,9 @@ def test_hd95_in_mm_with_anisotropic_spacing_and_voxel_mode(data, tmp_path):
         if spacing is None:
             assert comps["volume_mm3"].isna().all() or mode == "1,1,1"
     # case_01's L2 is shifted one voxel along x: 0.7 mm with the header, 1 voxel without
-    assert pd.read_csv(tmp_path / "header" / "per_component.csv").query("case == 'case_01'")["hd95"].tolist() \
-        == pytest.approx([0.0, 0.7])
+    assert pd.read_csv(tmp_path / "header" / "per_component.csv").query("case == 'case_01'")[
+        "hd95"
+    ].tolist() == pytest.approx([0.0, 0.7])
     assert tables["voxel"]["hd95"].to_numpy() == pytest.approx(tables["1,1,1"]["hd95"].to_numpy())
     assert tables["header"].loc["case_03", "hd95"] != pytest.approx(tables["voxel"].loc["case_03", "hd95"])
     assert set(tables["voxel"]["spacing"]) == {"voxel"} and "0.7x0.9x3" in set(tables["header"]["spacing"])
@@ -350,17 +423,45 @@ def test_hd95_in_mm_with_anisotropic_spacing_and_voxel_mode(data, tmp_path):
 
 def test_metric_options_are_passed_through(data, tmp_path):
     out = tmp_path / "out"
-    assert main(["evaluate", str(data["gt"]), str(data["root"] / "method2"), "--out", str(out), "--quiet",
-                 "--no-plots", "--metrics", "dice,nsd,hd95,pq", "--worst-distance", "50", "--nsd-tolerance", "2",
-                 "--connectivity", "6", "--bootstrap", "50"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(data["gt"]),
+                str(data["root"] / "method2"),
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-plots",
+                "--metrics",
+                "dice,nsd,hd95,pq",
+                "--worst-distance",
+                "50",
+                "--nsd-tolerance",
+                "2",
+                "--connectivity",
+                "6",
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
     table = read_case_table(out).set_index("case")
     comps = pd.read_csv(out / "per_component.csv")
     assert (comps["worst_distance"] == 50.0).all() and (table["worst_distance"] == 50.0).all()
     assert table.loc["missing", "cc_hd95"] == 50.0 and table.loc["empty_fp", "cc_hd95"] == 50.0
     for case, gt in data["gts"].items():
         pred = data["preds"][2].get(case, np.zeros(SHAPE, np.uint8))
-        expected = evaluate(pred, gt, ["dice", "nsd", "hd95", "pq"], spacing=SPACING, worst_distance=50.0,
-                            nsd_tolerance=2.0, connectivity=6)
+        expected = evaluate(
+            pred,
+            gt,
+            ["dice", "nsd", "hd95", "pq"],
+            spacing=SPACING,
+            worst_distance=50.0,
+            nsd_tolerance=2.0,
+            connectivity=6,
+        )
         assert table.loc[case, "n_components"] == expected.n_components
         for m in ("dice", "nsd", "hd95"):
             assert table.loc[case, f"cc_{m}"] == pytest.approx(expected.cc[m]), (case, m)
@@ -368,8 +469,11 @@ def test_metric_options_are_passed_through(data, tmp_path):
             assert table.loc[case, s] == pytest.approx(expected.case_scores[s], nan_ok=True), (case, s)
     assert table.loc["case_04", "n_components"] == 3  # 6-connectivity: the corner-touching box is its own lesion
     doc = json.loads((out / "summary.json").read_text())
-    assert (doc["options"]["worst_distance"], doc["options"]["nsd_tolerance"], doc["options"]["connectivity"]) \
-        == (50.0, 2.0, 6)
+    assert (doc["options"]["worst_distance"], doc["options"]["nsd_tolerance"], doc["options"]["connectivity"]) == (
+        50.0,
+        2.0,
+        6,
+    )
     assert doc["options"]["metrics"] == ["dice", "nsd", "hd95", "pq"]
     assert {r["metric"] for r in doc["summary"] if r["aggregation"] == "case"} == {"pq", "sq", "rq"}
 
@@ -382,8 +486,21 @@ def test_suffix_patterns_pair_the_files(tmp_path):
     for case in ("liver_001", "liver_002"):
         write(g / f"{case}.nii.gz", gt)
         write(p / f"{case}_pred.nii.gz", pred)
-    code = main(["evaluate", str(g), str(p), "--out", str(tmp_path / "paired"), "--pred-suffix", "_pred",
-                 "--metrics", "dice", "--quiet", "--no-plots"])
+    code = main(
+        [
+            "evaluate",
+            str(g),
+            str(p),
+            "--out",
+            str(tmp_path / "paired"),
+            "--pred-suffix",
+            "_pred",
+            "--metrics",
+            "dice",
+            "--quiet",
+            "--no-plots",
+        ]
+    )
     assert code == 0
     table = read_case_table(tmp_path / "paired")
     assert table["case"].tolist() == ["liver_001", "liver_002"] == sorted(file_ids(g) | file_ids(p, suffix="_pred"))
@@ -391,8 +508,9 @@ def test_suffix_patterns_pair_the_files(tmp_path):
     assert table["dice"].tolist() == pytest.approx([2 * 144 / (144 + 48 + 144)] * 2)
     assert table["cc_dice"].tolist() == pytest.approx([0.5, 0.5])
     # without the suffix nothing pairs: GTs flagged as missing predictions, predictions without GT fail
-    code = main(["evaluate", str(g), str(p), "--out", str(tmp_path / "unpaired"), "--metrics", "dice",
-                 "--quiet", "--no-plots"])
+    code = main(
+        ["evaluate", str(g), str(p), "--out", str(tmp_path / "unpaired"), "--metrics", "dice", "--quiet", "--no-plots"]
+    )
     assert code == 1
     table = read_case_table(tmp_path / "unpaired").set_index("case")
     assert set(table.index) == file_ids(g, p)
@@ -403,8 +521,23 @@ def test_suffix_patterns_pair_the_files(tmp_path):
     g.mkdir()
     for case in ("liver_001", "liver_002"):
         write(g / f"{case}_0000.mha", gt)
-    code = main(["evaluate", str(g), str(p), "--out", str(tmp_path / "regex"), "--gt-suffix", r"_\d{4}",
-                 "--pred-suffix", "_pred", "--metrics", "dice", "--quiet", "--no-plots"])
+    code = main(
+        [
+            "evaluate",
+            str(g),
+            str(p),
+            "--out",
+            str(tmp_path / "regex"),
+            "--gt-suffix",
+            r"_\d{4}",
+            "--pred-suffix",
+            "_pred",
+            "--metrics",
+            "dice",
+            "--quiet",
+            "--no-plots",
+        ]
+    )
     assert code == 0 and read_case_table(tmp_path / "regex")["case"].tolist() == ["liver_001", "liver_002"]
 
 
@@ -420,8 +553,22 @@ def test_multiclass_classes_option(tmp_path):
         write(g / f"{case}.nrrd", gt)
         write(p / f"{case}.nrrd", pred)
     out = tmp_path / "out"
-    code = main(["evaluate", str(g), str(p), "--out", str(out), "--classes", "1,2", "--metrics", "dice,hd95",
-                 "--quiet", "--bootstrap", "50"])
+    code = main(
+        [
+            "evaluate",
+            str(g),
+            str(p),
+            "--out",
+            str(out),
+            "--classes",
+            "1,2",
+            "--metrics",
+            "dice,hd95",
+            "--quiet",
+            "--bootstrap",
+            "50",
+        ]
+    )
     assert code == 0
     table = read_case_table(out)
     assert table[["case", "class"]].values.tolist() == [["a", 1], ["a", 2], ["b", 1], ["b", 2]]
@@ -438,8 +585,7 @@ def test_multiclass_classes_option(tmp_path):
     assert {(r["class"], r["n"]) for r in doc["empty_gt"]} == {(1, 0), (2, 1)}
     assert {r["class"] for r in doc["summary"]} == {1, 2}
     comps = pd.read_csv(out / "per_component.csv")
-    assert comps[["case", "class", "component"]].values.tolist() == [["a", 1, 1], ["a", 2, 1], ["a", 2, 2],
-                                                                      ["b", 1, 1]]
+    assert comps[["case", "class", "component"]].values.tolist() == [["a", 1, 1], ["a", 2, 1], ["a", 2, 2], ["b", 1, 1]]
     plots = {q.name for q in (out / "plots").iterdir()}
     assert {"case_distribution_class1.png", "case_distribution_class2.png"} <= plots
 
@@ -452,8 +598,28 @@ def test_real_spine_pair_per_class_with_header_spacing(tmp_path):
     shutil.copy(spine / "ref.nii.gz", g / "spine_001.nii.gz")
     shutil.copy(spine / "pred.nii.gz", p / "spine_001_0000.nii.gz")
     out = tmp_path / "out"
-    assert main(["evaluate", str(g), str(p), "--out", str(out), "--classes", "41,42,100", "--pred-suffix",
-                 "_0000", "--metrics", "dice,hd95", "--quiet", "--no-plots", "--bootstrap", "50"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(g),
+                str(p),
+                "--out",
+                str(out),
+                "--classes",
+                "41,42,100",
+                "--pred-suffix",
+                "_0000",
+                "--metrics",
+                "dice,hd95",
+                "--quiet",
+                "--no-plots",
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
     ref, pred = load_image(spine / "ref.nii.gz"), load_image(spine / "pred.nii.gz")
     assert ref.spacing == pytest.approx((0.58594, 0.58594, 3.3), abs=1e-4)
     expected = evaluate(pred.array, ref.array, ["dice", "hd95"], classes=[41, 42, 100], spacing=ref.spacing)
@@ -516,18 +682,34 @@ def results(data):
     dirs = {0: data["out"]}
     for m in (1, 2):
         dirs[m] = data["root"] / f"out{m}"
-        assert main(["evaluate", str(data["gt"]), str(data["root"] / f"method{m}"), "--out", str(dirs[m]),
-                     "--quiet", "--no-plots", "--bootstrap", "50"]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    str(data["gt"]),
+                    str(data["root"] / f"method{m}"),
+                    "--out",
+                    str(dirs[m]),
+                    "--quiet",
+                    "--no-plots",
+                    "--bootstrap",
+                    "50",
+                ]
+            )
+            == 0
+        )
     return dirs
 
 
 def test_compare_two_methods_wilcoxon(results, tmp_path, capsys):
-    code = main(["compare", str(results[0]), str(results[1]), "--metric", "cc_dice", "--names", "A,B",
-                 "--out", str(tmp_path)])
+    code = main(
+        ["compare", str(results[0]), str(results[1]), "--metric", "cc_dice", "--names", "A,B", "--out", str(tmp_path)]
+    )
     printed = capsys.readouterr().out
     assert code == 0
-    expected = compare({"A": pd.read_csv(results[0] / "per_case.csv"),
-                        "B": pd.read_csv(results[1] / "per_case.csv")}, "cc_dice")
+    expected = compare(
+        {"A": pd.read_csv(results[0] / "per_case.csv"), "B": pd.read_csv(results[1] / "per_case.csv")}, "cc_dice"
+    )
     assert expected.test == "wilcoxon"
     assert f"Wilcoxon test: statistic {expected.statistic:.4g}, p = {expected.pvalue:.4g}" in printed
     assert "higher is better" in printed and f"on {len(expected.scores)} paired cases" in printed
@@ -569,8 +751,21 @@ def test_compare_pairs_numeric_looking_case_ids(tmp_path, capsys):
             write(folder / f"{new_id}.nii.gz", method_predictions(m)[case])
     write(tmp_path / "pred1" / "011_extra.nii.gz", gts["case_01"])  # an error row in method B only
     for m in (0, 1):
-        main(["evaluate", str(g), str(tmp_path / f"pred{m}"), "--out", str(tmp_path / f"out{m}"), "--quiet",
-              "--no-plots", "--metrics", "dice", "--bootstrap", "50"])
+        main(
+            [
+                "evaluate",
+                str(g),
+                str(tmp_path / f"pred{m}"),
+                "--out",
+                str(tmp_path / f"out{m}"),
+                "--quiet",
+                "--no-plots",
+                "--metrics",
+                "dice",
+                "--bootstrap",
+                "50",
+            ]
+        )
     with pytest.warns(UserWarning, match="excluded"):
         code = main(["compare", str(tmp_path / "out0"), str(tmp_path / "out1"), "--out", str(tmp_path / "cmp")])
     printed = capsys.readouterr().out
@@ -601,10 +796,29 @@ def test_console_script_and_python_m(data, tmp_path):
     for command in ("evaluate", "partition", "compare"):
         assert command in done.stdout
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "ccmetrics", "evaluate", str(data["gt"]),
-                           str(data["root"] / "method0"), "--out", str(out), "--quiet", "--no-plots",
-                           "--bootstrap", "500", "--seed", "5", "--workers", "2"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ccmetrics",
+            "evaluate",
+            str(data["gt"]),
+            str(data["root"] / "method0"),
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-plots",
+            "--bootstrap",
+            "500",
+            "--seed",
+            "5",
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "8 cases in" in done.stdout
     # two worker processes write the same tables and summary as the in-process run

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import ALL_METRICS, scipy_components
 
 import ccmetrics.components as components
 from ccmetrics import GroundTruth, engine_config, evaluate
@@ -9,8 +10,6 @@ from ccmetrics.aggregation import image_diagonal
 from ccmetrics.components import Runs, component_labels, run_components
 from ccmetrics.surface import face_edges, own_face_edges
 from ccmetrics.synthetic import lesion_case
-
-from conftest import ALL_METRICS, scipy_components
 
 CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
 
@@ -105,8 +104,9 @@ def test_threads_and_grouped_queries_change_no_value(monkeypatch, spacing):
         serial = evaluate(pred, gt, metrics, spacing=spacing)
     workers = []  # the threads that measured distances
     original = geometry.directed_distances
-    monkeypatch.setattr(geometry, "directed_distances",
-                        lambda *a: workers.append(threading.current_thread().name) or original(*a))
+    monkeypatch.setattr(
+        geometry, "directed_distances", lambda *a: workers.append(threading.current_thread().name) or original(*a)
+    )
     for batch in (0, 64, 1 << 20):  # one query per task, small batches, everything in one task
         with engine_config(threads_from=0, threads=2, thread_batch_points=batch):
             _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
@@ -145,7 +145,9 @@ def test_mask_edges_equal_face_edges(rng, ndim, kernels_from):
             np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
 
 
-@pytest.mark.parametrize("ndim,spacing", [(2, None), (2, (0.7, 1.3)), (3, (0.8, 0.8, 2.0)), (3, (0.9765625, 0.9765625, 3.3))])
+@pytest.mark.parametrize(
+    "ndim,spacing", [(2, None), (2, (0.7, 1.3)), (3, (0.8, 0.8, 2.0)), (3, (0.9765625, 0.9765625, 3.3))]
+)
 def test_grouped_directed_distances_equal_one_tree_per_group(rng, ndim, spacing):
     """The extra group coordinate changes no bit: equal to a tree per group, inf for a group without targets."""
     from ccmetrics.surface import directed_distances, grouped_directed_distances, physical

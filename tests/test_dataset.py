@@ -60,7 +60,7 @@ def ids_of_folder(folder, suffix=None):
 A = ((2, 8), (2, 8), (2, 6))
 B = ((14, 18), (14, 18), (6, 9))
 A_SHIFT = ((3, 9), (2, 8), (2, 6))  # A moved one voxel along x: overlap 5x6x4
-FP = ((18, 21), (2, 4), (1, 2))     # 6 false-positive voxels
+FP = ((18, 21), (2, 4), (1, 2))  # 6 false-positive voxels
 
 
 def two_lesions():
@@ -162,7 +162,10 @@ def test_every_image_file_has_one_row_and_the_right_status(branches):
     flags = dict(zip(per_case["case"], per_case["flags"]))
     assert {c for c, s in status.items() if s == "ok"} == {"ok_nifti", "ok_mha_nrrd", "ok_float", "ok_tiny_shift"}
     assert {c: flags[c] for c, s in status.items() if s == "flagged"} == {
-        "missing": "missing_prediction", "empty_fp": "empty_gt", "empty_clean": "empty_gt"}
+        "missing": "missing_prediction",
+        "empty_fp": "empty_gt",
+        "empty_clean": "empty_gt",
+    }
     assert {c for c, s in status.items() if s == "error"} == set(ERRORS)
 
 
@@ -219,8 +222,14 @@ def test_hand_computed_values_of_boxes(branches):
 
 def test_counts_and_ignored_files(branches):
     result = branches["result"]
-    assert result.counts() == {"cases": len(VALID) + len(ERRORS), "evaluated": len(VALID), "flagged": 3,
-                               "failed": len(ERRORS), "empty_gt": 2, "missing_prediction": 1}
+    assert result.counts() == {
+        "cases": len(VALID) + len(ERRORS),
+        "evaluated": len(VALID),
+        "flagged": 3,
+        "failed": len(ERRORS),
+        "empty_gt": 2,
+        "missing_prediction": 1,
+    }
     assert sorted(Path(f).name for f in result.ignored_files) == ["notes.txt", "plans.json", "subfolder"]
     assert [f for f in result.ignored_files if f.endswith(os.sep)] == [str(branches["pred"] / "subfolder") + os.sep]
     assert set(result.errors["case"]) == set(ERRORS)
@@ -279,8 +288,10 @@ def test_bootstrap_is_seeded(branches):
     other = result.summary(n_resamples=500, seed=8)[ci]
     assert not first.equals(other)
     # the point estimates do not depend on the seed
-    pd.testing.assert_frame_equal(result.summary(n_resamples=500, seed=7)[["n", "mean", "median"]],
-                                  result.summary(n_resamples=500, seed=8)[["n", "mean", "median"]])
+    pd.testing.assert_frame_equal(
+        result.summary(n_resamples=500, seed=7)[["n", "mean", "median"]],
+        result.summary(n_resamples=500, seed=8)[["n", "mean", "median"]],
+    )
 
 
 def test_pair_folders_suffixes_duplicates_and_ignored(tmp_path):
@@ -340,16 +351,23 @@ def test_multiclass_label_maps(tmp_path):
             for m in ("dice", "hd95"):
                 assert row[m] == pytest.approx(expected[c].standard[m])
                 assert row[f"cc_{m}"] == pytest.approx(expected[c].cc[m])
-            comps = result.per_component[(result.per_component["case"] == case)
-                                         & (result.per_component["class"] == c)].reset_index(drop=True)
+            comps = result.per_component[
+                (result.per_component["case"] == case) & (result.per_component["class"] == c)
+            ].reset_index(drop=True)
             if expected[c].n_components:
                 pd.testing.assert_frame_equal(comps, expected[c].to_frame(case, c), check_dtype=False)
             else:
                 assert comps.empty
     row = result.per_case[(result.per_case["case"] == "m2") & (result.per_case["class"] == 2)].iloc[0]
     assert row["status"] == "flagged" and row["flags"] == "empty_gt" and row["cc_dice"] == 0.0
-    assert result.counts() == {"cases": 2, "evaluated": 2, "flagged": 1, "failed": 0, "empty_gt": 1,
-                               "missing_prediction": 0}
+    assert result.counts() == {
+        "cases": 2,
+        "evaluated": 2,
+        "flagged": 1,
+        "failed": 0,
+        "empty_gt": 1,
+        "missing_prediction": 0,
+    }
     summary = result.summary(n_resamples=100)
     assert summary.loc[(1, "dice", "cc_patient"), "n"] == 2 and summary.loc[(2, "dice", "cc_patient"), "n"] == 1
     empty = result.empty_gt_summary()
@@ -382,7 +400,7 @@ def test_spacing_voxel_header_and_numbers(tmp_path):
             assert row["pred_volume_ml"] == pytest.approx(box_volume(*A_SHIFT) * math.prod(used) / 1000)
     voxel = evaluate_dataset(g, p, ["hd95"], spacing="voxel", progress=False).per_case.iloc[0]
     header = evaluate_dataset(g, p, ["hd95"], progress=False).per_case.iloc[0]
-    assert voxel["worst_distance"] == pytest.approx(math.sqrt(24 ** 2 + 24 ** 2 + 12 ** 2))
+    assert voxel["worst_distance"] == pytest.approx(math.sqrt(24**2 + 24**2 + 12**2))
     assert header["worst_distance"] == pytest.approx(DIAGONAL_MM)
 
 
@@ -390,9 +408,17 @@ def test_arrays_and_images_given_directly(tmp_path):
     gt, pred = two_lesions(), box(*A_SHIFT)
     write(tmp_path / "gt.mha", gt)
     image = load_image(tmp_path / "gt.mha")
-    result = evaluate_dataset({"arrays": (gt, pred), "files": (tmp_path / "gt.mha", image),
-                               "none": (gt, None), "orphan": (None, pred), "shape": (gt, pred[:3])},
-                              metrics=["dice", "hd95"], progress=False)
+    result = evaluate_dataset(
+        {
+            "arrays": (gt, pred),
+            "files": (tmp_path / "gt.mha", image),
+            "none": (gt, None),
+            "orphan": (None, pred),
+            "shape": (gt, pred[:3]),
+        },
+        metrics=["dice", "hd95"],
+        progress=False,
+    )
     per_case = result.per_case.set_index("case")
     # plain arrays: voxel units; files and Images: the header spacing
     assert per_case.loc["arrays", "hd95"] == pytest.approx(evaluate(pred, gt, ["hd95"]).standard["hd95"])
@@ -459,18 +485,44 @@ def test_dask_cluster_gives_the_same_tables(branches, tmp_path):
     from ccmetrics.cli import main
 
     one = branches["result"]
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         on_dask = evaluate_dataset(branches["gt"], branches["pred"], METRICS, client=client, progress=False)
         # the command line's --dask connects to the same scheduler
-        code = main(["evaluate", str(branches["gt"]), str(branches["pred"]), "--out", str(tmp_path / "dask"),
-                     "--dask", cluster.scheduler_address, "--quiet", "--no-plots", "--bootstrap", "100"])
+        code = main(
+            [
+                "evaluate",
+                str(branches["gt"]),
+                str(branches["pred"]),
+                "--out",
+                str(tmp_path / "dask"),
+                "--dask",
+                cluster.scheduler_address,
+                "--quiet",
+                "--no-plots",
+                "--bootstrap",
+                "100",
+            ]
+        )
         assert set(client.scheduler_info()["workers"]) and len(client.scheduler_info()["workers"]) == 2
     pd.testing.assert_frame_equal(on_dask.per_case, one.per_case)
     pd.testing.assert_frame_equal(on_dask.per_component, one.per_component)
     assert code == 1  # the branches hold failed cases
-    code_local = main(["evaluate", str(branches["gt"]), str(branches["pred"]), "--out", str(tmp_path / "local"),
-                       "--quiet", "--no-plots", "--bootstrap", "100"])
+    code_local = main(
+        [
+            "evaluate",
+            str(branches["gt"]),
+            str(branches["pred"]),
+            "--out",
+            str(tmp_path / "local"),
+            "--quiet",
+            "--no-plots",
+            "--bootstrap",
+            "100",
+        ]
+    )
     assert code_local == 1
     for name in ("per_case.csv", "per_component.csv", "summary.json"):
         assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name

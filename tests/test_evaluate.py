@@ -4,11 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import ALL_METRICS, brute_force_partition, degrade, monai_metrics, random_blobs
 
 from ccmetrics import evaluate, voronoi_partition
 from ccmetrics.torch_emulation import torch_quantile
-
-from conftest import ALL_METRICS, brute_force_partition, degrade, monai_metrics, random_blobs
 
 
 def assert_matches_monai(pred, gt, result, spacing=None, tolerance=1.0):
@@ -136,9 +135,14 @@ def test_torch_tensors_and_dtypes_give_identical_results(rng):
     gt = random_blobs(rng, (16, 16, 16), density=0.02)
     pred = degrade(rng, gt)
     reference = evaluate(pred, gt, ALL_METRICS)
-    for convert in (lambda a: a.astype(np.uint8), lambda a: a.astype(np.int64), lambda a: a.astype(np.float32),
-                    lambda a: torch.from_numpy(a), lambda a: torch.from_numpy(a.astype(np.float32)),
-                    lambda a: torch.from_numpy(a).bfloat16()):
+    for convert in (
+        lambda a: a.astype(np.uint8),
+        lambda a: a.astype(np.int64),
+        lambda a: a.astype(np.float32),
+        lambda a: torch.from_numpy(a),
+        lambda a: torch.from_numpy(a.astype(np.float32)),
+        lambda a: torch.from_numpy(a).bfloat16(),
+    ):
         result = evaluate(convert(pred), convert(gt), ALL_METRICS)
         assert result.cc == reference.cc
         assert result.standard == reference.standard
@@ -182,7 +186,7 @@ def test_instance_sites_do_not_depend_on_label_values_without_ties():
     rng = np.random.default_rng(4)
     labels = np.zeros((60, 60), np.int32)
     for lab, (r, c) in zip([3, 8, 5, 11], [(5, 5), (5, 40), (40, 8), (42, 45)]):
-        labels[r:r + 9, c:c + 7] = lab
+        labels[r : r + 9, c : c + 7] = lab
     pred = np.roll(labels > 0, 2, axis=1) | (rng.random(labels.shape) < 0.01)
     _, tie = brute_force_partition(np.searchsorted([0, 3, 5, 8, 11], labels).astype(np.int32))
     assert not (tie & pred).any()

@@ -65,7 +65,7 @@ def test_shipped_example_data_equal_the_script(tmp_path):
 
     script = runpy.run_path(str(ROOT / "examples" / "make_example_data.py"))
     script["main"](tmp_path)
-    for folder in ("gt", "pred"):
+    for folder in ("gt", "pred", "pred_b"):
         shipped = sorted(p.name for p in (ROOT / "examples" / "data" / folder).iterdir())
         assert shipped == sorted(p.name for p in (tmp_path / folder).iterdir())
         for name in shipped:
@@ -102,7 +102,7 @@ def test_readme_first_command_prints_what_the_readme_shows(tmp_path, capsys):
     assert (tmp_path / "results" / "plots" / "metric_vs_volume_dice.png").is_file()
 
 
-def test_readme_nuclei_snippet_and_output(capsys, tmp_path):
+def test_docs_nuclei_snippet_and_output(capsys, tmp_path):
     import re
     import runpy
     import sys
@@ -110,13 +110,13 @@ def test_readme_nuclei_snippet_and_output(capsys, tmp_path):
     from ccmetrics import nuclei
     from ccmetrics.nuclei.synthetic import nuclei_tile
 
-    # the attributes the README's snippet uses exist and hold what it says
+    # the attributes the documentation's snippet uses exist and hold what it says
     gt_inst, gt_class, pred_inst, pred_class = nuclei_tile((128, 128), n_nuclei=40, seed=0)
     r = nuclei.evaluate(gt_inst, gt_class, pred_inst, pred_class, rule="centroid", ignore=np.zeros((128, 128), bool))
     for name in ("confusion", "detection", "classification", "segmentation", "pq", "cc", "per_pair", "per_class"):
         assert getattr(r, name) is not None, name
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"```text\n(Synthetic tile .*?)\n```", readme, re.S).group(1)
+    page = (ROOT / "docs" / "tutorials" / "nuclei.md").read_text()
+    shown = re.search(r"```text\n(Synthetic tile .*?)\n```", page, re.S).group(1)
     argv = sys.argv
     sys.argv = ["nuclei.py", "--out", str(tmp_path / "nuclei.png")]
     try:
@@ -126,13 +126,13 @@ def test_readme_nuclei_snippet_and_output(capsys, tmp_path):
     assert capsys.readouterr().out.strip() == shown.strip()
 
 
-def test_readme_metric_of_your_own_prints_what_it_shows():
+def test_docs_metric_of_your_own_prints_what_it_shows():
     import subprocess
     import sys
 
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("**A metric of your own**")
-    code = readme[readme.index("```python\n", start) + len("```python\n"):readme.index("```\n", start + 30)]
+    page = (ROOT / "docs" / "metrics.md").read_text()
+    start = page.index("**A metric of your own**")
+    code = page[page.index("```python\n", start) + len("```python\n") : page.index("```\n", start + 30)]
     shown = [line[2:] for line in code.splitlines() if line.startswith("# {")]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert shown and out.splitlines() == shown

@@ -30,10 +30,10 @@ def exact_f32(x: Fraction) -> np.float32:
 def test_fma32_equals_exact_rounding_on_midpoints_and_random():
     one = np.float32(1.0)
     odd = np.nextafter(one, np.float32(2))  # 1 + 2^-23, an odd mantissa
-    a = np.float32(1 + 2.0 ** -23)
-    b = np.float32(2.0 ** -24 * (1 - 2.0 ** -23))
+    a = np.float32(1 + 2.0**-23)
+    b = np.float32(2.0**-24 * (1 - 2.0**-23))
     # a*b + c lands, in float64, exactly halfway between two float32: only the exact error decides
-    cases = [(a, b, odd), (a, b, one), (-a, b, odd), (a, -b, one), (a, np.float32(2.0 ** -24 * (1 + 2.0 ** -23)), odd)]
+    cases = [(a, b, odd), (a, b, one), (-a, b, odd), (a, -b, one), (a, np.float32(2.0**-24 * (1 + 2.0**-23)), odd)]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 20000)).astype(np.float32) * np.float32(10) ** rng.integers(-3, 4, (3, 20000))
     cases += list(zip(*x))
@@ -75,8 +75,14 @@ def test_quantile_bit_exact_under_each_torch_dispatch(capability):
 
     vectors = _disagreeing_vectors()
     env = dict(os.environ, ATEN_CPU_CAPABILITY=capability)
-    done = subprocess.run([sys.executable, "-c", TORCH_SCRIPT], input=json.dumps([v.tolist() for v in vectors]),
-                          capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_SCRIPT],
+        input=json.dumps([v.tolist() for v in vectors]),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     out = json.loads(done.stdout)
     if out["capability"].lower() != capability:
         pytest.skip(f"this CPU cannot run torch's {capability} kernels (got {out['capability']})")

@@ -64,12 +64,15 @@ def test_accepted_inputs_agree():
     assert evaluate(GT[:, :, ::2], GT[:, :, ::2]).cc["dice"] == 1.0  # non-contiguous views
 
 
-@pytest.mark.parametrize("spacing, error, message", [
-    (True, TypeError, "number or a sequence of numbers"),
-    ([True, 1.0], TypeError, "number or a sequence of numbers"),
-    (1e300, ValueError, "between 1e-06 and 1e\\+06"),
-    ((1.0, 1e-300), ValueError, "between 1e-06 and 1e\\+06"),
-])
+@pytest.mark.parametrize(
+    "spacing, error, message",
+    [
+        (True, TypeError, "number or a sequence of numbers"),
+        ([True, 1.0], TypeError, "number or a sequence of numbers"),
+        (1e300, ValueError, "between 1e-06 and 1e\\+06"),
+        ((1.0, 1e-300), ValueError, "between 1e-06 and 1e\\+06"),
+    ],
+)
 def test_spacing_holes_are_closed(spacing, error, message):
     gt = np.zeros((6, 6), bool)
     gt[2, 2] = True
@@ -77,8 +80,17 @@ def test_spacing_holes_are_closed(spacing, error, message):
         evaluate(gt, gt, ["hd95"], spacing=spacing)
 
 
-@pytest.mark.parametrize("classes, error", [("1", TypeError), ([1.5], TypeError), ([True], TypeError),
-                                            ([1, 1], ValueError), ([-1], ValueError), ([], ValueError)])
+@pytest.mark.parametrize(
+    "classes, error",
+    [
+        ("1", TypeError),
+        ([1.5], TypeError),
+        ([True], TypeError),
+        ([1, 1], ValueError),
+        ([-1], ValueError),
+        ([], ValueError),
+    ],
+)
 def test_classes_must_be_integer_labels(classes, error):
     labels = np.zeros((6, 6), np.uint8)
     labels[1:3, 1:3] = 1
@@ -102,8 +114,15 @@ def test_monai_metric_class_instead_of_instance():
         evaluate(gt, gt, [HausdorffDistanceMetric])
 
 
-@pytest.mark.parametrize("kwargs, message", [({"min_volume": -1}, "min_volume"), ({"dilation": -1}, "dilation"),
-                                             ({"dilation": 1.5}, "dilation"), ({"worst_hd95": float("nan")}, "worst_hd95")])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"min_volume": -1}, "min_volume"),
+        ({"dilation": -1}, "dilation"),
+        ({"dilation": 1.5}, "dilation"),
+        ({"worst_hd95": float("nan")}, "worst_hd95"),
+    ],
+)
 def test_lesion_dice_options_are_checked(kwargs, message):
     from ccmetrics import lesion_dice
 

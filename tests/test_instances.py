@@ -1,6 +1,5 @@
 """Instance matching and Panoptic Quality: hand-computed cases, MoNuSAC pitfalls, brute force."""
 
-
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
@@ -11,7 +10,7 @@ from ccmetrics import match_instances, multiclass_pq, panoptic_quality
 def squares(offsets, size=10, shape=(20, 60), labels=None):
     out = np.zeros(shape, np.int32)
     for i, (r, c) in enumerate(offsets):
-        out[r:r + size, c:c + size] = labels[i] if labels else i + 1
+        out[r : r + size, c : c + size] = labels[i] if labels else i + 1
     return out
 
 
@@ -121,7 +120,7 @@ def random_instances(rng, shape=(40, 40), n=8, start=1):
     for lab in labels:
         r, c = rng.integers(0, shape[0] - 4), rng.integers(0, shape[1] - 4)
         h, w = rng.integers(2, 9, 2)
-        out[r:r + h, c:c + w] = lab
+        out[r : r + h, c : c + w] = lab
     return out
 
 

@@ -11,8 +11,14 @@ import pytest
 import SimpleITK as sitk
 
 from ccmetrics.io import (
-    IMAGE_EXTENSIONS, Image, ImageReadError, check_same_geometry, image_id, is_image_file,
-    load_image, save_image,
+    IMAGE_EXTENSIONS,
+    Image,
+    ImageReadError,
+    check_same_geometry,
+    image_id,
+    is_image_file,
+    load_image,
+    save_image,
 )
 
 SPACING = (0.586, 0.586, 3.3)
@@ -354,8 +360,7 @@ def test_image_properties_and_repr():
 
 
 def test_import_is_light():
-    code = ("import sys, ccmetrics.io; "
-            "print(sorted(m for m in ('torch', 'nibabel', 'SimpleITK') if m in sys.modules))")
+    code = "import sys, ccmetrics.io; print(sorted(m for m in ('torch', 'nibabel', 'SimpleITK') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -2,13 +2,12 @@
 
 import numpy as np
 import pytest
+from conftest import ALL_METRICS
 from scipy.spatial import cKDTree
 
-from ccmetrics import EngineConfig, GroundTruth, _kdtree, engine_config, evaluate
 import ccmetrics.surface as surface
+from ccmetrics import EngineConfig, GroundTruth, _kdtree, engine_config, evaluate
 from ccmetrics.synthetic import lesion_case
-
-from conftest import ALL_METRICS
 
 
 def _scipy(source, target, bound=np.inf):
@@ -41,13 +40,29 @@ def test_random_points_and_voxel_lattices(rng, ndim):
         _check(source, target)
 
 
-@pytest.mark.parametrize("spacing", [(1.0, 1.0, 1.0), (0.8, 0.8, 2.0), (0.9765625, 0.9765625, 3.3),
-                                     (1e-6, 1.0, 1e6), (0.1, 0.1, 0.1)])
+@pytest.mark.parametrize(
+    "spacing", [(1.0, 1.0, 1.0), (0.8, 0.8, 2.0), (0.9765625, 0.9765625, 3.3), (1e-6, 1.0, 1e6), (0.1, 0.1, 0.1)]
+)
 def test_equidistant_lattice_points(spacing):
     """Many target voxels at the same real distance (Pythagorean offsets, mirror images): the rounded
     minimum over all of them is what both trees return."""
-    offsets = np.array([[3, 4, 0], [4, 3, 0], [5, 0, 0], [0, 5, 0], [0, 0, 5], [-3, -4, 0], [0, 3, 4],
-                        [-5, 0, 0], [0, -4, 3], [1, 2, 2], [2, 1, 2], [-2, 2, 1], [0, 0, -3]])
+    offsets = np.array(
+        [
+            [3, 4, 0],
+            [4, 3, 0],
+            [5, 0, 0],
+            [0, 5, 0],
+            [0, 0, 5],
+            [-3, -4, 0],
+            [0, 3, 4],
+            [-5, 0, 0],
+            [0, -4, 3],
+            [1, 2, 2],
+            [2, 1, 2],
+            [-2, 2, 1],
+            [0, 0, -3],
+        ]
+    )
     centres = np.array([[10, 10, 10], [37, 21, 5], [101, 3, 77]])
     target = np.concatenate([c + offsets for c in centres]) * np.asarray(spacing)
     source = np.concatenate([centres, centres + 1, centres - 1]) * np.asarray(spacing)
@@ -149,9 +164,11 @@ def test_small_inputs_never_import_numba():
     import subprocess
     import sys
 
-    code = ("import sys, numpy as np; from ccmetrics.surface import directed_distances; "
-            "p = np.random.default_rng(0).normal(size=(40000, 3)); directed_distances(p[:20000], p[20000:]); "
-            "print('numba' in sys.modules)")
+    code = (
+        "import sys, numpy as np; from ccmetrics.surface import directed_distances; "
+        "p = np.random.default_rng(0).normal(size=(40000, 3)); directed_distances(p[:20000], p[20000:]); "
+        "print('numba' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -4,11 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import monai_metrics, random_blobs
 from scipy import ndimage
 
 from ccmetrics import detection, evaluate, lesion_dice
-
-from conftest import monai_metrics, random_blobs
 
 STRUCT = ndimage.generate_binary_structure(3, 2)
 

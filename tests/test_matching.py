@@ -26,7 +26,7 @@ def random_instances(rng, shape=(48, 48), n=12, start=1):
     for lab in labels:
         r, c = rng.integers(0, shape[0] - 3), rng.integers(0, shape[1] - 3)
         h, w = rng.integers(2, 10, 2)
-        out[r:r + h, c:c + w] = lab
+        out[r : r + h, c : c + w] = lab
     return out
 
 
@@ -81,6 +81,7 @@ def pairs_of(m: Matching):
 def test_public_names():
     assert "Matching" in ccmetrics.__all__ and ccmetrics.Matching is Matching
     from ccmetrics.matching import match_instances as home
+
     assert home is match_instances
     with pytest.raises(ModuleNotFoundError):  # the shim of a layout never released is gone
         importlib.import_module("ccmetrics.instances")
@@ -92,8 +93,9 @@ def test_overlaps_equal_brute_force(seed):
     gt = random_instances(rng)
     pred = prediction_of(rng, gt)
     ov = instance_overlaps(pred, gt)
-    got = {(int(ov.gt_labels[g]), int(ov.pred_labels[p])): iou
-           for g, p, iou in zip(ov.pair_gt, ov.pair_pred, ov.pair_iou)}
+    got = {
+        (int(ov.gt_labels[g]), int(ov.pred_labels[p])): iou for g, p, iou in zip(ov.pair_gt, ov.pair_pred, ov.pair_iou)
+    }
     expected = brute_pairs(pred, gt)
     assert got.keys() == expected.keys()
     for k, v in expected.items():
@@ -102,8 +104,9 @@ def test_overlaps_equal_brute_force(seed):
 
 
 @pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("rule,threshold", [("iou", 0.5), ("iou", 0.7), ("centroid", 0.5), ("max_iou", 0.5),
-                                            ("iou", 0.2)])
+@pytest.mark.parametrize(
+    "rule,threshold", [("iou", 0.5), ("iou", 0.7), ("centroid", 0.5), ("max_iou", 0.5), ("iou", 0.2)]
+)
 def test_matching_equals_brute_force(seed, rule, threshold):
     rng = np.random.default_rng(seed)
     gt = random_instances(rng)
@@ -157,8 +160,9 @@ def test_centroid_rule_needs_centroids():
     ov = instance_overlaps(np.array([[1, 1]]), np.array([[1, 1]]))
     with pytest.raises(ValueError, match="centroids=True"):
         choose_pairs(ov, "centroid")
-    assert choose_pairs(instance_overlaps(np.array([[1, 1]]), np.array([[1, 1]]), centroids=True),
-                        "centroid").tolist() == [0]
+    assert choose_pairs(
+        instance_overlaps(np.array([[1, 1]]), np.array([[1, 1]]), centroids=True), "centroid"
+    ).tolist() == [0]
 
 
 def test_input_errors():

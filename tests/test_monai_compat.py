@@ -15,9 +15,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("monai")
 CCMetrics = pytest.importorskip("CCMetrics")
 
+from conftest import brute_force_partition, degrade, one_hot, random_blobs  # noqa: E402
+
 import ccmetrics.monai as ours  # noqa: E402
 from ccmetrics import evaluate, label_components  # noqa: E402
-from conftest import brute_force_partition, degrade, one_hot, random_blobs  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -166,5 +167,4 @@ def test_monai_kwargs_select_the_same_metric():
         warnings.simplefilter("ignore")
         hd90(one_hot(pred), one_hot(gt))
         published(one_hot(pred), one_hot(gt))
-    torch.testing.assert_close(hd90.cc_aggregate("overall"), published.cc_aggregate("overall"),
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(hd90.cc_aggregate("overall"), published.cc_aggregate("overall"), rtol=1e-5, atol=1e-5)

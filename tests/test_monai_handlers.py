@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("monai")
 pytest.importorskip("ignite")
 
+from conftest import degrade, random_blobs  # noqa: E402
 from monai.data import DataLoader, Dataset, MetaTensor  # noqa: E402
 from monai.engines import SupervisedEvaluator  # noqa: E402
 from monai.handlers import from_engine  # noqa: E402
@@ -26,7 +27,6 @@ from ccmetrics.monai import (  # noqa: E402
     CCMetricHandler,
     CCSurfaceDiceHandler,
 )
-from conftest import degrade, random_blobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TO_PRED_LABEL = from_engine(["pred", "label"])
@@ -76,8 +76,10 @@ def run(data, key_metric, additional=None, batch_size=2, decollate=True):
 
 
 def expected(cases, name, spacings=None, mode="patient", **options):
-    results = [evaluate(p, g, [name], spacing=None if spacings is None else spacings[i], **options)
-               for i, (p, g) in enumerate(cases)]
+    results = [
+        evaluate(p, g, [name], spacing=None if spacings is None else spacings[i], **options)
+        for i, (p, g) in enumerate(cases)
+    ]
     if mode == "patient":
         return np.mean([r.cc[name] for r in results]), [r.cc[name] for r in results]
     pooled = np.concatenate([r.per_component[name].replace(np.inf, r.worst_distance) for r in results])
@@ -85,12 +87,16 @@ def expected(cases, name, spacings=None, mode="patient", **options):
 
 
 def test_supervised_evaluator_values_equal_evaluate(cases):
-    state = run(items(cases), CCDiceHandler(output_transform=TO_PRED_LABEL), {
-        "hd95": CCHausdorffDistance95Handler(output_transform=TO_PRED_LABEL),
-        "nsd2": CCSurfaceDiceHandler(nsd_tolerance=2.0, output_transform=TO_PRED_LABEL),
-        "assd_overall": CCMetricHandler("assd", output_transform=TO_PRED_LABEL, mode="overall"),
-        "hd95_worst": CCMetricHandler(CCMetric("hd95", worst_distance=10.0), output_transform=TO_PRED_LABEL),
-    })
+    state = run(
+        items(cases),
+        CCDiceHandler(output_transform=TO_PRED_LABEL),
+        {
+            "hd95": CCHausdorffDistance95Handler(output_transform=TO_PRED_LABEL),
+            "nsd2": CCSurfaceDiceHandler(nsd_tolerance=2.0, output_transform=TO_PRED_LABEL),
+            "assd_overall": CCMetricHandler("assd", output_transform=TO_PRED_LABEL, mode="overall"),
+            "hd95_worst": CCMetricHandler(CCMetric("hd95", worst_distance=10.0), output_transform=TO_PRED_LABEL),
+        },
+    )
     dice, per_image = expected(cases, "dice")
     assert state.metrics["key"] == pytest.approx(dice, rel=1e-12)
     np.testing.assert_allclose(state.metric_details["key"][:, 0].numpy(), per_image, rtol=1e-12)
@@ -98,16 +104,16 @@ def test_supervised_evaluator_values_equal_evaluate(cases):
     assert state.metrics["hd95"] == pytest.approx(expected(cases, "hd95")[0], rel=1e-12)
     assert state.metrics["nsd2"] == pytest.approx(expected(cases, "nsd", nsd_tolerance=2.0)[0], rel=1e-12)
     assert state.metrics["assd_overall"] == pytest.approx(expected(cases, "assd", mode="overall")[0], rel=1e-12)
-    assert state.metrics["hd95_worst"] == pytest.approx(
-        expected(cases, "hd95", worst_distance=10.0)[0], rel=1e-12)
+    assert state.metrics["hd95_worst"] == pytest.approx(expected(cases, "hd95", worst_distance=10.0)[0], rel=1e-12)
 
 
 @pytest.mark.parametrize("decollate", [True, False])
 def test_spacing_from_metatensor_affine(cases, decollate):
     """Per-image spacing from each MetaTensor's affine: lists after decollation, a batched MetaTensor without."""
     spacings = [(1.0, 1.0, 2.5), (0.5, 0.8, 1.0), (2.0, 2.0, 2.0)]
-    state = run(items(cases, spacings), CCHausdorffDistance95Handler(output_transform=TO_PRED_LABEL),
-                decollate=decollate)
+    state = run(
+        items(cases, spacings), CCHausdorffDistance95Handler(output_transform=TO_PRED_LABEL), decollate=decollate
+    )
     assert state.metrics["key"] == pytest.approx(expected(cases, "hd95", spacings)[0], rel=1e-12)
     assert state.metrics["key"] != pytest.approx(expected(cases, "hd95")[0], rel=1e-3)  # spacing mattered
 
@@ -118,7 +124,8 @@ def test_spacing_precedence(cases):
     # 1. the handler's spacing wins over the metadata (and over the metric's)
     handler = CCMetricHandler(CCMetric("hd", spacing=3.0), output_transform=TO_PRED_LABEL, spacing=(1.5, 1.5, 1.0))
     assert run(data, handler).metrics["key"] == pytest.approx(
-        expected(cases, "hd", [(1.5, 1.5, 1.0)] * 3)[0], rel=1e-12)
+        expected(cases, "hd", [(1.5, 1.5, 1.0)] * 3)[0], rel=1e-12
+    )
     # 2. the metric's own spacing wins over the metadata
     handler = CCMetricHandler(CCMetric("hd", spacing=3.0), output_transform=TO_PRED_LABEL)
     assert run(data, handler).metrics["key"] == pytest.approx(expected(cases, "hd", [(3.0,) * 3] * 3)[0], rel=1e-12)
@@ -127,11 +134,14 @@ def test_spacing_precedence(cases):
     assert run(data, handler).metrics["key"] == pytest.approx(expected(cases, "hd")[0], rel=1e-12)
 
 
-@pytest.mark.parametrize("meta_key, meta", [
-    ("image_meta_dict", lambda s: {"affine": np.diag([*s, 1.0])}),
-    ("pred_meta_dict", lambda s: {"pixdim": np.array([1.0, *s, 1.0, 1.0, 1.0, 1.0])}),
-    ("label_meta_dict", lambda s: {"spacing": np.array(s)}),
-])
+@pytest.mark.parametrize(
+    "meta_key, meta",
+    [
+        ("image_meta_dict", lambda s: {"affine": np.diag([*s, 1.0])}),
+        ("pred_meta_dict", lambda s: {"pixdim": np.array([1.0, *s, 1.0, 1.0, 1.0, 1.0])}),
+        ("label_meta_dict", lambda s: {"spacing": np.array(s)}),
+    ],
+)
 def test_spacing_from_meta_dicts(cases, meta_key, meta):
     """Plain tensors with the legacy ``*_meta_dict`` entries (affine, NIfTI pixdim, or spacing)."""
     spacings = [(1.0, 1.0, 2.5), (0.5, 0.8, 1.0), (2.0, 2.0, 2.0)]

@@ -14,13 +14,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("monai")
 
+from conftest import degrade, random_blobs  # noqa: E402
 from monai.data import MetaTensor  # noqa: E402
 from monai.metrics import SurfaceDistanceMetric  # noqa: E402
 from monai.metrics.utils import do_metric_reduction  # noqa: E402
 
 from ccmetrics import evaluate  # noqa: E402
 from ccmetrics.monai import CCMetric  # noqa: E402
-from conftest import degrade, random_blobs  # noqa: E402
 
 SHAPE3 = (16, 14, 12)
 
@@ -140,8 +140,9 @@ def test_multi_class_channels_are_evaluated_on_their_own():
         per_class = evaluate(labels_pred[b], labels_gt[b], ["dice"], classes=[1, 2])
         for c in (1, 2):
             assert out[b, c - 1].item() == pytest.approx(per_class[c].cc["dice"], rel=1e-12)
-            np.testing.assert_array_equal(metric.get_component_buffer()[b][c - 1].numpy(),
-                                          per_class[c].per_component["dice"].to_numpy())
+            np.testing.assert_array_equal(
+                metric.get_component_buffer()[b][c - 1].numpy(), per_class[c].per_component["dice"].to_numpy()
+            )
             pooled[c].extend(per_class[c].per_component["dice"])
     per_channel = metric.aggregate(reduction="mean_batch")
     np.testing.assert_allclose(per_channel.numpy(), [np.mean(pooled[1]), np.mean(pooled[2])], rtol=1e-12)
@@ -152,7 +153,8 @@ def test_multi_class_channels_are_evaluated_on_their_own():
     out_bg = with_bg(label_one_hot(labels_pred, 3), label_one_hot(labels_gt, 3))
     assert out_bg.shape == (2, 3)
     assert out_bg[0, 0].item() == pytest.approx(
-        evaluate(labels_pred[0] == 0, labels_gt[0] == 0, ["dice"]).cc["dice"], rel=1e-12)
+        evaluate(labels_pred[0] == 0, labels_gt[0] == 0, ["dice"]).cc["dice"], rel=1e-12
+    )
     torch.testing.assert_close(out_bg[:, 1:], out)
 
 
@@ -168,8 +170,9 @@ def test_2d_images_spacing_and_options(three_cases):
     # a call's spacing (here one per image) overrides the constructor's
     per_image = [(2.0, 1.0), (1.0, 0.5)]
     out = metric(one_hot(pred2), one_hot(gt2), spacing=per_image)
-    expected = [evaluate(p, g, ["nsd"], spacing=s, nsd_tolerance=1.5).cc["nsd"]
-                for p, g, s in zip(pred2, gt2, per_image)]
+    expected = [
+        evaluate(p, g, ["nsd"], spacing=s, nsd_tolerance=1.5).cc["nsd"] for p, g, s in zip(pred2, gt2, per_image)
+    ]
     np.testing.assert_allclose(out[:, 0].numpy(), expected, rtol=1e-12)
     out = metric(one_hot(pred2), one_hot(gt2), spacing=torch.tensor(per_image))
     np.testing.assert_allclose(out[:, 0].numpy(), expected, rtol=1e-12)
@@ -220,8 +223,10 @@ def test_input_dtypes_metatensor_and_inputs_untouched(three_cases):
     torch.testing.assert_close(out, reference)
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))],
+)
 def test_tensors_on_device(device, three_cases):
     preds, gts = zip(*three_cases)
     metric = CCMetric("hd95")
@@ -261,16 +266,22 @@ def _ddp_worker(rank, world_size, init_file, data, result_file):
         pred, gt = data
         metric = CCMetric("hd95")
         metric(pred[rank::world_size], gt[rank::world_size])  # each rank sees its own images
-        out = (metric.get_buffer(), metric.aggregate("patient"), metric.aggregate("overall"),
-               metric.get_component_buffer())
+        out = (
+            metric.get_buffer(),
+            metric.aggregate("patient"),
+            metric.aggregate("overall"),
+            metric.get_component_buffer(),
+        )
         if rank == 0:
             torch.save(out, result_file)
     finally:
         dist.destroy_process_group()
 
 
-@pytest.mark.skipif(not torch.distributed.is_available() or not hasattr(os, "fork"),
-                    reason="needs torch.distributed with gloo and fork (spawned workers take 10 s to start)")
+@pytest.mark.skipif(
+    not torch.distributed.is_available() or not hasattr(os, "fork"),
+    reason="needs torch.distributed with gloo and fork (spawned workers take 10 s to start)",
+)
 def test_ddp_gathers_both_buffers(tmp_path, three_cases):
     """Two gloo ranks, each with its own images: both buffers are gathered as one process would hold them."""
     import time
@@ -280,8 +291,13 @@ def test_ddp_gathers_both_buffers(tmp_path, three_cases):
     preds, gts = zip(*(three_cases + cases(4, 1)))
     pred, gt = one_hot(preds), one_hot(gts)
     result_file = str(tmp_path / "result.pt")
-    context = mp.start_processes(_ddp_worker, args=(2, str(tmp_path / "init"), (pred, gt), result_file),
-                                 nprocs=2, join=False, start_method="fork")
+    context = mp.start_processes(
+        _ddp_worker,
+        args=(2, str(tmp_path / "init"), (pred, gt), result_file),
+        nprocs=2,
+        join=False,
+        start_method="fork",
+    )
     deadline = time.monotonic() + 60
     while not context.join(timeout=1):
         if time.monotonic() > deadline:
@@ -343,16 +359,19 @@ def test_one_hot_layout_is_checked():
     assert CCMetric("dice", multi_label=True)(overlapping, overlapping).tolist() == [[1.0, 1.0], [1.0, 1.0]]
 
 
-@pytest.mark.parametrize("y_pred, y, message", [
-    (torch.zeros(2, 10, 10), torch.zeros(2, 10, 10), "batch-first one-hot tensor"),
-    (torch.zeros(1, 2, 4, 4, 4, 4), torch.zeros(1, 2, 4, 4, 4, 4), "batch-first one-hot tensor"),
-    (torch.zeros(1, 1, 8, 8), torch.zeros(1, 1, 8, 8), "at least 2 channels"),
-    (torch.zeros(1, 2, 8, 8), torch.zeros(1, 2, 8, 9), "same shape"),
-    (torch.full((1, 2, 8, 8), 0.5), torch.zeros(1, 2, 8, 8), "binarized one-hot"),
-    (torch.zeros(1, 2, 8, 8), torch.full((1, 2, 8, 8), 2), "binarized one-hot"),
-    (torch.full((1, 2, 8, 8), float("nan")), torch.zeros(1, 2, 8, 8), "NaN"),
-    (torch.zeros(1, 2, 8, 8), None, "y is required"),
-])
+@pytest.mark.parametrize(
+    "y_pred, y, message",
+    [
+        (torch.zeros(2, 10, 10), torch.zeros(2, 10, 10), "batch-first one-hot tensor"),
+        (torch.zeros(1, 2, 4, 4, 4, 4), torch.zeros(1, 2, 4, 4, 4, 4), "batch-first one-hot tensor"),
+        (torch.zeros(1, 1, 8, 8), torch.zeros(1, 1, 8, 8), "at least 2 channels"),
+        (torch.zeros(1, 2, 8, 8), torch.zeros(1, 2, 8, 9), "same shape"),
+        (torch.full((1, 2, 8, 8), 0.5), torch.zeros(1, 2, 8, 8), "binarized one-hot"),
+        (torch.zeros(1, 2, 8, 8), torch.full((1, 2, 8, 8), 2), "binarized one-hot"),
+        (torch.full((1, 2, 8, 8), float("nan")), torch.zeros(1, 2, 8, 8), "NaN"),
+        (torch.zeros(1, 2, 8, 8), None, "y is required"),
+    ],
+)
 def test_invalid_input_raises_value_error(y_pred, y, message):
     with pytest.raises(ValueError, match=message):
         CCMetric("dice")(y_pred, y)

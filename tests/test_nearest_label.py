@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from conftest import brute_force_partition, corner_tie_gt, many_query_case
 from scipy import ndimage
 
 from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
 from ccmetrics._nearest_label import nearest_label
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
-
-from conftest import brute_force_partition, corner_tie_gt, many_query_case
 
 
 def _per_label_distances(labels, spacing):
@@ -106,7 +105,9 @@ def test_dense_assignment_equals_brute_force(monkeypatch, seed):
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     calls = []
     original = partition._assign_exact
-    monkeypatch.setattr(partition, "_assign_exact", lambda q, todo, *a: (calls.append(len(todo)), original(q, todo, *a)))
+    monkeypatch.setattr(
+        partition, "_assign_exact", lambda q, todo, *a: (calls.append(len(todo)), original(q, todo, *a))
+    )
     with engine_config(dense_min_queries=1):
         np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
     assert calls and calls[0] < len(query)  # the transform labelled the voxels; only flagged ones went on

@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import monai_metrics
 from scipy.optimize import linear_sum_assignment
 
 import ccmetrics
 from ccmetrics import nuclei
 from ccmetrics.nuclei import evaluate, evaluate_many, metrics_from_confusion
 from ccmetrics.nuclei.synthetic import nuclei_tile
-from conftest import monai_metrics
 
 try:
     import scikit_posthocs  # noqa: F401
@@ -23,7 +23,7 @@ needs_posthocs = pytest.mark.skipif(scikit_posthocs is None, reason="scikit-post
 def squares(offsets, size=10, shape=(20, 60), labels=None):
     out = np.zeros(shape, np.int32)
     for i, (r, c) in enumerate(offsets):
-        out[r:r + size, c:c + size] = labels[i] if labels else i + 1
+        out[r : r + size, c : c + size] = labels[i] if labels else i + 1
     return out
 
 
@@ -34,12 +34,12 @@ def random_tile(seed, shape=(56, 56), n=14, n_classes=3):
     for lab in rng.permutation(np.arange(1, 4 * n))[:n]:
         r, c = rng.integers(0, shape[0] - 3), rng.integers(0, shape[1] - 3)
         h, w = rng.integers(3, 10, 2)
-        gt[r:r + h, c:c + w] = lab
+        gt[r : r + h, c : c + w] = lab
     shifted = np.roll(gt, tuple(rng.integers(-1, 2, 2)), axis=(0, 1))
     pred = np.where(shifted > 0, shifted * 7 + 3, 0)
     for k in range(3):  # false positives and a partial overlap or two
         r, c = rng.integers(0, shape[0] - 5, 2)
-        pred[r:r + 4, c:c + 5] = 5000 + k
+        pred[r : r + 4, c : c + 5] = 5000 + k
     gt_cls = {int(g): int(rng.integers(1, n_classes + 1)) for g in np.unique(gt[gt > 0])}
     pred_cls = {int(p): int(rng.integers(1, n_classes + 1)) for p in np.unique(pred[pred > 0])}
     return gt, gt_cls, pred, pred_cls
@@ -103,10 +103,14 @@ def hand_metrics(m):
     tp = sum(m[i, j] for i in range(1, n + 1) for j in range(1, n + 1))
     fp = sum(m[0, j] for j in range(n + 1))
     fn = sum(m[i, 0] for i in range(n + 1))
-    det = {"tp": tp, "fp": fp, "fn": fn,
-           "precision": tp / (tp + fp) if tp + fp else math.nan,
-           "recall": tp / (tp + fn) if tp + fn else math.nan,
-           "f1": 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else math.nan}
+    det = {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": tp / (tp + fp) if tp + fp else math.nan,
+        "recall": tp / (tp + fn) if tp + fn else math.nan,
+        "f1": 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else math.nan,
+    }
     diag_norm, per_class = [], []
     for k in range(1, n + 1):
         row = sum(m[k, j] for j in range(1, n + 1))
@@ -116,8 +120,10 @@ def hand_metrics(m):
         per_class.append((m[k, k] / col if col else math.nan, m[k, k] / row if row else math.nan))
     matched = tp
     correct = sum(m[k, k] for k in range(1, n + 1))
-    cls = {"balanced_accuracy": sum(diag_norm) / len(diag_norm) if diag_norm else math.nan,
-           "accuracy": correct / matched if matched else math.nan}
+    cls = {
+        "balanced_accuracy": sum(diag_norm) / len(diag_norm) if diag_norm else math.nan,
+        "accuracy": correct / matched if matched else math.nan,
+    }
     return det, cls, per_class
 
 
@@ -194,8 +200,10 @@ def test_matching_and_confusion_equal_brute_force(seed, rule):
     matches = brute_matches(pred, gt, rule)
     if rule == "max_iou":  # optimum unique in value; compare totals and the matrix margins
         assert r.pq["iou_sum"] == pytest.approx(sum(iou[k] for k in matches))
-        matches = [tuple(x) for x in r.per_pair.loc[r.per_pair["match"] == "tp", ["gt_label", "pred_label"]]
-                   .astype(int).values.tolist()]
+        matches = [
+            tuple(x)
+            for x in r.per_pair.loc[r.per_pair["match"] == "tp", ["gt_label", "pred_label"]].astype(int).values.tolist()
+        ]
         assert all(k in iou for k in matches)
     else:
         got = r.per_pair.loc[r.per_pair["match"] == "tp", ["gt_label", "pred_label"]].astype(int)
@@ -205,8 +213,12 @@ def test_matching_and_confusion_equal_brute_force(seed, rule):
     np.testing.assert_array_equal(r.confusion_matrix, expected)
     assert r.confusion.to_numpy().tolist() == expected.tolist()
     # the per-pair table gives the matrix back
-    back = pd.crosstab(r.per_pair["gt_class"], r.per_pair["pred_class"]).reindex(
-        index=[0] + classes, columns=[0] + classes, fill_value=0).to_numpy().copy()
+    back = (
+        pd.crosstab(r.per_pair["gt_class"], r.per_pair["pred_class"])
+        .reindex(index=[0] + classes, columns=[0] + classes, fill_value=0)
+        .to_numpy()
+        .copy()
+    )
     back[0, 0] = 0
     np.testing.assert_array_equal(back, expected)
     # IoU of every matched pair
@@ -225,8 +237,7 @@ def test_per_class_pq_equals_multiclass_pq(seed):
     gt, gt_cls, pred, pred_cls = random_tile(seed)
     r = evaluate(gt, gt_cls, pred, pred_cls, cc_metrics=())
     gt_map, pred_map = _class_maps(gt, gt_cls, pred, pred_cls)
-    ref = ccmetrics.multiclass_pq([pred], [pred_map], [gt], [gt_map], aggregation="dataset",
-                                  n_classes=max(r.classes))
+    ref = ccmetrics.multiclass_pq([pred], [pred_map], [gt], [gt_map], aggregation="dataset", n_classes=max(r.classes))
     table = ref.per_class.reindex(r.classes)
     assert r.per_class[["pq_tp", "pq_fp", "pq_fn"]].to_numpy().tolist() == table[["tp", "fp", "fn"]].to_numpy().tolist()
     np.testing.assert_allclose(r.per_class["pq"], table["pq"])
@@ -240,10 +251,14 @@ def test_per_class_pq_equals_multiclass_pq(seed):
 
 def test_metrics_from_hand_computed_matrix():
     #            no   1   2   3
-    cm = np.array([[0, 2, 1, 0],    # unmatched predictions
-                   [1, 8, 2, 0],    # GT class 1: 10 matched, 1 missed
-                   [3, 1, 4, 0],    # GT class 2: 5 matched, 3 missed
-                   [0, 0, 0, 0]])   # class 3: nothing
+    cm = np.array(
+        [
+            [0, 2, 1, 0],  # unmatched predictions
+            [1, 8, 2, 0],  # GT class 1: 10 matched, 1 missed
+            [3, 1, 4, 0],  # GT class 2: 5 matched, 3 missed
+            [0, 0, 0, 0],
+        ]
+    )  # class 3: nothing
     det, cls = metrics_from_confusion(cm)
     assert (det["tp"], det["fp"], det["fn"]) == (15, 3, 4)
     assert det["precision"] == pytest.approx(15 / 18) and det["recall"] == pytest.approx(15 / 19)
@@ -295,8 +310,10 @@ def test_balanced_accuracy_and_per_class_equal_hand_loops(seed):
         assert same(cls["per_class"].loc[k, "precision"], precision)
         assert same(cls["per_class"].loc[k, "recall"], recall)
     # balanced accuracy is the mean of the defined normalised recalls
-    assert same(cls["balanced_accuracy"], np.nanmean(cls["per_class"]["recall_norm"])
-                if cls["per_class"]["recall_norm"].notna().any() else math.nan)
+    assert same(
+        cls["balanced_accuracy"],
+        np.nanmean(cls["per_class"]["recall_norm"]) if cls["per_class"]["recall_norm"].notna().any() else math.nan,
+    )
 
 
 # ----------------------------------------------------------------------------- invariance
@@ -316,8 +333,13 @@ def test_label_permutation_changes_no_output(rule):
             lut_g[k] = v
         for k, v in p_new.items():
             lut_p[k] = v
-        r = evaluate(lut_g[gt], {g_new[k]: c for k, c in gt_cls.items()},
-                     lut_p[pred], {p_new[k]: c for k, c in pred_cls.items()}, rule=rule)
+        r = evaluate(
+            lut_g[gt],
+            {g_new[k]: c for k, c in gt_cls.items()},
+            lut_p[pred],
+            {p_new[k]: c for k, c in pred_cls.items()},
+            rule=rule,
+        )
         assert r.scores() == pytest.approx(ref.scores(), nan_ok=True)
         assert r.confusion.equals(ref.confusion)
         pd.testing.assert_frame_equal(r.per_class, ref.per_class)
@@ -325,23 +347,26 @@ def test_label_permutation_changes_no_output(rule):
         back_g = {v: k for k, v in g_new.items()}
         back_p = {v: k for k, v in p_new.items()}
         table = r.per_pair.copy()
-        table["gt_label"] = table["gt_label"].map(lambda v: back_g.get(v, v) if pd.notna(v) else v).astype("Int64")
-        table["pred_label"] = table["pred_label"].map(lambda v: back_p.get(v, v) if pd.notna(v) else v).astype("Int64")
+        table["gt_label"] = table["gt_label"].map(lambda v, b=back_g: b.get(v, v) if pd.notna(v) else v).astype("Int64")
+        table["pred_label"] = (
+            table["pred_label"].map(lambda v, b=back_p: b.get(v, v) if pd.notna(v) else v).astype("Int64")
+        )
         key = ["match", "gt_label", "pred_label"]
-        pd.testing.assert_frame_equal(table.sort_values(key).reset_index(drop=True),
-                                      ref.per_pair.sort_values(key).reset_index(drop=True))
+        pd.testing.assert_frame_equal(
+            table.sort_values(key).reset_index(drop=True), ref.per_pair.sort_values(key).reset_index(drop=True)
+        )
 
 
 # ----------------------------------------------------------------------------- ignore mask
 
 
 def test_ignore_mask_removes_objects_lying_in_it():
-    gt = squares([(2, 2), (2, 20), (2, 40)])          # three 10x10 GT nuclei
+    gt = squares([(2, 2), (2, 20), (2, 40)])  # three 10x10 GT nuclei
     pred = squares([(2, 2), (2, 22), (2, 40)], labels=[5, 6, 7])
-    pred[14:18, 50:55] = 8                            # a false positive in the ambiguous region
+    pred[14:18, 50:55] = 8  # a false positive in the ambiguous region
     ignore = np.zeros(gt.shape, bool)
-    ignore[:, 38:] = True                             # covers GT 3 and predictions 7, 8 entirely
-    ignore[2:8, 20:30] = True                         # 60 % of GT 2, 48 % of prediction 6 (cols 22-31)
+    ignore[:, 38:] = True  # covers GT 3 and predictions 7, 8 entirely
+    ignore[2:8, 20:30] = True  # 60 % of GT 2, 48 % of prediction 6 (cols 22-31)
     cls = {1: 1, 2: 1, 3: 2}
     pcls = {5: 1, 6: 1, 7: 2, 8: 2}
     plain = evaluate(gt, cls, pred, pcls, cc_metrics=())
@@ -356,8 +381,9 @@ def test_ignore_mask_removes_objects_lying_in_it():
     assert (r0.detection["tp"], r0.detection["fp"], r0.detection["fn"]) == (1, 0, 0)
     assert r0.per_pair["gt_area"].tolist() == [100]
     # an equivalent: evaluating the maps with the ignored objects erased
-    erased = evaluate(np.where(np.isin(gt, [2, 3]), 0, gt), cls, np.where(np.isin(pred, [7, 8]), 0, pred), pcls,
-                      classes=[1, 2])
+    erased = evaluate(
+        np.where(np.isin(gt, [2, 3]), 0, gt), cls, np.where(np.isin(pred, [7, 8]), 0, pred), pcls, classes=[1, 2]
+    )
     with_ignore = evaluate(gt, cls, pred, pcls, ignore=ignore, classes=[1, 2])
     assert with_ignore.scores() == pytest.approx(erased.scores(), nan_ok=True)
     with pytest.raises(ValueError, match="ignore must have the shape"):
@@ -399,7 +425,7 @@ def test_rows_quantile_equals_torch_quantile():
     width = max(len(r) for r in rows)
     padded = np.full((len(rows), width), np.inf, np.float32)
     for i, r in enumerate(rows):
-        padded[i, :len(r)] = r
+        padded[i, : len(r)] = r
     got = rows_quantile(padded, np.array([len(r) for r in rows]), 0.95)
     assert got.tolist() == [torch_quantile(r, 0.95) for r in rows]
 
@@ -494,7 +520,8 @@ def test_evaluate_many_aggregations_equal_multiclass_pq(rule):
     assert r.apq == pytest.approx(ccmetrics.multiclass_pq(*args, aggregation="image", n_classes=n, rule=rule).pq)
     assert r.mpq == pytest.approx(ccmetrics.multiclass_pq(*args, aggregation="dataset", n_classes=n, rule=rule).pq)
     assert r.group_mpq == pytest.approx(
-        ccmetrics.multiclass_pq(*args, aggregation="group", groups=groups, n_classes=n, rule=rule).pq)
+        ccmetrics.multiclass_pq(*args, aggregation="group", groups=groups, n_classes=n, rule=rule).pq
+    )
     summary = r.summary()
     assert summary.loc["mpq"].tolist() == pytest.approx([r.apq, r.group_mpq, r.mpq])
     # pooling = evaluating the images side by side as one image (counts and pairs add up)
@@ -508,21 +535,32 @@ def test_evaluate_many_aggregations_equal_multiclass_pq(rule):
         pcls.update({k + offset_p: v for k, v in pred_cls.items()})
         offset_g += int(gt.max()) + 1
         offset_p += int(pred.max()) + 1
-        gts.append(np.zeros((gt.shape[0], 5), np.int32))   # a background gap between images
+        gts.append(np.zeros((gt.shape[0], 5), np.int32))  # a background gap between images
         preds.append(np.zeros((gt.shape[0], 5), np.int32))
-    side = evaluate(np.concatenate(gts, axis=1), gcls, np.concatenate(preds, axis=1), pcls, rule=rule,
-                    classes=r.classes, cc_metrics=())
+    side = evaluate(
+        np.concatenate(gts, axis=1),
+        gcls,
+        np.concatenate(preds, axis=1),
+        pcls,
+        rule=rule,
+        classes=r.classes,
+        cc_metrics=(),
+    )
     row = r.per_group.loc["C"]
     for key, value in side.scores().items():
         assert same(float(row[key]), float(value)), key
-    np.testing.assert_array_equal(r.confusion.to_numpy(), sum(x.confusion_matrix for x in (
-        evaluate(*t, rule=rule, classes=r.classes, cc_metrics=()) for t in tiles)))
+    np.testing.assert_array_equal(
+        r.confusion.to_numpy(),
+        sum(x.confusion_matrix for x in (evaluate(*t, rule=rule, classes=r.classes, cc_metrics=()) for t in tiles)),
+    )
 
 
 def test_evaluate_many_inputs_and_pooled_cc():
     tiles = [random_tile(s, n=8) for s in range(3)]
-    items = {f"img{i}": {"gt_inst": t[0], "gt_class": t[1], "pred_inst": t[2], "pred_class": t[3]}
-             for i, t in enumerate(tiles)}
+    items = {
+        f"img{i}": {"gt_inst": t[0], "gt_class": t[1], "pred_inst": t[2], "pred_class": t[3]}
+        for i, t in enumerate(tiles)
+    }
     r = evaluate_many(items, {"img0": "P", "img1": "P", "img2": "Q"})
     assert list(r.per_image.index) == ["img0", "img1", "img2"] and list(r.per_group.index) == ["P", "Q"]
     assert r.per_group["n_images"].tolist() == [2, 1]
@@ -542,8 +580,9 @@ def test_evaluate_many_inputs_and_pooled_cc():
     with pytest.raises(ValueError, match="one per image"):
         evaluate_many(tiles, ["a"])
     with pytest.raises(ValueError, match="image 1: .*not in classes"):
-        evaluate_many([tiles[0], (tiles[1][0], {k: 9 for k in tiles[1][1]}, tiles[1][2], tiles[1][3])],
-                      classes=[1, 2, 3])
+        evaluate_many(
+            [tiles[0], (tiles[1][0], {k: 9 for k in tiles[1][1]}, tiles[1][2], tiles[1][3])], classes=[1, 2, 3]
+        )
 
 
 @needs_posthocs
@@ -577,6 +616,12 @@ def test_synthetic_tile_and_public_api():
     gt, gc, pred, pc = nuclei_tile((300, 300), 60, seed=2)
     r = evaluate(gt, gc, pred, pc)
     assert r.detection["tp"] > 40 and 0.5 < r.segmentation["iou"] < 1
-    for name in ("evaluate", "evaluate_many", "metrics_from_confusion", "NucleiResult", "NucleiDatasetResult",
-                 "compare_methods"):
+    for name in (
+        "evaluate",
+        "evaluate_many",
+        "metrics_from_confusion",
+        "NucleiResult",
+        "NucleiDatasetResult",
+        "compare_methods",
+    ):
         assert name in nuclei.__all__

@@ -128,8 +128,12 @@ def test_synthetic_prediction_errors():
     _, _, noisy, noisy_cls = nuclei_tile(**base, boundary_noise=0.3)
     assert noisy_cls == pc
     padded = np.pad(pred, 1)
-    on_boundary = ((padded[:-2, 1:-1] != pred) | (padded[2:, 1:-1] != pred) | (padded[1:-1, :-2] != pred)
-                   | (padded[1:-1, 2:] != pred))
+    on_boundary = (
+        (padded[:-2, 1:-1] != pred)
+        | (padded[2:, 1:-1] != pred)
+        | (padded[1:-1, :-2] != pred)
+        | (padded[1:-1, 2:] != pred)
+    )
     changed = noisy != pred
     assert changed.sum() > 100 and on_boundary[changed].all()  # only pixels on either side of an outline
     grown = changed & (pred == 0)
@@ -213,8 +217,9 @@ def test_report_equals_brute_force(run):
         assert row[6:] == pytest.approx([cc_dice[component_class == k].mean(), sq_k * rq_k, sq_k, rq_k], abs=TOL3)
     row = _numbers(_line(lines, "  all "))
     assert row[:2] == [len(gl), len(pl)]
-    assert row[2:4] + row[5:] == pytest.approx([f1.mean(), ious.mean(), case.cc["dice"], ious.mean() * rq,
-                                                ious.mean(), rq], abs=TOL3)
+    assert row[2:4] + row[5:] == pytest.approx(
+        [f1.mean(), ious.mean(), case.cc["dice"], ious.mean() * rq, ious.mean(), rq], abs=TOL3
+    )
     assert row[4] == pytest.approx(hd95.mean(), abs=TOL2)
     assert _numbers(_line(lines, "mPQ"))[0] == pytest.approx(mpq.pq, abs=TOL3)
 
@@ -224,8 +229,9 @@ def test_report_equals_brute_force(run):
     c_iou = np.mean(list(centroid_pairs.values()))
     centroid = _numbers(lines[lines.index(_line(lines, "Centroid rule")) + 1])
     assert centroid[:3] == [c_tp, c_fp, c_fn]
-    assert centroid[3:6] == pytest.approx([2 * c_tp / (2 * c_tp + c_fp + c_fn), c_iou,
-                                           c_iou * c_tp / (c_tp + c_fp / 2 + c_fn / 2)], abs=TOL3)
+    assert centroid[3:6] == pytest.approx(
+        [2 * c_tp / (2 * c_tp + c_fp + c_fn), c_iou, c_iou * c_tp / (c_tp + c_fp / 2 + c_fn / 2)], abs=TOL3
+    )
     assert c_tp > tp  # the centroid rule still matches nuclei that over-segmentation cost under IoU > 0.5
 
     assert f"GeoJSON (QuPath): {len(pl)} detections written" in out

@@ -62,13 +62,16 @@ def random_labels(rng, shape, n):
     return lab
 
 
-INST = np.array([
-    [0, 1, 1, 0, 0, 0],
-    [0, 1, 1, 0, 3, 3],
-    [0, 0, 0, 0, 3, 0],
-    [2, 2, 0, 0, 0, 0],
-    [2, 2, 0, 5, 5, 0],
-], np.int32)  # ids 1, 2, 3, 5: not consecutive
+INST = np.array(
+    [
+        [0, 1, 1, 0, 0, 0],
+        [0, 1, 1, 0, 3, 3],
+        [0, 0, 0, 0, 3, 0],
+        [2, 2, 0, 0, 0, 0],
+        [2, 2, 0, 5, 5, 0],
+    ],
+    np.int32,
+)  # ids 1, 2, 3, 5: not consecutive
 
 
 # --------------------------------------------------------------------------- NucleiAnnotation
@@ -94,8 +97,15 @@ def test_annotation_validates_and_converts():
 def test_mat_inst_type_matlab_doubles(tmp_path):
     p = tmp_path / "gt.mat"
     inst = np.array([[1, 1, 0], [0, 2, 2], [3, 0, 2]])
-    savemat(p, {"inst_map": inst.astype(float), "type_map": np.zeros((3, 3)),
-                "inst_type": np.array([[2.0], [1.0], [0.0]]), "inst_centroid": np.zeros((3, 2))})
+    savemat(
+        p,
+        {
+            "inst_map": inst.astype(float),
+            "type_map": np.zeros((3, 3)),
+            "inst_type": np.array([[2.0], [1.0], [0.0]]),
+            "inst_centroid": np.zeros((3, 2)),
+        },
+    )
     ann = read_hovernet(p)
     assert np.array_equal(ann.instances, inst) and ann.instances.dtype == np.int32
     assert ann.classes == {1: 2, 2: 1, 3: 0}  # inst_type wins over type_map; class 0 = unknown
@@ -105,8 +115,9 @@ def test_mat_inst_type_matlab_doubles(tmp_path):
 def test_mat_relabels_gaps_and_uses_inst_uid(tmp_path):
     p = tmp_path / "out.mat"
     # HoVer-Net inference output: inst_type in the order of inst_uid
-    savemat(p, {"inst_map": INST, "inst_uid": np.array([[5], [1], [3], [2]]),
-                "inst_type": np.array([[4], [1], [3], [2]])})
+    savemat(
+        p, {"inst_map": INST, "inst_uid": np.array([[5], [1], [3], [2]]), "inst_type": np.array([[4], [1], [3], [2]])}
+    )
     ann = read_hovernet(p)
     assert sorted(np.unique(ann.instances)) == [0, 1, 2, 3, 4]
     same_annotation(ann, INST, {1: 1, 2: 2, 3: 3, 5: 4})
@@ -127,8 +138,11 @@ def test_mat_type_map_and_class_rule(tmp_path):
     same_annotation(read_hovernet(p), INST, {1: 11, 2: 12, 3: 13, 5: 15})
     types[1, 5] = 7  # instance 3 now has pixels of classes 13 (2 px) and 7 (1 px)
     savemat(p, {"inst_map": INST, "type_map": types})
-    with pytest.raises(ValueError, match=r"instance 3 has pixels of 2 classes.*class 7 \(1 px\), class 13 \(2 px\)"
-                       r".*class_rule='majority'"):
+    with pytest.raises(
+        ValueError,
+        match=r"instance 3 has pixels of 2 classes.*class 7 \(1 px\), class 13 \(2 px\)"
+        r".*class_rule='majority'",
+    ):
         read_hovernet(p)
     same_annotation(read_hovernet(p, class_rule="majority"), INST, {1: 11, 2: 12, 3: 13, 5: 15})
     types[1, 4] = 7  # tie 7 (2 px) vs 13 (1 px) -> 7; make a 1:1 tie on instance 5
@@ -228,11 +242,11 @@ def test_npy_conic_and_stack(tmp_path):
 
 def pannuke_masks():
     m = np.zeros((6, 7, 6))  # float, like PanNuke's masks.npy
-    m[0:2, 0:2, 0] = 1         # neoplastic, id 1
-    m[4:6, 0:2, 0] = 2         # neoplastic, id 2
-    m[0:2, 4:6, 1] = 1         # inflammatory, id 1 again: another nucleus
-    m[3, 3:7, 4] = 7           # epithelial
-    m[..., 5] = (m[..., :5].sum(-1) == 0)  # background channel, ignored
+    m[0:2, 0:2, 0] = 1  # neoplastic, id 1
+    m[4:6, 0:2, 0] = 2  # neoplastic, id 2
+    m[0:2, 4:6, 1] = 1  # inflammatory, id 1 again: another nucleus
+    m[3, 3:7, 4] = 7  # epithelial
+    m[..., 5] = m[..., :5].sum(-1) == 0  # background channel, ignored
     return m
 
 
@@ -254,15 +268,21 @@ def test_npy_pannuke_overlap(tmp_path):
     m = pannuke_masks()
     m[1, 1, 2] = 4  # a one-pixel connective nucleus on a neoplastic pixel
     np.save(tmp_path / "m.npy", m)
-    with pytest.raises(ValueError, match=r"channel 2 \(Connective\) overlaps channel 0 \(Neoplastic\) in 1 pixels"
-                                         r"\. Instances may not overlap"):
+    with pytest.raises(
+        ValueError,
+        match=r"channel 2 \(Connective\) overlaps channel 0 \(Neoplastic\) in 1 pixels"
+        r"\. Instances may not overlap",
+    ):
         read_hovernet(tmp_path / "m.npy")
     m2 = pannuke_masks()
     m2[3, 3:5, 2] = 4  # connective on 2 epithelial pixels, epithelial also on a neoplastic one
     m2[0, 0, 4] = 7
     np.save(tmp_path / "m2.npy", m2)
-    with pytest.raises(ValueError, match=r"channel 4 \(Epithelial\) overlaps channel 2 \(Connective\) in 2 pixels"
-                                         r" \(and channel 0 \(Neoplastic\)\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"channel 4 \(Epithelial\) overlaps channel 2 \(Connective\) in 2 pixels"
+        r" \(and channel 0 \(Neoplastic\)\)",
+    ):
         read_hovernet(tmp_path / "m2.npy")
     with pytest.warns(UserWarning, match=r"1 instance of channel 2 \(Connective\)"):
         first = read_hovernet(tmp_path / "m.npy", overlap="first")  # connective nucleus has no pixel left
@@ -288,9 +308,9 @@ def make_monusac(root, fmt="npy"):
     epi1[0:2, 0:2] = 300  # 16-bit id
     epi1[3:5, 0:2] = 301
     epi2 = np.zeros(shape, np.uint16)
-    epi2[0, 3:5] = 1      # a second file of the same class, id 1 again
+    epi2[0, 3:5] = 1  # a second file of the same class, id 1 again
     lym = np.zeros(shape, np.uint8)
-    lym[2:5, 4:6] = 255   # binary mask: one nucleus
+    lym[2:5, 4:6] = 255  # binary mask: one nucleus
     amb = np.zeros(shape, np.uint8)
     amb[2, 0:3] = 1
     files = {"Epithelial": [("a", epi1), ("b", epi2)], "Lymphocyte": [("m", lym)], "Ambiguous": [("m", amb)]}
@@ -329,8 +349,9 @@ def test_monusac_class_names_dict_and_paths(tmp_path_factory):
     ann = read_monusac_masks(tmp_path, class_names={"epithelial": 7, "LYMPHOCYTE": 8})  # case-insensitive
     assert ann.classes == {1: 7, 2: 7, 3: 7, 4: 8}
     # a mapping {class: files}; the ignore mask is None without an Ambiguous mask
-    ann = read_monusac_masks({"Lymphocyte": tmp_path / "Lymphocyte" / "m.npy",
-                              "Epithelial": [tmp_path / "Epithelial" / "a.npy"]})
+    ann = read_monusac_masks(
+        {"Lymphocyte": tmp_path / "Lymphocyte" / "m.npy", "Epithelial": [tmp_path / "Epithelial" / "a.npy"]}
+    )
     assert ann.ignore is None
     assert ann.classes == {1: 2, 2: 1, 3: 1}
     assert ann.instances[2, 5] == 1 and ann.instances[0, 0] == 2
@@ -351,16 +372,22 @@ def test_monusac_errors(tmp_path):
     make_monusac(tmp_path)
     os.makedirs(tmp_path / "Mitosis")
     np.save(tmp_path / "Mitosis" / "m.npy", np.zeros((5, 6), np.uint8))
-    with pytest.raises(ValueError, match=r"unknown class 'Mitosis'.*known classes: Epithelial, Lymphocyte,"
-                                         r" Macrophage, Neutrophil; ignored regions: Ambiguous"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown class 'Mitosis'.*known classes: Epithelial, Lymphocyte,"
+        r" Macrophage, Neutrophil; ignored regions: Ambiguous",
+    ):
         read_monusac_masks(tmp_path)
     os.remove(tmp_path / "Mitosis" / "m.npy")
     # overlap of two classes: names both classes and the pixel count
     lym = np.load(tmp_path / "Lymphocyte" / "m.npy")
     lym[0:2, 1:3] = 9  # on 2 pixels of an Epithelial nucleus
     np.save(tmp_path / "Lymphocyte" / "m.npy", lym)
-    with pytest.raises(ValueError, match=r"the Lymphocyte mask .*m.npy overlaps the Epithelial mask .*a.npy in 2"
-                                         r" pixels.*overlap='first'"):
+    with pytest.raises(
+        ValueError,
+        match=r"the Lymphocyte mask .*m.npy overlaps the Epithelial mask .*a.npy in 2"
+        r" pixels.*overlap='first'",
+    ):
         read_monusac_masks(tmp_path)
     ann = read_monusac_masks(tmp_path, overlap="first")
     assert ann.instances[0, 1] == 1 and ann.instances[0, 2] == 4 and ann.classes[4] == 2
@@ -421,11 +448,15 @@ def test_geojson_pixel_centre_rule(tmp_path):
     ann = read_geojson(dump(tmp_path / "t.geojson", [feature(tri)]), (5, 5))
     # the hypotenuse x + y = 4 passes through centres (3.5, 0.5), (2.5, 1.5), ...: it is a right-hand
     # edge there, so those centres are outside
-    expected = np.array([[1, 1, 1, 0, 0],   # row 0, y 0.5: 0 <= x < 3.5
-                         [1, 1, 0, 0, 0],   # row 1, y 1.5: 0 <= x < 2.5
-                         [1, 0, 0, 0, 0],
-                         [0, 0, 0, 0, 0],   # row 3, y 3.5: 0 <= x < 0.5, the centre x = 0.5 is out
-                         [0, 0, 0, 0, 0]])
+    expected = np.array(
+        [
+            [1, 1, 1, 0, 0],  # row 0, y 0.5: 0 <= x < 3.5
+            [1, 1, 0, 0, 0],  # row 1, y 1.5: 0 <= x < 2.5
+            [1, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0],  # row 3, y 3.5: 0 <= x < 0.5, the centre x = 0.5 is out
+            [0, 0, 0, 0, 0],
+        ]
+    )
     assert np.array_equal(ann.instances, expected)
     # squares whose edges run through pixel centres: centres on the upper and left edges are
     # inside, on the lower and right edges outside; the shared edge x = 2.5 gives no overlap
@@ -439,8 +470,10 @@ def test_geojson_holes_multipolygon_and_classes(tmp_path):
     ring = {"type": "Polygon", "coordinates": [square(0, 0, 5, 5), square(1, 1, 3, 4)]}  # hole of 2x3 px
     multi = {"type": "MultiPolygon", "coordinates": [[square(6, 0, 7, 2)], [square(6, 4, 8, 5)]]}
     island = {"type": "Polygon", "coordinates": [square(1, 1, 2, 2)]}  # inside the hole
-    feats = {"type": "FeatureCollection",
-             "features": [feature(ring, "Tumor"), feature(multi, "Lymphocyte"), feature(island)]}
+    feats = {
+        "type": "FeatureCollection",
+        "features": [feature(ring, "Tumor"), feature(multi, "Lymphocyte"), feature(island)],
+    }
     ann = read_geojson(dump(tmp_path / "h.geojson", feats), (6, 8))
     expected = np.zeros((6, 8), int)
     expected[0:5, 0:5] = 1
@@ -457,11 +490,18 @@ def test_geojson_holes_multipolygon_and_classes(tmp_path):
 
 
 def test_geojson_unknown_class(tmp_path):
-    p = dump(tmp_path / "c.geojson", [feature({"type": "Polygon", "coordinates": [square(0, 0, 2, 2)]}, "Tumor"),
-                                      feature({"type": "Polygon", "coordinates": [square(3, 0, 4, 2)]}, "Stroma",
-                                              id="abc")])
-    with pytest.raises(ValueError, match=r"'Stroma' not in class_map \(first at features\[1\] \(id 'abc'"
-                                         r".*known names: 'Tumor', 'Immune'"):
+    p = dump(
+        tmp_path / "c.geojson",
+        [
+            feature({"type": "Polygon", "coordinates": [square(0, 0, 2, 2)]}, "Tumor"),
+            feature({"type": "Polygon", "coordinates": [square(3, 0, 4, 2)]}, "Stroma", id="abc"),
+        ],
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"'Stroma' not in class_map \(first at features\[1\] \(id 'abc'"
+        r".*known names: 'Tumor', 'Immune'",
+    ):
         read_geojson(p, (4, 4), class_map={"Tumor": 1, "Immune": 2})
 
 
@@ -469,8 +509,11 @@ def test_geojson_overlap(tmp_path):
     a = feature({"type": "Polygon", "coordinates": [square(0, 0, 3, 3)]}, "Tumor", id="first-uuid")
     b = feature({"type": "Polygon", "coordinates": [square(2, 1, 5, 3)]}, "Immune")
     p = dump(tmp_path / "o.geojson", [a, b])
-    with pytest.raises(ValueError, match=r"features\[1\] \(class 'Immune'\) overlaps features\[0\] \(id 'first-uuid',"
-                                         r" class 'Tumor'\) in 2 pixels.*overlap='first'"):
+    with pytest.raises(
+        ValueError,
+        match=r"features\[1\] \(class 'Immune'\) overlaps features\[0\] \(id 'first-uuid',"
+        r" class 'Tumor'\) in 2 pixels.*overlap='first'",
+    ):
         read_geojson(p, (4, 6))
     first = read_geojson(p, (4, 6), overlap="first")
     assert first.instances[1, 2] == 1 and (first.instances == 2).sum() == 4
@@ -487,24 +530,33 @@ def test_geojson_clipping_empty_objects_and_formats(tmp_path):
     inside = {"type": "Polygon", "coordinates": [square(-2, -2, 2, 1)]}  # clipped to the image
     outside = {"type": "Polygon", "coordinates": [square(10, 10, 12, 12)]}
     tiny = {"type": "Polygon", "coordinates": [[[1.1, 3.1], [1.4, 3.1], [1.4, 3.4], [1.1, 3.1]]]}
-    p = dump(tmp_path / "e.geojson", {"type": "FeatureCollection",
-                                      "features": [feature(outside), feature(inside), feature(tiny)]})
-    with pytest.warns(UserWarning, match=r"2 of 3 objects cover no pixel centre inside the 4x4 image.*"
-                                         r"features\[0\], features\[2\]"):
+    p = dump(
+        tmp_path / "e.geojson",
+        {"type": "FeatureCollection", "features": [feature(outside), feature(inside), feature(tiny)]},
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"2 of 3 objects cover no pixel centre inside the 4x4 image.*"
+        r"features\[0\], features\[2\]",
+    ):
         ann = read_geojson(p, (4, 4))
     assert np.array_equal(ann.instances, [[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
     # a single Feature, QuPath's old "names" classification, a GeometryCollection, 3D positions
-    geom = {"type": "GeometryCollection", "geometries": [
-        {"type": "Polygon", "coordinates": [[[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]]}]}
-    one = {"type": "Feature", "geometry": geom,
-           "properties": {"classification": {"names": ["Tumor", "Positive"]}}}
+    geom = {
+        "type": "GeometryCollection",
+        "geometries": [{"type": "Polygon", "coordinates": [[[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]]}],
+    }
+    one = {"type": "Feature", "geometry": geom, "properties": {"classification": {"names": ["Tumor", "Positive"]}}}
     ann = read_geojson(dump(tmp_path / "one.geojson", one), (2, 2))
     assert ann.class_names == {"Tumor: Positive": 1} and ann.instances[0, 0] == 1
 
 
 def test_geojson_nucleus_geometry(tmp_path):
-    cell = feature({"type": "Polygon", "coordinates": [square(0, 0, 6, 6)]}, "Tumor",
-                   nucleusGeometry={"type": "Polygon", "coordinates": [square(2, 2, 4, 4)]})
+    cell = feature(
+        {"type": "Polygon", "coordinates": [square(0, 0, 6, 6)]},
+        "Tumor",
+        nucleusGeometry={"type": "Polygon", "coordinates": [square(2, 2, 4, 4)]},
+    )
     p = dump(tmp_path / "cells.geojson", [cell])
     assert (read_geojson(p, (6, 6)).instances > 0).sum() == 4
     assert (read_geojson(p, (6, 6), nucleus_geometry=False).instances > 0).sum() == 36
@@ -569,8 +621,8 @@ def test_write_geojson_geometry(tmp_path):
     inst = np.zeros((7, 7), np.int32)
     inst[0:5, 0:5] = 1
     inst[1:4, 1:4] = 0
-    inst[2, 2] = 2          # island in the hole, another instance
-    inst[5, 5] = 1          # diagonal to nothing: a second part of instance 1
+    inst[2, 2] = 2  # island in the hole, another instance
+    inst[5, 5] = 1  # diagonal to nothing: a second part of instance 1
     inst[6, 6] = 3
     inst[5, 6] = 0
     ann = NucleiAnnotation(inst, {1: 1, 2: 2, 3: 0}, "x", class_names={"Tumor": 1, "Immune": 2})
@@ -603,8 +655,11 @@ def test_round_trip_from_every_reader(tmp_path):
     savemat(tmp_path / "a.mat", {"inst_map": INST, "inst_type": np.array([[1], [2], [3], [0], [4]])})
     np.save(tmp_path / "p.npy", pannuke_masks())
     make_monusac(tmp_path / "monusac")
-    for ann in (read_hovernet(tmp_path / "a.mat"), read_hovernet(tmp_path / "p.npy"),
-                read_monusac_masks(tmp_path / "monusac")):
+    for ann in (
+        read_hovernet(tmp_path / "a.mat"),
+        read_hovernet(tmp_path / "p.npy"),
+        read_monusac_masks(tmp_path / "monusac"),
+    ):
         back, names = round_trip(tmp_path, ann)
         assert np.array_equal(back.instances, ann.instances) and back.classes == ann.classes
     # PanNuke's names are written and come back

@@ -6,8 +6,19 @@ import sys
 
 def test_import_loads_no_heavy_module():
     # what makes an import slow: the package itself loads none of it (names load on first use)
-    heavy = ("torch", "monai", "matplotlib", "nibabel", "SimpleITK", "dask", "scikit_posthocs", "pandas", "scipy",
-             "cc3d", "numpy")
+    heavy = (
+        "torch",
+        "monai",
+        "matplotlib",
+        "nibabel",
+        "SimpleITK",
+        "dask",
+        "scikit_posthocs",
+        "pandas",
+        "scipy",
+        "cc3d",
+        "numpy",
+    )
     code = f"import sys, ccmetrics; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -16,18 +27,26 @@ def test_import_loads_no_heavy_module():
 def test_public_api():
     import ccmetrics
 
-    for name in ("evaluate", "CaseResult", "voronoi_partition", "label_components", "evaluate_dataset",
-                 "DatasetResult"):
+    for name in (
+        "evaluate",
+        "CaseResult",
+        "voronoi_partition",
+        "label_components",
+        "evaluate_dataset",
+        "DatasetResult",
+    ):
         assert name in ccmetrics.__all__ and hasattr(ccmetrics, name)
 
 
 def test_names_resolve_whatever_the_import_order():
-    code = ("import ccmetrics\n"
-            "import ccmetrics.case, ccmetrics.dataset  # submodules first: the names must stay the functions\n"
-            "assert callable(ccmetrics.evaluate) and ccmetrics.evaluate.__module__ == 'ccmetrics.case'\n"
-            "assert ccmetrics.io.load_image and ccmetrics.stats.compare and ccmetrics.nuclei.evaluate\n"
-            "from ccmetrics import evaluate, evaluate_dataset, Matching\n"
-            "print('ok')")
+    code = (
+        "import ccmetrics\n"
+        "import ccmetrics.case, ccmetrics.dataset  # submodules first: the names must stay the functions\n"
+        "assert callable(ccmetrics.evaluate) and ccmetrics.evaluate.__module__ == 'ccmetrics.case'\n"
+        "assert ccmetrics.io.load_image and ccmetrics.stats.compare and ccmetrics.nuclei.evaluate\n"
+        "from ccmetrics import evaluate, evaluate_dataset, Matching\n"
+        "print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "ok"
 

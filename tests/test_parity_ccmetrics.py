@@ -8,10 +8,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import brute_force_partition, degrade, one_hot, random_blobs
 
 from ccmetrics import evaluate, label_components
-
-from conftest import brute_force_partition, degrade, one_hot, random_blobs
 
 CCMetrics = pytest.importorskip("CCMetrics")
 

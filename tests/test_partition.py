@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import brute_force_partition, corner_tie_gt, many_query_case, scipy_components
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
 from ccmetrics.components import find_sites
 from ccmetrics.partition import assign_nearest, site_surfaces
-
-from conftest import brute_force_partition, corner_tie_gt, many_query_case, scipy_components
 
 EXACT_SPACINGS_3D = [None, (1.0, 1.0, 2.5), (0.5, 0.75, 2.0), (2.0, 1.0, 1.0)]
 
@@ -61,7 +61,7 @@ def test_partition_concentric_shells_many_ties(rng, ndim):
     """Rings around a core: regions nest and exact ties are everywhere."""
     n = 41 if ndim == 2 else 19
     grid = np.indices((n,) * ndim) - (n - 1) / 2
-    radius = np.sqrt((grid ** 2).sum(axis=0))
+    radius = np.sqrt((grid**2).sum(axis=0))
     for step in (2, 3, 4):
         gt = np.zeros((n,) * ndim, bool)
         for r in np.arange(0, n / 2, step):
@@ -107,8 +107,11 @@ def test_partition_instance_labels_keep_touching_nuclei_apart(rng):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    gt=arrays(bool, st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)),
-              elements=st.sampled_from([False] * 9 + [True])),
+    gt=arrays(
+        bool,
+        st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)),
+        elements=st.sampled_from([False] * 9 + [True]),
+    ),
     spacing=st.sampled_from(EXACT_SPACINGS_3D),
 )
 def test_partition_property_3d(gt, spacing):
@@ -117,8 +120,7 @@ def test_partition_property_3d(gt, spacing):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    gt=arrays(bool, st.tuples(st.integers(1, 25), st.integers(1, 25)),
-              elements=st.sampled_from([False] * 12 + [True])),
+    gt=arrays(bool, st.tuples(st.integers(1, 25), st.integers(1, 25)), elements=st.sampled_from([False] * 12 + [True])),
     spacing=st.sampled_from([None, (1.0, 2.0), (0.25, 1.0), (3.0, 1.0)]),
     connectivity=st.sampled_from([4, 8]),
 )
@@ -140,13 +142,16 @@ def test_sparse_assignment_equals_dense_map(rng):
     np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
 
 
-@pytest.mark.parametrize("shape,voxels", [
-    ((3, 1, 1), [(0, 0, 0), (2, 0, 0)]),
-    ((1, 3, 3), [(0, 0, 0), (0, 0, 2), (0, 2, 0), (0, 2, 2)]),
-    ((40, 40, 40), [(20, 10, 10), (20, 12, 10), (20, 14, 10)]),  # a thin crop inside a volume
-    ((32, 32, 1), [(5, 5, 0), (5, 7, 0)]),  # a 2D image stored as 3D
-    ((3, 3, 3), [(i, j, k) for i in (0, 2) for j in (0, 2) for k in (0, 2)]),  # 8 corners of a cube
-])
+@pytest.mark.parametrize(
+    "shape,voxels",
+    [
+        ((3, 1, 1), [(0, 0, 0), (2, 0, 0)]),
+        ((1, 3, 3), [(0, 0, 0), (0, 0, 2), (0, 2, 0), (0, 2, 2)]),
+        ((40, 40, 40), [(20, 10, 10), (20, 12, 10), (20, 14, 10)]),  # a thin crop inside a volume
+        ((32, 32, 1), [(5, 5, 0), (5, 7, 0)]),  # a 2D image stored as 3D
+        ((3, 3, 3), [(i, j, k) for i in (0, 2) for j in (0, 2) for k in (0, 2)]),  # 8 corners of a cube
+    ],
+)
 def test_thin_masks_are_labelled(shape, voxels):
     """cc3d 4.1 fails on some small sparse arrays; the labelling pads them."""
     mask = np.zeros(shape, bool)
@@ -162,11 +167,7 @@ def test_thin_masks_are_labelled(shape, voxels):
 def test_isolated_tie_in_instance_labels():
     """Voxel (1, 0) is at squared distance 10 from label 1 and from label 2, while all its
     neighbours are strictly closer to label 2: no local test finds the tie."""
-    gt = np.array([[0, 0, 0, 2],
-                   [0, 0, 0, 0],
-                   [0, 0, 0, 1],
-                   [0, 0, 0, 0],
-                   [0, 2, 0, 0]])
+    gt = np.array([[0, 0, 0, 2], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 2, 0, 0]])
     part = voronoi_partition(gt, sites="labels")
     assert part[1, 0] == 1
     expected, tie = brute_force_partition(gt.astype(np.int32))
@@ -207,8 +208,9 @@ def test_block_certification_equals_brute_force(seed):
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     with engine_config(block_min_queries=1):  # certify blocks even on these small images
         got = assign_nearest(query, coords, labels, spacing)
-        left = partition._certify_blocks(query, coords, labels, np.unique(labels), spacing,
-                                         np.empty(len(query), np.int32))
+        left = partition._certify_blocks(
+            query, coords, labels, np.unique(labels), spacing, np.empty(len(query), np.int32)
+        )
     np.testing.assert_array_equal(got, expected[~gt])
     assert 0 < len(left) < len(query)  # blocks did label most voxels; the border voxels went to the exact rule
     if seed >= 3:
@@ -222,6 +224,9 @@ def test_block_certification_keeps_the_isolated_corner_tie():
     assert tie[0, 0, 0]
     with engine_config(block_min_queries=1):
         result = evaluate(pred, gt, ["dice"])
-    counts = np.bincount(expected[pred & ~gt], minlength=3)[1:] + np.bincount(label_components(gt)[0][gt], minlength=3)[1:]
+    counts = (
+        np.bincount(expected[pred & ~gt], minlength=3)[1:] + np.bincount(label_components(gt)[0][gt], minlength=3)[1:]
+    )
     assert result.per_component["dice"].tolist() == pytest.approx(
-        [2 * v / (v + c) for v, c in zip(result.per_component["volume"], counts)])
+        [2 * v / (v + c) for v, c in zip(result.per_component["volume"], counts)]
+    )

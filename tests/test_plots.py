@@ -23,19 +23,34 @@ def components(volume_mm3=(50.0, 60.0, 80.0, 500.0, 5000.0, 20000.0), detected=(
     n = len(volume_mm3)
     dice = [0.8 if d else 0.0 for d in detected]
     hd95 = [3.0 if d else math.inf for d in detected]
-    return pd.DataFrame({"case": [f"c{i % 2}" for i in range(n)], "class": cls, "component": range(1, n + 1),
-                         "volume": [int(v) for v in volume_mm3], "volume_mm3": list(volume_mm3),
-                         "detected": np.asarray(detected, bool), "worst_distance": 100.0, "dice": dice,
-                         "hd95": hd95})
+    return pd.DataFrame(
+        {
+            "case": [f"c{i % 2}" for i in range(n)],
+            "class": cls,
+            "component": range(1, n + 1),
+            "volume": [int(v) for v in volume_mm3],
+            "volume_mm3": list(volume_mm3),
+            "detected": np.asarray(detected, bool),
+            "worst_distance": 100.0,
+            "dice": dice,
+            "hd95": hd95,
+        }
+    )
 
 
 def cases(cls=1):
-    return pd.DataFrame({
-        "case": ["a", "b", "c", "d", "e", "f"], "class": cls,
-        "status": ["ok", "ok", "flagged", "ok", "error", "ok"],
-        "empty_gt": [False, False, False, False, False, True],
-        "dice": [0.9, 0.8, 0.7, 0.6, np.nan, 1.0], "cc_dice": [0.5, 0.8, 0.3, 0.65, np.nan, 1.0],
-        "hd95": [2.0, math.inf, 5.0, 1.0, np.nan, 0.0], "cc_hd95": [40.0, 9.0, 3.0, 1.0, np.nan, 0.0]})
+    return pd.DataFrame(
+        {
+            "case": ["a", "b", "c", "d", "e", "f"],
+            "class": cls,
+            "status": ["ok", "ok", "flagged", "ok", "error", "ok"],
+            "empty_gt": [False, False, False, False, False, True],
+            "dice": [0.9, 0.8, 0.7, 0.6, np.nan, 1.0],
+            "cc_dice": [0.5, 0.8, 0.3, 0.65, np.nan, 1.0],
+            "hd95": [2.0, math.inf, 5.0, 1.0, np.nan, 0.0],
+            "cc_hd95": [40.0, 9.0, 3.0, 1.0, np.nan, 0.0],
+        }
+    )
 
 
 def test_import_does_not_load_matplotlib():
@@ -139,9 +154,13 @@ def test_missing_columns_are_named():
 
 def test_write_plots_files(tmp_path):
     paths = plots.write_plots(components(), cases(), tmp_path / "figs")
-    assert [p.name for p in paths] == ["metric_vs_volume_dice.png", "detection_by_size.png",
-                                       "standard_vs_cc_dice.png", "standard_vs_cc_hd95.png",
-                                       "case_distribution.png"]
+    assert [p.name for p in paths] == [
+        "metric_vs_volume_dice.png",
+        "detection_by_size.png",
+        "standard_vs_cc_dice.png",
+        "standard_vs_cc_hd95.png",
+        "case_distribution.png",
+    ]
     for p in paths:
         assert p.parent == tmp_path / "figs" and p.read_bytes()[:8] == PNG
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(p.name for p in paths)
@@ -151,8 +170,11 @@ def test_write_plots_multiclass_empty_and_metric_choice(tmp_path):
     comp = pd.concat([components(cls=1), components(cls=2)])
     paths = plots.write_plots(comp, pd.concat([cases(1), cases(2)]), tmp_path, metrics=["hd95"])
     names = {p.name for p in paths}
-    assert names == {f"{stem}_class{k}.png" for k in (1, 2)
-                     for stem in ("detection_by_size", "standard_vs_cc_hd95", "case_distribution")}
+    assert names == {
+        f"{stem}_class{k}.png"
+        for k in (1, 2)
+        for stem in ("detection_by_size", "standard_vs_cc_hd95", "case_distribution")
+    }
     assert all(p.read_bytes()[:8] == PNG for p in paths)
     only_cases = plots.write_plots(components().iloc[:0], cases(), tmp_path / "b")
     assert [p.name for p in only_cases][-1] == "case_distribution.png" and len(only_cases) == 3
@@ -163,9 +185,17 @@ def test_write_plots_multiclass_empty_and_metric_choice(tmp_path):
 
 def test_empty_prediction_distance_plotted_at_the_worst_distance():
     # the rule of the summary: a non-finite distance counts as the case's worst distance
-    per_case = pd.DataFrame({"case": ["a", "b"], "class": [1, 1], "status": ["ok", "flagged"],
-                             "empty_gt": [False, False], "hd95": [3.0, math.inf], "cc_hd95": [4.0, 50.0],
-                             "worst_distance": [40.0, 50.0]})
+    per_case = pd.DataFrame(
+        {
+            "case": ["a", "b"],
+            "class": [1, 1],
+            "status": ["ok", "flagged"],
+            "empty_gt": [False, False],
+            "hd95": [3.0, math.inf],
+            "cc_hd95": [4.0, 50.0],
+            "worst_distance": [40.0, 50.0],
+        }
+    )
     fig = plots.plot_standard_vs_cc(per_case, "hd95")
     points = fig.axes[0].collections[0].get_offsets()
     assert np.asarray(points).tolist() == [[3.0, 4.0], [50.0, 50.0]]

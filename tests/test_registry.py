@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import brute_force_partition
 
 import ccmetrics
 from ccmetrics import EngineConfig, engine_config, evaluate, registry, schema
 from ccmetrics.io import load_image
-
-from conftest import brute_force_partition
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "data"
@@ -50,8 +49,7 @@ def volume_similarity(pred, gt):
 
 
 def run_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "ccmetrics", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "ccmetrics", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
 # ---------------------------------------------------------------- the registry
@@ -68,8 +66,12 @@ def test_every_builtin_metric_has_one_record():
 
 
 def test_case_level_columns_are_what_evaluate_reports():
-    gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[14:16, 14:16] = True
-    pred = gt.copy(); pred[14:16, 14:16] = False; pred[10, 18] = True
+    gt = np.zeros((20, 20), bool)
+    gt[2:8, 2:8] = True
+    gt[14:16, 14:16] = True
+    pred = gt.copy()
+    pred[14:16, 14:16] = False
+    pred[10, 18] = True
     result = evaluate(pred, gt, ["detection", "lesion_dice", "pq", "dice"])
     expected = [c.name for name in ("pq", "lesion_dice", "detection") for c in registry.get(name).columns]
     assert list(result.case_scores) == expected  # the registry's order, whatever the order asked
@@ -114,14 +116,15 @@ def test_registered_function_equals_brute_force_on_the_masked_full_image():
     gt = np.zeros((30, 26, 20), bool)
     for _ in range(6):
         c = rng.integers(3, 17, 3)
-        gt[c[0]:c[0] + rng.integers(1, 6), c[1]:c[1] + rng.integers(1, 6), c[2]:c[2] + rng.integers(1, 4)] = True
+        gt[c[0] : c[0] + rng.integers(1, 6), c[1] : c[1] + rng.integers(1, 6), c[2] : c[2] + rng.integers(1, 4)] = True
     pred = np.roll(gt, 1, axis=0) | (rng.random(gt.shape) < 0.01)
     registry.register_metric("volsim_test", lambda p, g, s: volume_similarity(p, g), display="VS")
     try:
         result = evaluate(pred, gt, ["dice", "volsim_test"], spacing=(0.8, 0.8, 2.0))
         regions, _ = brute_force_partition(ccmetrics.label_components(gt)[0], spacing=(0.8, 0.8, 2.0))
-        expected = [volume_similarity(pred & (regions == c), gt & (regions == c))
-                    for c in range(1, result.n_components + 1)]
+        expected = [
+            volume_similarity(pred & (regions == c), gt & (regions == c)) for c in range(1, result.n_components + 1)
+        ]
         assert result.per_component["volsim_test"].tolist() == expected
         assert result.standard["volsim_test"] == volume_similarity(pred, gt)
         assert result.cc["volsim_test"] == pytest.approx(np.mean(expected), rel=1e-15)
@@ -133,9 +136,9 @@ def test_registered_function_equals_brute_force_on_the_masked_full_image():
         evaluate(pred, gt, ["volsim_test"])
 
 
-def test_markdown_table_is_the_readme_list():
-    readme = (ROOT / "README.md").read_text()
-    assert registry.markdown_table() in readme, "README's metric table differs: paste registry.markdown_table()"
+def test_markdown_table_is_the_documentation_list():
+    page = (ROOT / "docs" / "metrics.md").read_text()
+    assert registry.markdown_table() in page, "docs/metrics.md's table differs: paste registry.markdown_table()"
 
 
 # ---------------------------------------------------------------- the schema
@@ -174,8 +177,11 @@ def _literals(path):
             if len(values) == len(node.elts) and values:
                 yield "collection", values
         elif isinstance(node, ast.Dict):
-            pairs = [(k.value, v.value) for k, v in zip(node.keys, node.values)
-                     if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            pairs = [
+                (k.value, v.value)
+                for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)
+            ]
             if pairs:
                 yield "dict", pairs
 
@@ -184,8 +190,11 @@ def test_no_rule_is_written_twice():
     """Which metrics are distances or lower-is-better, display names and engine thresholds: each written once."""
     lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
     display = {c.name: c.display for m in registry.metrics() for c in m.columns}
-    threshold = re.compile(r"^(?!DEFAULT_)_?[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_BATCH|_THREADS|"
-                           r"_POINTS|_AFTER|_ABOVE|_UNTIL|_MIN_[A-Z]+|_MAX_[A-Z]+)\s*=", re.M)
+    threshold = re.compile(
+        r"^(?!DEFAULT_)_?[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_BATCH|_THREADS|"
+        r"_POINTS|_AFTER|_ABOVE|_UNTIL|_MIN_[A-Z]+|_MAX_[A-Z]+)\s*=",
+        re.M,
+    )
     modules = [p for p in (ROOT / "ccmetrics").rglob("*.py")] + list((ROOT / "simulations").rglob("*.py"))
     for path in modules:
         if path.name == "registry.py":
@@ -229,13 +238,34 @@ def test_every_engine_path_gives_the_same_numbers():
     pred = pred.copy()
     pred[34:] = True  # many prediction voxels outside the GT: the nearest-site search does real work
     metrics = ["dice", "iou", "nsd", "hd", "hd95", "assd", "pq", "lesion_dice", "detection"]
-    never = EngineConfig(threads=1, grouped_from=1 << 40, dense_min_queries=1 << 40, block_min_queries=1 << 40,
-                         span_map_ratio=0, kernels_from=1 << 40, own_tree_from=1 << 40,
-                         own_tree_import_from=1 << 40, dense_runs=0, pad_below=0)
-    always = EngineConfig(threads_from=0, threads=2, thread_batch_points=0, grouped_from=1, global_after=0,
-                          dense_min_queries=1, dense_max_ratio=1 << 20, block_min_queries=1,
-                          span_map_ratio=1 << 20, kernels_from=0, own_tree_from=0, own_tree_import_from=0,
-                          dense_runs=1 << 40, pad_below=1 << 40)
+    never = EngineConfig(
+        threads=1,
+        grouped_from=1 << 40,
+        dense_min_queries=1 << 40,
+        block_min_queries=1 << 40,
+        span_map_ratio=0,
+        kernels_from=1 << 40,
+        own_tree_from=1 << 40,
+        own_tree_import_from=1 << 40,
+        dense_runs=0,
+        pad_below=0,
+    )
+    always = EngineConfig(
+        threads_from=0,
+        threads=2,
+        thread_batch_points=0,
+        grouped_from=1,
+        global_after=0,
+        dense_min_queries=1,
+        dense_max_ratio=1 << 20,
+        block_min_queries=1,
+        span_map_ratio=1 << 20,
+        kernels_from=0,
+        own_tree_from=0,
+        own_tree_import_from=0,
+        dense_runs=1 << 40,
+        pad_below=1 << 40,
+    )
     with engine_config(never):
         a = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
     with engine_config(always):
@@ -253,9 +283,22 @@ def plugin_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("plugin")
     (root / "lab_metrics.py").write_text(PLUGIN)
     out = root / "results"
-    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", out, "--metrics",
-                   "dice,assd,volsim,masd,detection", "--plugin", root / "lab_metrics.py", "--workers", "2",
-                   "--quiet", "--bootstrap", "200")
+    done = run_cli(
+        "evaluate",
+        EXAMPLES / "gt",
+        EXAMPLES / "pred",
+        "--out",
+        out,
+        "--metrics",
+        "dice,assd,volsim,masd,detection",
+        "--plugin",
+        root / "lab_metrics.py",
+        "--workers",
+        "2",
+        "--quiet",
+        "--bootstrap",
+        "200",
+    )
     assert done.returncode == 0, done.stderr
     return root, out, done.stdout
 
@@ -285,8 +328,15 @@ def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
     np.testing.assert_allclose(per_component.loc[finite, "masd"], per_component.loc[finite, "assd"], rtol=1e-5)
     assert np.all(~np.isfinite(per_component.loc[~finite, "masd"]))  # a missed lesion: inf (or MONAI's nan)
     doc = json.loads((out / "summary.json").read_text())
-    assert doc["columns"]["masd"] == {"display": "MONAI ASSD", "kind": "distance", "higher_is_better": False,
-                                      "best": 0.0, "worst": "worst_distance", "unit": "length", "cc": True}
+    assert doc["columns"]["masd"] == {
+        "display": "MONAI ASSD",
+        "kind": "distance",
+        "higher_is_better": False,
+        "best": 0.0,
+        "worst": "worst_distance",
+        "unit": "length",
+        "cc": True,
+    }
     rows = [r for r in doc["summary"] if r["metric"] == "volsim"]
     assert [r["aggregation"] for r in rows] == ["standard", "cc_patient", "cc_pooled"]
     evaluated = per_case[(per_case["status"] != "error") & ~per_case["empty_gt"].astype(bool)]
@@ -326,8 +376,9 @@ def test_plugin_metric_in_comparison_and_report(plugin_run, tmp_path):
 def test_plugin_errors_say_the_fix(tmp_path):
     done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--metrics", "volsim")
     assert done.returncode == 2 and "unknown metric 'volsim'" in done.stderr and "register_metric" in done.stderr
-    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--plugin",
-                   tmp_path / "missing.py")
+    done = run_cli(
+        "evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--plugin", tmp_path / "missing.py"
+    )
     assert done.returncode == 2 and "plugin file" in done.stderr and "does not exist" in done.stderr
 
 
@@ -337,7 +388,9 @@ def test_plugin_errors_say_the_fix(tmp_path):
 def test_registered_monai_object_is_a_distance_and_keeps_no_buffer():
     from monai.metrics import DiceMetric, HausdorffDistanceMetric
 
-    gt = np.zeros((16, 16), bool); gt[2:6, 2:6] = True; gt[10:13, 10:13] = True
+    gt = np.zeros((16, 16), bool)
+    gt[2:6, 2:6] = True
+    gt[10:13, 10:13] = True
     pred = np.roll(gt, 1, axis=1)
     record = registry.register_metric("monai_hd", HausdorffDistanceMetric())  # kind inferred: a distance
     try:
@@ -357,10 +410,12 @@ def test_registered_monai_object_is_a_distance_and_keeps_no_buffer():
 
 
 def test_a_lower_is_better_score_has_its_own_worst_value():
-    registry.register_metric("miss_rate", lambda p, g, s: float((g & ~p).sum()) / max(int(g.sum()), 1),
-                             kind="score", best=0.0, worst=1.0)
+    registry.register_metric(
+        "miss_rate", lambda p, g, s: float((g & ~p).sum()) / max(int(g.sum()), 1), kind="score", best=0.0, worst=1.0
+    )
     try:
-        gt = np.zeros((10, 10), bool); gt[2:5, 2:5] = True
+        gt = np.zeros((10, 10), bool)
+        gt[2:5, 2:5] = True
         assert not registry.get("miss_rate").higher_is_better
         empty_gt = evaluate(gt, np.zeros_like(gt), ["miss_rate"])  # a false positive on a healthy case: worst
         assert empty_gt.cc["miss_rate"] == 1.0
@@ -372,7 +427,9 @@ def test_a_lower_is_better_score_has_its_own_worst_value():
 def test_registering_the_same_code_again_replaces_it(tmp_path):
     import importlib
 
-    (tmp_path / "reloaded_metrics.py").write_text(PLUGIN.replace("volsim", "volsim_reload").replace('"masd"', '"masd_reload"'))
+    (tmp_path / "reloaded_metrics.py").write_text(
+        PLUGIN.replace("volsim", "volsim_reload").replace('"masd"', '"masd_reload"')
+    )
     sys.path.insert(0, str(tmp_path))
     try:
         module = importlib.import_module("reloaded_metrics")
@@ -390,10 +447,13 @@ def test_workers_get_the_engine_configuration_and_unpicklable_metrics_fail_early
     (tmp_path / "engine_probe.py").write_text(
         "from ccmetrics import register_metric\nfrom ccmetrics.config import current\n\n\n"
         "def grouped_from(pred, gt, spacing):\n    return float(current().grouped_from)\n\n\n"
-        "register_metric('probe_grouped_from', grouped_from, kind='score', best=0.0, worst=1e9)\n")
+        "register_metric('probe_grouped_from', grouped_from, kind='score', best=0.0, worst=1e9)\n"
+    )
     registry.load_plugin(str(tmp_path / "engine_probe.py"))
     assert sys.path[-1] == str(tmp_path)  # appended: the plugin's folder shadows no installed module
-    gt = np.zeros((12, 12), np.uint8); gt[2:5, 2:5] = 1; gt[8:10, 8:10] = 1
+    gt = np.zeros((12, 12), np.uint8)
+    gt[2:5, 2:5] = 1
+    gt[8:10, 8:10] = 1
     cases = {f"c{i}": (gt, gt) for i in range(3)}
     try:
         with engine_config(grouped_from=7):
@@ -412,10 +472,15 @@ def test_workers_get_the_engine_configuration_and_unpicklable_metrics_fail_early
 
 
 def test_metric_columns_keep_their_order_by_engine():
-    gt = np.zeros((8, 8), bool); gt[2:4, 2:4] = True
+    gt = np.zeros((8, 8), bool)
+    gt[2:4, 2:4] = True
     result = evaluate(np.roll(gt, 1, 0), gt, ["hd", "dice"])
     assert list(result.per_component.columns) == ["volume", "detected", "dice", "hd"]
-    assert list(result.standard) == ["dice", "hd"] and result.metrics == ["hd", "dice"] and list(result.cc) == ["hd", "dice"]
+    assert (
+        list(result.standard) == ["dice", "hd"]
+        and result.metrics == ["hd", "dice"]
+        and list(result.cc) == ["hd", "dice"]
+    )
 
 
 def test_surface_reductions_read_groups_where_the_bounds_say():
@@ -429,6 +494,7 @@ def test_surface_reductions_read_groups_where_the_bounds_say():
 def test_nuclei_pairs_follow_the_one_empty_set_rule():
     from ccmetrics.nuclei.metrics import pair_distances
 
-    g = np.array([[0.0, 0.0]]); p = np.array([[0.0, 3.0]])
+    g = np.array([[0.0, 0.0]])
+    p = np.array([[0.0, 3.0]])
     hd, hd95 = pair_distances(g, np.array([0, 1, 1]), p, np.array([0, 0, 1]), np.array([0, 1]), np.array([0, 0]))
     assert hd.tolist() == [np.inf, 0.0] and hd95.tolist() == [np.inf, 0.0]  # one side empty; both empty

@@ -31,8 +31,9 @@ SPACING = (2.0, 2.0, 3.0)
 def evaluate_folder(gt_dir, pred_dir, out):
     from ccmetrics.cli import main
 
-    code = main(["evaluate", str(gt_dir), str(pred_dir), "--out", str(out), "--metrics", "dice,nsd,hd95,detection",
-                 "--quiet"])
+    code = main(
+        ["evaluate", str(gt_dir), str(pred_dir), "--out", str(out), "--metrics", "dice,nsd,hd95,detection", "--quiet"]
+    )
     assert code == 0
     return Path(out)
 
@@ -50,6 +51,7 @@ def example_report(example_result):
 
 
 # ---------------------------------------------------------------- geometry of the thumbnails
+
 
 def ellipsoid(shape, center, radii):
     grids = np.ogrid[tuple(slice(0, n) for n in shape)]
@@ -95,8 +97,9 @@ def test_contours_lie_on_the_mask_edges():
             segments = geometry.boundary_segments(shown)
             index = [slice(None)] * 3
             index[plane.axis] = plane.index
-            full = geometry.crop(mask, box, False)[tuple(slice(None) if a != plane.axis else plane.index - box[a][0]
-                                                            for a in range(3))]
+            full = geometry.crop(mask, box, False)[
+                tuple(slice(None) if a != plane.axis else plane.index - box[a][0] for a in range(3))
+            ]
             assert np.array_equal(shown, full)
             edges = set()
             for (x0, y0), (x1, y1) in segments:
@@ -119,17 +122,18 @@ def test_half_widths_give_a_square_field_of_view_of_sensible_size():
 
 # ---------------------------------------------------------------- lesions and false positives listed
 
+
 def synthetic_folders(root):
     """One case: a large lesion found, a small lesion missed, a false positive in the small lesion's region."""
     from ccmetrics.io import Image, save_image
 
     shape = (48, 48, 24)
     gt = np.zeros(shape, np.uint8)
-    gt[6:16, 6:16, 4:10] = 1        # lesion 1: 600 voxels, found
-    gt[34:37, 30:33, 12:15] = 1     # lesion 2: 27 voxels, missed
+    gt[6:16, 6:16, 4:10] = 1  # lesion 1: 600 voxels, found
+    gt[34:37, 30:33, 12:15] = 1  # lesion 2: 27 voxels, missed
     pred = np.zeros(shape, np.uint8)
-    pred[7:16, 6:16, 4:10] = 1      # overlaps lesion 1
-    pred[40:42, 40:42, 12:14] = 1   # false positive: 8 voxels, nearest to lesion 2
+    pred[7:16, 6:16, 4:10] = 1  # overlaps lesion 1
+    pred[40:42, 40:42, 12:14] = 1  # false positive: 8 voxels, nearest to lesion 2
     like = Image(gt, SPACING, np.diag(SPACING + (1.0,)))
     for sub, array in (("gt", gt), ("pred", pred)):
         (root / sub).mkdir(parents=True)
@@ -197,6 +201,7 @@ def test_report_of_the_example_data(example_report, example_result):
 
 # ---------------------------------------------------------------- in the browser
 
+
 def browser(tmp):
     """Headless Chromium with Selenium, or skip with the reason."""
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
@@ -207,9 +212,19 @@ def browser(tmp):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1200,900", "--hide-scrollbars", f"--user-data-dir={tempfile.mkdtemp(dir=tmp)}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,900",
+        "--hide-scrollbars",
+        f"--user-data-dir={tempfile.mkdtemp(dir=tmp)}",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
@@ -226,11 +241,15 @@ def driver(example_report, tmp_path_factory):
 
 def visible_values(driver, table_id, key):
     """data-value of column ``key`` in the shown rows of a table, top to bottom."""
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         const table = document.getElementById(arguments[0]);
         const column = [...table.tHead.rows[0].cells].findIndex(th => th.dataset.key === arguments[1]);
         return [...table.tBodies[0].rows].filter(r => !r.hidden).map(r => r.cells[column].dataset.value);
-        """, table_id, key)
+        """,
+        table_id,
+        key,
+    )
 
 
 def test_browser_summary_equals_summary_json(driver, example_result):
@@ -238,8 +257,9 @@ def test_browser_summary_equals_summary_json(driver, example_result):
     for name, value in doc["counts"].items():
         assert driver.find_element("css selector", f'[data-count="{name}"]').text == str(value)
     for record in doc["summary"]:
-        row = driver.find_element("css selector", f'tr[data-key="{record["class"]}/{record["metric"]}/'
-                                                  f'{record["aggregation"]}"]')
+        row = driver.find_element(
+            "css selector", f'tr[data-key="{record["class"]}/{record["metric"]}/{record["aggregation"]}"]'
+        )
         for stat in ("n", "mean", "median", "ci_low", "ci_high"):
             cell = row.find_element("css selector", f'[data-stat="{stat}"]')
             shown = cell.get_attribute("data-value")
@@ -290,7 +310,8 @@ def test_browser_filters_hide_rows(driver, example_result):
 def test_browser_thumbnails_load_and_no_console_errors(driver, tmp_path):
     driver.find_element("id", "expand-all").click()
     images = driver.execute_script(
-        "return [...document.querySelectorAll('img')].map(i => [i.className, i.complete, i.naturalWidth]);")
+        "return [...document.querySelectorAll('img')].map(i => [i.className, i.complete, i.naturalWidth]);"
+    )
     thumbs = [i for i in images if i[0] == "thumb"]
     assert len(thumbs) == 33 and all(complete and width > 0 for _, complete, width in images)
     # a link from the finder opens the closed case section and shows the row
@@ -312,11 +333,16 @@ def save_screenshot(out, case="case-case_002"):
         write_report(result, tmp / "report.html")
         d = browser(tmp)
         try:
-            d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 1200, "height": 1000,
-                                                                       "deviceScaleFactor": 1, "mobile": False})
+            d.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": 1200, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+            )
             d.get((tmp / "report.html").as_uri())
-            d.execute_script("const c = document.getElementById(arguments[0]); c.open = true; c.scrollIntoView();"
-                             "window.scrollBy(0, -8);", case)
+            d.execute_script(
+                "const c = document.getElementById(arguments[0]); c.open = true; c.scrollIntoView();"
+                "window.scrollBy(0, -8);",
+                case,
+            )
             d.save_screenshot(str(out))
         finally:
             d.quit()

@@ -17,8 +17,22 @@ from scipy import ndimage
 
 from ccmetrics import voronoi_partition
 from ccmetrics.io import save_image
-from simulations import (Case, Components, Scenario, add_false_positives, cohort, dilate, drop, erode,
-                         paper_spheres, run, select, shift, summarize, three_balls)
+from simulations import (
+    Case,
+    Components,
+    Scenario,
+    add_false_positives,
+    cohort,
+    dilate,
+    drop,
+    erode,
+    paper_spheres,
+    run,
+    select,
+    shift,
+    summarize,
+    three_balls,
+)
 from simulations.cli import main as cli_main
 from simulations.phantoms import PAPER_SPHERES
 from simulations.run import evaluate_step, run_case
@@ -29,6 +43,7 @@ SQRT3 = math.sqrt(3.0)
 # --------------------------------------------------------------------------------------------------
 # independent helpers
 # --------------------------------------------------------------------------------------------------
+
 
 def label_full(mask):
     """Components with full connectivity (26 in 3D, 8 in 2D), raster order: (labels, count)."""
@@ -74,9 +89,14 @@ def pq_by_definition(pred, gt):
     tp = int(matched.sum())
     fp, fn = p - tp, k - tp
     denominator = tp + fp / 2 + fn / 2
-    return {"pq": iou[matched].sum() / denominator if denominator else 1.0,
-            "rq": tp / denominator if denominator else 1.0,
-            "tp": tp, "fp": fp, "fn": fn, "n_pred": p}
+    return {
+        "pq": iou[matched].sum() / denominator if denominator else 1.0,
+        "rq": tp / denominator if denominator else 1.0,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "n_pred": p,
+    }
 
 
 def first_empty_erosion(component):
@@ -101,6 +121,7 @@ def spheres_quick():
 # --------------------------------------------------------------------------------------------------
 # 1-4: the paper's Fig. 2/3 claims
 # --------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("scale, n_steps", [(0.25, 11), (0.35, 6)])
 def test_pq_drops_at_iou_crossings_and_rises_when_a_component_vanishes(scale, n_steps):
@@ -156,8 +177,9 @@ def test_pq_drops_at_iou_crossings_and_rises_when_a_component_vanishes(scale, n_
 def test_cc_dice_tends_to_two_thirds_while_dice_stays_near_one(spheres_quick):
     case = spheres_quick
     steps = list(range(11))
-    table = run([Scenario("erode_smallest", "erode", steps, ("smallest", 1), metrics=("dice", "pq"))], [case],
-                progress=False).per_step
+    table = run(
+        [Scenario("erode_smallest", "erode", steps, ("smallest", 1), metrics=("dice", "pq"))], [case], progress=False
+    ).per_step
     glab, k = label_full(case.gt)
     assert k == 3
     smallest = np.argmin(volumes_of(glab, k)) + 1
@@ -177,7 +199,7 @@ def test_cc_dice_tends_to_two_thirds_while_dice_stays_near_one(spheres_quick):
             assert cc_col[s] == pytest.approx(2 / 3, abs=1e-12)
         else:
             assert cc_col[s] > 2 / 3 + 0.01
-    assert np.all(np.diff(cc_col[:vanish + 1]) < 0)
+    assert np.all(np.diff(cc_col[: vanish + 1]) < 0)
 
 
 def test_lesion_dice_drops_when_predictions_merge_cc_dice_does_not():
@@ -189,8 +211,14 @@ def test_lesion_dice_drops_when_predictions_merge_cc_dice_does_not():
     merges = [s for s in steps[1:] if counts[s] < counts[s - 1]]
     assert merges == [3, 7]
 
-    scenario = Scenario("dilate_three_balls", "dilate", steps, "all", metrics=("dice", "pq", "lesion_dice"),
-                        lesion_dice_options={"dilation": 1, "min_volume": 2.0})
+    scenario = Scenario(
+        "dilate_three_balls",
+        "dilate",
+        steps,
+        "all",
+        metrics=("dice", "pq", "lesion_dice"),
+        lesion_dice_options={"dilation": 1, "min_volume": 2.0},
+    )
     table = run([scenario], [case], progress=False).per_step
     ld, cc = table["lesion_dice"].to_numpy(), table["cc_dice"].to_numpy()
     d_ld, d_cc = np.diff(ld), np.diff(cc)  # d[s - 1]: change from step s - 1 to s
@@ -232,8 +260,9 @@ def test_cc_hd95_reacts_alike_to_smallest_and_largest_hd95_does_not(spheres_quic
     assert len(steps) >= 3
     surface = case.gt & ~ndimage.binary_erosion(case.gt, np.ones((3, 3, 3), bool))
     assert (glab[surface] == smallest).mean() < 0.05  # the premise of the HD95 argument
-    scenarios = [Scenario(f"erode_{order}", "erode", steps, (order, 1), metrics=("hd95",))
-                 for order in ("largest", "smallest")]
+    scenarios = [
+        Scenario(f"erode_{order}", "erode", steps, (order, 1), metrics=("hd95",)) for order in ("largest", "smallest")
+    ]
     table = run(scenarios, [case], progress=False).per_step.set_index(["scenario", "step"])
     for s in steps[1:]:
         large, small = table.loc[("erode_largest", s)], table.loc[("erode_smallest", s)]
@@ -249,13 +278,14 @@ def test_cc_hd95_reacts_alike_to_smallest_and_largest_hd95_does_not(spheres_quic
 # 5: phantoms
 # --------------------------------------------------------------------------------------------------
 
+
 def brute_force_balls(shape, balls, rows=None):
     """Voxel inside iff its squared distance to a centre is < r², on rows ``rows`` of axis 0."""
     rows = slice(0, shape[0]) if rows is None else rows
-    i, j, k = np.ogrid[rows, 0:shape[1], 0:shape[2]]
+    i, j, k = np.ogrid[rows, 0 : shape[1], 0 : shape[2]]
     out = np.zeros((len(range(*rows.indices(shape[0]))), shape[1], shape[2]), bool)
     for (c0, c1, c2), r in balls:
-        out |= (i - c0) ** 2 + (j - c1) ** 2 + (k - c2) ** 2 < r ** 2
+        out |= (i - c0) ** 2 + (j - c1) ** 2 + (k - c2) ** 2 < r**2
     return out
 
 
@@ -268,8 +298,9 @@ def test_paper_spheres_is_the_brute_force_definition():
         rows = slice(start, start + 50)
         assert np.array_equal(gt[rows], brute_force_balls(gt.shape, balls, rows)), start
     # each ball's exact voxel count, counted on its own, gives the raster order of the components
-    per_ball = {r: int(brute_force_balls((500, 500, 500), [(c, r)], slice(c[0] - r, c[0] + r + 1)).sum())
-                for c, r in balls}
+    per_ball = {
+        r: int(brute_force_balls((500, 500, 500), [(c, r)], slice(c[0] - r, c[0] + r + 1)).sum()) for c, r in balls
+    }
     assert sum(per_ball.values()) == int(gt.sum())
     # (scipy's labelling of 500³ takes seconds: the order is checked with scipy on the 0.25 scale below)
     assert Components.of(gt).volumes.tolist() == [per_ball[50], per_ball[20], per_ball[100]]
@@ -306,8 +337,9 @@ def test_three_balls_gaps(radius, merge_steps):
     a, b = merge_steps
     for s in range(max(merge_steps) + 2):
         expected = 3 - (s >= a) - (s >= b)
-        assert n_components(ndimage.binary_dilation(gt, np.ones((3, 3, 3), bool), iterations=s) if s else gt) \
-            == expected, s
+        assert (
+            n_components(ndimage.binary_dilation(gt, np.ones((3, 3, 3), bool), iterations=s) if s else gt) == expected
+        ), s
 
 
 def test_cohort_reproducible_and_plausible():
@@ -331,14 +363,17 @@ def test_cohort_reproducible_and_plausible():
     assert np.percentile(volumes_ml, 95) <= 100
     # another shape/seed is reproducible as well
     small = cohort(3, seed=7, shape=(40, 36, 30), spacing=(1.0, 1.5, 2.0))
-    assert all(np.array_equal(a.gt, b.gt) for a, b in zip(small, cohort(3, seed=7, shape=(40, 36, 30),
-                                                                    spacing=(1.0, 1.5, 2.0))))
+    assert all(
+        np.array_equal(a.gt, b.gt)
+        for a, b in zip(small, cohort(3, seed=7, shape=(40, 36, 30), spacing=(1.0, 1.5, 2.0)))
+    )
     assert all(c.gt.shape == (40, 36, 30) and c.spacing == (1.0, 1.5, 2.0) and c.gt.any() for c in small)
 
 
 # --------------------------------------------------------------------------------------------------
 # 6-7: degradations
 # --------------------------------------------------------------------------------------------------
+
 
 def random_mask(rng, shape, n_shapes=7):
     """Random balls and boxes, some of them cut by the image border (several components)."""
@@ -351,7 +386,7 @@ def random_mask(rng, shape, n_shapes=7):
             axis = rng.integers(len(shape))
             centre[axis] = 0 if i == 0 else shape[axis] - 1
         if rng.random() < 0.5:
-            mask |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r ** 2
+            mask |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r**2
         else:
             mask[tuple(slice(max(int(c - r), 0), int(c + r) + 1) for c in centre)] = True
     mask[tuple(rng.integers(0, n) for n in shape)] = True  # perhaps a single voxel
@@ -400,16 +435,21 @@ def test_degradations_equal_whole_volume_operations(index):
         targeted = np.isin(labels, chosen)
         untouched = gt & ~targeted
         for s in range(0, 5):
-            for fn, op in ((erode, lambda m: ndimage.binary_erosion(m, cube, iterations=s, border_value=0)),
-                           (dilate, lambda m: ndimage.binary_dilation(m, cube, iterations=s))):
+            for fn, op in (
+                (erode, lambda m, s=s: ndimage.binary_erosion(m, cube, iterations=s, border_value=0)),
+                (dilate, lambda m, s=s: ndimage.binary_dilation(m, cube, iterations=s)),
+            ):
                 expected = (op(targeted) if s else targeted) | untouched
                 assert np.array_equal(fn(gt, s, target), expected), (fn.__name__, target, s)
                 assert np.array_equal(fn(gt, s, target, components=comps), expected), (fn.__name__, target, s)
             for axis in range(gt.ndim):
                 for step in (s, gt.shape[axis] - 1, gt.shape[axis] + 2):
                     expected = shifted(targeted, step, axis) | untouched
-                    assert np.array_equal(shift(gt, step, target, axis=axis, components=comps), expected), \
-                        (target, step, axis)
+                    assert np.array_equal(shift(gt, step, target, axis=axis, components=comps), expected), (
+                        target,
+                        step,
+                        axis,
+                    )
             assert np.array_equal(shift(gt, s, target, axis=-1), shifted(targeted, s, gt.ndim - 1) | untouched)
         assert np.array_equal(drop(gt, 1, target, components=comps), untouched)
     for order in ("smallest", "largest"):
@@ -437,9 +477,14 @@ def test_degradation_arguments():
 def fp_phantom():
     gt = np.zeros((60, 56, 40), bool)
     grids = np.ogrid[0:60, 0:56, 0:40]
-    for centre, r in (((12, 12, 10), 3), ((40, 15, 20), 6), ((20, 40, 30), 4.5), ((45, 45, 12), 2.2),
-                      ((30, 28, 20), 8)):
-        gt |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r ** 2
+    for centre, r in (
+        ((12, 12, 10), 3),
+        ((40, 15, 20), 6),
+        ((20, 40, 30), 4.5),
+        ((45, 45, 12), 2.2),
+        ((30, 28, 20), 8),
+    ):
+        gt |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r**2
     return gt
 
 
@@ -481,8 +526,10 @@ def test_add_false_positives(spacing):
                 assert sorted(hit) == chosen
                 again = add_false_positives(gt, n, order, seed=seed, spacing=spacing)
                 assert np.array_equal(pred, again)
-            assert not np.array_equal(add_false_positives(gt, n, order, seed=0, spacing=spacing),
-                                      add_false_positives(gt, n, order, seed=1, spacing=spacing))
+            assert not np.array_equal(
+                add_false_positives(gt, n, order, seed=0, spacing=spacing),
+                add_false_positives(gt, n, order, seed=1, spacing=spacing),
+            )
     explicit = add_false_positives(gt, 2, "all", seed=3, volume=7, spacing=spacing)
     assert n_components(explicit) == k + 5 and n_components(explicit & ~gt) == 5
     assert np.array_equal(add_false_positives(gt, 0, "smallest"), gt)
@@ -530,7 +577,7 @@ def crop_case():
     gt = np.zeros((56, 50, 40), bool)
     grids = np.ogrid[0:56, 0:50, 0:40]
     for centre, r in (((10, 10, 10), 4), ((20, 12, 8), 2.5), ((4, 22, 14), 3), ((0, 8, 24), 3.5)):
-        gt |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r ** 2
+        gt |= sum((g - c) ** 2 for g, c in zip(grids, centre)) < r**2
     gt[14:18, 0:3, 0:2] = True  # a box in an image corner
     return Case("crop_case", gt, (0.9, 1.1, 2.0))
 
@@ -562,8 +609,14 @@ def test_cropping_changes_no_value():
     far_label = int(voronoi_partition(case.gt, spacing=case.spacing)[-1, -1, -1])
     scenarios = [
         Scenario("erode_all", "erode", [1, 2], "all", metrics=ALL_METRICS),
-        Scenario("dilate_largest", "dilate", [3], ("largest", 1), metrics=ALL_METRICS,
-                 lesion_dice_options={"dilation": 1, "min_volume": 2.0}),
+        Scenario(
+            "dilate_largest",
+            "dilate",
+            [3],
+            ("largest", 1),
+            metrics=ALL_METRICS,
+            lesion_dice_options={"dilation": 1, "min_volume": 2.0},
+        ),
         Scenario("shift_all", "shift", [2, 6], "all", metrics=ALL_METRICS, options={"axis": 2}),
         Scenario("shift_to_border", "shift", [33, 60], "all", metrics=ALL_METRICS),  # ... and out of the image
         Scenario("drop_smallest", "drop", [2], "smallest", metrics=ALL_METRICS),
@@ -598,20 +651,29 @@ def summary_table():
     for scenario in ("drop_smallest", "erode_smallest"):
         for case, k in n_components.items():
             for step in (1, 2, 3, 4):
-                rows.append({"scenario": scenario, "case": case, "step": step, "n_components": k,
-                             "worst_distance": 100.0 + ord(case), "dice": rng.random(),
-                             "hd95": rng.random() * 10, "cc_hd95": rng.random() * 20})
+                rows.append(
+                    {
+                        "scenario": scenario,
+                        "case": case,
+                        "step": step,
+                        "n_components": k,
+                        "worst_distance": 100.0 + ord(case),
+                        "dice": rng.random(),
+                        "hd95": rng.random() * 10,
+                        "cc_hd95": rng.random() * 20,
+                    }
+                )
     table = pd.DataFrame(rows)
     table.loc[(table["case"] == "b") & (table["step"] == 2), "hd95"] = np.inf  # empty prediction
     table.loc[(table["case"] == "e") & (table["step"] == 3), "hd95"] = np.inf
     table.loc[(table["case"] == "c") & (table["step"] == 1), "dice"] = np.nan  # a missing value
-    table.loc[(table["scenario"] == "erode_smallest") & (table["step"] == 4) & table["case"].isin(["b", "d", "e"]),
-              "hd95"] = np.inf
+    table.loc[
+        (table["scenario"] == "erode_smallest") & (table["step"] == 4) & table["case"].isin(["b", "d", "e"]), "hd95"
+    ] = np.inf
     return table, n_components
 
 
-@pytest.mark.parametrize("subset, max_step", [("at_least", None), ("constant", None), ("constant", 2),
-                                              ("all", None)])
+@pytest.mark.parametrize("subset, max_step", [("at_least", None), ("constant", None), ("constant", 2), ("all", None)])
 def test_summarize(subset, max_step):
     table, n_components = summary_table()
     kwargs = {} if max_step is None else {"max_step": max_step}
@@ -623,16 +685,16 @@ def test_summarize(subset, max_step):
         extra = 1 if out["scenario"].startswith("drop") else 0
         need = {"at_least": out["step"] + extra, "constant": top + extra, "all": 0}[subset]
         keep = sorted(c for c, k in n_components.items() if k >= need)
-        rows = table[(table["scenario"] == out["scenario"]) & (table["step"] == out["step"])
-                     & table["case"].isin(keep)]
+        rows = table[(table["scenario"] == out["scenario"]) & (table["step"] == out["step"]) & table["case"].isin(keep)]
         values = rows[out["metric"]].to_numpy(float)
         if out["metric"] != "dice":  # a distance: inf → that row's worst distance
             values = np.where(np.isinf(values), rows["worst_distance"].to_numpy(), values)
         values = values[~np.isnan(values)]
         assert out["n_cases"] == len(values)
         if len(values):
-            np.testing.assert_allclose([out["q25"], out["median"], out["q75"]],
-                                       np.percentile(values, [25, 50, 75]), rtol=1e-12)
+            np.testing.assert_allclose(
+                [out["q25"], out["median"], out["q75"]], np.percentile(values, [25, 50, 75]), rtol=1e-12
+            )
         else:
             assert np.isnan(out[["q25", "median", "q75"]].to_numpy(float)).all()
     # inf is replaced by the row's worst distance, not dropped: at step 4, hd95 is inf for b, d and e
@@ -656,15 +718,24 @@ def test_summarize_selection_counts():
 
 def test_run_with_workers_gives_the_same_tables():
     cases = [cohort(4, seed=0, shape=(64, 64, 48))[i] for i in (0, 3)]
-    scenarios = [Scenario("erode_all", "erode", [0, 1, 2], "all", metrics=("dice", "hd95", "pq")),
-                 Scenario("false_positive_smallest", "add_false_positives", [1, 2], "smallest",
-                          metrics=("dice", "nsd", "lesion_dice"), nsd_tolerance=2.0)]
+    scenarios = [
+        Scenario("erode_all", "erode", [0, 1, 2], "all", metrics=("dice", "hd95", "pq")),
+        Scenario(
+            "false_positive_smallest",
+            "add_false_positives",
+            [1, 2],
+            "smallest",
+            metrics=("dice", "nsd", "lesion_dice"),
+            nsd_tolerance=2.0,
+        ),
+    ]
     one = run(scenarios, cases, workers=1, progress=False, seed=4)
     two = run(scenarios, cases, workers=2, progress=False, seed=4)
     pd.testing.assert_frame_equal(one.per_step, two.per_step)
     pd.testing.assert_frame_equal(one.per_component, two.per_component)
     assert one.per_step[["scenario", "case", "step"]].values.tolist() == [
-        [s.name, c.case, step] for s in scenarios for c in cases for step in s.steps]
+        [s.name, c.case, step] for s in scenarios for c in cases for step in s.steps
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -688,8 +759,11 @@ def check_figure_files(out, names):
 def test_cli_all_quick(tmp_path, capsys):
     out = tmp_path / "all"
     assert cli_main(["all", "--out", str(out), "--quick", "--quiet"]) == 0
-    expected = {f"{n}{suffix}" for n in ("fig2", "fig3", "fig4", "fig5")
-                for suffix in (".png", "_per_step.csv", "_per_component.csv")}
+    expected = {
+        f"{n}{suffix}"
+        for n in ("fig2", "fig3", "fig4", "fig5")
+        for suffix in (".png", "_per_step.csv", "_per_component.csv")
+    }
     expected |= {"fig4_summary.csv", "fig5_summary.csv"}
     assert {p.name for p in out.iterdir()} == expected
     check_figure_files(out, ("fig2", "fig3", "fig4", "fig5"))
@@ -717,20 +791,20 @@ def test_cli_custom_gt_dir(tmp_path):
         gt = np.zeros((30, 28, 20), np.uint8)
         for _ in range(3 + i):
             centre, r = rng.uniform(5, 18, 3), rng.uniform(1.5, 3.5)
-            gt[sum((g - c) ** 2 for g, c in zip(grids, centre)) < r ** 2] = 1
+            gt[sum((g - c) ** 2 for g, c in zip(grids, centre)) < r**2] = 1
         save_image(gt_dir / f"case_{i}.nii.gz", gt, spacing=(1.0, 1.2, 2.0))
     (gt_dir / "notes.txt").write_text("not an image")
     out = tmp_path / "custom"
     assert cli_main(["custom", "--gt-dir", str(gt_dir), "--out", str(out), "--quiet", "--max-n", "2"]) == 0
-    assert {p.name for p in out.iterdir()} == {f"{n}{s}" for n in ("fig4", "fig5")
-                                               for s in (".png", "_per_step.csv", "_per_component.csv",
-                                                         "_summary.csv")}
+    assert {p.name for p in out.iterdir()} == {
+        f"{n}{s}" for n in ("fig4", "fig5") for s in (".png", "_per_step.csv", "_per_component.csv", "_summary.csv")
+    }
     check_figure_files(out, ("fig4", "fig5"))
     per_step = pd.read_csv(out / "fig4_per_step.csv")
     assert sorted(per_step["case"].unique()) == ["case_0", "case_1", "case_2"]
     assert sorted(per_step["step"].unique()) == [1, 2]
     # the spacing of the headers is used: worst distance = the image diagonal in mm
-    assert per_step["worst_distance"].iloc[0] == pytest.approx(math.sqrt(30 ** 2 + (28 * 1.2) ** 2 + 40 ** 2))
+    assert per_step["worst_distance"].iloc[0] == pytest.approx(math.sqrt(30**2 + (28 * 1.2) ** 2 + 40**2))
 
 
 def test_cli_usage_errors(tmp_path, capsys):

@@ -1,4 +1,5 @@
 """ccmetrics.stats against values computed independently (by hand or with plain numpy/scipy)."""
+
 import math
 
 import numpy as np
@@ -68,7 +69,7 @@ def test_pooled_contains_pooled_mean_and_is_reproducible():
     rng = np.random.default_rng(0)
     sizes = rng.integers(1, 8, size=30)
     groups = np.repeat(np.arange(30), sizes)
-    values = rng.random(groups.size) + 0.1 * groups / 30   # groups differ a little
+    values = rng.random(groups.size) + 0.1 * groups / 30  # groups differ a little
     low, high = bootstrap_ci_pooled(values, groups)
     assert low < values.mean() < high
     assert (low, high) == bootstrap_ci_pooled(values, groups)
@@ -138,7 +139,8 @@ def test_compare_lower_is_better_and_inf():
         assert np.isinf(result.scores.loc[2, "C"])
         np.testing.assert_allclose(result.mean_ranks.to_numpy(), [5 / 4, 7.5 / 4, 11.5 / 4])
         assert result.statistic == pytest.approx(
-            stats.friedmanchisquare(*stats.rankdata(np.array(list(hd.values())).T, axis=1).T).statistic)
+            stats.friedmanchisquare(*stats.rankdata(np.array(list(hd.values())).T, axis=1).T).statistic
+        )
     # the same values as "dice" (higher is better) reverse the ranks
     reversed_ = compare({m: tidy(v, "dice") for m, v in hd.items()}, "dice")
     np.testing.assert_allclose(reversed_.mean_ranks.to_numpy(), [4 - 5 / 4, 4 - 7.5 / 4, 4 - 11.5 / 4])
@@ -148,10 +150,10 @@ def test_compare_lower_is_better_and_inf():
 
 @needs_posthocs
 def test_compare_excluded_cases_warn():
-    tables = {m: tidy(v + [0.5]) for m, v in HAND.items()}          # cases 1..5
-    tables["B"] = tables["B"][tables["B"]["case"] != 2]             # case 2 missing in B
+    tables = {m: tidy(v + [0.5]) for m, v in HAND.items()}  # cases 1..5
+    tables["B"] = tables["B"][tables["B"]["case"] != 2]  # case 2 missing in B
     tables["C"] = tables["C"].assign(status=["ok", "ok", "flagged", "ok", "error"])  # case 5 error
-    tables["A"].loc[tables["A"]["case"] == 3, "dice"] = np.nan     # case 3 NaN in A
+    tables["A"].loc[tables["A"]["case"] == 3, "dice"] = np.nan  # case 3 NaN in A
     with pytest.warns(UserWarning, match="3 case"):
         result = compare(tables, "dice")
     assert sorted(result.excluded) == [2, 3, 5]
@@ -173,11 +175,13 @@ def test_compare_two_methods_wilcoxon():
 @needs_posthocs
 def test_compare_classes():
     def two_class(values1, values2):
-        return pd.DataFrame({"case": [1, 2, 3, 1, 2, 3], "class": [1, 1, 1, 2, 2, 2],
-                             "dice": values1 + values2})
-    tables = {"A": two_class([0.9, 0.9, 0.9], [0.1, 0.1, 0.1]),
-              "B": two_class([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]),
-              "C": two_class([0.1, 0.1, 0.1], [0.9, 0.9, 0.9])}
+        return pd.DataFrame({"case": [1, 2, 3, 1, 2, 3], "class": [1, 1, 1, 2, 2, 2], "dice": values1 + values2})
+
+    tables = {
+        "A": two_class([0.9, 0.9, 0.9], [0.1, 0.1, 0.1]),
+        "B": two_class([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]),
+        "C": two_class([0.1, 0.1, 0.1], [0.9, 0.9, 0.9]),
+    }
     with pytest.raises(ValueError, match="class_value"):
         compare(tables, "dice")
     assert compare(tables, "dice", class_value=1).mean_ranks.to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
@@ -193,7 +197,8 @@ def test_compare_too_few():
 
 def test_compare_without_scikit_posthocs(monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, "scikit_posthocs", None)   # makes the import fail
+
+    monkeypatch.setitem(sys.modules, "scikit_posthocs", None)  # makes the import fail
     with pytest.raises(ImportError, match=r"pip install \"ccmetrics-toolkit\[stats\]\""):
         compare({m: tidy(v) for m, v in HAND.items()}, "dice")
     assert compare({"A": tidy(HAND["A"]), "B": tidy(HAND["B"])}, "dice").test == "wilcoxon"
@@ -201,8 +206,14 @@ def test_compare_without_scikit_posthocs(monkeypatch):
 
 def test_compare_leaves_out_empty_gt_cases_of_the_chosen_class():
     def table(values, empty):
-        return pd.DataFrame({"case": ["a", "b", "c", "d", "a"], "class": [1, 1, 1, 1, 2],
-                             "cc_dice": values + [0.0], "empty_gt": empty + [True]})
+        return pd.DataFrame(
+            {
+                "case": ["a", "b", "c", "d", "a"],
+                "class": [1, 1, 1, 1, 2],
+                "cc_dice": values + [0.0],
+                "empty_gt": empty + [True],
+            }
+        )
 
     first = table([0.9, 0.8, 0.7, 1.0], [False, False, False, True])
     second = table([0.8, 0.7, 0.9, 0.0], [False, False, False, True])
@@ -219,8 +230,11 @@ def test_friedman_nemenyi_against_scipy_and_hand_values():
     from ccmetrics.stats import friedman_nemenyi
 
     rng = np.random.default_rng(7)
-    scores = pd.DataFrame(rng.random((12, 4)) + np.array([0.3, 0.2, 0.1, 0.0]), columns=list("ABCD"),
-                          index=[f"patient{i}" for i in range(12)])
+    scores = pd.DataFrame(
+        rng.random((12, 4)) + np.array([0.3, 0.2, 0.1, 0.0]),
+        columns=list("ABCD"),
+        index=[f"patient{i}" for i in range(12)],
+    )
     r = friedman_nemenyi(scores)
     ref = stats.friedmanchisquare(*scores.to_numpy().T)
     assert r.statistic == pytest.approx(ref.statistic) and r.pvalue == pytest.approx(ref.pvalue)

@@ -29,8 +29,11 @@ def _wheel(tmp: Path) -> Path:
     if built:
         return built[-1]
     pytest.importorskip("build", reason="the wheel test builds with `build` (pip install build)")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp), str(ROOT)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     return next(tmp.glob("ccmetrics_toolkit-*.whl"))
 
 
@@ -41,10 +44,15 @@ def venv(tmp_path_factory):
     env = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = env / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                   check=True)
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (site / "zz_test_dependencies.pth").write_text("\n".join(sorted(deps)) + "\n")  # paths only: no .pth run
     return env, wheel
@@ -55,9 +63,13 @@ def test_the_wheel_holds_the_package_data_and_metadata(venv):
 
     _, wheel = venv
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("ccmetrics/py.typed", "ccmetrics/report/templates/report.html.j2",
-                   "ccmetrics/report/templates/report.css", "ccmetrics/report/templates/report.js",
-                   "simulations/__main__.py"):
+    for needed in (
+        "ccmetrics/py.typed",
+        "ccmetrics/report/templates/report.html.j2",
+        "ccmetrics/report/templates/report.css",
+        "ccmetrics/report/templates/report.js",
+        "simulations/__main__.py",
+    ):
         assert needed in names, needed
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert f"Version: {ccmetrics.__version__}" in metadata and "License-Expression: Apache-2.0" in metadata
@@ -66,8 +78,13 @@ def test_the_wheel_holds_the_package_data_and_metadata(venv):
 
 def test_the_wheel_runs_the_readme_command_and_the_report(venv, tmp_path):
     env, _ = venv
-    where = subprocess.run([str(env / "bin" / "python"), "-c", "import ccmetrics; print(ccmetrics.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    where = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import ccmetrics; print(ccmetrics.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
     assert where.startswith(str(env)), where  # the installed wheel, not the checkout
     readme = (ROOT / "README.md").read_text()
     command = re.search(r"pip install -e \. && (ccmetrics evaluate [^\n]+)", readme).group(1)
@@ -78,8 +95,7 @@ def test_the_wheel_runs_the_readme_command_and_the_report(venv, tmp_path):
     assert done.returncode == 0, done.stderr
     timing = re.compile(r"in \d+\.\d s")
     assert timing.sub("in _ s", done.stdout.strip()) == timing.sub("in _ s", shown.strip())
-    done = subprocess.run(["ccmetrics", "report", "results"], capture_output=True, text=True, cwd=tmp_path,
-                          env=run_env)
+    done = subprocess.run(["ccmetrics", "report", "results"], capture_output=True, text=True, cwd=tmp_path, env=run_env)
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "results" / "report.html").read_text()
     assert "case_001" in page and "<style>" in page and "data:image/png;base64," in page

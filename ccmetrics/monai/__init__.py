@@ -5,7 +5,7 @@ This subpackage imports torch, MONAI (and, for the handlers, pytorch-ignite);
 
     from ccmetrics.monai import CCMetric, CCDiceHandler, CCHausdorffDistance95Handler
 
-* :class:`CCMetric`: a ``monai.metrics.CumulativeIterationMetric`` taking
+* :class:`~ccmetrics.monai.metric.CCMetric`: a ``monai.metrics.CumulativeIterationMetric`` taking
   batch-first one-hot tensors (2D or 3D, any batch size, each foreground
   channel on its own, any device), ``aggregate(mode="patient" | "overall")``.
 * :class:`CCMetricHandler`, :class:`CCDiceHandler`,

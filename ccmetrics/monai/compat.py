@@ -17,7 +17,7 @@ diagonal) when ``metric_worst_score`` is not given.
 from __future__ import annotations
 
 import copy
-from typing import Any, List, Optional
+from typing import Any
 
 import torch
 from monai.metrics import (
@@ -64,8 +64,10 @@ def _equivalent(base: Any) -> tuple:
     if isinstance(base, SurfaceDiceMetric):
         thresholds = [float(t) for t in base.class_thresholds]
         if not thresholds or len(set(thresholds)) != 1:
-            raise ValueError(f"class_thresholds must hold one tolerance (the same for every foreground channel), "
-                             f"got {base.class_thresholds}")
+            raise ValueError(
+                f"class_thresholds must hold one tolerance (the same for every foreground channel), "
+                f"got {base.class_thresholds}"
+            )
         if euclidean and not base.use_subvoxels:
             return "nsd", thresholds[0]
         base = copy.deepcopy(base)
@@ -142,8 +144,8 @@ class CCBaseMetric:
         *args: Any,
         use_caching: bool = False,
         caching_dir: str = ".cache",
-        metric_best_score: Optional[float] = None,
-        metric_worst_score: Optional[float] = None,
+        metric_best_score: float | None = None,
+        metric_worst_score: float | None = None,
         **kwargs: Any,
     ) -> None:
         if metric_best_score is None:
@@ -163,10 +165,10 @@ class CCBaseMetric:
             raise ValueError("metric_worst_score must be defined for metrics other than distances")
         self._dtype = torch.float64 if metric == "dice" else torch.float32
         self._cc = CCMetric(metric, nsd_tolerance=tolerance)
-        self.buffer_collection: List[torch.Tensor] = []
-        self._worst: List[float] = []  # the worst score used for each buffer entry
+        self.buffer_collection: list[torch.Tensor] = []
+        self._worst: list[float] = []  # the worst score used for each buffer entry
 
-    def __call__(self, y_pred: Any, y: Any, spacing: Optional[Any] = None) -> None:
+    def __call__(self, y_pred: Any, y: Any, spacing: Any | None = None) -> None:
         """Evaluate a batch and append one buffer entry per image and foreground channel.
 
         Parameters
@@ -194,7 +196,7 @@ class CCBaseMetric:
                 self.buffer_collection.append(entry)
                 self._worst.append(worst)
 
-    def cc_aggregate(self, mode: Optional[str] = None) -> torch.Tensor:
+    def cc_aggregate(self, mode: str | None = None) -> torch.Tensor:
         """Aggregate the buffer, with ``inf`` and ``nan`` replaced by the worst score.
 
         Parameters
@@ -212,13 +214,15 @@ class CCBaseMetric:
         mode = _check_mode(self.cc_reduction if mode is None else mode)
         if not self.buffer_collection:
             raise ValueError("nothing to aggregate: call the metric on a batch first")
-        cleaned = [torch.from_numpy(fill_missing(x.cpu().numpy(), w)).reshape(-1, 1)
-                   for x, w in zip(self.buffer_collection, self._worst)]
+        cleaned = [
+            torch.from_numpy(fill_missing(x.cpu().numpy(), w)).reshape(-1, 1)
+            for x, w in zip(self.buffer_collection, self._worst)
+        ]
         if mode == "patient":
             return torch.stack([x.mean() for x in cleaned])
         return torch.cat(cleaned).squeeze()
 
-    def get_buffer(self) -> List[torch.Tensor]:
+    def get_buffer(self) -> list[torch.Tensor]:
         """The list of buffer entries (one tensor per image and foreground channel)."""
         return self.buffer_collection
 

@@ -23,8 +23,8 @@ batch. Without any, distances are in voxels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable, List, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -38,8 +38,7 @@ reinit__is_reduced, _ = optional_import(
     "ignite.metrics.metric", IgniteInfo.OPT_IMPORT_VERSION, min_version, "reinit__is_reduced", as_type="decorator"
 )
 
-__all__ = ["CCMetricHandler", "CCDiceHandler", "CCSurfaceDiceHandler", "CCHausdorffDistance95Handler",
-           "META_KEYS"]
+__all__ = ["CCMetricHandler", "CCDiceHandler", "CCSurfaceDiceHandler", "CCHausdorffDistance95Handler", "META_KEYS"]
 
 #: metadata dictionaries searched in ``engine.state.output`` and ``engine.state.batch``, in this order
 META_KEYS = ("pred_meta_dict", "label_meta_dict", "image_meta_dict")
@@ -58,7 +57,7 @@ class CCMetricHandler(IgniteMetricHandler):
     Parameters
     ----------
     metric : str, MONAI metric object or CCMetric
-        A :class:`CCMetric`, or what builds one: a built-in name (``"dice"``,
+        A :class:`~ccmetrics.monai.metric.CCMetric`, or what builds one: a built-in name (``"dice"``,
         ``"iou"``, ``"nsd"``, ``"hd"``, ``"hd95"``, ``"assd"``) or a MONAI metric
         object, together with ``metric_kwargs``.
     output_transform : callable
@@ -77,8 +76,8 @@ class CCMetricHandler(IgniteMetricHandler):
         Default True.
     **metric_kwargs
         ``include_background``, ``nsd_tolerance``, ``worst_distance``,
-        ``reduction``, ``get_not_nans``, ``mode`` of :class:`CCMetric`; not
-        allowed together with a ready :class:`CCMetric`.
+        ``reduction``, ``get_not_nans``, ``mode`` of :class:`~ccmetrics.monai.metric.CCMetric`; not
+        allowed together with a ready :class:`~ccmetrics.monai.metric.CCMetric`.
 
     Notes
     -----
@@ -116,15 +115,17 @@ class CCMetricHandler(IgniteMetricHandler):
         metric: Any = "dice",
         output_transform: Callable = _identity,
         save_details: bool = True,
-        spacing: Optional[Any] = None,
+        spacing: Any | None = None,
         *,
         spacing_from_meta: bool = True,
         **metric_kwargs: Any,
     ) -> None:
         if isinstance(metric, CCMetric):
             if metric_kwargs:
-                raise ValueError(f"options {sorted(metric_kwargs)} apply only when the handler builds the metric; "
-                                 f"set them on the CCMetric instead")
+                raise ValueError(
+                    f"options {sorted(metric_kwargs)} apply only when the handler builds the metric; "
+                    f"set them on the CCMetric instead"
+                )
             metric_fn = metric
         else:
             metric_fn = CCMetric(metric, **metric_kwargs)
@@ -145,7 +146,7 @@ class CCMetricHandler(IgniteMetricHandler):
         here, from the whole iteration's output, and handed to the ``update``
         calls in order. (``output_transform`` runs twice per iteration.)
         """
-        self._queued: Any = None
+        self._queued = None
         if self._wants_meta():
             output = self._output_transform(engine.state.output)
             if isinstance(output, Mapping) and self.required_output_keys is not None:
@@ -181,10 +182,9 @@ class CCMetricHandler(IgniteMetricHandler):
             self.metric_fn(y_pred, y, spacing=spacing)
 
     def _wants_meta(self) -> bool:
-        return (self.spacing is None and self.spacing_from_meta
-                and getattr(self.metric_fn, "spacing", None) is None)
+        return self.spacing is None and self.spacing_from_meta and getattr(self.metric_fn, "spacing", None) is None
 
-    def meta_spacing(self, y_pred: Any, y: Any, engine: Any = None) -> Optional[List[tuple]]:
+    def meta_spacing(self, y_pred: Any, y: Any, engine: Any = None) -> list[tuple] | None:
         """Per-image spacing of a batch from its metadata (see the module docstring), or None."""
         n, ndim = _batch_layout(y_pred)
         if n == 0:
@@ -208,7 +208,7 @@ class CCDiceHandler(CCMetricHandler):
     Parameters
     ----------
     include_background, reduction, mode
-        As in :class:`CCMetric`.
+        As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
@@ -220,12 +220,20 @@ class CCDiceHandler(CCMetricHandler):
         mode: str = "patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
-        spacing: Optional[Any] = None,
+        spacing: Any | None = None,
         *,
         spacing_from_meta: bool = True,
     ) -> None:
-        super().__init__("dice", output_transform, save_details, spacing, spacing_from_meta=spacing_from_meta,
-                         include_background=include_background, reduction=reduction, mode=mode)
+        super().__init__(
+            "dice",
+            output_transform,
+            save_details,
+            spacing,
+            spacing_from_meta=spacing_from_meta,
+            include_background=include_background,
+            reduction=reduction,
+            mode=mode,
+        )
 
 
 class CCSurfaceDiceHandler(CCMetricHandler):
@@ -236,7 +244,7 @@ class CCSurfaceDiceHandler(CCMetricHandler):
     nsd_tolerance : float
         Tolerance in mm with a spacing (handler, metric or metadata), else in voxels. Default 1.0.
     include_background, reduction, mode
-        As in :class:`CCMetric`.
+        As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
@@ -249,13 +257,21 @@ class CCSurfaceDiceHandler(CCMetricHandler):
         mode: str = "patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
-        spacing: Optional[Any] = None,
+        spacing: Any | None = None,
         *,
         spacing_from_meta: bool = True,
     ) -> None:
-        super().__init__("nsd", output_transform, save_details, spacing, spacing_from_meta=spacing_from_meta,
-                         nsd_tolerance=nsd_tolerance, include_background=include_background,
-                         reduction=reduction, mode=mode)
+        super().__init__(
+            "nsd",
+            output_transform,
+            save_details,
+            spacing,
+            spacing_from_meta=spacing_from_meta,
+            nsd_tolerance=nsd_tolerance,
+            include_background=include_background,
+            reduction=reduction,
+            mode=mode,
+        )
 
 
 class CCHausdorffDistance95Handler(CCMetricHandler):
@@ -267,26 +283,34 @@ class CCHausdorffDistance95Handler(CCMetricHandler):
         Value of a missed lesion's HD95 in the means (mm with a spacing, else
         voxels). Default: each image's diagonal.
     include_background, reduction, mode
-        As in :class:`CCMetric`.
+        As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
 
     def __init__(
         self,
-        worst_distance: Optional[float] = None,
+        worst_distance: float | None = None,
         include_background: bool = False,
         reduction: MetricReduction | str = MetricReduction.MEAN,
         mode: str = "patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
-        spacing: Optional[Any] = None,
+        spacing: Any | None = None,
         *,
         spacing_from_meta: bool = True,
     ) -> None:
-        super().__init__("hd95", output_transform, save_details, spacing, spacing_from_meta=spacing_from_meta,
-                         worst_distance=worst_distance, include_background=include_background,
-                         reduction=reduction, mode=mode)
+        super().__init__(
+            "hd95",
+            output_transform,
+            save_details,
+            spacing,
+            spacing_from_meta=spacing_from_meta,
+            worst_distance=worst_distance,
+            include_background=include_background,
+            reduction=reduction,
+            mode=mode,
+        )
 
 
 # -- metadata ---------------------------------------------------------------------------------------------
@@ -303,14 +327,14 @@ def _batch_layout(y_pred: Any) -> tuple:
     return 0, 0
 
 
-def _valid(spacing: Any, ndim: int) -> Optional[tuple]:
+def _valid(spacing: Any, ndim: int) -> tuple | None:
     try:
         return as_spacing(spacing, ndim)
     except (TypeError, ValueError):
         return None
 
 
-def _spacing_from_affine(affine: Any, ndim: int) -> Optional[tuple]:
+def _spacing_from_affine(affine: Any, ndim: int) -> tuple | None:
     """Column norms of the affine's linear part (as ``monai.data.utils.affine_to_spacing``)."""
     try:
         a = np.asarray(to_numpy(affine, "affine"), dtype=np.float64)
@@ -321,13 +345,13 @@ def _spacing_from_affine(affine: Any, ndim: int) -> Optional[tuple]:
     return _valid(np.sqrt((a[:ndim, :ndim] ** 2).sum(axis=0)), ndim)
 
 
-def _all_or_none(values: List[Optional[tuple]], n: int) -> Optional[List[tuple]]:
+def _all_or_none(values: list[tuple | None], n: int) -> list[tuple] | None:
     if len(values) != n or any(v is None for v in values):
         return None
     return values  # type: ignore[return-value]
 
 
-def _spacing_from_meta_tensors(x: Any, n: int, ndim: int) -> Optional[List[tuple]]:
+def _spacing_from_meta_tensors(x: Any, n: int, ndim: int) -> list[tuple] | None:
     """Per-image spacing from a batched MetaTensor or a list of MetaTensors (their affine)."""
     if isinstance(x, (list, tuple)):
         if not all(hasattr(i, "affine") and hasattr(i, "meta") for i in x):
@@ -341,7 +365,7 @@ def _spacing_from_meta_tensors(x: Any, n: int, ndim: int) -> Optional[List[tuple
     return _all_or_none([_spacing_from_affine(affine, ndim)] * n, n)
 
 
-def _spacing_from_meta_dict(meta: Any, ndim: int, n: int) -> Optional[List[tuple]]:
+def _spacing_from_meta_dict(meta: Any, ndim: int, n: int) -> list[tuple] | None:
     """Per-image spacing from one metadata dict (batched when its arrays have a leading batch axis)."""
     if not isinstance(meta, Mapping):
         return None
@@ -353,17 +377,20 @@ def _spacing_from_meta_dict(meta: Any, ndim: int, n: int) -> Optional[List[tuple
         if meta.get(key) is not None:
             v = np.asarray(to_numpy(meta[key], key), dtype=np.float64)
             rows = list(v) if v.ndim == 2 else [v] * n
-            return _all_or_none([_valid(r[start:start + ndim], ndim) for r in rows], n)
+            return _all_or_none([_valid(r[start : start + ndim], ndim) for r in rows], n)
     return None
 
 
-def _spacing_from_meta_dicts(container: Any, key: str, n: int, ndim: int) -> Optional[List[tuple]]:
+def _spacing_from_meta_dicts(container: Any, key: str, n: int, ndim: int) -> list[tuple] | None:
     """Per-image spacing from ``container[key]`` (a dict) or ``[d[key] for d in container]`` (decollated)."""
     try:
         if isinstance(container, Mapping):
             return _spacing_from_meta_dict(container.get(key), ndim, n)
-        if isinstance(container, (list, tuple)) and len(container) == n and all(
-                isinstance(d, Mapping) for d in container):
+        if (
+            isinstance(container, (list, tuple))
+            and len(container) == n
+            and all(isinstance(d, Mapping) for d in container)
+        ):
             per_item = [_spacing_from_meta_dict(d.get(key), ndim, 1) for d in container]
             return _all_or_none([p[0] if p else None for p in per_item], n)
     except (TypeError, ValueError):

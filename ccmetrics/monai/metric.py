@@ -17,16 +17,16 @@ Two buffers are kept:
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from monai.metrics import CumulativeIterationMetric
 from monai.utils import MetricReduction, look_up_option
 
+from .. import registry
 from .._inputs import as_non_negative, as_spacing, to_numpy
 from ..aggregation import cc_values
-from .. import registry
 from ..case import evaluate
 
 __all__ = ["CCMetric"]
@@ -58,15 +58,20 @@ def check_metric(metric: Any) -> Any:
     return record.name if isinstance(metric, str) else metric
 
 
-def check_non_negative(value: Optional[float], name: str, allow_none: bool = False) -> Optional[float]:
+def check_non_negative(value: float | None, name: str, allow_none: bool = False) -> float | None:
     return None if value is None and allow_none else as_non_negative(value, name)
 
 
-def evaluate_channel(pred: np.ndarray, gt: np.ndarray, metric: Any, spacing: Optional[Tuple[float, ...]],
-                     nsd_tolerance: float, worst_distance: Optional[float]) -> ChannelResult:
+def evaluate_channel(
+    pred: np.ndarray,
+    gt: np.ndarray,
+    metric: Any,
+    spacing: tuple[float, ...] | None,
+    nsd_tolerance: float,
+    worst_distance: float | None,
+) -> ChannelResult:
     """Run :func:`ccmetrics.evaluate` on one binary image and collect what the buffers need."""
-    result = evaluate(pred, gt, [metric], spacing=spacing, nsd_tolerance=nsd_tolerance,
-                      worst_distance=worst_distance)
+    result = evaluate(pred, gt, [metric], spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst_distance)
     column = result.metrics[0]
     value = float(result.cc[column])
     raw = np.array(result.per_component[column], dtype=np.float64)  # a writable copy
@@ -74,8 +79,7 @@ def evaluate_channel(pred: np.ndarray, gt: np.ndarray, metric: Any, spacing: Opt
         pooled = np.array([value])  # one entry per empty-GT image, as in the published code
     else:
         pooled = cc_values(raw, metric, result.worst_distance)  # what ``cc`` averages
-    return ChannelResult(value, raw, pooled, float(result.worst_distance), bool(result.empty_gt),
-                         not bool(pred.any()))
+    return ChannelResult(value, raw, pooled, float(result.worst_distance), bool(result.empty_gt), not bool(pred.any()))
 
 
 def one_hot_masks(x: Any, name: str) -> np.ndarray:
@@ -90,18 +94,24 @@ def one_hot_masks(x: Any, name: str) -> np.ndarray:
     if isinstance(x, np.ndarray):
         x = torch.from_numpy(x)
     if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name} must be a batch-first torch tensor (B, C, spatial...) or a list of "
-                         f"channel-first tensors, got {type(x).__name__}")
+        raise ValueError(
+            f"{name} must be a batch-first torch tensor (B, C, spatial...) or a list of "
+            f"channel-first tensors, got {type(x).__name__}"
+        )
     t = x.detach()
     if hasattr(t, "as_tensor"):  # MetaTensor -> plain tensor
         t = t.as_tensor()
     if t.ndim not in (4, 5):
-        raise ValueError(f"{name} must be a batch-first one-hot tensor of shape (B, C, H, W) or "
-                         f"(B, C, H, W, D), got {t.ndim} dimensions with shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must be a batch-first one-hot tensor of shape (B, C, H, W) or "
+            f"(B, C, H, W, D), got {t.ndim} dimensions with shape {tuple(t.shape)}"
+        )
     if t.shape[1] < 2:
-        raise ValueError(f"{name} must be one-hot with at least 2 channels (background and foreground), got "
-                         f"shape {tuple(t.shape)}; convert class indices with "
-                         f"monai.transforms.AsDiscrete(to_onehot=num_classes)")
+        raise ValueError(
+            f"{name} must be one-hot with at least 2 channels (background and foreground), got "
+            f"shape {tuple(t.shape)}; convert class indices with "
+            f"monai.transforms.AsDiscrete(to_onehot=num_classes)"
+        )
     if t.dtype != torch.bool:
         if t.is_complex():
             raise ValueError(f"{name} has unsupported dtype {t.dtype}")
@@ -110,9 +120,11 @@ def one_hot_masks(x: Any, name: str) -> np.ndarray:
         bad = (t != 0) & (t != 1)
         if bad.any():
             example = float(t[bad].flatten()[0])
-            raise ValueError(f"{name} must be binarized one-hot (values 0 and 1 only), but it holds {example:g}; "
-                             f"use monai.transforms.AsDiscrete(argmax=True, to_onehot=num_classes) for "
-                             f"predictions and AsDiscrete(to_onehot=num_classes) for labels")
+            raise ValueError(
+                f"{name} must be binarized one-hot (values 0 and 1 only), but it holds {example:g}; "
+                f"use monai.transforms.AsDiscrete(argmax=True, to_onehot=num_classes) for "
+                f"predictions and AsDiscrete(to_onehot=num_classes) for labels"
+            )
         t = t != 0
     return np.ascontiguousarray(t.cpu().numpy())
 
@@ -126,11 +138,13 @@ def check_one_hot(masks: np.ndarray, name: str) -> None:
     per_voxel = masks.sum(axis=1, dtype=np.int64)
     wrong = per_voxel != 1
     if wrong.any():
-        raise ValueError(f"{name} must be one-hot, shape (B, C, H, W[, D]) with exactly one channel set per voxel, "
-                         f"but in an array of shape {masks.shape} a voxel has {int(per_voxel[wrong][0])} channels "
-                         f"set. A batch of binary masks (B, H, W[, D]) needs a channel axis and "
-                         f"AsDiscrete(to_onehot=2); for overlapping channels (e.g. BraTS TC/WT/ET) pass "
-                         f"multi_label=True")
+        raise ValueError(
+            f"{name} must be one-hot, shape (B, C, H, W[, D]) with exactly one channel set per voxel, "
+            f"but in an array of shape {masks.shape} a voxel has {int(per_voxel[wrong][0])} channels "
+            f"set. A batch of binary masks (B, H, W[, D]) needs a channel axis and "
+            f"AsDiscrete(to_onehot=2); for overlapping channels (e.g. BraTS TC/WT/ET) pass "
+            f"multi_label=True"
+        )
 
 
 def _is_vector(s: Any) -> bool:
@@ -141,7 +155,7 @@ def _is_vector(s: Any) -> bool:
     return isinstance(s, (list, tuple))
 
 
-def spacing_per_image(spacing: Any, batch: int, ndim: int) -> List[Optional[Tuple[float, ...]]]:
+def spacing_per_image(spacing: Any, batch: int, ndim: int) -> list[tuple[float, ...] | None]:
     """Expand a spacing argument to one validated spacing (or None) per image.
 
     Accepted: ``None``; one number; one number per spatial axis (all images);
@@ -165,7 +179,7 @@ def spacing_per_image(spacing: Any, batch: int, ndim: int) -> List[Optional[Tupl
     return [as_spacing(spacing, ndim)] * batch
 
 
-def reduce_values(f: torch.Tensor, reduction: Union[MetricReduction, str]) -> Tuple[torch.Tensor, torch.Tensor]:
+def reduce_values(f: torch.Tensor, reduction: MetricReduction | str) -> tuple[torch.Tensor, torch.Tensor]:
     """``monai.metrics.utils.do_metric_reduction`` without its cast to float32.
 
     NaN entries are skipped; a mean over no value is 0, as in MONAI.
@@ -202,12 +216,12 @@ def reduce_values(f: torch.Tensor, reduction: Union[MetricReduction, str]) -> Tu
     raise ValueError(f"unsupported reduction {reduction}")  # pragma: no cover (look_up_option raises first)
 
 
-def all_gather_list(items: List[Any]) -> List[Any]:
+def all_gather_list(items: list[Any]) -> list[Any]:
     """Concatenate a per-rank list over all ranks (rank order), or return it as is without a process group."""
     dist = torch.distributed
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return list(items)
-    parts: List[Any] = [None] * dist.get_world_size()
+    parts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(parts, list(items))
     return [item for part in parts for item in part]
 
@@ -300,10 +314,10 @@ class CCMetric(CumulativeIterationMetric):
         metric: Any = "dice",
         *,
         include_background: bool = False,
-        spacing: Optional[Any] = None,
+        spacing: Any | None = None,
         nsd_tolerance: float = 1.0,
-        worst_distance: Optional[float] = None,
-        reduction: Union[MetricReduction, str] = MetricReduction.MEAN,
+        worst_distance: float | None = None,
+        reduction: MetricReduction | str = MetricReduction.MEAN,
         get_not_nans: bool = False,
         mode: str = "patient",
         multi_label: bool = False,
@@ -314,11 +328,13 @@ class CCMetric(CumulativeIterationMetric):
         self.include_background = bool(include_background)
         if spacing is not None:
             if isinstance(spacing, (list, tuple)) and any(_is_vector(s) for s in spacing):
-                raise ValueError("spacing given to the constructor applies to all images: one number or one per "
-                                 "axis; pass per-image spacings to each call instead")
+                raise ValueError(
+                    "spacing given to the constructor applies to all images: one number or one per "
+                    "axis; pass per-image spacings to each call instead"
+                )
             as_spacing(spacing, len(spacing) if _is_vector(spacing) else 1)  # validates the values
         self.spacing = spacing
-        self.nsd_tolerance = check_non_negative(nsd_tolerance, "nsd_tolerance")
+        self.nsd_tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
         self.worst_distance = check_non_negative(worst_distance, "worst_distance", allow_none=True)
         self.reduction = look_up_option(reduction, MetricReduction)
         self.get_not_nans = bool(get_not_nans)
@@ -332,12 +348,12 @@ class CCMetric(CumulativeIterationMetric):
     def reset(self) -> None:
         """Empty both buffers."""
         super().reset()
-        self._components: List[List[torch.Tensor]] = []
-        self._pooled: List[List[torch.Tensor]] = []
+        self._components: list[list[torch.Tensor]] = []
+        self._pooled: list[list[torch.Tensor]] = []
 
     # -- computation ---------------------------------------------------------------------------------
 
-    def evaluate_batch(self, y_pred: Any, y: Any, spacing: Any = None) -> List[List[ChannelResult]]:
+    def evaluate_batch(self, y_pred: Any, y: Any, spacing: Any = None) -> list[list[ChannelResult]]:
         """Evaluate every image and channel of a batch; returns ``results[image][channel]``."""
         pred, gt = one_hot_masks(y_pred, "y_pred"), one_hot_masks(y, "y")
         if pred.shape != gt.shape:
@@ -348,12 +364,22 @@ class CCMetric(CumulativeIterationMetric):
         batch, channels, ndim = pred.shape[0], pred.shape[1], pred.ndim - 2
         spacings = spacing_per_image(self.spacing if spacing is None else spacing, batch, ndim)
         first = 0 if self.include_background else 1
-        return [[evaluate_channel(pred[b, c], gt[b, c], self.metric, spacings[b], self.nsd_tolerance,
-                                  self.worst_distance) for c in range(first, channels)]
-                for b in range(batch)]
+        return [
+            [
+                evaluate_channel(
+                    pred[b, c], gt[b, c], self.metric, spacings[b], self.nsd_tolerance, self.worst_distance
+                )
+                for c in range(first, channels)
+            ]
+            for b in range(batch)
+        ]
 
-    def _compute_tensor(self, y_pred: torch.Tensor, y: Optional[torch.Tensor] = None,  # type: ignore[override]
-                        **kwargs: Any) -> torch.Tensor:
+    def _compute_tensor(
+        self,
+        y_pred: torch.Tensor,
+        y: torch.Tensor | None = None,
+        **kwargs: Any,
+    ) -> torch.Tensor:
         """Evaluate one batch: returns a (B, channels) tensor of CC values and fills the component buffer.
 
         Keyword arguments: ``spacing`` only (see :func:`spacing_per_image`).
@@ -370,7 +396,7 @@ class CCMetric(CumulativeIterationMetric):
         values = [[r.value for r in row] for row in results]
         return torch.tensor(values, dtype=dtype, device=device)
 
-    def _compute_list(self, y_pred: Any, y: Any = None, **kwargs: Any) -> torch.Tensor:  # type: ignore[override]
+    def _compute_list(self, y_pred: Any, y: Any = None, **kwargs: Any) -> torch.Tensor:
         """Lists of channel-first tensors: one image at a time, with per-image spacing entries split."""
         if not isinstance(y_pred, (list, tuple)) or not isinstance(y, (list, tuple)):
             raise ValueError("y_pred and y must both be batch-first tensors or both lists of channel-first tensors")
@@ -383,16 +409,18 @@ class CCMetric(CumulativeIterationMetric):
             raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}; only spacing= is accepted")
         first = y_pred[0]
         ndim = (first.ndim if hasattr(first, "ndim") else np.ndim(first)) - 1
-        spacings: List[Any] = [None] * len(y_pred)
+        spacings: list[Any] = [None] * len(y_pred)
         if spacing is not None:
             spacings = spacing_per_image(spacing, len(y_pred), ndim)
-        rows = [self._compute_tensor(torch.as_tensor(p)[None], torch.as_tensor(g)[None], spacing=s)
-                for p, g, s in zip(y_pred, y, spacings)]
+        rows = [
+            self._compute_tensor(torch.as_tensor(p)[None], torch.as_tensor(g)[None], spacing=s)
+            for p, g, s in zip(y_pred, y, spacings)
+        ]
         return torch.cat([r.to(rows[0].device) for r in rows], dim=0)
 
     # -- results ---------------------------------------------------------------------------------------
 
-    def get_component_buffer(self) -> List[List[torch.Tensor]]:
+    def get_component_buffer(self) -> list[list[torch.Tensor]]:
         """Raw per-component values: ``buffer[image][channel]`` is a 1D float64 tensor.
 
         Images are in the order of ``get_buffer()``'s rows (gathered over all
@@ -405,8 +433,11 @@ class CCMetric(CumulativeIterationMetric):
         """
         return [list(row) for row in all_gather_list(self._components)]
 
-    def aggregate(self, mode: Optional[str] = None,  # type: ignore[override]
-                  reduction: Union[MetricReduction, str, None] = None) -> Any:
+    def aggregate(
+        self,
+        mode: str | None = None,
+        reduction: MetricReduction | str | None = None,
+    ) -> Any:
         """Aggregate the buffers over the data set.
 
         Parameters
@@ -436,7 +467,7 @@ class CCMetric(CumulativeIterationMetric):
             ``"overall"`` mode cannot apply.
         """
         mode = _check_mode(self.mode if mode is None else mode)
-        reduction = look_up_option(self.reduction if reduction is None else reduction, MetricReduction)
+        reduction = MetricReduction(look_up_option(self.reduction if reduction is None else reduction, MetricReduction))
         data = self.get_buffer()
         if not isinstance(data, torch.Tensor):
             raise ValueError("nothing to aggregate: call the metric on a batch first")
@@ -446,19 +477,21 @@ class CCMetric(CumulativeIterationMetric):
             f, not_nans = self._aggregate_overall(reduction, data.dtype, data.device)
         return (f, not_nans) if self.get_not_nans else f
 
-    def _aggregate_overall(self, reduction: MetricReduction, dtype: torch.dtype,
-                           device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _aggregate_overall(
+        self, reduction: MetricReduction, dtype: torch.dtype, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         pooled = all_gather_list(self._pooled)
-        channels = [torch.cat([row[c] for row in pooled]).to(dtype=dtype, device=device)
-                    for c in range(len(pooled[0]))]
+        channels = [torch.cat([row[c] for row in pooled]).to(dtype=dtype, device=device) for c in range(len(pooled[0]))]
         if reduction in (MetricReduction.MEAN, MetricReduction.SUM):  # all components as one column
             return reduce_values(torch.cat(channels)[:, None], reduction)
         if reduction in (MetricReduction.MEAN_BATCH, MetricReduction.SUM_BATCH):
             parts = [reduce_values(v[:, None], reduction) for v in channels]
             return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-        raise ValueError(f"reduction {reduction.value!r} does not apply to mode='overall' (components are pooled "
-                         f"over images); use 'mean', 'sum', 'mean_batch' or 'sum_batch', or "
-                         f"get_component_buffer()")
+        raise ValueError(
+            f"reduction {reduction.value!r} does not apply to mode='overall' (components are pooled "
+            f"over images); use 'mean', 'sum', 'mean_batch' or 'sum_batch', or "
+            f"get_component_buffer()"
+        )
 
 
 def _check_mode(mode: str) -> str:

@@ -4,7 +4,7 @@ Detection, classification and segmentation are scored apart on one
 class-agnostic matching (:mod:`ccmetrics.matching`); Panoptic Quality per
 class and the CC-Metrics with the GT nuclei as sites come beside them.
 
-* :func:`evaluate` -- one image -> :class:`NucleiResult`;
+* :func:`evaluate` -- one image -> :class:`~ccmetrics.nuclei.metrics.NucleiResult`;
 * :func:`metrics_from_confusion` -- detection and classification scores from a
   confusion matrix with a "no object" row and column;
 * :func:`evaluate_many` -- a data set, per image, per patient (slide) and
@@ -18,5 +18,12 @@ Importing this package loads nothing beyond ccmetrics' own dependencies.
 from .aggregate import NucleiDatasetResult, compare_methods, evaluate_many
 from .metrics import NO_OBJECT, NucleiResult, evaluate, metrics_from_confusion
 
-__all__ = ["evaluate", "NucleiResult", "metrics_from_confusion", "NO_OBJECT", "evaluate_many",
-           "NucleiDatasetResult", "compare_methods"]
+__all__ = [
+    "evaluate",
+    "NucleiResult",
+    "metrics_from_confusion",
+    "NO_OBJECT",
+    "evaluate_many",
+    "NucleiDatasetResult",
+    "compare_methods",
+]

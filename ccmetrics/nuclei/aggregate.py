@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def is_higher_better(score: str) -> bool:
     """
     if score in _ERROR_COUNTS:
         return False
-    return registry.higher_is_better(score[len("seg_"):] if score.startswith("seg_") else score)
+    return registry.higher_is_better(score[len("seg_") :] if score.startswith("seg_") else score)
 
 
 def _nanmean(values) -> float:
@@ -60,24 +61,29 @@ def _nanmean(values) -> float:
     return float(v.mean()) if v.size else math.nan
 
 
-def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict[str, float], pd.DataFrame,
-                                                                           pd.DataFrame]:
+def _pooled_scores(
+    results: Sequence[NucleiResult], classes: list
+) -> tuple[dict[str, float], pd.DataFrame, pd.DataFrame]:
     """Scores of a unit (group, data set) from the pooled counts, pairs and components of its images."""
     labels = ["no object", *classes]
-    matrix = sum((r.confusion.reindex(index=labels, columns=labels, fill_value=0).to_numpy() for r in results),
-                 np.zeros((len(labels), len(labels)), dtype=np.int64))
+    matrix = sum(
+        (r.confusion.reindex(index=labels, columns=labels, fill_value=0).to_numpy() for r in results),
+        np.zeros((len(labels), len(labels)), dtype=np.int64),
+    )
     confusion = confusion_frame(matrix, classes)
     detection, classification = metrics_from_confusion(confusion)
     per_class_cls = classification.pop("per_class")
 
     pairs = pd.concat([r.per_pair for r in results], ignore_index=True) if results else None
     matched = pairs[pairs["match"] == "tp"] if pairs is not None else pd.DataFrame(columns=list(PAIR_METRICS))
-    segmentation = {"n_pairs": int(len(matched))}
+    segmentation: dict[str, float] = {"n_pairs": int(len(matched))}
     segmentation.update({m: _nanmean(matched[m]) for m in PAIR_METRICS})
 
     columns = ["pq_tp", "pq_fp", "pq_fn", "iou_sum"]
-    counts = sum((r.per_class[columns].reindex(classes, fill_value=0).to_numpy(dtype=float) for r in results),
-                 np.zeros((len(classes), 4)))
+    counts = sum(
+        (r.per_class[columns].reindex(classes, fill_value=0).to_numpy(dtype=float) for r in results),
+        np.zeros((len(classes), 4)),
+    )
     class_pq = np.array([pq_from_counts(*row) for row in counts]).reshape(len(classes), 3)
     tp, fp, fn = (sum(r.pq[k] for r in results) for k in ("tp", "fp", "fn"))
     iou_sum = float(sum(r.pq["iou_sum"] for r in results))
@@ -85,10 +91,14 @@ def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict
 
     index = pd.Index(classes, name="class")
     per_class = pd.DataFrame(index=index)
-    per_class["n_gt"] = sum((r.per_class["n_gt"].reindex(classes, fill_value=0).to_numpy() for r in results),
-                            np.zeros(len(classes), dtype=np.int64))
-    per_class["n_pred"] = sum((r.per_class["n_pred"].reindex(classes, fill_value=0).to_numpy() for r in results),
-                              np.zeros(len(classes), dtype=np.int64))
+    per_class["n_gt"] = sum(
+        (r.per_class["n_gt"].reindex(classes, fill_value=0).to_numpy() for r in results),
+        np.zeros(len(classes), dtype=np.int64),
+    )
+    per_class["n_pred"] = sum(
+        (r.per_class["n_pred"].reindex(classes, fill_value=0).to_numpy() for r in results),
+        np.zeros(len(classes), dtype=np.int64),
+    )
     per_class_cls.index = index
     per_class = per_class.join(per_class_cls)
     for j, name in enumerate(columns):
@@ -99,20 +109,24 @@ def _pooled_scores(results: Sequence[NucleiResult], classes: list) -> Tuple[Dict
     for m in PAIR_METRICS:
         per_class[f"seg_{m}"] = by_class[m].mean().reindex(classes).to_numpy(dtype=float)
 
-    cc: Dict[str, float] = {}
-    with_cc = [r for r in results if r.per_component is not None]
+    cc: dict[str, float] = {}
+    with_cc = [
+        (r.cc_case, r.per_component, r.worst_distance)
+        for r in results
+        if r.cc_case is not None and r.per_component is not None
+    ]
     if with_cc:
-        metrics = list(dict.fromkeys(m for r in with_cc for m in r.cc_case.metrics))
+        metrics = list(dict.fromkeys(m for case, _, _ in with_cc for m in case.metrics))
         for m in metrics:
-            values = np.concatenate([cc_values(r.per_component[m], m, r.worst_distance) for r in with_cc])
-            gt_class = np.concatenate([r.per_component["gt_class"].to_numpy() for r in with_cc])
+            values = np.concatenate([cc_values(table[m], m, worst) for _, table, worst in with_cc])
+            gt_class = np.concatenate([table["gt_class"].to_numpy() for _, table, _ in with_cc])
             cc[schema.cc(m)] = float(values.mean()) if values.size else math.nan
             per_class[schema.cc(m)] = pd.Series(values).groupby(gt_class).mean().reindex(classes).to_numpy(dtype=float)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mpq = float(np.nanmean(class_pq[:, 0])) if len(classes) else math.nan
-    scores: Dict[str, float] = {f"det_{k}": v for k, v in detection.items()}
+    scores: dict[str, float] = {f"det_{k}": v for k, v in detection.items()}
     scores.update({f"cls_{k}": v for k, v in classification.items()})
     scores.update({f"seg_{k}": v for k, v in segmentation.items()})
     scores.update({"pq": pq, "sq": sq, "rq": rq, "mpq": mpq})
@@ -128,7 +142,7 @@ class NucleiDatasetResult:
     Attributes
     ----------
     per_image : pandas.DataFrame
-        Index ``image``: ``group``, then :meth:`NucleiResult.scores` of each
+        Index ``image``: ``group``, then :meth:`~ccmetrics.nuclei.metrics.NucleiResult.scores` of each
         image (``det_*``, ``cls_*``, ``seg_*``, ``pq``, ``sq``, ``rq``, ``mpq``,
         ``pq_class_<c>``, ``cc_*``).
     per_group : pandas.DataFrame
@@ -138,14 +152,14 @@ class NucleiDatasetResult:
         The same scores pooled over the whole data set.
     per_class : pandas.DataFrame
         Per class, pooled over the data set (columns as
-        :attr:`NucleiResult.per_class`).
+        ``NucleiResult.per_class``).
     confusion : pandas.DataFrame
         The pooled confusion matrix.
     per_pair : pandas.DataFrame
-        All images' :attr:`NucleiResult.per_pair` rows, with ``image`` and
+        All images' ``NucleiResult.per_pair`` rows, with ``image`` and
         ``group`` columns first.
     results : dict
-        Image id -> :class:`NucleiResult`.
+        Image id -> :class:`~ccmetrics.nuclei.metrics.NucleiResult`.
     classes : list
     """
 
@@ -155,7 +169,7 @@ class NucleiDatasetResult:
     per_class: pd.DataFrame
     confusion: pd.DataFrame
     per_pair: pd.DataFrame
-    results: Dict[Any, NucleiResult]
+    results: dict[Any, NucleiResult]
     classes: list
 
     @property
@@ -182,45 +196,55 @@ class NucleiDatasetResult:
         mPQ and the CoNIC mPQ+ in its three columns.
         """
         metrics = [c for c in self.per_image.columns if c != "group"]
-        return pd.DataFrame({"image_mean": [_nanmean(self.per_image[m]) for m in metrics],
-                             "group_mean": [_nanmean(self.per_group[m]) for m in metrics],
-                             "pooled": [float(self.pooled.get(m, math.nan)) for m in metrics]},
-                            index=pd.Index(metrics, name="metric"))
+        return pd.DataFrame(
+            {
+                "image_mean": [_nanmean(self.per_image[m]) for m in metrics],
+                "group_mean": [_nanmean(self.per_group[m]) for m in metrics],
+                "pooled": [float(self.pooled.get(m, math.nan)) for m in metrics],
+            },
+            index=pd.Index(metrics, name="metric"),
+        )
 
     def __repr__(self) -> str:
-        return (f"NucleiDatasetResult({len(self.per_image)} images, {len(self.per_group)} groups, "
-                f"{len(self.classes)} classes: aPQ {self.apq:.4f}, mPQ+ {self.mpq:.4f}, "
-                f"detection F1 {self.pooled['det_f1']:.4f}, balanced accuracy "
-                f"{self.pooled['cls_balanced_accuracy']:.4f})")
+        return (
+            f"NucleiDatasetResult({len(self.per_image)} images, {len(self.per_group)} groups, "
+            f"{len(self.classes)} classes: aPQ {self.apq:.4f}, mPQ+ {self.mpq:.4f}, "
+            f"detection F1 {self.pooled['det_f1']:.4f}, balanced accuracy "
+            f"{self.pooled['cls_balanced_accuracy']:.4f})"
+        )
 
 
-def _item_args(item: Any, image: Any) -> Tuple[tuple, dict]:
+def _item_args(item: Any, image: Any) -> tuple[tuple, dict]:
     if isinstance(item, Mapping):
         missing = [k for k in _ITEM_KEYS if k not in item]
         if missing:
-            raise ValueError(f"image {image!r}: the item dict lacks {missing}; give {list(_ITEM_KEYS)} (and "
-                             "optionally 'ignore', 'spacing')")
+            raise ValueError(
+                f"image {image!r}: the item dict lacks {missing}; give {list(_ITEM_KEYS)} (and "
+                "optionally 'ignore', 'spacing')"
+            )
         extra = {k: item[k] for k in ("ignore", "spacing") if k in item}
         return tuple(item[k] for k in _ITEM_KEYS), extra
     if isinstance(item, (tuple, list)) and len(item) in (4, 5):
         return tuple(item[:4]), ({"ignore": item[4]} if len(item) == 5 else {})
-    raise ValueError(f"image {image!r}: an item must be a NucleiResult, a tuple (gt_inst, gt_class, pred_inst, "
-                     f"pred_class[, ignore]) or a dict with those keys, got {type(item).__name__}")
+    raise ValueError(
+        f"image {image!r}: an item must be a NucleiResult, a tuple (gt_inst, gt_class, pred_inst, "
+        f"pred_class[, ignore]) or a dict with those keys, got {type(item).__name__}"
+    )
 
 
 def evaluate_many(
     items: Any,
-    groups: Optional[Any] = None,
+    groups: Any | None = None,
     *,
     rule: str = "iou",
     threshold: float = 0.5,
-    spacing: Optional[Any] = None,
-    classes: Optional[Sequence[int]] = None,
+    spacing: Any | None = None,
+    classes: Sequence[int] | None = None,
     class_rule: str = "unique",
     ignore_fraction: float = 0.5,
     cc_metrics: Sequence[str] = CC_METRICS,
     nsd_tolerance: float = 1.0,
-    worst_distance: Optional[float] = None,
+    worst_distance: float | None = None,
 ) -> NucleiDatasetResult:
     """Evaluate nuclei over a data set: per image, per patient (group) and pooled.
 
@@ -231,7 +255,7 @@ def evaluate_many(
         tuple ``(gt_inst, gt_class, pred_inst, pred_class)`` with an optional
         fifth element ``ignore``, a dict with those keys (and optionally
         ``"ignore"``, ``"spacing"``), or an already computed
-        :class:`NucleiResult`.
+        :class:`~ccmetrics.nuclei.metrics.NucleiResult`.
     groups : mapping or sequence, optional
         Group (patient, slide) of each image: ``{image id: group}`` or one per
         item, in order.  Default: every image is its own group.
@@ -273,10 +297,18 @@ def evaluate_many(
         if len(group_of) != len(ids):
             raise ValueError(f"groups has {len(group_of)} entries for {len(ids)} images; give one per image")
 
-    options = dict(rule=rule, threshold=threshold, spacing=spacing, classes=classes, class_rule=class_rule,
-                   ignore_fraction=ignore_fraction, cc_metrics=cc_metrics, nsd_tolerance=nsd_tolerance,
-                   worst_distance=worst_distance)
-    results: Dict[Any, NucleiResult] = {}
+    options = dict(
+        rule=rule,
+        threshold=threshold,
+        spacing=spacing,
+        classes=classes,
+        class_rule=class_rule,
+        ignore_fraction=ignore_fraction,
+        cc_metrics=cc_metrics,
+        nsd_tolerance=nsd_tolerance,
+        worst_distance=worst_distance,
+    )
+    results: dict[Any, NucleiResult] = {}
     for image, item in zip(ids, values):
         if isinstance(item, NucleiResult):
             results[image] = item
@@ -287,8 +319,11 @@ def evaluate_many(
         except ValueError as err:
             raise ValueError(f"image {image!r}: {err}") from err
 
-    all_classes = [int(c) for c in classes] if classes is not None else sorted(
-        set().union(*(r.classes for r in results.values())))
+    all_classes = (
+        [int(c) for c in classes]
+        if classes is not None
+        else sorted(set().union(*(r.classes for r in results.values())))
+    )
     rules = {(r.rule, r.threshold) for r in results.values()}
     if len(rules) > 1:
         raise ValueError(f"the results were matched with different rules {sorted(rules)}; evaluate them alike")
@@ -333,7 +368,7 @@ def compare_methods(
     metric: str = "mpq",
     *,
     level: str = "group",
-    higher_is_better: Optional[bool] = None,
+    higher_is_better: bool | None = None,
     alpha: float = 0.05,
 ):
     """Compare three or more methods per patient with the Friedman and Nemenyi tests.
@@ -363,8 +398,10 @@ def compare_methods(
     if level not in ("group", "image"):
         raise ValueError(f"level must be 'group' or 'image', got {level!r}")
     if len(results) < 3:
-        raise ValueError(f"the Friedman test needs at least 3 methods, got {len(results)}; "
-                         "for two methods use ccmetrics.stats.compare (Wilcoxon)")
+        raise ValueError(
+            f"the Friedman test needs at least 3 methods, got {len(results)}; "
+            "for two methods use ccmetrics.stats.compare (Wilcoxon)"
+        )
     columns = {}
     for name, r in results.items():
         table = r.per_group if level == "group" else r.per_image
@@ -374,8 +411,12 @@ def compare_methods(
     scores = pd.concat(columns, axis=1, join="outer")
     incomplete = scores.isna().any(axis=1)
     if incomplete.any():
-        warnings.warn(f"{int(incomplete.sum())} {level}(s) left out of the comparison of {metric!r}: not scored "
-                      f"by every method: {list(scores.index[incomplete])[:10]}", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{int(incomplete.sum())} {level}(s) left out of the comparison of {metric!r}: not scored "
+            f"by every method: {list(scores.index[incomplete])[:10]}",
+            UserWarning,
+            stacklevel=2,
+        )
     if higher_is_better is None:
         higher_is_better = is_higher_better(metric)
     return friedman_nemenyi(scores[~incomplete], higher_is_better=higher_is_better, alpha=alpha)

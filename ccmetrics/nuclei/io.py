@@ -24,7 +24,7 @@ Conventions, the same for every reader:
   are already ``1..N`` comes back unchanged.
 * **Class 0 means unknown / unclassified**, never background: an instance map without
   types, a HoVer-Net ``inst_type`` of 0, a QuPath object without classification.  Every
-  instance has an entry in :attr:`NucleiAnnotation.classes`; real classes are ``>= 1``.
+  instance has an entry in ``NucleiAnnotation.classes``; real classes are ``>= 1``.
 * **Overlaps are errors** by default: two objects (GeoJSON features, PanNuke channels,
   MoNuSAC masks) claiming the same pixel raise a ``ValueError`` that names both and the
   number of pixels; ``overlap="first"`` keeps the pixel with the earlier object,
@@ -47,8 +47,9 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -66,8 +67,7 @@ __all__ = [
 #: PanNuke ``masks.npy`` channels 0..4 (channel 5 is background), as classes 1..5
 PANNUKE_CLASSES = {"Neoplastic": 1, "Inflammatory": 2, "Connective": 3, "Dead": 4, "Epithelial": 5}
 #: CoNIC type-map values (channel 1 of ``labels.npy``), for reference; not attached by the reader
-CONIC_CLASSES = {"Neutrophil": 1, "Epithelial": 2, "Lymphocyte": 3, "Plasma": 4, "Eosinophil": 5,
-                 "Connective": 6}
+CONIC_CLASSES = {"Neutrophil": 1, "Epithelial": 2, "Lymphocyte": 3, "Plasma": 4, "Eosinophil": 5, "Connective": 6}
 #: MoNuSAC classes, the default of :func:`read_monusac_masks`
 MONUSAC_CLASSES = {"Epithelial": 1, "Lymphocyte": 2, "Macrophage": 3, "Neutrophil": 4}
 
@@ -115,10 +115,10 @@ class NucleiAnnotation:
     """
 
     instances: np.ndarray
-    classes: Dict[int, int]
+    classes: dict[int, int]
     source: str
-    ignore: Optional[np.ndarray] = None
-    class_names: Optional[Dict[str, int]] = None
+    ignore: np.ndarray | None = None
+    class_names: dict[str, int] | None = None
 
     def __post_init__(self):
         inst = np.asarray(self.instances)
@@ -140,7 +140,8 @@ class NucleiAnnotation:
             extra = sorted(set(classes) - set(range(1, n + 1)))[:5]
             raise ValueError(
                 f"NucleiAnnotation.classes must have exactly the keys 1..{n} (one class per instance id);"
-                f" missing {missing}, not in the map {extra}")
+                f" missing {missing}, not in the map {extra}"
+            )
         object.__setattr__(self, "classes", classes)
         if self.ignore is not None:
             ign = np.asarray(self.ignore)
@@ -164,9 +165,11 @@ class NucleiAnnotation:
 
     def __repr__(self) -> str:
         extra = "" if self.ignore is None else f", ignore={int(self.ignore.sum())} px"
-        return (f"NucleiAnnotation({self.instances.shape[0]}x{self.instances.shape[1]}, "
-                f"{self.n_instances} instances, classes {sorted(set(self.classes.values()))}{extra}, "
-                f"source={self.source!r})")
+        return (
+            f"NucleiAnnotation({self.instances.shape[0]}x{self.instances.shape[1]}, "
+            f"{self.n_instances} instances, classes {sorted(set(self.classes.values()))}{extra}, "
+            f"source={self.source!r})"
+        )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -202,13 +205,15 @@ def _as_labels(arr: Any, where: str, what: str) -> np.ndarray:
             raise ValueError(
                 f"{where}: the {what} is not integer-valued ({int(bad.sum())} pixels, e.g. {a[pos]!r} at index"
                 f" {pos}); expected integer labels (0 = background). Was it resized or saved with"
-                f" interpolation or lossy compression? Resample with nearest neighbour and save losslessly")
+                f" interpolation or lossy compression? Resample with nearest neighbour and save losslessly"
+            )
     if a.size:
         lo, hi = a.min(), a.max()
         if lo < 0:
             pos = tuple(int(i) for i in np.argwhere(a < 0)[0])
-            raise ValueError(f"{where}: the {what} has negative values ({lo!r} at index {pos}); "
-                             f"labels must be >= 0 (0 = background)")
+            raise ValueError(
+                f"{where}: the {what} has negative values ({lo!r} at index {pos}); labels must be >= 0 (0 = background)"
+            )
         if hi > _INT32_MAX:
             raise ValueError(f"{where}: the {what} has label {hi!r}, more than int32 holds")
     return a.astype(np.int32)
@@ -223,7 +228,7 @@ def _as_int_vector(arr: Any, where: str, what: str) -> np.ndarray:
     return _as_labels(a.ravel(), where, what).astype(np.int64)
 
 
-def _relabel(labels: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _relabel(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Renumber the non-zero labels to 1..N in increasing order; return (map, original ids)."""
     if labels.size == 0:
         return labels.astype(np.int32), np.zeros(0, np.int64)
@@ -243,8 +248,9 @@ def _relabel(labels: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return lut[labels], ids.astype(np.int64)
 
 
-def _classes_from_type_map(inst: np.ndarray, orig_ids: np.ndarray, tmap: np.ndarray, rule: str,
-                           where: str) -> Dict[int, int]:
+def _classes_from_type_map(
+    inst: np.ndarray, orig_ids: np.ndarray, tmap: np.ndarray, rule: str, where: str
+) -> dict[int, int]:
     """Class of every instance of a relabelled map from a per-pixel type map."""
     n = orig_ids.size
     if n == 0:
@@ -265,7 +271,8 @@ def _classes_from_type_map(inst: np.ndarray, orig_ids: np.ndarray, tmap: np.ndar
         raise ValueError(
             f"{where}: instance {int(orig_ids[first - 1])} has pixels of {int(sel.sum())} classes in the type"
             f" map: {found}{more}. An instance has one class: fix the type map, or pass"
-            f" class_rule='majority' to give each instance the class of most of its pixels")
+            f" class_rule='majority' to give each instance the class of most of its pixels"
+        )
     order = np.lexsort((k_type, -counts, k_inst))  # per instance: most pixels first, ties -> lowest class
     first_rows = np.unique(k_inst[order], return_index=True)[1]
     chosen = order[first_rows]
@@ -275,17 +282,17 @@ def _classes_from_type_map(inst: np.ndarray, orig_ids: np.ndarray, tmap: np.ndar
 class _Painter:
     """Paints objects into one instance map, one id per object, with the overlap rule."""
 
-    def __init__(self, shape: Tuple[int, int], overlap: str, where: str, one_per_object: bool = False):
+    def __init__(self, shape: tuple[int, int], overlap: str, where: str, one_per_object: bool = False):
         self.one_per_object = one_per_object
         self.inst = np.zeros(shape, np.int32)
         self.overlap = overlap
         self.where = where
-        self.cls: List[int] = [0]
-        self.owner: List[int] = [-1]  # object index per id
-        self.names: List[str] = []    # description per object index
-        self.dropped: List[str] = []
+        self.cls: list[int] = [0]
+        self.owner: list[int] = [-1]  # object index per id
+        self.names: list[str] = []  # description per object index
+        self.dropped: list[str] = []
 
-    def add(self, window: Tuple[slice, slice], local: np.ndarray, classes: Sequence[int], name: str) -> None:
+    def add(self, window: tuple[slice, slice], local: np.ndarray, classes: Sequence[int], name: str) -> None:
         """Paint ``local`` (labels 1..n, 0 = nothing) at ``window``; label k gets class classes[k-1]."""
         obj = len(self.names)
         self.names.append(name)
@@ -299,12 +306,16 @@ class _Painter:
                 prev = region[clash]
                 owners, counts = np.unique(np.asarray(self.owner, np.int64)[prev], return_counts=True)
                 o = int(np.argmax(counts))
-                other = (f" (and {', '.join(self.names[int(x)] for x in owners if x != owners[o])})"
-                         if owners.size > 1 else "")
+                other = (
+                    f" (and {', '.join(self.names[int(x)] for x in owners if x != owners[o])})"
+                    if owners.size > 1
+                    else ""
+                )
                 raise ValueError(
                     f"{self.where}: {name} overlaps {self.names[int(owners[o])]} in {int(counts[o])} pixels"
                     f"{other}. Instances may not overlap: fix the annotation, or pass overlap='first' (the"
-                    f" earlier object keeps the pixels) or overlap='last' (the later one takes them)")
+                    f" earlier object keeps the pixels) or overlap='last' (the later one takes them)"
+                )
             if self.overlap == "first":
                 fg = fg & ~clash
         n = len(classes)
@@ -319,7 +330,7 @@ class _Painter:
     def _lost(self, name: str, n: int) -> str:
         return name if self.one_per_object else f"{n} instance{'s' if n > 1 else ''} of {name}"
 
-    def result(self) -> Tuple[np.ndarray, Dict[int, int], List[str]]:
+    def result(self) -> tuple[np.ndarray, dict[int, int], list[str]]:
         """(instance map with ids 1..N, classes, descriptions of objects left without pixels)."""
         n = len(self.cls) - 1
         present = np.bincount(self.inst.ravel(), minlength=n + 1) > 0
@@ -337,18 +348,25 @@ class _Painter:
         return inst, classes, self.dropped
 
 
-def _warn_dropped(where: str, dropped: List[str], total: int, why: str) -> None:
+def _warn_dropped(where: str, dropped: list[str], total: int, why: str) -> None:
     if dropped:
         shown = ", ".join(dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5 else "")
-        warnings.warn(f"{where}: {len(dropped)} of {total} objects {why} and were left out: {shown}",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{where}: {len(dropped)} of {total} objects {why} and were left out: {shown}", UserWarning, stacklevel=3
+        )
 
 
 # --------------------------------------------------------------------------- HoVer-Net / CoNIC / PanNuke
 
 
-def read_hovernet(path: PathLike, *, type_map: Optional[np.ndarray] = None, class_rule: str = "error",
-                  index: Optional[int] = None, overlap: str = "error") -> NucleiAnnotation:
+def read_hovernet(
+    path: PathLike,
+    *,
+    type_map: np.ndarray | None = None,
+    class_rule: str = "error",
+    index: int | None = None,
+    overlap: str = "error",
+) -> NucleiAnnotation:
     """Read a HoVer-Net / CoNSeP ``.mat`` file or a CoNIC / PanNuke / plain ``.npy`` array.
 
     ``.mat`` (read with :func:`scipy.io.loadmat`; MATLAB v7.3 / HDF5 files are not supported):
@@ -423,9 +441,11 @@ def read_hovernet(path: PathLike, *, type_map: Optional[np.ndarray] = None, clas
         return _read_hovernet_mat(p, type_map, class_rule)
     if ext == ".npy":
         return _read_hovernet_npy(p, type_map, class_rule, index, overlap)
-    raise ValueError(f"{p}: unsupported file type {ext or '(no extension)'!r}; read_hovernet reads .mat"
-                     f" (HoVer-Net / CoNSeP) and .npy (CoNIC, PanNuke, instance maps); use"
-                     f" read_monusac_masks for mask images and read_geojson for QuPath exports")
+    raise ValueError(
+        f"{p}: unsupported file type {ext or '(no extension)'!r}; read_hovernet reads .mat"
+        f" (HoVer-Net / CoNSeP) and .npy (CoNIC, PanNuke, instance maps); use"
+        f" read_monusac_masks for mask images and read_geojson for QuPath exports"
+    )
 
 
 def _extra_type_map(type_map, inst: np.ndarray, where: str) -> np.ndarray:
@@ -441,9 +461,11 @@ def _read_hovernet_mat(p: str, type_map, class_rule: str) -> NucleiAnnotation:
     try:
         m = scipy.io.loadmat(p)
     except NotImplementedError as e:  # v7.3
-        raise ValueError(f"{p}: MATLAB v7.3 (HDF5) files are not supported ({e}); save it again with"
-                         f" save(..., '-v7') in MATLAB, or read it with h5py and pass the arrays to"
-                         f" NucleiAnnotation") from None
+        raise ValueError(
+            f"{p}: MATLAB v7.3 (HDF5) files are not supported ({e}); save it again with"
+            f" save(..., '-v7') in MATLAB, or read it with h5py and pass the arrays to"
+            f" NucleiAnnotation"
+        ) from None
     except Exception as e:
         raise ValueError(f"{p}: not a readable MATLAB .mat file ({type(e).__name__}: {e})") from None
     keys = sorted(k for k in m if not k.startswith("__"))
@@ -451,7 +473,8 @@ def _read_hovernet_mat(p: str, type_map, class_rule: str) -> NucleiAnnotation:
         raise ValueError(
             f"{p}: no 'inst_map' in this .mat file (keys found: {', '.join(keys) or 'none'}). HoVer-Net /"
             f" CoNSeP files hold 'inst_map' (H, W) and 'inst_type' (N, 1) or 'type_map' (H, W); for other"
-            f" layouts load the arrays yourself and build a NucleiAnnotation")
+            f" layouts load the arrays yourself and build a NucleiAnnotation"
+        )
     raw = np.asarray(m["inst_map"])
     if raw.ndim != 2:
         raise ValueError(f"{p}: 'inst_map' must be 2D (H, W), got shape {raw.shape}")
@@ -465,20 +488,25 @@ def _read_hovernet_mat(p: str, type_map, class_rule: str) -> NucleiAnnotation:
         if "inst_uid" in m:
             uid = _as_int_vector(m["inst_uid"], p, "'inst_uid'")
             if uid.size != types.size:
-                raise ValueError(f"{p}: 'inst_uid' has {uid.size} entries, 'inst_type' {types.size};"
-                                 f" they must pair up (class inst_type[i] of instance inst_uid[i])")
+                raise ValueError(
+                    f"{p}: 'inst_uid' has {uid.size} entries, 'inst_type' {types.size};"
+                    f" they must pair up (class inst_type[i] of instance inst_uid[i])"
+                )
             lookup = dict(zip(uid.tolist(), types.tolist()))
             missing = [int(k) for k in ids if int(k) not in lookup]
             if missing:
-                raise ValueError(f"{p}: instances {missing[:10]} of 'inst_map' are not in 'inst_uid'"
-                                 f" ({len(missing)} in all); every instance needs a class")
+                raise ValueError(
+                    f"{p}: instances {missing[:10]} of 'inst_map' are not in 'inst_uid'"
+                    f" ({len(missing)} in all); every instance needs a class"
+                )
             classes = {i + 1: int(lookup[int(k)]) for i, k in enumerate(ids)}
         else:
             if ids.size and types.size < ids[-1]:
                 raise ValueError(
                     f"{p}: 'inst_type' has {types.size} entries but 'inst_map' has instance id {int(ids[-1])};"
                     f" inst_type[k - 1] is the class of instance k, so it needs one entry per id up to the"
-                    f" largest (or an 'inst_uid' key listing the id of each entry)")
+                    f" largest (or an 'inst_uid' key listing the id of each entry)"
+                )
             classes = {i + 1: int(types[k - 1]) for i, k in enumerate(ids)}
     elif "type_map" in m:
         tmap = np.asarray(m["type_map"])
@@ -492,28 +520,32 @@ def _read_hovernet_mat(p: str, type_map, class_rule: str) -> NucleiAnnotation:
     return NucleiAnnotation(inst, classes, p)
 
 
-def _read_hovernet_npy(p: str, type_map, class_rule: str, index: Optional[int],
-                       overlap: str) -> NucleiAnnotation:
+def _read_hovernet_npy(p: str, type_map, class_rule: str, index: int | None, overlap: str) -> NucleiAnnotation:
     try:
         arr = np.load(p, mmap_mode="r", allow_pickle=False)
     except ValueError as e:
-        raise ValueError(f"{p}: this .npy holds Python objects (a pickled dict or list?), not an array"
-                         f" ({e}); HoVer-Net .npy inputs are (H, W), (H, W, 2) or (H, W, 6) label arrays") from None
+        raise ValueError(
+            f"{p}: this .npy holds Python objects (a pickled dict or list?), not an array"
+            f" ({e}); HoVer-Net .npy inputs are (H, W), (H, W, 2) or (H, W, 6) label arrays"
+        ) from None
     except Exception as e:
         raise ValueError(f"{p}: not a readable .npy file ({type(e).__name__}: {e})") from None
     source = p
     if index is not None:
         if arr.ndim not in (3, 4):
-            raise ValueError(f"{p}: index= is for stacked arrays (N, H, W) or (N, H, W, C); this one has"
-                             f" shape {arr.shape}")
+            raise ValueError(
+                f"{p}: index= is for stacked arrays (N, H, W) or (N, H, W, C); this one has shape {arr.shape}"
+            )
         n = arr.shape[0]
         if not -n <= index < n:
             raise IndexError(f"{p}: index {index} out of range; the file holds {n} images")
         arr = arr[index]
         source = f"{p}[{index}]"
     elif arr.ndim == 4:
-        raise ValueError(f"{p}: this file holds a stack of {arr.shape[0]} images, shape {arr.shape}"
-                         f" (CoNIC labels.npy / PanNuke masks.npy); pass index= to read one")
+        raise ValueError(
+            f"{p}: this file holds a stack of {arr.shape[0]} images, shape {arr.shape}"
+            f" (CoNIC labels.npy / PanNuke masks.npy); pass index= to read one"
+        )
     arr = np.asarray(arr)
     where = source
     if arr.ndim == 2:
@@ -525,8 +557,9 @@ def _read_hovernet_npy(p: str, type_map, class_rule: str, index: Optional[int],
             classes = {i + 1: 0 for i in range(ids.size)}
         return NucleiAnnotation(inst, classes, source)
     if type_map is not None:
-        raise ValueError(f"{where}: type_map= is for 2D instance maps; this array of shape {arr.shape}"
-                         f" has its own classes")
+        raise ValueError(
+            f"{where}: type_map= is for 2D instance maps; this array of shape {arr.shape} has its own classes"
+        )
     if arr.ndim == 3 and arr.shape[2] == 2:  # CoNIC
         inst, ids = _relabel(_as_labels(arr[..., 0], where, "instance map (channel 0)"))
         tmap = _as_labels(arr[..., 1], where, "type map (channel 1)")
@@ -538,13 +571,18 @@ def _read_hovernet_npy(p: str, type_map, class_rule: str, index: Optional[int],
             painter.add((slice(None), slice(None)), local, [ch + 1] * ids.size, f"channel {ch} ({name})")
         inst, classes, dropped = painter.result()
         if dropped:
-            warnings.warn(f"{where}: with overlap={overlap!r}, instances that lost all their pixels to another"
-                          f" channel were left out: {', '.join(dropped)}", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"{where}: with overlap={overlap!r}, instances that lost all their pixels to another"
+                f" channel were left out: {', '.join(dropped)}",
+                UserWarning,
+                stacklevel=3,
+            )
         return NucleiAnnotation(inst, classes, source, class_names=dict(PANNUKE_CLASSES))
     raise ValueError(
         f"{where}: unsupported array shape {arr.shape}; expected (H, W) instance map, (H, W, 2) CoNIC"
         f" (instances, types), (H, W, 6) PanNuke masks, or a stack of these with index=. Channel-first"
-        f" data (C, H, W) must be moved to the last axis: np.moveaxis(a, 0, -1)")
+        f" data (C, H, W) must be moved to the last axis: np.moveaxis(a, 0, -1)"
+    )
 
 
 # --------------------------------------------------------------------------- mask images
@@ -571,7 +609,8 @@ def _read_label_image(path: str) -> np.ndarray:
                 if im.mode in ("RGB", "RGBA", "CMYK", "YCbCr", "LAB", "HSV", "LA", "PA", "RGBX"):
                     raise ValueError(
                         f"{path}: a colour image (mode {im.mode}); an n-ary mask must be a single-channel"
-                        f" label image (one integer id per nucleus, 0 = background)")
+                        f" label image (one integer id per nucleus, 0 = background)"
+                    )
                 arr = np.array(im)
         except ValueError:
             raise
@@ -583,8 +622,10 @@ def _read_label_image(path: str) -> np.ndarray:
 
                 arr = sitk.GetArrayFromImage(sitk.ReadImage(path))
             except Exception as e2:
-                raise ValueError(f"{path}: cannot read this image (PIL: {error}; SimpleITK: {e2}); convert"
-                                 f" the mask to .npy with numpy") from None
+                raise ValueError(
+                    f"{path}: cannot read this image (PIL: {error}; SimpleITK: {e2}); convert"
+                    f" the mask to .npy with numpy"
+                ) from None
     else:
         raise ValueError(f"{path}: unsupported mask type {ext!r}; expected one of {', '.join(MASK_EXTENSIONS)}")
     if arr.ndim != 2:
@@ -596,10 +637,10 @@ def _is_mask_file(name: str) -> bool:
     return not name.startswith(".") and name.lower().endswith(MASK_EXTENSIONS)
 
 
-def _mask_files_by_class(folder_or_paths) -> List[Tuple[str, str]]:
+def _mask_files_by_class(folder_or_paths) -> list[tuple[str, str]]:
     """(class name, file) pairs in reading order."""
     if isinstance(folder_or_paths, Mapping):
-        pairs = []
+        pairs: list[tuple[str, str]] = []
         for name, files in folder_or_paths.items():
             if isinstance(files, (str, os.PathLike)):
                 files = [files]
@@ -616,16 +657,23 @@ def _mask_files_by_class(folder_or_paths) -> List[Tuple[str, str]]:
         for e in entries:
             sub = os.path.join(root, e)
             if os.path.isdir(sub):
-                pairs.extend((e, os.path.join(sub, f)) for f in sorted(os.listdir(sub))
-                             if _is_mask_file(f) and os.path.isfile(os.path.join(sub, f)))
+                pairs.extend(
+                    (e, os.path.join(sub, f))
+                    for f in sorted(os.listdir(sub))
+                    if _is_mask_file(f) and os.path.isfile(os.path.join(sub, f))
+                )
         if not pairs:  # no class folders: files named after their class
-            pairs = [(os.path.splitext(e)[0], os.path.join(root, e)) for e in entries
-                     if _is_mask_file(e) and os.path.isfile(os.path.join(root, e))]
+            pairs = [
+                (os.path.splitext(e)[0], os.path.join(root, e))
+                for e in entries
+                if _is_mask_file(e) and os.path.isfile(os.path.join(root, e))
+            ]
         if not pairs:
             raise ValueError(
                 f"{root}: no mask files ({', '.join(MASK_EXTENSIONS)}) in class folders"
                 f" (<image>/<ClassName>/<mask>) nor named after their class (<image>/<ClassName>.npy);"
-                f" found: {', '.join(entries[:20]) or 'nothing'}")
+                f" found: {', '.join(entries[:20]) or 'nothing'}"
+            )
         return pairs
     pairs = []
     for f in folder_or_paths:
@@ -636,9 +684,13 @@ def _mask_files_by_class(folder_or_paths) -> List[Tuple[str, str]]:
     return pairs
 
 
-def read_monusac_masks(folder_or_paths, class_names: Optional[Mapping[str, int]] = None, *,
-                       ignore_classes: Sequence[str] = ("Ambiguous",),
-                       overlap: str = "error") -> NucleiAnnotation:
+def read_monusac_masks(
+    folder_or_paths,
+    class_names: Mapping[str, int] | None = None,
+    *,
+    ignore_classes: Sequence[str] = ("Ambiguous",),
+    overlap: str = "error",
+) -> NucleiAnnotation:
     """Combine MoNuSAC-style per-class n-ary masks into one instance map.
 
     An n-ary mask is a 2D label image of one class: 0 background, one integer id per
@@ -663,7 +715,7 @@ def read_monusac_masks(folder_or_paths, class_names: Optional[Mapping[str, int]]
         raises ``ValueError`` listing the known ones.
     ignore_classes : sequence of str
         Names (case-insensitive) whose masks are regions to ignore, not nuclei: their
-        non-zero pixels form :attr:`NucleiAnnotation.ignore`.  Pass ``()`` to treat
+        non-zero pixels form ``NucleiAnnotation.ignore``.  Pass ``()`` to treat
         ``Ambiguous`` as a class of ``class_names``.
     overlap : {"error", "first", "last"}
         Two masks (of two classes, or two files of one class) with a nucleus on the same
@@ -701,7 +753,7 @@ def read_monusac_masks(folder_or_paths, class_names: Optional[Mapping[str, int]]
     """
     _check_choice(overlap, _OVERLAP, "overlap")
     names = dict(MONUSAC_CLASSES if class_names is None else class_names)
-    lookup: Dict[str, Tuple[str, int]] = {}
+    lookup: dict[str, tuple[str, int]] = {}
     for name, k in names.items():
         key = str(name).lower()
         if key in lookup and lookup[key][0] != name:
@@ -716,7 +768,7 @@ def read_monusac_masks(folder_or_paths, class_names: Optional[Mapping[str, int]]
     else:
         source = os.path.commonpath([os.path.abspath(f) for _, f in pairs]) if len(pairs) > 1 else pairs[0][1]
 
-    resolved = []
+    resolved: list[tuple[str, str, int | None]] = []
     for cname, f in pairs:
         key = cname.lower()
         if key in ignore_lower:
@@ -729,31 +781,40 @@ def read_monusac_masks(folder_or_paths, class_names: Optional[Mapping[str, int]]
                 f"{f}: unknown class {cname!r} (the name of the mask's class folder, or of the file for"
                 f" masks named after their class); known classes: {known}; ignored regions:"
                 f" {', '.join(ignore_classes) or 'none'}. Pass class_names={{name: class id, ...}} to read"
-                f" other classes")
+                f" other classes"
+            )
 
     shape = None
-    painter = None
+    painter: _Painter | None = None
     ignore = None
     total = 0
-    for cname, f, k in resolved:
+    for cname, f, class_id in resolved:
         arr = _read_label_image(f)
-        if shape is None:
+        if shape is None or painter is None:
             shape = arr.shape
             painter = _Painter(shape, overlap, source)
         elif arr.shape != shape:
-            raise ValueError(f"{f}: mask shape {arr.shape} differs from {shape} of {resolved[0][1]};"
-                             f" all masks of one image must have the same shape")
+            raise ValueError(
+                f"{f}: mask shape {arr.shape} differs from {shape} of {resolved[0][1]};"
+                f" all masks of one image must have the same shape"
+            )
         labels = _as_labels(arr, f, "mask")
-        if k is None:
+        if class_id is None:
             ignore = (labels > 0) if ignore is None else (ignore | (labels > 0))
             continue
         local, ids = _relabel(labels)
         total += ids.size
-        painter.add((slice(None), slice(None)), local, [k] * ids.size, f"the {cname} mask {f}")
+        painter.add((slice(None), slice(None)), local, [class_id] * ids.size, f"the {cname} mask {f}")
+    if painter is None:
+        raise ValueError("no mask file to read")
     inst, classes, dropped = painter.result()
     if dropped:
-        warnings.warn(f"{source}: with overlap={overlap!r}, instances that lost all their pixels to another"
-                      f" mask were left out: {', '.join(dropped)}", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{source}: with overlap={overlap!r}, instances that lost all their pixels to another"
+            f" mask were left out: {', '.join(dropped)}",
+            UserWarning,
+            stacklevel=2,
+        )
     return NucleiAnnotation(inst, classes, source, ignore=ignore, class_names=names)
 
 
@@ -794,7 +855,7 @@ def _ring_mask(ring: np.ndarray, r0: int, c0: int, h: int, w: int) -> np.ndarray
     return np.cumsum(diff[:, :w], axis=1) > 0
 
 
-def _window(pts: np.ndarray, shape: Tuple[int, int]) -> Tuple[int, int, int, int]:
+def _window(pts: np.ndarray, shape: tuple[int, int]) -> tuple[int, int, int, int]:
     """Rows [r0, r1) and columns [c0, c1) of the image whose pixel centres lie in the box of ``pts``."""
     r0 = max(0, int(math.ceil(pts[:, 1].min() - 0.5)))
     r1 = min(shape[0], int(math.ceil(pts[:, 1].max() - 0.5)))
@@ -803,7 +864,7 @@ def _window(pts: np.ndarray, shape: Tuple[int, int]) -> Tuple[int, int, int, int
     return r0, r1, c0, c1
 
 
-def _rasterise(polygons: List[List[np.ndarray]], shape: Tuple[int, int]):
+def _rasterise(polygons: list[list[np.ndarray]], shape: tuple[int, int]):
     """(window, mask) of the pixels of a list of polygons (exterior, holes...), or None if none.
 
     Each polygon is filled in the bounding box of its exterior only, then united.
@@ -832,11 +893,11 @@ def _rasterise(polygons: List[List[np.ndarray]], shape: Tuple[int, int]):
     C1 = max(c + m.shape[1] for _, c, m in pieces)
     mask = np.zeros((R1 - R0, C1 - C0), bool)
     for r0, c0, m in pieces:
-        mask[r0 - R0:r0 - R0 + m.shape[0], c0 - C0:c0 - C0 + m.shape[1]] |= m
+        mask[r0 - R0 : r0 - R0 + m.shape[0], c0 - C0 : c0 - C0 + m.shape[1]] |= m
     return (slice(R0, R1), slice(C0, C1)), mask
 
 
-def _rings(coords, where: str) -> List[np.ndarray]:
+def _rings(coords, where: str) -> list[np.ndarray]:
     rings = []
     for ring in coords or []:
         try:
@@ -854,10 +915,9 @@ def _rings(coords, where: str) -> List[np.ndarray]:
     return rings
 
 
-def _polygons(geom, where: str) -> List[List[np.ndarray]]:
+def _polygons(geom, where: str) -> list[list[np.ndarray]]:
     if not isinstance(geom, Mapping):
-        raise ValueError(f"{where}: has no geometry (got {geom!r}); every object must be a Polygon or"
-                         f" MultiPolygon")
+        raise ValueError(f"{where}: has no geometry (got {geom!r}); every object must be a Polygon or MultiPolygon")
     kind = geom.get("type")
     if kind == "Polygon":
         return [_rings(geom.get("coordinates"), where)]
@@ -865,12 +925,14 @@ def _polygons(geom, where: str) -> List[List[np.ndarray]]:
         return [_rings(p, where) for p in geom.get("coordinates") or []]
     if kind == "GeometryCollection":
         return [p for g in geom.get("geometries") or [] for p in _polygons(g, where)]
-    raise ValueError(f"{where}: geometry type {kind!r} has no area; only Polygon and MultiPolygon (or a"
-                     f" GeometryCollection of them) can be rasterised. Remove such objects from the export"
-                     f" (QuPath: export only the nuclei / detections)")
+    raise ValueError(
+        f"{where}: geometry type {kind!r} has no area; only Polygon and MultiPolygon (or a"
+        f" GeometryCollection of them) can be rasterised. Remove such objects from the export"
+        f" (QuPath: export only the nuclei / detections)"
+    )
 
 
-def _class_name(feature: Mapping) -> Optional[str]:
+def _class_name(feature: Mapping) -> str | None:
     props = feature.get("properties") or {}
     c = props.get("classification")
     if isinstance(c, str):
@@ -896,7 +958,7 @@ def _describe(i: int, feature: Mapping) -> str:
     return f"features[{i}]" + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _features(data, where: str) -> List[Mapping]:
+def _features(data, where: str) -> list[Mapping]:
     if isinstance(data, Mapping):
         kind = data.get("type")
         if kind == "FeatureCollection":
@@ -906,8 +968,10 @@ def _features(data, where: str) -> List[Mapping]:
         elif kind in ("Polygon", "MultiPolygon", "GeometryCollection"):
             feats = [{"type": "Feature", "geometry": data, "properties": {}}]
         else:
-            raise ValueError(f"{where}: expected a GeoJSON FeatureCollection, Feature or list of features,"
-                             f" got an object of type {kind!r}")
+            raise ValueError(
+                f"{where}: expected a GeoJSON FeatureCollection, Feature or list of features,"
+                f" got an object of type {kind!r}"
+            )
     elif isinstance(data, list):
         feats = data
     else:
@@ -915,12 +979,20 @@ def _features(data, where: str) -> List[Mapping]:
     for i, f in enumerate(feats):
         if not isinstance(f, Mapping):
             raise ValueError(f"{where}: features[{i}] is not a GeoJSON object")
-    return [f if f.get("type") == "Feature" or "geometry" in f
-            else {"type": "Feature", "geometry": f, "properties": {}} for f in feats]
+    return [
+        f if f.get("type") == "Feature" or "geometry" in f else {"type": "Feature", "geometry": f, "properties": {}}
+        for f in feats
+    ]
 
 
-def read_geojson(path: PathLike, shape: Tuple[int, int], class_map: Optional[Mapping[str, int]] = None, *,
-                 overlap: str = "error", nucleus_geometry: bool = True) -> NucleiAnnotation:
+def read_geojson(
+    path: PathLike,
+    shape: tuple[int, int],
+    class_map: Mapping[str, int] | None = None,
+    *,
+    overlap: str = "error",
+    nucleus_geometry: bool = True,
+) -> NucleiAnnotation:
     """Rasterise a QuPath GeoJSON export into an instance map, one instance per object.
 
     Parameters
@@ -985,11 +1057,11 @@ def read_geojson(path: PathLike, shape: Tuple[int, int], class_map: Optional[Map
     p = _check_file(path)
     _check_choice(overlap, _OVERLAP, "overlap")
     try:
-        shape = tuple(int(s) for s in shape)
+        size: tuple[int, ...] = tuple(int(s) for s in shape)
     except TypeError:
         raise ValueError(f"shape must be (H, W), got {shape!r}") from None
-    if len(shape) != 2 or min(shape) < 1:
-        raise ValueError(f"shape must be (H, W) with positive sizes, got {shape!r}")
+    if len(size) != 2 or min(size) < 1:
+        raise ValueError(f"shape must be (H, W) with positive sizes, got {size!r}")
     try:
         with open(p, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -1007,20 +1079,21 @@ def read_geojson(path: PathLike, shape: Tuple[int, int], class_map: Optional[Map
             raise ValueError(
                 f"{p}: class name(s) {', '.join(map(repr, unknown))} not in class_map (first at"
                 f" {_describe(first, features[first])}); known names: {', '.join(map(repr, mapping)) or 'none'}."
-                f" Add them to class_map, or pass class_map=None to number the file's names")
-    painter = _Painter(shape, overlap, p, one_per_object=True)
+                f" Add them to class_map, or pass class_map=None to number the file's names"
+            )
+    painter = _Painter(size, overlap, p, one_per_object=True)
     empty = []
     for i, (f, name) in enumerate(zip(features, names)):
         desc = _describe(i, f)
         geom = f.get("nucleusGeometry") if nucleus_geometry and f.get("nucleusGeometry") else f.get("geometry")
-        hit = _rasterise(_polygons(geom, f"{p}: {desc}"), shape)
+        hit = _rasterise(_polygons(geom, f"{p}: {desc}"), size)
         if hit is None:
             empty.append(desc)
             continue
         window, mask = hit
         painter.add(window, mask.astype(np.int32), [0 if name is None else mapping[name]], desc)
     inst, classes, dropped = painter.result()
-    _warn_dropped(p, empty, len(features), f"cover no pixel centre inside the {shape[0]}x{shape[1]} image")
+    _warn_dropped(p, empty, len(features), f"cover no pixel centre inside the {size[0]}x{size[1]} image")
     _warn_dropped(p, dropped, len(features), f"lost all their pixels to other objects (overlap={overlap!r})")
     return NucleiAnnotation(inst, classes, p, class_names=mapping)
 
@@ -1034,7 +1107,7 @@ _START_X = (0, 1, 1, 0)  # start corner of side k, relative to the pixel's top-l
 _START_Y = (0, 0, 1, 1)
 
 
-def _trace_outlines(labels: np.ndarray) -> Dict[int, List[List[List[List[int]]]]]:
+def _trace_outlines(labels: np.ndarray) -> dict[int, list[list[list[list[int]]]]]:
     """Exact outlines of every label: {label: [polygon = [exterior, holes...] as closed (x, y) rings]}.
 
     The rings run along pixel edges, so every pixel centre is strictly inside or outside.
@@ -1068,10 +1141,15 @@ def _trace_outlines(labels: np.ndarray) -> Dict[int, List[List[List[List[int]]]]
         lab = flat[f]
         k1 = (k + 1) % 4
         q = f + offs[k1]
-        succ[pos:pos + ek.size] = np.where(
-            flat[q] != lab, k1 * S + f,                          # convex corner: turn around f
-            np.where(flat[q + offs[k]] != lab, k * S + q,        # straight on along q
-                     ((k - 1) % 4) * S + q + offs[k]))           # concave corner, diagonal pixel
+        succ[pos : pos + ek.size] = np.where(
+            flat[q] != lab,
+            k1 * S + f,  # convex corner: turn around f
+            np.where(
+                flat[q + offs[k]] != lab,
+                k * S + q,  # straight on along q
+                ((k - 1) % 4) * S + q + offs[k],
+            ),
+        )  # concave corner, diagonal pixel
         pos += ek.size
     nxt = np.searchsorted(edges, succ)
     # each cycle's representative: its smallest edge index (pointer jumping)
@@ -1112,22 +1190,21 @@ def _trace_outlines(labels: np.ndarray) -> Dict[int, List[List[List[List[int]]]]
     pr, pc = np.nonzero(labels)
     node = np.full(labels.shape, -1, np.int64)
     node[pr, pc] = np.arange(pr.size)
-    a = [], []
+    a: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for dr, dc in ((0, 1), (1, 0)):
         same = labels[: H - dr, : W - dc] == labels[dr:, dc:]
         same &= labels[: H - dr, : W - dc] != 0
         a[0].append(node[: H - dr, : W - dc][same])
         a[1].append(node[dr:, dc:][same])
     i, j = np.concatenate(a[0]), np.concatenate(a[1])
-    _, piece = connected_components(coo_matrix((np.ones(i.size), (i, j)), shape=(pr.size, pr.size)),
-                                    directed=False)
+    _, piece = connected_components(coo_matrix((np.ones(i.size), (i, j)), shape=(pr.size, pr.size)), directed=False)
     ring_piece = piece[node[row[reps], col[reps]]]
     ring_label = flat[pix[reps]]
-    polygons: Dict[int, List[list]] = {}
-    by_piece: Dict[int, list] = {}
+    polygons: dict[int, list[list]] = {}
+    by_piece: dict[int, list] = {}
     holes = []
     for n in range(reps.size):
-        ring = xy[starts[n]:ends[n]]
+        ring = xy[starts[n] : ends[n]]
         ring.append(ring[0])
         if area2[reps[n]] > 0:  # traced like a pixel: the exterior of its piece
             poly = [ring]
@@ -1140,9 +1217,13 @@ def _trace_outlines(labels: np.ndarray) -> Dict[int, List[List[List[List[int]]]]
     return polygons
 
 
-def write_geojson(path: PathLike, annotation: NucleiAnnotation, *,
-                  class_names: Optional[Mapping[str, int]] = None,
-                  object_type: str = "annotation") -> Dict[str, int]:
+def write_geojson(
+    path: PathLike,
+    annotation: NucleiAnnotation,
+    *,
+    class_names: Mapping[str, int] | None = None,
+    object_type: str = "annotation",
+) -> dict[str, int]:
     """Write an annotation as a GeoJSON FeatureCollection that QuPath imports.
 
     One Feature per instance, in id order, whose Polygon (or MultiPolygon, for an instance
@@ -1188,23 +1269,28 @@ def write_geojson(path: PathLike, annotation: NucleiAnnotation, *,
     import json
 
     names = dict(annotation.class_names or {}) if class_names is None else dict(class_names)
-    by_id: Dict[int, str] = {}
-    for name, k in names.items():
-        by_id.setdefault(int(k), str(name))
+    by_id: dict[int, str] = {}
+    for class_name, k in names.items():
+        by_id.setdefault(int(k), str(class_name))
     outlines = _trace_outlines(annotation.instances)
     features = []
-    used: Dict[str, int] = {}
+    used: dict[str, int] = {}
     for k in range(1, annotation.n_instances + 1):
         polys = outlines[k]
-        geom = ({"type": "Polygon", "coordinates": polys[0]} if len(polys) == 1
-                else {"type": "MultiPolygon", "coordinates": polys})
-        props: Dict[str, Any] = {"objectType": object_type}
+        geom = (
+            {"type": "Polygon", "coordinates": polys[0]}
+            if len(polys) == 1
+            else {"type": "MultiPolygon", "coordinates": polys}
+        )
+        props: dict[str, Any] = {"objectType": object_type}
         c = annotation.classes[k]
-        name = by_id.get(c, None if c == 0 else f"Class {c}")
+        name: str | None = by_id.get(c, None if c == 0 else f"Class {c}")
         if name is not None:
             if used.get(name, c) != c:
-                raise ValueError(f"class name {name!r} would stand for classes {used[name]} and {c}; pass"
-                                 f" class_names with one name per class")
+                raise ValueError(
+                    f"class name {name!r} would stand for classes {used[name]} and {c}; pass"
+                    f" class_names with one name per class"
+                )
             used[name] = c
             props["classification"] = {"name": name}
         features.append({"type": "Feature", "geometry": geom, "properties": props})

@@ -24,7 +24,7 @@ nuclei (F foreground pixels):
    directed 95th percentiles with torch's interpolation).  The edges of all
    instances are found in one pass (:meth:`ccmetrics.components.Sites.edges`) and
    all edge-to-edge distances of all pairs are computed in padded, vectorised
-   batches: O(sum over pairs of |edges_g| x |edges_p|), never a per-object
+   batches: O(sum over pairs of ``|edges_g| x |edges_p|``), never a per-object
    pass over the image.
 7. PQ per class: the overlap list filtered to each class and matched again
    (:func:`ccmetrics.panoptic.class_counts`): O(pairs x C).
@@ -41,26 +41,38 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
 from .. import registry, schema
+from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
 from ..aggregation import cc_values, image_diagonal
-from ..components import Sites, find_sites
-from ..config import current
 from ..case import CaseResult
 from ..case import evaluate as cc_evaluate
+from ..components import Sites, find_sites
+from ..config import current
 from ..matching import check_matching_rule, choose_pairs, site_overlaps
 from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
 from ..surface import SURFACE_REDUCTIONS, physical
 from ..torch_emulation import quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
 
-__all__ = ["CC_METRICS", "NO_OBJECT", "NucleiResult", "PAIR_METRICS", "confusion_frame", "evaluate",
-           "ignored_instances", "keep_sites", "metrics_from_confusion", "pair_distances", "rows_quantile"]
+__all__ = [
+    "CC_METRICS",
+    "NO_OBJECT",
+    "NucleiResult",
+    "PAIR_METRICS",
+    "confusion_frame",
+    "evaluate",
+    "ignored_instances",
+    "keep_sites",
+    "metrics_from_confusion",
+    "pair_distances",
+    "rows_quantile",
+]
 
 #: label of row / column 0 of the confusion matrix
 NO_OBJECT = "no object"
@@ -82,18 +94,21 @@ def confusion_frame(matrix: np.ndarray, classes: Sequence[Any]) -> pd.DataFrame:
 
     Examples
     --------
-    >>> confusion_frame(np.array([[0, 1], [2, 3]]), [1])
+    >>> confusion_frame(np.array([[0, 1], [2, 3]]), [1])  # doctest: +NORMALIZE_WHITESPACE
     pred       no object  1
-    gt                     
+    gt
     no object          0  1
     1                  2  3
     """
     labels = [NO_OBJECT, *list(classes)]
-    return pd.DataFrame(np.asarray(matrix), index=pd.Index(labels, name="gt", dtype=object),
-                        columns=pd.Index(labels, name="pred", dtype=object))
+    return pd.DataFrame(
+        np.asarray(matrix),
+        index=pd.Index(labels, name="gt", dtype=object),
+        columns=pd.Index(labels, name="pred", dtype=object),
+    )
 
 
-def metrics_from_confusion(cm: Union[np.ndarray, pd.DataFrame]) -> Tuple[Dict[str, float], Dict[str, Any]]:
+def metrics_from_confusion(cm: np.ndarray | pd.DataFrame) -> tuple[dict[str, float], dict[str, Any]]:
     """Detection and classification scores from a confusion matrix with a "no object" row/column 0.
 
     Parameters
@@ -152,15 +167,23 @@ def metrics_from_confusion(cm: Union[np.ndarray, pd.DataFrame]) -> Tuple[Dict[st
     if not np.issubdtype(m.dtype, np.number) or np.isnan(m.astype(float)).any() or (m < 0).any():
         raise ValueError("the confusion matrix must hold non-negative counts")
     if m[0, 0] != 0:
-        raise ValueError(f"cm[0, 0] (no GT object matched with no prediction) must be 0, got {m[0, 0]}; "
-                         "row and column 0 are the 'no object' row and column")
+        raise ValueError(
+            f"cm[0, 0] (no GT object matched with no prediction) must be 0, got {m[0, 0]}; "
+            "row and column 0 are the 'no object' row and column"
+        )
     n = m.shape[0] - 1
     labels = list(range(1, n + 1)) if labels is None else labels
     inner = m[1:, 1:].astype(np.float64)
     tp, fp, fn = m[1:, 1:].sum(), m[0, :].sum(), m[:, 0].sum()
     tp, fp, fn = (int(v) if float(v).is_integer() else float(v) for v in (tp, fp, fn))
-    detection = {"tp": tp, "fp": fp, "fn": fn, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
-                 "f1": _ratio(2 * tp, 2 * tp + fp + fn)}
+    detection = {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": _ratio(tp, tp + fp),
+        "recall": _ratio(tp, tp + fn),
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
+    }
 
     rows, cols, diag = inner.sum(axis=1), inner.sum(axis=0), np.diag(inner)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -170,12 +193,19 @@ def metrics_from_confusion(cm: Union[np.ndarray, pd.DataFrame]) -> Tuple[Dict[st
         def safe(num, den):
             return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
-        per_class = pd.DataFrame({
-            "support": rows, "n_predicted": cols,
-            "precision": safe(diag, cols), "recall": safe(diag, rows), "f1": safe(2 * diag, rows + cols),
-            "precision_norm": safe(n_diag, n_cols), "recall_norm": safe(n_diag, n_rows),
-            "f1_norm": safe(2 * n_diag, n_rows + n_cols),
-        }, index=pd.Index(labels, name="class"))
+        per_class = pd.DataFrame(
+            {
+                "support": rows,
+                "n_predicted": cols,
+                "precision": safe(diag, cols),
+                "recall": safe(diag, rows),
+                "f1": safe(2 * diag, rows + cols),
+                "precision_norm": safe(n_diag, n_cols),
+                "recall_norm": safe(n_diag, n_rows),
+                "f1_norm": safe(2 * n_diag, n_rows + n_cols),
+            },
+            index=pd.Index(labels, name="class"),
+        )
     present = rows > 0
     total = inner.sum()
     classification = {
@@ -226,7 +256,7 @@ def ignored_instances(sites: Sites, ignore: np.ndarray, fraction: float = 0.5) -
     return inside > fraction * sites.volumes
 
 
-def _edges_by_site(sites: Sites, spacing) -> Tuple[np.ndarray, np.ndarray]:
+def _edges_by_site(sites: Sites, spacing) -> tuple[np.ndarray, np.ndarray]:
     """Physical coordinates of every instance's own edge pixels (grouped by site) and the group starts."""
     coords = sites.coords()
     own, _ = sites.edges(coords=coords)
@@ -235,9 +265,13 @@ def _edges_by_site(sites: Sites, spacing) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def pair_distances(
-    gt_edges: np.ndarray, gt_starts: np.ndarray, pred_edges: np.ndarray, pred_starts: np.ndarray,
-    pair_gt: np.ndarray, pair_pred: np.ndarray,
-) -> Tuple[np.ndarray, np.ndarray]:
+    gt_edges: np.ndarray,
+    gt_starts: np.ndarray,
+    pred_edges: np.ndarray,
+    pred_starts: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_pred: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Hausdorff distance and HD95 of many (GT, prediction) pairs of edge-point sets, as MONAI computes them.
 
     All point-to-point distances of a pair are computed (the edge sets of
@@ -302,8 +336,9 @@ def pair_distances(
         d = np.sqrt(np.einsum("bpgk,bpgk->bpg", diff, diff))
         p2g = np.where(valid_p, d.min(axis=2), np.inf).astype(np.float32)
         g2p = np.where(valid_g, d.min(axis=1), np.inf).astype(np.float32)
-        hd[batch] = np.maximum(np.where(valid_p, p2g, -np.inf).max(axis=1),
-                               np.where(valid_g, g2p, -np.inf).max(axis=1)).astype(np.float64)
+        hd[batch] = np.maximum(
+            np.where(valid_p, p2g, -np.inf).max(axis=1), np.where(valid_g, g2p, -np.inf).max(axis=1)
+        ).astype(np.float64)
         hd95[batch] = np.maximum(rows_quantile(p2g, p_n[batch], 0.95), rows_quantile(g2p, g_n[batch], 0.95))
     return (SURFACE_REDUCTIONS["hd"].finish(hd, p_n, g_n), SURFACE_REDUCTIONS["hd95"].finish(hd95, p_n, g_n))
 
@@ -395,22 +430,22 @@ class NucleiResult:
     classes: list
     confusion: pd.DataFrame
     confusion_matrix: np.ndarray
-    detection: Dict[str, float]
-    classification: Dict[str, float]
-    segmentation: Dict[str, float]
-    pq: Dict[str, float]
-    cc: Dict[str, float]
+    detection: dict[str, float]
+    classification: dict[str, float]
+    segmentation: dict[str, float]
+    pq: dict[str, float]
+    cc: dict[str, float]
     per_class: pd.DataFrame
     per_pair: pd.DataFrame
-    per_component: Optional[pd.DataFrame]
-    ignored: Dict[str, np.ndarray]
+    per_component: pd.DataFrame | None
+    ignored: dict[str, np.ndarray]
     rule: str
     threshold: float
-    spacing: Optional[Tuple[float, ...]]
+    spacing: tuple[float, ...] | None
     worst_distance: float
-    cc_case: Optional[CaseResult] = field(default=None, repr=False)
+    cc_case: CaseResult | None = field(default=None, repr=False)
 
-    def scores(self) -> Dict[str, float]:
+    def scores(self) -> dict[str, float]:
         """All scalar scores in one flat dict (the row of a per-image table).
 
         Keys: ``det_tp``, ``det_fp``, ``det_fn``, ``det_precision``,
@@ -420,7 +455,7 @@ class NucleiResult:
         ``pq``, ``sq``, ``rq``, ``mpq``, ``pq_class_<c>`` per class; then the CC
         metrics.
         """
-        out: Dict[str, float] = {f"det_{k}": v for k, v in self.detection.items()}
+        out: dict[str, float] = {f"det_{k}": v for k, v in self.detection.items()}
         out.update({f"cls_{k}": v for k, v in self.classification.items() if k != "per_class"})
         out.update({f"seg_{k}": v for k, v in self.segmentation.items()})
         out.update({k: self.pq[k] for k in ("pq", "sq", "rq", "mpq")})
@@ -447,9 +482,11 @@ class NucleiResult:
 
     def __repr__(self) -> str:
         d, c, s, p = self.detection, self.classification, self.segmentation, self.pq
-        return (f"NucleiResult({len(self.classes)} classes, TP {d['tp']} FP {d['fp']} FN {d['fn']}: "
-                f"detection F1 {d['f1']:.4f}, balanced accuracy {c['balanced_accuracy']:.4f}, "
-                f"mean IoU {s['iou']:.4f}, PQ {p['pq']:.4f}, mPQ {p['mpq']:.4f})")
+        return (
+            f"NucleiResult({len(self.classes)} classes, TP {d['tp']} FP {d['fp']} FN {d['fn']}: "
+            f"detection F1 {d['f1']:.4f}, balanced accuracy {c['balanced_accuracy']:.4f}, "
+            f"mean IoU {s['iou']:.4f}, PQ {p['pq']:.4f}, mPQ {p['mpq']:.4f})"
+        )
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -461,7 +498,7 @@ def _classes_of(sites: Sites, classes: Any, class_rule: str, name: str) -> np.nd
     return instance_classes(sites, classes, class_rule=class_rule, name=name)
 
 
-def _class_list(classes: Optional[Sequence[int]], g_cls: np.ndarray, p_cls: np.ndarray) -> list:
+def _class_list(classes: Sequence[int] | None, g_cls: np.ndarray, p_cls: np.ndarray) -> list:
     found = np.union1d(g_cls, p_cls)
     if classes is None:
         return [int(c) for c in found]
@@ -471,8 +508,10 @@ def _class_list(classes: Optional[Sequence[int]], g_cls: np.ndarray, p_cls: np.n
     for name, cls in (("gt", g_cls), ("pred", p_cls)):
         unknown = sorted(set(np.unique(cls).tolist()) - set(wanted))
         if unknown:
-            raise ValueError(f"the {name} instances have class(es) {unknown} not in classes={wanted}; "
-                             "add them to classes= or fix the class map")
+            raise ValueError(
+                f"the {name} instances have class(es) {unknown} not in classes={wanted}; "
+                "add them to classes= or fix the class map"
+            )
     return wanted
 
 
@@ -504,12 +543,12 @@ def evaluate(
     threshold: float = 0.5,
     ignore: Any = None,
     ignore_fraction: float = 0.5,
-    spacing: Optional[Any] = None,
-    classes: Optional[Sequence[int]] = None,
+    spacing: Any | None = None,
+    classes: Sequence[int] | None = None,
     class_rule: str = "unique",
     cc_metrics: Sequence[str] = CC_METRICS,
     nsd_tolerance: float = 1.0,
-    worst_distance: Optional[float] = None,
+    worst_distance: float | None = None,
 ) -> NucleiResult:
     """Evaluate nuclei instance segmentation and classification of one image, disentangled.
 
@@ -575,9 +614,9 @@ def evaluate(
     >>> pred = np.where(gt > 0, gt + 6, 0)
     >>> pred[20:25, 30:35] = 10
     >>> r = evaluate(gt, {1: 1, 2: 1, 3: 2}, pred, {7: 1, 8: 2, 9: 2, 10: 2})
-    >>> r.confusion
+    >>> r.confusion  # doctest: +NORMALIZE_WHITESPACE
     pred       no object  1  2
-    gt                        
+    gt
     no object          0  0  1
     1                  0  1  1
     2                  0  0  1
@@ -600,8 +639,11 @@ def evaluate(
     if fraction >= 1:
         raise ValueError(f"ignore_fraction must be in [0, 1), got {ignore_fraction}")
     cc_metrics = [cc_metrics] if isinstance(cc_metrics, str) else list(cc_metrics or ())
-    worst = image_diagonal(g_map.shape, spacing) if worst_distance is None else as_non_negative(
-        worst_distance, "worst_distance")
+    worst = (
+        image_diagonal(g_map.shape, spacing)
+        if worst_distance is None
+        else as_non_negative(worst_distance, "worst_distance")
+    )
 
     g_sites, p_sites = find_sites(g_map, "labels"), find_sites(p_map, "labels")
     g_cls = _classes_of(g_sites, gt_class, class_rule, "gt_inst")
@@ -639,11 +681,17 @@ def evaluate(
     g_edges, g_starts = _edges_by_site(g_sites, spacing)
     p_edges, p_starts = _edges_by_site(p_sites, spacing)
     hd, hd95 = pair_distances(g_edges, g_starts, p_edges, p_starts, pair_g, pair_p)
-    segmentation = {"n_pairs": int(len(chosen)), "iou": _mean(iou), "dice": _mean(dice), "hd": _mean(hd),
-                    "hd95": _mean(hd95)}
+    segmentation = {
+        "n_pairs": int(len(chosen)),
+        "iou": _mean(iou),
+        "dice": _mean(dice),
+        "hd": _mean(hd),
+        "hd95": _mean(hd95),
+    }
 
-    per_pair = _per_pair_table(g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free,
-                               inter, iou, dice, hd, hd95)
+    per_pair = _per_pair_table(
+        g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free, inter, iou, dice, hd, hd95
+    )
 
     # PQ: class-agnostic, and within each class
     iou_sum = float(iou.sum())
@@ -653,8 +701,16 @@ def evaluate(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mpq = float(np.nanmean(class_pq[:, 0])) if len(class_list) else math.nan
-    pq_scores = {"pq": pq, "sq": sq, "rq": rq, "tp": int(len(chosen)), "fp": int(len(pred_free)),
-                 "fn": int(len(gt_free)), "iou_sum": iou_sum, "mpq": mpq}
+    pq_scores = {
+        "pq": pq,
+        "sq": sq,
+        "rq": rq,
+        "tp": int(len(chosen)),
+        "fp": int(len(pred_free)),
+        "fn": int(len(gt_free)),
+        "iou_sum": iou_sum,
+        "mpq": mpq,
+    }
 
     # per-class table
     index = pd.Index(class_list, name="class")
@@ -674,7 +730,7 @@ def evaluate(
         per_class[f"seg_{name}"] = by_class[name].mean().reindex(class_list).to_numpy(dtype=float)
 
     # CC-Metrics with the GT nuclei as sites
-    cc: Dict[str, float] = {}
+    cc: dict[str, float] = {}
     per_component, cc_case = None, None
     if cc_metrics:
         # GT nuclei renumbered in raster order of their first pixel: Voronoi ties then never depend on label values
@@ -685,8 +741,15 @@ def evaluate(
         kept_gt[g_sites.flat_index] = new_id[g_sites.label - 1]
         pred_mask = np.zeros(int(np.prod(p_sites.shape)), dtype=bool)
         pred_mask[p_sites.flat_index] = True
-        cc_case = cc_evaluate(pred_mask.reshape(p_sites.shape), kept_gt.reshape(g_sites.shape), cc_metrics,
-                              spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst, sites="labels")
+        cc_case = cc_evaluate(
+            pred_mask.reshape(p_sites.shape),
+            kept_gt.reshape(g_sites.shape),
+            cc_metrics,
+            spacing=spacing,
+            nsd_tolerance=nsd_tolerance,
+            worst_distance=worst,
+            sites="labels",
+        )
         cc = {schema.cc(m): float(v) for m, v in cc_case.cc.items()}
         per_component = cc_case.per_component.copy()  # one row per GT nucleus, in raster order
         per_component["gt_label"] = g_sites.source_label[raster]
@@ -696,35 +759,62 @@ def evaluate(
             means = pd.Series(column, index=per_component.index).groupby(per_component["gt_class"].to_numpy()).mean()
             per_class[schema.cc(m)] = means.reindex(class_list).to_numpy(dtype=float)
 
-    return NucleiResult(classes=class_list, confusion=confusion, confusion_matrix=matrix, detection=detection,
-                        classification=classification, segmentation=segmentation, pq=pq_scores, cc=cc,
-                        per_class=per_class, per_pair=per_pair, per_component=per_component, ignored=ignored,
-                        rule=rule, threshold=threshold, spacing=spacing, worst_distance=worst, cc_case=cc_case)
+    return NucleiResult(
+        classes=class_list,
+        confusion=confusion,
+        confusion_matrix=matrix,
+        detection=detection,
+        classification=classification,
+        segmentation=segmentation,
+        pq=pq_scores,
+        cc=cc,
+        per_class=per_class,
+        per_pair=per_pair,
+        per_component=per_component,
+        ignored=ignored,
+        rule=rule,
+        threshold=threshold,
+        spacing=spacing,
+        worst_distance=worst,
+        cc_case=cc_case,
+    )
 
 
 def _per_pair_table(g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free, inter, iou, dice, hd, hd95):
     n_tp, n_fn, n_fp = len(pair_g), len(gt_free), len(pred_free)
     nan = np.full(n_fn + n_fp, np.nan)
 
-    gt_label = pd.array(np.concatenate([g_sites.source_label[pair_g], g_sites.source_label[gt_free],
-                                        np.zeros(n_fp, g_sites.source_label.dtype)]).astype(np.int64), dtype="Int64")
-    gt_label[n_tp + n_fn:] = pd.NA
-    pred_label = pd.array(np.concatenate([p_sites.source_label[pair_p], np.zeros(n_fn, p_sites.source_label.dtype),
-                                          p_sites.source_label[pred_free]]).astype(np.int64), dtype="Int64")
-    pred_label[n_tp:n_tp + n_fn] = pd.NA
+    gt_label = pd.array(
+        np.concatenate(
+            [g_sites.source_label[pair_g], g_sites.source_label[gt_free], np.zeros(n_fp, g_sites.source_label.dtype)]
+        ).astype(np.int64),
+        dtype="Int64",
+    )
+    gt_label[n_tp + n_fn :] = pd.NA
+    pred_label = pd.array(
+        np.concatenate(
+            [p_sites.source_label[pair_p], np.zeros(n_fn, p_sites.source_label.dtype), p_sites.source_label[pred_free]]
+        ).astype(np.int64),
+        dtype="Int64",
+    )
+    pred_label[n_tp : n_tp + n_fn] = pd.NA
     zeros_fn, zeros_fp = np.zeros(n_fn, np.int64), np.zeros(n_fp, np.int64)
-    table = pd.DataFrame({
-        "match": np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [n_tp, n_fn, n_fp]),
-        "gt_label": gt_label,
-        "pred_label": pred_label,
-        "gt_class": np.concatenate([g_cls[pair_g], g_cls[gt_free], zeros_fp]).astype(np.int64),
-        "pred_class": np.concatenate([p_cls[pair_p], zeros_fn, p_cls[pred_free]]).astype(np.int64),
-        "gt_area": np.concatenate([g_sites.volumes[pair_g], g_sites.volumes[gt_free], zeros_fp]).astype(np.int64),
-        "pred_area": np.concatenate([p_sites.volumes[pair_p], zeros_fn, p_sites.volumes[pred_free]]).astype(np.int64),
-        "intersection": np.concatenate([inter, zeros_fn, zeros_fp]).astype(np.int64),
-        "iou": np.concatenate([iou, nan]),
-        "dice": np.concatenate([dice, nan]),
-        "hd": np.concatenate([hd, nan]),
-        "hd95": np.concatenate([hd95, nan]),
-    })
+    table = pd.DataFrame(
+        {
+            "match": np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [n_tp, n_fn, n_fp]),
+            "gt_label": gt_label,
+            "pred_label": pred_label,
+            "gt_class": np.concatenate([g_cls[pair_g], g_cls[gt_free], zeros_fp]).astype(np.int64),
+            "pred_class": np.concatenate([p_cls[pair_p], zeros_fn, p_cls[pred_free]]).astype(np.int64),
+            "gt_area": np.concatenate([g_sites.volumes[pair_g], g_sites.volumes[gt_free], zeros_fp]).astype(np.int64),
+            "pred_area": np.concatenate([p_sites.volumes[pair_p], zeros_fn, p_sites.volumes[pred_free]]).astype(
+                np.int64
+            ),
+            "intersection": np.concatenate([inter, zeros_fn, zeros_fp]).astype(np.int64),
+            "iou": np.concatenate([iou, nan]),
+            "dice": np.concatenate([dice, nan]),
+            "hd": np.concatenate([hd, nan]),
+            "hd95": np.concatenate([hd95, nan]),
+        }
+    )
     return table

@@ -6,8 +6,6 @@ Nuclei are drawn into their bounding boxes only (O(total nucleus area)), so a
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
-
 import numpy as np
 
 __all__ = ["nuclei_tile"]
@@ -19,26 +17,26 @@ def _stamp(out: np.ndarray, label: int, center, radii, angle: float) -> None:
     hi = np.minimum(np.ceil(np.asarray(center) + r).astype(int) + 1, out.shape)
     if (lo >= hi).any():
         return
-    y, x = np.ogrid[lo[0]:hi[0], lo[1]:hi[1]]
+    y, x = np.ogrid[lo[0] : hi[0], lo[1] : hi[1]]
     dy, dx = y - center[0], x - center[1]
     c, s = np.cos(angle), np.sin(angle)
     u, v = c * dy + s * dx, -s * dy + c * dx
     inside = (u / radii[0]) ** 2 + (v / radii[1]) ** 2 <= 1.0
-    out[lo[0]:hi[0], lo[1]:hi[1]][inside] = label
+    out[lo[0] : hi[0], lo[1] : hi[1]][inside] = label
 
 
 def nuclei_tile(
-    shape: Tuple[int, int] = (2000, 2000),
+    shape: tuple[int, int] = (2000, 2000),
     n_nuclei: int = 3000,
     n_classes: int = 4,
-    radius_range: Tuple[float, float] = (4.0, 9.0),
-    seed: Optional[int] = 0,
+    radius_range: tuple[float, float] = (4.0, 9.0),
+    seed: int | None = 0,
     *,
     shift: int = 2,
     scale: float = 0.2,
     split_rate: float = 0.0,
     boundary_noise: float = 0.0,
-) -> Tuple[np.ndarray, Dict[int, int], np.ndarray, Dict[int, int]]:
+) -> tuple[np.ndarray, dict[int, int], np.ndarray, dict[int, int]]:
     """A GT nuclei tile and a plausible prediction of it.
 
     GT: ``n_nuclei`` rotated ellipses (semi-axes drawn in ``radius_range``)
@@ -88,8 +86,8 @@ def nuclei_tile(
     pred = np.zeros(shape, dtype=np.int32)
     n_fp = int(round(0.05 * n_nuclei))
     pred_ids = rng.permutation(np.arange(1, n_nuclei + n_fp + 1)) + 100
-    gt_class: Dict[int, int] = {}
-    pred_class: Dict[int, int] = {}
+    gt_class: dict[int, int] = {}
+    pred_class: dict[int, int] = {}
     for i in range(n_nuclei):
         center = rng.uniform((0, 0), shape)
         radii = rng.uniform(*radius_range, 2)
@@ -99,8 +97,13 @@ def nuclei_tile(
         gt_class[i + 1] = cls
         if rng.random() < 0.92:
             pid = int(pred_ids[i])
-            _stamp(pred, pid, center + rng.integers(-shift, shift + 1, 2), radii * rng.uniform(1 - scale, 1 + scale, 2),
-                   angle + rng.normal(0, 0.2))
+            _stamp(
+                pred,
+                pid,
+                center + rng.integers(-shift, shift + 1, 2),
+                radii * rng.uniform(1 - scale, 1 + scale, 2),
+                angle + rng.normal(0, 0.2),
+            )
             pred_class[pid] = cls if rng.random() < 0.8 else int(rng.integers(1, n_classes + 1))
     for j in range(n_fp):
         pid = int(pred_ids[n_nuclei + j])
@@ -113,7 +116,7 @@ def nuclei_tile(
     return gt, gt_class, pred, pred_class
 
 
-def _over_segment(pred: np.ndarray, pred_class: Dict[int, int], rate: float, rng) -> None:
+def _over_segment(pred: np.ndarray, pred_class: dict[int, int], rate: float, rng) -> None:
     """Cut a fraction ``rate`` of the instances of ``pred`` in two, across their long axis (in place)."""
     flat = pred.reshape(-1)
     fg = np.flatnonzero(flat)
@@ -122,7 +125,7 @@ def _over_segment(pred: np.ndarray, pred_class: Dict[int, int], rate: float, rng
     ends = np.append(starts[1:], len(order))
     next_id = max(pred_class, default=0) + 1
     for k in np.flatnonzero(rng.random(len(ids)) < rate):
-        idx = order[starts[k]:ends[k]]
+        idx = order[starts[k] : ends[k]]
         if len(idx) < 8:
             continue
         y, x = np.unravel_index(idx, pred.shape)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,11 +27,25 @@ import pandas as pd
 from .. import registry, schema
 from ..aggregation import cc_values
 
-__all__ = ["CaseImages", "Component", "Regions", "ResultFolder", "find_components", "label", "load_case", "masks_of",
-           "primary_metric", "read_result_folder", "resolve_image", "voxel_ml", "with_differences", "worst_first"]
+__all__ = [
+    "CaseImages",
+    "Component",
+    "Regions",
+    "ResultFolder",
+    "find_components",
+    "label",
+    "load_case",
+    "masks_of",
+    "primary_metric",
+    "read_result_folder",
+    "resolve_image",
+    "voxel_ml",
+    "with_differences",
+    "worst_first",
+]
 
 
-def label(metric: str, columns: Optional[Dict[str, registry.Column]] = None) -> str:
+def label(metric: str, columns: dict[str, registry.Column] | None = None) -> str:
     """Display name of a metric or score (:func:`ccmetrics.registry.display_name`; ``columns``: a folder's facts).
 
     >>> label("hd95"), label("cc_dice"), label("custom")
@@ -54,37 +69,38 @@ class ResultFolder:
     plots : list of Path
         ``plots/*.png``, sorted.
     columns : dict of str to ccmetrics.registry.Column
-        The facts of the metric columns (:attr:`ccmetrics.DatasetResult.columns`).
+        The facts of the metric columns (``DatasetResult.columns``).
     """
 
     path: Path
     per_case: pd.DataFrame
     per_component: pd.DataFrame
-    doc: Dict[str, Any]
-    plots: List[Path]
-    columns: Dict[str, registry.Column] = field(default_factory=dict)
+    doc: dict[str, Any]
+    plots: list[Path]
+    columns: dict[str, registry.Column] = field(default_factory=dict)
 
     @property
-    def options(self) -> Dict[str, Any]:
+    def options(self) -> dict[str, Any]:
         return self.doc.get("options", {})
 
     @property
-    def case_metrics(self) -> List[str]:
+    def case_metrics(self) -> list[str]:
         """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``)."""
         return [m for m in self.options.get("metrics", []) if m in self.per_case and schema.cc(m) in self.per_case]
 
     @property
-    def component_metrics(self) -> List[str]:
+    def component_metrics(self) -> list[str]:
         """Metrics with a value per lesion (columns of ``per_component``)."""
         return [m for m in self.case_metrics if m in self.per_component]
 
     @property
-    def case_scores(self) -> List[str]:
+    def case_scores(self) -> list[str]:
         """Case-level scores present in ``per_case`` (detection, PQ, Lesion Dice), in the registry's order."""
         known = [c.name for m in registry.metrics(per_region=False) for c in m.columns]
         known += [name for name, c in self.columns.items() if not c.cc and name not in known]
-        return [s for s in known if s in self.per_case and schema.cc(s) not in self.per_case
-                and s not in self.case_metrics]
+        return [
+            s for s in known if s in self.per_case and schema.cc(s) not in self.per_case and s not in self.case_metrics
+        ]
 
     def is_distance(self, metric: str) -> bool:
         """Whether a metric is a distance (lower is better; a missing value counts as the worst distance)."""
@@ -118,7 +134,8 @@ def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
 
 # ---------------------------------------------------------------- ranking
 
-def primary_metric(metrics: Sequence[str], columns: Optional[Dict[str, registry.Column]] = None) -> Optional[str]:
+
+def primary_metric(metrics: Sequence[str], columns: dict[str, registry.Column] | None = None) -> str | None:
     """The metric the cases are ranked by: Dice if evaluated, else the first overlap metric, else the first.
 
     >>> primary_metric(["hd95", "nsd"]), primary_metric(["hd95"]), primary_metric([])
@@ -130,8 +147,9 @@ def primary_metric(metrics: Sequence[str], columns: Optional[Dict[str, registry.
     return None
 
 
-def with_differences(per_case: pd.DataFrame, metrics: Sequence[str],
-                     columns: Optional[Dict[str, registry.Column]] = None) -> pd.DataFrame:
+def with_differences(
+    per_case: pd.DataFrame, metrics: Sequence[str], columns: dict[str, registry.Column] | None = None
+) -> pd.DataFrame:
     """``per_case`` plus ``delta_m = m - cc_m`` for each metric (non-finite distances as the worst distance).
 
     A positive Dice difference means the global Dice looks better than the average lesion: it hides
@@ -152,28 +170,31 @@ def with_differences(per_case: pd.DataFrame, metrics: Sequence[str],
     return out
 
 
-def worst_first(per_case: pd.DataFrame, metric: Optional[str],
-                columns: Optional[Dict[str, registry.Column]] = None) -> List[int]:
+def worst_first(
+    per_case: pd.DataFrame, metric: str | None, columns: dict[str, registry.Column] | None = None
+) -> list[int]:
     """Row positions of the evaluated cases, the worst CC value of ``metric`` first.
 
     Ties (and cases without a value) are ordered by the size of the difference ``|m - cc_m|``,
     largest first; error rows are left out.
     """
     ok = per_case[per_case[schema.STATUS] != schema.FAILED]
+    position = {label: i for i, label in enumerate(per_case.index)}
     if metric is None or schema.cc(metric) not in ok:
-        return [per_case.index.get_loc(i) for i in ok.index]
+        return [position[label] for label in ok.index]
     worst = ok[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in ok else np.nan
     distance = registry.is_distance(metric, columns)
     cc = cc_values(ok[schema.cc(metric)], registry.column(metric, columns) or metric, worst)
     badness = cc if distance else -cc
     gap = np.abs(ok[f"delta_{metric}"].to_numpy(float)) if f"delta_{metric}" in ok else np.zeros(len(ok))
     order = np.lexsort((np.nan_to_num(-gap, nan=0.0), np.nan_to_num(-badness, nan=np.inf)))
-    return [per_case.index.get_loc(ok.index[i]) for i in order]
+    return [position[ok.index[i]] for i in order]
 
 
 # ---------------------------------------------------------------- images
 
-def resolve_image(name: Any, result_dir: Path, image_root: Optional[os.PathLike] = None) -> Optional[Path]:
+
+def resolve_image(name: Any, result_dir: Path, image_root: os.PathLike | None = None) -> Path | None:
     """The file a ``gt_file``/``pred_file`` entry names, or None when it cannot be found.
 
     A relative path is looked up under ``image_root`` when given, else under the current folder,
@@ -213,8 +234,8 @@ class Component:
     kind: str
     label: int
     voxels: int
-    centroid: Tuple[float, ...]
-    bbox: Tuple[Tuple[int, int], ...]
+    centroid: tuple[float, ...]
+    bbox: tuple[tuple[int, int], ...]
     region: int
 
     def extent_mm(self, spacing: Sequence[float]) -> float:
@@ -244,7 +265,7 @@ class Regions:
     [1, 1, 1, 2, 2, 2]
     """
 
-    def __init__(self, gt_labels: np.ndarray, spacing: Optional[Sequence[float]] = None):
+    def __init__(self, gt_labels: np.ndarray, spacing: Sequence[float] | None = None):
         self.gt_labels = gt_labels
         self.spacing = spacing
         self.n = int(gt_labels.max()) if gt_labels.size else 0
@@ -267,7 +288,8 @@ class Regions:
         labels = self.gt_labels[tuple(coords.T)].astype(np.int32)
         outside = labels == 0
         if self.n and outside.any():
-            labels[outside] = assign_nearest(coords[outside], *self._surfaces(), self.spacing)
+            surface_coords, surface_labels = self._surfaces()
+            labels[outside] = assign_nearest(coords[outside], surface_coords, surface_labels, self.spacing)
         return labels
 
 
@@ -289,12 +311,12 @@ class CaseImages:
     gt: np.ndarray
     pred: np.ndarray
     regions: Regions
-    spacing: Tuple[float, ...]
-    lesions: List[Component] = field(default_factory=list)
-    false_positives: List[Component] = field(default_factory=list)
+    spacing: tuple[float, ...]
+    lesions: list[Component] = field(default_factory=list)
+    false_positives: list[Component] = field(default_factory=list)
 
 
-def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> List[Component]:
+def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> list[Component]:
     from scipy import ndimage
 
     found = []
@@ -303,13 +325,22 @@ def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) 
             continue
         where = np.nonzero(labels[box] == k)
         centroid = tuple(float(w.mean() + s.start) for w, s in zip(where, box))
-        found.append(Component(kind, k, int(where[0].size), centroid, tuple((s.start, s.stop) for s in box),
-                               k if regions is None else int(regions.get(k, 0))))
+        found.append(
+            Component(
+                kind,
+                k,
+                int(where[0].size),
+                centroid,
+                tuple((s.start, s.stop) for s in box),
+                k if regions is None else int(regions.get(k, 0)),
+            )
+        )
     return found
 
 
-def find_components(gt: np.ndarray, pred: np.ndarray, spacing: Optional[Sequence[float]] = None,
-                    connectivity: Optional[int] = None) -> Tuple[Regions, List[Component], List[Component]]:
+def find_components(
+    gt: np.ndarray, pred: np.ndarray, spacing: Sequence[float] | None = None, connectivity: int | None = None
+) -> tuple[Regions, list[Component], list[Component]]:
     """The GT components and the false-positive prediction components of one case.
 
     Parameters
@@ -343,7 +374,7 @@ def find_components(gt: np.ndarray, pred: np.ndarray, spacing: Optional[Sequence
     overlapping = np.bincount(pred_labels[gt], minlength=n_pred + 1)
     fp_labels = [k for k in range(1, n_pred + 1) if overlapping[k] == 0]
     regions = Regions(gt_labels, spacing)
-    owner_region: Dict[int, int] = {}
+    owner_region: dict[int, int] = {}
     if fp_labels and n_gt:
         is_fp = np.zeros(n_pred + 1, bool)
         is_fp[fp_labels] = True
@@ -357,13 +388,19 @@ def find_components(gt: np.ndarray, pred: np.ndarray, spacing: Optional[Sequence
     return regions, lesions, false_positives
 
 
-def masks_of(array: np.ndarray, class_value: Optional[int]) -> np.ndarray:
+def masks_of(array: np.ndarray, class_value: int | None) -> np.ndarray:
     """The mask evaluated: ``array == class_value`` for label maps, ``array != 0`` for binary masks."""
     return array == class_value if class_value is not None else array != 0
 
 
-def load_case(gt_file: Optional[Path], pred_file: Optional[Path], *, class_value: Optional[int] = None,
-              spacing: Any = "header", connectivity: Optional[int] = None) -> CaseImages:
+def load_case(
+    gt_file: Path | None,
+    pred_file: Path | None,
+    *,
+    class_value: int | None = None,
+    spacing: Any = "header",
+    connectivity: int | None = None,
+) -> CaseImages:
     """Read one case's files and find its components.
 
     Parameters

@@ -21,14 +21,25 @@ Conventions (the array axes of :mod:`ccmetrics.io`: ``array[i, j, k]``, ``spacin
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["AXIS_NAMES", "PlaneView", "ThumbnailGeometry", "boundary_segments", "crop", "crop_box", "half_widths",
-           "plane_coords", "plane_regions", "thumbnail_geometry"]
+__all__ = [
+    "AXIS_NAMES",
+    "PlaneView",
+    "ThumbnailGeometry",
+    "boundary_segments",
+    "crop",
+    "crop_box",
+    "half_widths",
+    "plane_coords",
+    "plane_regions",
+    "thumbnail_geometry",
+]
 
 #: (plane name, the array axis held fixed) of a 3D image, in the order shown
 PLANES_3D = (("axial", 2), ("coronal", 1), ("sagittal", 0))
@@ -37,11 +48,17 @@ PLANES_2D = (("image", None),)
 #: array axis names
 AXIS_NAMES = "ijk"
 
-Box = Tuple[Tuple[int, int], ...]  # per axis (start, stop), stop exclusive; may reach outside the image
+Box = tuple[tuple[int, int], ...]  # per axis (start, stop), stop exclusive; may reach outside the image
 
 
-def half_widths(extent_mm: float, spacing: Sequence[float], *, min_half_mm: float = 12.0, scale: float = 0.75,
-                margin_mm: float = 4.0) -> Tuple[int, ...]:
+def half_widths(
+    extent_mm: float,
+    spacing: Sequence[float],
+    *,
+    min_half_mm: float = 12.0,
+    scale: float = 0.75,
+    margin_mm: float = 4.0,
+) -> tuple[int, ...]:
     """Half widths ``h`` (voxels, per axis) of a crop showing a component of largest extent ``extent_mm``.
 
     The field of view is ``2 * half_mm`` with ``half_mm = max(min_half_mm, scale * extent_mm + margin_mm)``:
@@ -133,7 +150,7 @@ class PlaneView:
     """
 
     name: str
-    axis: Optional[int]
+    axis: int | None
     index: int
     h_axis: int
     v_axis: int
@@ -165,14 +182,14 @@ class ThumbnailGeometry:
     planes : list of PlaneView
     """
 
-    center: Tuple[int, ...]
+    center: tuple[int, ...]
     box: Box
     own_region: int
     field_of_view_mm: float
-    planes: List[PlaneView]
+    planes: list[PlaneView]
 
 
-def plane_coords(box: Box, axis: Optional[int], index: int) -> np.ndarray:
+def plane_coords(box: Box, axis: int | None, index: int) -> np.ndarray:
     """Voxel coordinates of one plane of a box, shape ``(n_h, n_v, ndim)`` (the fixed axis at ``index``).
 
     >>> plane_coords(((0, 2), (5, 7), (1, 4)), 2, 3)[1, 0].tolist()
@@ -183,7 +200,7 @@ def plane_coords(box: Box, axis: Optional[int], index: int) -> np.ndarray:
     return grid.reshape([len(r) for a, r in enumerate(ranges) if a != axis] + [len(box)])
 
 
-def plane_regions(regions, box: Box, axis: Optional[int], index: int, shape: Sequence[int]) -> np.ndarray:
+def plane_regions(regions, box: Box, axis: int | None, index: int, shape: Sequence[int]) -> np.ndarray:
     """Region labels on one plane of a box: -1 outside the image.
 
     ``regions`` is the dense region map of the whole image, or a function giving the labels of voxel
@@ -202,8 +219,23 @@ def plane_regions(regions, box: Box, axis: Optional[int], index: int, shape: Seq
     return out
 
 
-def thumbnail_geometry(center: Sequence[int], box: Box, gt: np.ndarray, pred: np.ndarray, regions,
-                       spacing: Sequence[float], own_region: int = 0) -> ThumbnailGeometry:
+def _keep(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+def _first(a: np.ndarray, axis: int) -> np.ndarray:
+    return a.take(0, axis=axis)
+
+
+def thumbnail_geometry(
+    center: Sequence[int],
+    box: Box,
+    gt: np.ndarray,
+    pred: np.ndarray,
+    regions,
+    spacing: Sequence[float],
+    own_region: int = 0,
+) -> ThumbnailGeometry:
     """Cut the slices of a thumbnail through voxel ``center`` inside ``box``.
 
     Parameters
@@ -233,15 +265,23 @@ def thumbnail_geometry(center: Sequence[int], box: Box, gt: np.ndarray, pred: np
     ndim = gt.ndim
     box = tuple(box)
     planes = []
-    for name, axis in (PLANES_3D if ndim == 3 else PLANES_2D):
+    for name, axis in PLANES_3D if ndim == 3 else PLANES_2D:
         shown = [a for a in range(ndim) if a != axis]
         index = 0 if axis is None else int(center[axis])
         plane_box = tuple((index, index + 1) if a == axis else b for a, b in enumerate(box))
-        squeeze = (lambda a: a) if axis is None else (lambda a: a.take(0, axis=axis))
-        planes.append(PlaneView(name, axis, index, shown[0], shown[1],
-                                squeeze(crop(gt, plane_box, False)).astype(bool),
-                                squeeze(crop(pred, plane_box, False)).astype(bool),
-                                plane_regions(regions, box, axis, index, gt.shape),
-                                float(spacing[shown[1]]) / float(spacing[shown[0]])))
+        squeeze: Callable[[np.ndarray], np.ndarray] = _keep if axis is None else functools.partial(_first, axis=axis)
+        planes.append(
+            PlaneView(
+                name,
+                axis,
+                index,
+                shown[0],
+                shown[1],
+                squeeze(crop(gt, plane_box, False)).astype(bool),
+                squeeze(crop(pred, plane_box, False)).astype(bool),
+                plane_regions(regions, box, axis, index, gt.shape),
+                float(spacing[shown[1]]) / float(spacing[shown[0]]),
+            )
+        )
     fov = max((stop - start) * float(s) for (start, stop), s in zip(box, spacing))
     return ThumbnailGeometry(tuple(int(c) for c in center), box, int(own_region), fov, planes)

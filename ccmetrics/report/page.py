@@ -14,15 +14,25 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pandas as pd
 
 from .. import schema
 from . import data, geometry, thumbnails
 
-__all__ = ["AGGREGATIONS", "DEFAULT_MAX_CASES", "PLOT_CAPTIONS", "ReportInfo", "anchor", "build_model", "fmt",
-           "render_html", "sort_value", "write_report"]
+__all__ = [
+    "AGGREGATIONS",
+    "DEFAULT_MAX_CASES",
+    "PLOT_CAPTIONS",
+    "ReportInfo",
+    "anchor",
+    "build_model",
+    "fmt",
+    "render_html",
+    "sort_value",
+    "write_report",
+]
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: thumbnails are drawn for this many cases unless told otherwise (the command's ``--max-cases``)
@@ -30,16 +40,25 @@ DEFAULT_MAX_CASES = 20
 
 #: captions of the plots ``ccmetrics evaluate`` writes (file name pattern → caption)
 PLOT_CAPTIONS = (
-    (r"metric_vs_volume_(\w+?)(_class\d+)?$", "Per-lesion {0} against lesion volume: missed lesions (red) sit at 0 "
-                                              "whatever their size. CC-{0} averages these points with equal weight."),
-    (r"standard_vs_cc_(\w+?)(_class\d+)?$", "Global {0} against CC-{0}, one point per case: points off the identity "
-                                            "line are cases where the global value hides what happens per lesion."),
+    (
+        r"metric_vs_volume_(\w+?)(_class\d+)?$",
+        "Per-lesion {0} against lesion volume: missed lesions (red) sit at 0 "
+        "whatever their size. CC-{0} averages these points with equal weight.",
+    ),
+    (
+        r"standard_vs_cc_(\w+?)(_class\d+)?$",
+        "Global {0} against CC-{0}, one point per case: points off the identity "
+        "line are cases where the global value hides what happens per lesion.",
+    ),
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
     (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
 )
-AGGREGATIONS = {schema.STANDARD: "standard (global value per case)",
-                schema.CC_PATIENT: "CC, per patient (mean of case means)",
-                schema.CC_POOLED: "CC, pooled (every lesion weighs the same)", schema.CASE_LEVEL: "case-level score"}
+AGGREGATIONS = {
+    schema.STANDARD: "standard (global value per case)",
+    schema.CC_PATIENT: "CC, per patient (mean of case means)",
+    schema.CC_POOLED: "CC, pooled (every lesion weighs the same)",
+    schema.CASE_LEVEL: "case-level score",
+}
 
 
 @dataclass
@@ -68,21 +87,25 @@ class ReportInfo:
     n_thumbnails: int
     n_lesions: int
     n_false_positives: int
-    unreadable: List[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         size = self.size_bytes
         human = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
-        text = (f"Wrote {self.path} ({human}): {_count(self.n_cases, 'case')}, thumbnails for "
-                f"{self.n_thumbnail_cases} ({_count(self.n_thumbnails, 'image')}), {_count(self.n_lesions, 'lesion')}, "
-                f"{_count(self.n_false_positives, 'false positive')}")
+        text = (
+            f"Wrote {self.path} ({human}): {_count(self.n_cases, 'case')}, thumbnails for "
+            f"{self.n_thumbnail_cases} ({_count(self.n_thumbnails, 'image')}), {_count(self.n_lesions, 'lesion')}, "
+            f"{_count(self.n_false_positives, 'false positive')}"
+        )
         if self.unreadable:
-            text += (f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  "
-                     + "\n  ".join(self.unreadable))
+            text += f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  " + "\n  ".join(
+                self.unreadable
+            )
         return text
 
 
 # ---------------------------------------------------------------- small helpers
+
 
 def _count(n: int, noun: str) -> str:
     """``n`` and the noun, plural unless ``n == 1``.
@@ -93,7 +116,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     """A table value as a float, None when empty."""
     if value is None or isinstance(value, str) and not value:
         return None
@@ -144,7 +167,7 @@ def anchor(case: str, class_value: Any, multi_class: bool) -> str:
     return text + (f"-class{class_value}" if multi_class else "")
 
 
-def _plot_caption(path: Path, columns: Optional[Dict[str, Any]] = None) -> str:
+def _plot_caption(path: Path, columns: dict[str, Any] | None = None) -> str:
     for pattern, caption in PLOT_CAPTIONS:
         match = re.match(pattern, path.stem)
         if match:
@@ -156,6 +179,7 @@ def _plot_caption(path: Path, columns: Optional[Dict[str, Any]] = None) -> str:
 
 # ---------------------------------------------------------------- one case
 
+
 def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple:
     """(CaseImages or None, problem text or None) for one per-case row."""
     if row[schema.STATUS] == schema.FAILED:
@@ -164,46 +188,66 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
     pred_name = row.get(schema.PRED_FILE)
     pred_given = isinstance(pred_name, str) and bool(pred_name)
     pred_file = data.resolve_image(pred_name, folder.path, image_root) if pred_given else None
-    missing = [str(n) for n, f, given in ((row.get(schema.GT_FILE), gt_file, True), (pred_name, pred_file, pred_given))
-               if given and f is None]
+    missing = [
+        str(n)
+        for n, f, given in ((row.get(schema.GT_FILE), gt_file, True), (pred_name, pred_file, pred_given))
+        if given and f is None
+    ]
     if missing:
         return None, "image file not found: " + ", ".join(missing)
     try:
         class_value = None if folder.binary else int(row[schema.CLASS])
-        images = data.load_case(gt_file, pred_file, class_value=class_value,
-                                spacing=folder.options.get("spacing", "header"),
-                                connectivity=folder.options.get("connectivity"))
+        images = data.load_case(
+            gt_file,
+            pred_file,
+            class_value=class_value,
+            spacing=folder.options.get("spacing", "header"),
+            connectivity=folder.options.get("connectivity"),
+        )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
     return images, None
 
 
-def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> Optional[str]:
+def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> str | None:
     """A problem text when the images no longer hold the lesions of ``per_component.csv``."""
     volumes = [c.voxels for c in images.lesions]
     listed = components[schema.VOLUME].astype(int).tolist() if len(components) else []
     if volumes != listed:
-        return (f"the image files do not match per_component.csv ({len(volumes)} lesions in the images, "
-                f"{len(listed)} in the table, or other volumes): were they changed after `ccmetrics evaluate`? "
-                f"Thumbnails and false positives are left out")
+        return (
+            f"the image files do not match per_component.csv ({len(volumes)} lesions in the images, "
+            f"{len(listed)} in the table, or other volumes): were they changed after `ccmetrics evaluate`? "
+            f"Thumbnails and false positives are left out"
+        )
     return None
 
 
-def _thumbnails(images: data.CaseImages, panel_px: int) -> Dict[tuple, Dict[str, str]]:
+def _thumbnails(images: data.CaseImages, panel_px: int) -> dict[tuple, dict[str, str]]:
     """(kind, label) → {"src": data URI, "caption": text} for every component of a case."""
     renderer = thumbnails.Renderer(images.gt.ndim, panel_px=panel_px)
     out = {}
     for c in images.lesions + images.false_positives:
         center = tuple(int(math.floor(x + 0.5)) for x in c.centroid)
         box = geometry.crop_box(center, geometry.half_widths(c.extent_mm(images.spacing), images.spacing))
-        g = geometry.thumbnail_geometry(center, box, images.gt, images.pred, images.regions, images.spacing,
-                                        own_region=c.region)
+        g = geometry.thumbnail_geometry(
+            center, box, images.gt, images.pred, images.regions, images.spacing, own_region=c.region
+        )
         out[(c.kind, c.label)] = {"src": thumbnails.data_uri(renderer.render(g)), "caption": thumbnails.caption(g)}
     return out
 
 
-def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, *, multi_class: bool, draw: bool,
-                rank: Optional[int], image_root, panel_px: int, unit: str) -> Dict[str, Any]:
+def _case_entry(
+    folder: data.ResultFolder,
+    row: pd.Series,
+    comps: pd.DataFrame,
+    *,
+    multi_class: bool,
+    draw: bool,
+    rank: int | None,
+    image_root,
+    panel_px: int,
+    unit: str,
+) -> dict[str, Any]:
     case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     images, problem = _case_images(folder, row, image_root)
     if images is not None:
@@ -213,38 +257,80 @@ def _case_entry(folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, 
     thumbs = _thumbnails(images, panel_px) if images is not None and draw else {}
     name = anchor(case, class_value, multi_class)
     lesions = []
+    comp: Any  # a row of itertuples (its fields are not typed)
     for comp in comps.itertuples(index=False):
         k = int(comp.component)
         volume = comp.volume_mm3 / 1000.0 if unit == "ml" else comp.volume
-        lesions.append({
-            "id": f"{name}-lesion-{k}", "label": k, "volume": volume, "detected": bool(comp.detected),
-            "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
-            "thumb": thumbs.get(("lesion", k))})
+        lesions.append(
+            {
+                "id": f"{name}-lesion-{k}",
+                "label": k,
+                "volume": volume,
+                "detected": bool(comp.detected),
+                "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
+                "thumb": thumbs.get(("lesion", k)),
+            }
+        )
     fps = None
     if images is not None:
         ml = data.voxel_ml(folder.options.get("spacing", "header"), images.spacing)
-        fps = [{"id": f"{name}-fp-{c.label}", "label": c.label,
-                "volume": c.voxels * ml if unit == "ml" else c.voxels, "region": c.region or None,
-                "thumb": thumbs.get(("false_positive", c.label))}
-               for c in images.false_positives]
-    metrics = [{"key": m, "name": data.label(m, folder.columns), "standard": row.get(m), "cc": row.get(schema.cc(m)),
-                "delta": row.get(f"delta_{m}")} for m in folder.case_metrics]
+        fps = [
+            {
+                "id": f"{name}-fp-{c.label}",
+                "label": c.label,
+                "volume": c.voxels * ml if unit == "ml" else c.voxels,
+                "region": c.region or None,
+                "thumb": thumbs.get(("false_positive", c.label)),
+            }
+            for c in images.false_positives
+        ]
+    metrics = [
+        {
+            "key": m,
+            "name": data.label(m, folder.columns),
+            "standard": row.get(m),
+            "cc": row.get(schema.cc(m)),
+            "delta": row.get(f"delta_{m}"),
+        }
+        for m in folder.case_metrics
+    ]
     scores = [{"key": s, "name": data.label(s, folder.columns), "value": row.get(s)} for s in folder.case_scores]
-    return {"case": case, "class": class_value, "title": case + (f" (class {class_value})" if multi_class else ""),
-            "anchor": name, "status": row[schema.STATUS], "flags": row.get(schema.FLAGS) or "",
-            "error": row.get(schema.ERROR) or "",
-            "gt_file": row.get(schema.GT_FILE) if isinstance(row.get(schema.GT_FILE), str) else "",
-            "pred_file": row.get(schema.PRED_FILE) if isinstance(row.get(schema.PRED_FILE), str) else "",
-            "rank": rank, "drawn": bool(thumbs), "thumbnails_wanted": draw, "problem": problem,
-            "metrics": metrics, "scores": scores, "lesions": lesions, "false_positives": fps,
-            "n_lesions": len(lesions), "n_missed": sum(not les["detected"] for les in lesions),
-            "n_fp": None if fps is None else len(fps), "empty_gt": str(row.get(schema.EMPTY_GT)) == "True"}
+    return {
+        "case": case,
+        "class": class_value,
+        "title": case + (f" (class {class_value})" if multi_class else ""),
+        "anchor": name,
+        "status": row[schema.STATUS],
+        "flags": row.get(schema.FLAGS) or "",
+        "error": row.get(schema.ERROR) or "",
+        "gt_file": row.get(schema.GT_FILE) if isinstance(row.get(schema.GT_FILE), str) else "",
+        "pred_file": row.get(schema.PRED_FILE) if isinstance(row.get(schema.PRED_FILE), str) else "",
+        "rank": rank,
+        "drawn": bool(thumbs),
+        "thumbnails_wanted": draw,
+        "problem": problem,
+        "metrics": metrics,
+        "scores": scores,
+        "lesions": lesions,
+        "false_positives": fps,
+        "n_lesions": len(lesions),
+        "n_missed": sum(not les["detected"] for les in lesions),
+        "n_fp": None if fps is None else len(fps),
+        "empty_gt": str(row.get(schema.EMPTY_GT)) == "True",
+    }
 
 
 # ---------------------------------------------------------------- the whole page
 
-def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, image_root: Optional[os.PathLike] = None,
-                panel_px: int = 120, title: Optional[str] = None) -> Dict[str, Any]:
+
+def build_model(
+    result_dir: os.PathLike,
+    *,
+    max_cases: int | None = None,
+    image_root: os.PathLike | None = None,
+    panel_px: int = 120,
+    title: str | None = None,
+) -> dict[str, Any]:
     """Everything the page shows, as plain Python data (the template's context).
 
     Parameters are those of :func:`write_report`. Keys: ``title``, ``source``, ``counts``,
@@ -262,17 +348,29 @@ def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, ima
     multi_class = per_case[schema.CLASS].nunique() > 1 if len(per_case) else False
     unit = "voxels" if folder.options.get("spacing") == "voxel" else "ml"
     components = folder.per_component
-    by_case = ({(str(c), k): g.sort_values(schema.COMPONENT)
-                for (c, k), g in components.groupby([schema.CASE, schema.CLASS])}
-               if len(components) else {})
+    by_case = (
+        {(str(c), k): g.sort_values(schema.COMPONENT) for (c, k), g in components.groupby([schema.CASE, schema.CLASS])}
+        if len(components)
+        else {}
+    )
     cases = []
     for position, i in enumerate(order):
         row = per_case.iloc[i]
         evaluated = row[schema.STATUS] != schema.FAILED
         comps = by_case.get((str(row[schema.CASE]), row[schema.CLASS]), components.iloc[:0])
-        cases.append(_case_entry(folder, row, comps, multi_class=multi_class, draw=evaluated and position < n_draw,
-                                 rank=position + 1 if evaluated else None, image_root=image_root,
-                                 panel_px=panel_px, unit=unit))
+        cases.append(
+            _case_entry(
+                folder,
+                row,
+                comps,
+                multi_class=multi_class,
+                draw=evaluated and position < n_draw,
+                rank=position + 1 if evaluated else None,
+                image_root=image_root,
+                panel_px=panel_px,
+                unit=unit,
+            )
+        )
     finder = []
     for case in cases:
         for les in case["lesions"]:
@@ -286,25 +384,37 @@ def build_model(result_dir: os.PathLike, *, max_cases: Optional[int] = None, ima
         "title": title or f"Per-lesion report: {folder.path.resolve().name}",
         "source": str(folder.path.resolve()),
         "written": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "version": _version(), "counts": counts, "problems": problems,
+        "version": _version(),
+        "counts": counts,
+        "problems": problems,
         "unreadable": [c for c in cases if c["problem"]],
         "ignored_files": folder.doc.get("ignored_files", []),
-        "summary": folder.doc.get("summary", []), "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
+        "summary": folder.doc.get("summary", []),
+        "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
-        "plots": [{"name": p.name, "caption": _plot_caption(p, folder.columns),
-                   "src": thumbnails.data_uri(p.read_bytes())} for p in folder.plots],
-        "cases": cases, "cases_by_gap": by_gap, "finder": finder, "multi_class": multi_class,
-        "primary": primary, "primary_name": data.label(primary, folder.columns) if primary else "",
+        "plots": [
+            {"name": p.name, "caption": _plot_caption(p, folder.columns), "src": thumbnails.data_uri(p.read_bytes())}
+            for p in folder.plots
+        ],
+        "cases": cases,
+        "cases_by_gap": by_gap,
+        "finder": finder,
+        "multi_class": multi_class,
+        "primary": primary,
+        "primary_name": data.label(primary, folder.columns) if primary else "",
         "metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in metrics],
         "component_metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in folder.component_metrics],
         "scores": [{"key": s, "name": data.label(s, folder.columns)} for s in folder.case_scores],
-        "unit": unit, "max_cases": n_draw, "n_drawn": sum(c["drawn"] for c in cases),
-        "options": folder.options, "legend": thumbnails.LEGEND,
+        "unit": unit,
+        "max_cases": n_draw,
+        "n_drawn": sum(c["drawn"] for c in cases),
+        "options": folder.options,
+        "legend": thumbnails.LEGEND,
         "is_distance": {m: folder.is_distance(m) for m in metrics},
     }
 
 
-def _gap_key(case: Dict[str, Any], primary: Optional[str]):
+def _gap_key(case: dict[str, Any], primary: str | None):
     delta = next((m["delta"] for m in case["metrics"] if m["key"] == primary), None)
     v = _number(delta)
     return (v is None, -abs(v) if v is not None else 0.0)
@@ -316,25 +426,36 @@ def _version() -> str:
     return __version__
 
 
-def render_html(model: Dict[str, Any]) -> str:
+def render_html(model: dict[str, Any]) -> str:
     """Fill the template with a :func:`build_model` dict."""
     import jinja2
     from markupsafe import Markup
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
     env.filters["fmt"] = fmt
     env.filters["sortval"] = sort_value
     env.filters["label"] = data.label
-    env.globals["abs_sortval"] = lambda v: sort_value(abs(_number(v))) if _number(v) is not None else ""
+    env.globals["abs_sortval"] = lambda v: "" if (number := _number(v)) is None else sort_value(abs(number))
     style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
     script = Markup((TEMPLATES / "report.js").read_text(encoding="utf-8"))
     return env.get_template("report.html.j2").render(style=style, script=script, **model)
 
 
-def write_report(result_dir: os.PathLike, out: os.PathLike, *, max_cases: Optional[int] = None,
-                 image_root: Optional[os.PathLike] = None, panel_px: int = 120,
-                 title: Optional[str] = None) -> ReportInfo:
+def write_report(
+    result_dir: os.PathLike,
+    out: os.PathLike,
+    *,
+    max_cases: int | None = None,
+    image_root: os.PathLike | None = None,
+    panel_px: int = 120,
+    title: str | None = None,
+) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
 
     Parameters
@@ -371,8 +492,13 @@ def write_report(result_dir: os.PathLike, out: os.PathLike, *, max_cases: Option
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
-    return ReportInfo(out, out.stat().st_size, len(model["cases"]), model["n_drawn"],
-                      sum(bool(r["thumb"]) for r in model["finder"]),
-                      sum(r["kind"] == "lesion" for r in model["finder"]),
-                      sum(r["kind"] == "false_positive" for r in model["finder"]),
-                      [f"{c['title']}: {c['problem']}" for c in model["unreadable"]])
+    return ReportInfo(
+        out,
+        out.stat().st_size,
+        len(model["cases"]),
+        model["n_drawn"],
+        sum(bool(r["thumb"]) for r in model["finder"]),
+        sum(r["kind"] == "lesion" for r in model["finder"]),
+        sum(r["kind"] == "false_positive" for r in model["finder"]),
+        [f"{c['title']}: {c['problem']}" for c in model["unreadable"]],
+    )

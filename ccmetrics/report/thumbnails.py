@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import Any
+
 import numpy as np
 
 from .geometry import PlaneView, ThumbnailGeometry, boundary_segments
 
 __all__ = ["LEGEND", "Renderer", "background", "caption", "data_uri", "render"]
 
-GT_COLOR = "#0072B2"        # Okabe-Ito blue
-PRED_COLOR = "#E69F00"      # Okabe-Ito orange
+GT_COLOR = "#0072B2"  # Okabe-Ito blue
+PRED_COLOR = "#E69F00"  # Okabe-Ito orange
 GT_FILL = (0.78, 0.87, 0.94)
 OWN_REGION = (1.0, 1.0, 1.0)
 OTHER_REGION = (0.86, 0.86, 0.86)
@@ -94,11 +96,15 @@ class Renderer:
             artist.remove()
         ax.imshow(background(plane, own_region), origin="lower", interpolation="nearest", aspect=plane.aspect)
         inside = np.where(plane.regions < 0, 0, plane.regions)  # no border line along the image's edge
-        for labels, color, width in ((inside, BORDER_COLOR, 0.5), (plane.gt, GT_COLOR, 1.8),
-                                     (plane.pred, PRED_COLOR, 1.1)):
+        for labels, color, width in (
+            (inside, BORDER_COLOR, 0.5),
+            (plane.gt, GT_COLOR, 1.8),
+            (plane.pred, PRED_COLOR, 1.1),
+        ):
             segments = boundary_segments(labels)
             if len(segments):
-                ax.add_collection(LineCollection(segments, colors=color, linewidths=width, capstyle="projecting"))
+                lines: Any = segments  # (n, 2, 2) points: what LineCollection takes, whatever its stubs say
+                ax.add_collection(LineCollection(lines, colors=color, linewidths=width, capstyle="projecting"))
         n_h, n_v = plane.gt.shape
         ax.set_xlim(-0.5, n_h - 0.5)
         ax.set_ylim(-0.5, n_v - 0.5)

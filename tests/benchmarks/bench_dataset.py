@@ -73,7 +73,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
 
 # measure the working tree's package, installed or not
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -89,8 +88,15 @@ SPACING = (2.0, 2.0, 3.0)
 SEED0 = 1000
 DEFAULT_DATA = "/tmp/ccmetrics-bench-data"
 MIB = 1024 * 1024
-PARAMS = {"generator": "ccmetrics.synthetic.lesion_case", "shape": list(SHAPE), "n_lesions": N_LESIONS,
-          "spacing_mm": list(SPACING), "dtype": "uint8", "seed": f"{SEED0} + case index", "format": ".nii.gz"}
+PARAMS = {
+    "generator": "ccmetrics.synthetic.lesion_case",
+    "shape": list(SHAPE),
+    "n_lesions": N_LESIONS,
+    "spacing_mm": list(SPACING),
+    "dtype": "uint8",
+    "seed": f"{SEED0} + case index",
+    "format": ".nii.gz",
+}
 
 
 def case_id(i: int) -> str:
@@ -119,7 +125,7 @@ def _generate_one(data: str, i: int) -> float:
     return time.perf_counter() - start
 
 
-def ensure_data(data: Path, cases: int, workers: int) -> Optional[Dict[str, float]]:
+def ensure_data(data: Path, cases: int, workers: int) -> dict[str, float] | None:
     """Generate the missing cases; return timing info, or None when all were there."""
     params_file = data / "params.json"
     if params_file.is_file():
@@ -132,8 +138,11 @@ def ensure_data(data: Path, cases: int, workers: int) -> Optional[Dict[str, floa
     missing = [i for i in range(cases) if not all(p.is_file() for p in case_paths(data, i))]
     if not missing:
         return None
-    print(f"generating {len(missing)} of {cases} cases into {data} with {workers} processes "
-          f"(each: lesion_case{SHAPE}, written as two uint8 .nii.gz)...", flush=True)
+    print(
+        f"generating {len(missing)} of {cases} cases into {data} with {workers} processes "
+        f"(each: lesion_case{SHAPE}, written as two uint8 .nii.gz)...",
+        flush=True,
+    )
     start = time.perf_counter()
     per_case = []
     if workers > 1 and len(missing) > 1:
@@ -152,14 +161,13 @@ def ensure_data(data: Path, cases: int, workers: int) -> Optional[Dict[str, floa
             if n % 10 == 0 or n == len(missing):
                 print(f"  {n}/{len(missing)} cases written ({time.perf_counter() - start:.0f} s)", flush=True)
     wall = time.perf_counter() - start
-    return {"generated": len(missing), "wall": wall, "per_case_mean": float(np.mean(per_case)),
-            "workers": workers}
+    return {"generated": len(missing), "wall": wall, "per_case_mean": float(np.mean(per_case)), "workers": workers}
 
 
 # ----------------------------------------------------------------------------- memory
 
 
-def _status_kib(pid, field: str) -> Optional[int]:
+def _status_kib(pid, field: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -170,7 +178,7 @@ def _status_kib(pid, field: str) -> Optional[int]:
     return None
 
 
-def _cpu_times() -> Optional[Dict[str, float]]:
+def _cpu_times() -> dict[str, float] | None:
     """Machine-wide CPU seconds from ``/proc/stat`` (all CPUs): busy, idle and steal."""
     try:
         with open("/proc/stat") as f:
@@ -179,15 +187,22 @@ def _cpu_times() -> Optional[Dict[str, float]]:
         return None
     tick = os.sysconf("SC_CLK_TCK")
     user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return {"busy": (user + nice + system + irq + softirq) / tick, "idle": (idle + iowait) / tick,
-            "steal": steal / tick}
+    return {
+        "busy": (user + nice + system + irq + softirq) / tick,
+        "idle": (idle + iowait) / tick,
+        "steal": steal / tick,
+    }
 
 
-def _own_cpu() -> Dict[str, float]:
+def _own_cpu() -> dict[str, float]:
     """CPU seconds (user, sys) of this process and of its terminated, waited-for children."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"self_user": me.ru_utime, "self_sys": me.ru_stime, "children_user": kids.ru_utime,
-            "children_sys": kids.ru_stime}
+    return {
+        "self_user": me.ru_utime,
+        "self_sys": me.ru_stime,
+        "children_user": kids.ru_utime,
+        "children_sys": kids.ru_stime,
+    }
 
 
 class WorkerSampler(threading.Thread):
@@ -196,10 +211,10 @@ class WorkerSampler(threading.Thread):
     def __init__(self, interval: float = 0.2):
         super().__init__(daemon=True)
         self.interval = interval
-        self.peaks_kib: Dict[int, int] = {}
+        self.peaks_kib: dict[int, int] = {}
         self.stop_event = threading.Event()
 
-    def _children(self) -> List[int]:
+    def _children(self) -> list[int]:
         me, out = os.getpid(), []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -254,13 +269,20 @@ def measure(data: Path, cases: int, workers: int) -> dict:
     sampler.stop_event.set()
     sampler.join()
     own = {k: own1[k] - own0[k] for k in own0}
-    cpu = {"own": sum(own.values()), "workers_user": own["children_user"] if workers > 1 else own["self_user"],
-           "workers_sys": own["children_sys"] if workers > 1 else own["self_sys"],
-           "main": own["self_user"] + own["self_sys"] if workers > 1 else 0.0}
+    cpu = {
+        "own": sum(own.values()),
+        "workers_user": own["children_user"] if workers > 1 else own["self_user"],
+        "workers_sys": own["children_sys"] if workers > 1 else own["self_sys"],
+        "main": own["self_user"] + own["self_sys"] if workers > 1 else 0.0,
+    }
     if machine0 and machine1:
         machine = {k: machine1[k] - machine0[k] for k in machine0}
-        cpu.update(machine_busy=machine["busy"], idle=machine["idle"], steal=machine["steal"],
-                   others=max(0.0, machine["busy"] - cpu["own"]))
+        cpu.update(
+            machine_busy=machine["busy"],
+            idle=machine["idle"],
+            steal=machine["steal"],
+            others=max(0.0, machine["busy"] - cpu["own"]),
+        )
     children_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
     self_hwm = _status_kib("self", "VmHWM")
 
@@ -272,24 +294,44 @@ def measure(data: Path, cases: int, workers: int) -> dict:
         raise SystemExit("broken run: no components or dice outside [0, 1]")
     t = result.timings
     return {
-        "cases": cases, "workers": workers, "how": how, "wall": wall,
-        "read_sum": float(t["read_seconds"].sum()), "compute_sum": float(t["compute_seconds"].sum()),
-        "read_median": float(t["read_seconds"].median()), "read_max": float(t["read_seconds"].max()),
-        "compute_median": float(t["compute_seconds"].median()), "compute_max": float(t["compute_seconds"].max()),
-        "counts": counts, "components": int(len(result.per_component)), "cpu": cpu, "nproc": _nproc(),
-        "mean_dice": float(result.per_case["dice"].mean()), "mean_cc_dice": float(result.per_case["cc_dice"].mean()),
+        "cases": cases,
+        "workers": workers,
+        "how": how,
+        "wall": wall,
+        "read_sum": float(t["read_seconds"].sum()),
+        "compute_sum": float(t["compute_seconds"].sum()),
+        "read_median": float(t["read_seconds"].median()),
+        "read_max": float(t["read_seconds"].max()),
+        "compute_median": float(t["compute_seconds"].median()),
+        "compute_max": float(t["compute_seconds"].max()),
+        "counts": counts,
+        "components": int(len(result.per_component)),
+        "cpu": cpu,
+        "nproc": _nproc(),
+        "mean_dice": float(result.per_case["dice"].mean()),
+        "mean_cc_dice": float(result.per_case["cc_dice"].mean()),
         "children_maxrss_mib": children_kib / 1024 if workers > 1 else None,
         "sampled_worker_hwm_mib": sorted(v / 1024 for v in sampler.peaks_kib.values()),
-        "main_hwm_mib": self_hwm / 1024 if self_hwm is not None
+        "main_hwm_mib": self_hwm / 1024
+        if self_hwm is not None
         else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "main_hwm_source": "VmHWM" if self_hwm is not None else "ru_maxrss",
         "main_rss_before_mib": rss_before / 1024 if rss_before is not None else None,
     }
 
 
-def run_measured(data: Path, cases: int, workers: int, env: Dict[str, str]) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--measure", "--data", str(data),
-           "--cases", str(cases), "--workers", str(workers)]
+def run_measured(data: Path, cases: int, workers: int, env: dict[str, str]) -> dict:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--measure",
+        "--data",
+        str(data),
+        "--cases",
+        str(cases),
+        "--workers",
+        str(workers),
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     if proc.returncode != 0:
@@ -309,7 +351,7 @@ def _nproc() -> int:
         return os.cpu_count() or 1
 
 
-def machine_info() -> List[str]:
+def machine_info() -> list[str]:
     import nibabel
     import scipy
 
@@ -331,26 +373,51 @@ def machine_info() -> List[str]:
         sitk = f", SimpleITK {SimpleITK.Version_VersionString()}"
     except ImportError:
         sitk = ""
-    return [f"nproc {usable} (os.cpu_count() {os.cpu_count()}), {cpu}{mem}",
-            f"python {platform.python_version()} ({platform.machine()}, {platform.system()})",
-            f"numpy {np.__version__}, scipy {scipy.__version__}, nibabel {nibabel.__version__}{sitk}, "
-            f"ccmetrics {ccmetrics.__version__}"]
+    return [
+        f"nproc {usable} (os.cpu_count() {os.cpu_count()}), {cpu}{mem}",
+        f"python {platform.python_version()} ({platform.machine()}, {platform.system()})",
+        f"numpy {np.__version__}, scipy {scipy.__version__}, nibabel {nibabel.__version__}{sitk}, "
+        f"ccmetrics {ccmetrics.__version__}",
+    ]
 
 
-def table(runs: List[dict]) -> str:
-    head = ["cases", "workers", "wall (s)", "read s/case", "compute s/case", "read : compute",
-            "CPU s/case", "cases/min", "peak RSS per worker (MiB)", "main process peak RSS (MiB)",
-            "1000 cases (linear extrapolation)"]
+def table(runs: list[dict]) -> str:
+    head = [
+        "cases",
+        "workers",
+        "wall (s)",
+        "read s/case",
+        "compute s/case",
+        "read : compute",
+        "CPU s/case",
+        "cases/min",
+        "peak RSS per worker (MiB)",
+        "main process peak RSS (MiB)",
+        "1000 cases (linear extrapolation)",
+    ]
     rows = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for r in runs:
         n, busy = r["cases"], r["read_sum"] + r["compute_sum"]
         worker = f"{r['children_maxrss_mib']:.0f}" if r["children_maxrss_mib"] is not None else "(in main)"
-        rows.append("| " + " | ".join([
-            str(n), str(r["workers"]), f"{r['wall']:.1f}", f"{r['read_sum'] / n:.2f}",
-            f"{r['compute_sum'] / n:.2f}",
-            f"{100 * r['read_sum'] / busy:.0f} % : {100 * r['compute_sum'] / busy:.0f} %",
-            f"{(r['cpu']['workers_user'] + r['cpu']['workers_sys']) / n:.2f}", f"{60 * n / r['wall']:.0f}", worker, f"{r['main_hwm_mib']:.0f}",
-            f"{r['wall'] * 1000 / n / 60:.1f} min"]) + " |")
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    str(n),
+                    str(r["workers"]),
+                    f"{r['wall']:.1f}",
+                    f"{r['read_sum'] / n:.2f}",
+                    f"{r['compute_sum'] / n:.2f}",
+                    f"{100 * r['read_sum'] / busy:.0f} % : {100 * r['compute_sum'] / busy:.0f} %",
+                    f"{(r['cpu']['workers_user'] + r['cpu']['workers_sys']) / n:.2f}",
+                    f"{60 * n / r['wall']:.0f}",
+                    worker,
+                    f"{r['main_hwm_mib']:.0f}",
+                    f"{r['wall'] * 1000 / n / 60:.1f} min",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(rows)
 
 
@@ -359,58 +426,76 @@ def contended(r: dict) -> bool:
     c = r["cpu"]
     if "others" not in c:
         return False
-    return (c["others"] > 0.1 * r["wall"] * r["nproc"]
-            and c["own"] < 0.9 * r["wall"] * min(r["workers"], r["nproc"]))
+    return c["others"] > 0.1 * r["wall"] * r["nproc"] and c["own"] < 0.9 * r["wall"] * min(r["workers"], r["nproc"])
 
 
-def describe(r: dict) -> List[str]:
+def describe(r: dict) -> list[str]:
     n, busy = r["cases"], r["read_sum"] + r["compute_sum"]
-    lines = [f"evaluated as {r['how']}; counts {r['counts']}; {r['components']} GT components; "
-             f"mean dice {r['mean_dice']:.3f}, mean cc_dice {r['mean_cc_dice']:.3f}",
-             f"wall {r['wall']:.1f} s inside evaluate_dataset ({r['process_wall']:.1f} s for the whole "
-             f"subprocess, interpreter start and imports included)",
-             f"read per case: mean {r['read_sum'] / n:.3f} s, median {r['read_median']:.3f}, "
-             f"max {r['read_max']:.3f} (two .nii.gz files, header checks included)",
-             f"compute per case: mean {r['compute_sum'] / n:.3f} s, median {r['compute_median']:.3f}, "
-             f"max {r['compute_max']:.3f} (geometry check, evaluate(), the tables)",
-             f"summed worker time {busy:.1f} s = {100 * busy / (r['wall'] * r['workers']):.0f} % of "
-             f"wall x workers (the rest: worker start-up, sending results, idle at the end)"]
+    lines = [
+        f"evaluated as {r['how']}; counts {r['counts']}; {r['components']} GT components; "
+        f"mean dice {r['mean_dice']:.3f}, mean cc_dice {r['mean_cc_dice']:.3f}",
+        f"wall {r['wall']:.1f} s inside evaluate_dataset ({r['process_wall']:.1f} s for the whole "
+        f"subprocess, interpreter start and imports included)",
+        f"read per case: mean {r['read_sum'] / n:.3f} s, median {r['read_median']:.3f}, "
+        f"max {r['read_max']:.3f} (two .nii.gz files, header checks included)",
+        f"compute per case: mean {r['compute_sum'] / n:.3f} s, median {r['compute_median']:.3f}, "
+        f"max {r['compute_max']:.3f} (geometry check, evaluate(), the tables)",
+        f"summed worker time {busy:.1f} s = {100 * busy / (r['wall'] * r['workers']):.0f} % of "
+        f"wall x workers (the rest: worker start-up, sending results, idle at the end)",
+    ]
     if r["workers"] > 1:
         hwm = r["sampled_worker_hwm_mib"]
-        lines.append(f"peak RSS per worker: ru_maxrss of the children {r['children_maxrss_mib']:.0f} MiB; "
-                     f"VmHWM sampled per worker: {', '.join(f'{v:.0f}' for v in hwm) or 'none seen'} MiB "
-                     f"(the measuring process had {r['main_rss_before_mib']:.0f} MiB resident when it "
-                     f"started the pool)")
+        lines.append(
+            f"peak RSS per worker: ru_maxrss of the children {r['children_maxrss_mib']:.0f} MiB; "
+            f"VmHWM sampled per worker: {', '.join(f'{v:.0f}' for v in hwm) or 'none seen'} MiB "
+            f"(the measuring process had {r['main_rss_before_mib']:.0f} MiB resident when it "
+            f"started the pool)"
+        )
     lines.append(f"main process peak RSS ({r['main_hwm_source']}): {r['main_hwm_mib']:.0f} MiB")
     c = r["cpu"]
     who = "workers" if r["workers"] > 1 else "the process"
-    lines.append(f"CPU time of {who}: {c['workers_user'] + c['workers_sys']:.1f} s "
-                 f"({(c['workers_user'] + c['workers_sys']) / n:.2f} s per case; user {c['workers_user']:.1f} s, "
-                 f"sys {c['workers_sys']:.1f} s)" + (f"; main process {c['main']:.1f} s" if r["workers"] > 1 else ""))
+    lines.append(
+        f"CPU time of {who}: {c['workers_user'] + c['workers_sys']:.1f} s "
+        f"({(c['workers_user'] + c['workers_sys']) / n:.2f} s per case; user {c['workers_user']:.1f} s, "
+        f"sys {c['workers_sys']:.1f} s)" + (f"; main process {c['main']:.1f} s" if r["workers"] > 1 else "")
+    )
     if "others" in c:
         avail = r["wall"] * r["nproc"]
-        lines.append(f"machine CPU during the run ({r['nproc']} CPUs x {r['wall']:.1f} s = {avail:.0f} s): "
-                     f"this evaluation {c['own']:.0f} s, other processes {c['others']:.0f} s "
-                     f"({100 * c['others'] / avail:.0f} %), idle {c['idle']:.0f} s, steal {c['steal']:.0f} s")
+        lines.append(
+            f"machine CPU during the run ({r['nproc']} CPUs x {r['wall']:.1f} s = {avail:.0f} s): "
+            f"this evaluation {c['own']:.0f} s, other processes {c['others']:.0f} s "
+            f"({100 * c['others'] / avail:.0f} %), idle {c['idle']:.0f} s, steal {c['steal']:.0f} s"
+        )
         if contended(r):
-            lines.append(f"WARNING: other processes used {100 * c['others'] / avail:.0f} % of the CPUs during this "
-                         f"run and it got {100 * c['own'] / (r['wall'] * min(r['workers'], r['nproc'])):.0f} % of the "
-                         f"CPUs it could use: the wall time is inflated; run again on a quiet machine")
+            lines.append(
+                f"WARNING: other processes used {100 * c['others'] / avail:.0f} % of the CPUs during this "
+                f"run and it got {100 * c['own'] / (r['wall'] * min(r['workers'], r['nproc'])):.0f} % of the "
+                f"CPUs it could use: the wall time is inflated; run again on a quiet machine"
+            )
     return lines
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=100, help="cases to evaluate (default 100)")
     parser.add_argument("--data", default=DEFAULT_DATA, help=f"data folder (default {DEFAULT_DATA})")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--subset", type=int, default=10,
-                        help="cases also evaluated with workers=1 for the speed-up (default 10; 0: skip)")
+    parser.add_argument(
+        "--subset",
+        type=int,
+        default=10,
+        help="cases also evaluated with workers=1 for the speed-up (default 10; 0: skip)",
+    )
     parser.add_argument("--gen-workers", type=int, default=2, help="processes generating the data (default 2)")
     parser.add_argument("--generate-only", action="store_true", help="write the data and stop")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="environment variable for the evaluation processes (repeatable), e.g. "
-                             "MALLOC_MMAP_THRESHOLD_=2147483647 to try glibc malloc settings")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable for the evaluation processes (repeatable), e.g. "
+        "MALLOC_MMAP_THRESHOLD_=2147483647 to try glibc malloc settings",
+    )
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     data = Path(args.data)
@@ -425,13 +510,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f"\n== data: {args.cases} cases in {data}")
     gen = ensure_data(data, args.cases, args.gen_workers)
     if gen:
-        print(f"generated {gen['generated']} cases in {gen['wall']:.0f} s with {gen['workers']} processes "
-              f"({gen['per_case_mean']:.2f} s per case and process: build + write two files)")
+        print(
+            f"generated {gen['generated']} cases in {gen['wall']:.0f} s with {gen['workers']} processes "
+            f"({gen['per_case_mean']:.2f} s per case and process: build + write two files)"
+        )
     else:
         print("all cases already written (delete the folder to time the generation)")
     sizes = [p.stat().st_size for i in range(args.cases) for p in case_paths(data, i)]
-    print(f"{len(sizes)} files, {sum(sizes) / MIB:.0f} MiB on disk, {np.mean(sizes) / 1024:.0f} kB each on average "
-          f"({np.prod(SHAPE) / 1e6:.0f} M voxels uncompressed)")
+    print(
+        f"{len(sizes)} files, {sum(sizes) / MIB:.0f} MiB on disk, {np.mean(sizes) / 1024:.0f} kB each on average "
+        f"({np.prod(SHAPE) / 1e6:.0f} M voxels uncompressed)"
+    )
     if args.generate_only:
         return
 
@@ -449,18 +538,24 @@ def main(argv: Optional[List[str]] = None) -> None:
         for line in describe(runs[-1]):
             print(line)
         one, many = runs[-1], runs[0]
-        print(f"\nspeed-up per case, workers={args.workers} vs 1: "
-              f"{(one['wall'] / one['cases']) / (many['wall'] / many['cases']):.2f}x")
+        print(
+            f"\nspeed-up per case, workers={args.workers} vs 1: "
+            f"{(one['wall'] / one['cases']) / (many['wall'] / many['cases']):.2f}x"
+        )
 
-    print("\n== README table (MiB; read/compute seconds are per case inside a worker, their split is of "
-          "the summed worker time; CPU s/case: user + sys CPU time of the workers per case; the 1000-case "
-          "time is wall x 1000 / cases)\n")
+    print(
+        "\n== README table (MiB; read/compute seconds are per case inside a worker, their split is of "
+        "the summed worker time; CPU s/case: user + sys CPU time of the workers per case; the 1000-case "
+        "time is wall x 1000 / cases)\n"
+    )
     print(table(runs))
     busy = [r for r in runs if contended(r)]
     if busy:
-        print(f"\nWARNING: other processes used more than 10 % of the CPUs during {len(busy)} of the runs "
-              "(see above) while the evaluation got under 90 % of the CPUs it could use: those wall times are "
-              "not those of a quiet machine")
+        print(
+            f"\nWARNING: other processes used more than 10 % of the CPUs during {len(busy)} of the runs "
+            "(see above) while the evaluation got under 90 % of the CPUs it could use: those wall times are "
+            "not those of a quiet machine"
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ import sys
 import time
 import tracemalloc
 import warnings
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -68,11 +67,11 @@ def quiet_warnings() -> None:
     warnings.filterwarnings("ignore", message=r".*always_return_as_numpy", category=FutureWarning)
 
 
-def build_case() -> Tuple[np.ndarray, np.ndarray]:
+def build_case() -> tuple[np.ndarray, np.ndarray]:
     return lesion_case()
 
 
-def tiny_case() -> Tuple[np.ndarray, np.ndarray]:
+def tiny_case() -> tuple[np.ndarray, np.ndarray]:
     """A small case for warming up imports and first-use code paths."""
     return lesion_case((40, 40, 30), n_lesions=4, radius_range=(2.0, 5.0), seed=1)
 
@@ -101,14 +100,13 @@ def time_ours(pred: np.ndarray, gt: np.ndarray, repeats: int):
     return cold, warm, result
 
 
-def time_comparison_metrics(pred: np.ndarray, gt: np.ndarray, repeats: int) -> List[Tuple[str, float, float]]:
+def time_comparison_metrics(pred: np.ndarray, gt: np.ndarray, repeats: int) -> list[tuple[str, float, float]]:
     """(name, cold seconds, warm median seconds) of each comparison metric on the case."""
     calls = [
         ("panoptic_quality", lambda: ccmetrics.panoptic_quality(pred, gt)),
         ("lesion_dice", lambda: ccmetrics.lesion_dice(pred, gt)),
         ("detection", lambda: ccmetrics.detection(pred, gt)),
-        ("evaluate, all metrics", lambda: ccmetrics.evaluate(
-            pred, gt, METRICS + ["pq", "lesion_dice", "detection"])),
+        ("evaluate, all metrics", lambda: ccmetrics.evaluate(pred, gt, METRICS + ["pq", "lesion_dice", "detection"])),
     ]
     rows = []
     for name, call in calls:
@@ -139,7 +137,7 @@ def one_hot(mask: np.ndarray):
     return torch.stack([~fg, fg]).unsqueeze(0)
 
 
-def reference_metrics(shape) -> Dict[str, object]:
+def reference_metrics(shape) -> dict[str, object]:
     from CCMetrics import CCDiceMetric, CCHausdorffDistance95Metric, CCSurfaceDiceMetric
 
     return {
@@ -149,7 +147,7 @@ def reference_metrics(shape) -> Dict[str, object]:
     }
 
 
-def run_reference(y_pred, y, shape) -> Tuple[Dict[str, float], Dict[str, np.ndarray]]:
+def run_reference(y_pred, y, shape) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Run the three reference classes; return seconds and per-component values per metric."""
     seconds, values = {}, {}
     for name, metric in reference_metrics(shape).items():
@@ -164,7 +162,7 @@ def run_reference(y_pred, y, shape) -> Tuple[Dict[str, float], Dict[str, np.ndar
 # ----------------------------------------------------------------------------- agreement
 
 
-def compare(result, reference: Dict[str, np.ndarray], gt: np.ndarray) -> List[str]:
+def compare(result, reference: dict[str, np.ndarray], gt: np.ndarray) -> list[str]:
     """Per metric: max abs difference of per-component values and count above tolerance.
 
     The reference numbers its Voronoi regions with ``scipy.ndimage.label`` (26-
@@ -178,8 +176,10 @@ def compare(result, reference: Dict[str, np.ndarray], gt: np.ndarray) -> List[st
     ours_labels, ours_n = ccmetrics.label_components(gt)
     first_voxel = ndimage.minimum_position(gt, ours_labels, index=np.arange(1, ours_n + 1))
     ref_index = np.array([ref_labels[p] for p in first_voxel]) - 1
-    lines = [f"components: ours {ours_n}, reference {ref_n}; "
-             f"same order: {bool(np.array_equal(ref_index, np.arange(ours_n)))}"]
+    lines = [
+        f"components: ours {ours_n}, reference {ref_n}; "
+        f"same order: {bool(np.array_equal(ref_index, np.arange(ours_n)))}"
+    ]
     for name in METRICS:
         ours = result.per_component[name].to_numpy(dtype=np.float64)
         ours = np.where(np.isfinite(ours), ours, result.worst_distance if name == "hd95" else 0.0)
@@ -189,11 +189,15 @@ def compare(result, reference: Dict[str, np.ndarray], gt: np.ndarray) -> List[st
             continue
         diff = np.abs(ours - ref[ref_index])
         bad = np.flatnonzero(diff > DIFF_TOLERANCE) + 1
-        lines.append(f"{name:>5}: max |ours - ref| = {diff.max():.3g}; "
-                     f"{len(bad)} of {ours_n} components differ by > {DIFF_TOLERANCE:g}"
-                     + (f" (components {bad.tolist()})" if len(bad) else ""))
-    lines.append("(expected: a few components may differ where a prediction voxel is equidistant from two "
-                 "lesions; the reference breaks such ties in EDT scan order, ours to the lowest label)")
+        lines.append(
+            f"{name:>5}: max |ours - ref| = {diff.max():.3g}; "
+            f"{len(bad)} of {ours_n} components differ by > {DIFF_TOLERANCE:g}"
+            + (f" (components {bad.tolist()})" if len(bad) else "")
+        )
+    lines.append(
+        "(expected: a few components may differ where a prediction voxel is equidistant from two "
+        "lesions; the reference breaks such ties in EDT scan order, ours to the lowest label)"
+    )
     return lines
 
 
@@ -210,7 +214,7 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def _peak_rss_mib() -> Tuple[float, str]:
+def _peak_rss_mib() -> tuple[float, str]:
     """Peak RSS of this process in MiB, and where it was read.
 
     ``VmHWM`` is this address space's own peak (reset by :func:`_reset_peak_rss`).
@@ -247,8 +251,13 @@ def memory_child(which: str) -> None:
     reset = _reset_peak_rss()
     before, source = _peak_rss_mib()
     call()
-    out = {"which": which, "peak_increase_mib": _peak_rss_mib()[0] - before,
-           "baseline_mib": before, "peak_reset": reset, "source": source}
+    out = {
+        "which": which,
+        "peak_increase_mib": _peak_rss_mib()[0] - before,
+        "baseline_mib": before,
+        "peak_reset": reset,
+        "source": source,
+    }
     if which == "ours":
         gc.collect()
         tracemalloc.start()
@@ -258,9 +267,10 @@ def memory_child(which: str) -> None:
     print(json.dumps(out))
 
 
-def measure_memory(which: str) -> Optional[dict]:
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", which],
-                          capture_output=True, text=True)
+def measure_memory(which: str) -> dict | None:
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--memory-child", which], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         print(f"  memory subprocess for {which} failed (rc {proc.returncode}):\n{proc.stderr[-2000:]}")
         return None
@@ -270,12 +280,14 @@ def measure_memory(which: str) -> Optional[dict]:
 # ----------------------------------------------------------------------------- report
 
 
-def machine_info() -> List[str]:
+def machine_info() -> list[str]:
     import scipy
 
-    lines = [f"python {platform.python_version()} ({platform.machine()}, {platform.system()}), "
-             f"os.cpu_count() = {os.cpu_count()}",
-             f"numpy {np.__version__}, scipy {scipy.__version__}, ccmetrics {ccmetrics.__version__}"]
+    lines = [
+        f"python {platform.python_version()} ({platform.machine()}, {platform.system()}), "
+        f"os.cpu_count() = {os.cpu_count()}",
+        f"numpy {np.__version__}, scipy {scipy.__version__}, ccmetrics {ccmetrics.__version__}",
+    ]
     try:
         import monai
         import torch
@@ -286,21 +298,22 @@ def machine_info() -> List[str]:
     return lines
 
 
-def markdown_table(ours_s: float, ours_mem: Optional[dict], ref_s: Optional[float],
-                   ref_mem: Optional[dict]) -> str:
+def markdown_table(ours_s: float, ours_mem: dict | None, ref_s: float | None, ref_mem: dict | None) -> str:
     def mem(m):
         return "n/a" if m is None else f"{m['peak_increase_mib']:.0f}"
 
-    rows = ["| | time (s) | peak memory above inputs (MB) |",
-            "|---|---:|---:|",
-            f"| ccmetrics evaluate (dice+nsd+hd95) | {ours_s:.2f} | {mem(ours_mem)} |"]
+    rows = [
+        "| | time (s) | peak memory above inputs (MB) |",
+        "|---|---:|---:|",
+        f"| ccmetrics evaluate (dice+nsd+hd95) | {ours_s:.2f} | {mem(ours_mem)} |",
+    ]
     if ref_s is not None:
         rows.append(f"| CCMetrics 0.0.3 (3 classes) | {ref_s:.1f} | {mem(ref_mem)} |")
         rows.append(f"| speed-up | {ref_s / ours_s:.0f}x | |")
     return "\n".join(rows)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed warm calls of evaluate (default 5)")
     parser.add_argument("--skip-reference", action="store_true", help="do not run CCMetrics 0.0.3")
@@ -319,16 +332,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     print("== case: ccmetrics.synthetic.lesion_case()")
     start = time.perf_counter()
     gt, pred = build_case()
-    print(f"built in {time.perf_counter() - start:.2f} s; shape {gt.shape}, "
-          f"{ccmetrics.label_components(gt)[1]} GT components, "
-          f"foreground voxels: gt {int(gt.sum())}, pred {int(pred.sum())}")
+    print(
+        f"built in {time.perf_counter() - start:.2f} s; shape {gt.shape}, "
+        f"{ccmetrics.label_components(gt)[1]} GT components, "
+        f"foreground voxels: gt {int(gt.sum())}, pred {int(pred.sum())}"
+    )
 
     print(f"\n== ccmetrics.evaluate(pred, gt, {METRICS})")
     cold, warm, result = time_ours(pred, gt, args.repeats)
     ours_s = statistics.median(warm)
     print(f"cold (first call): {cold:.3f} s")
-    print(f"warm, {args.repeats} runs: median {ours_s:.3f} s "
-          f"(min {min(warm):.3f}, max {max(warm):.3f})")
+    print(f"warm, {args.repeats} runs: median {ours_s:.3f} s (min {min(warm):.3f}, max {max(warm):.3f})")
     print("CC means: " + ", ".join(f"{m} {result.cc[m]:.4f}" for m in METRICS))
 
     print("\n== comparison metrics (first call / median of warm calls)")
@@ -354,14 +368,18 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     print("\n== peak memory above the inputs (fresh subprocess, peak RSS increase)")
     if ours_mem:
-        print(f"ours: {ours_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
-              f"{ours_mem['baseline_mib']:.0f} MB; numpy peak seen by tracemalloc: "
-              f"{ours_mem['tracemalloc_peak_mib']:.0f} MB; {ours_mem['source']}, peak mark reset: "
-              f"{ours_mem['peak_reset']})")
+        print(
+            f"ours: {ours_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
+            f"{ours_mem['baseline_mib']:.0f} MB; numpy peak seen by tracemalloc: "
+            f"{ours_mem['tracemalloc_peak_mib']:.0f} MB; {ours_mem['source']}, peak mark reset: "
+            f"{ours_mem['peak_reset']})"
+        )
     if ref_mem:
-        print(f"reference: {ref_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
-              f"{ref_mem['baseline_mib']:.0f} MB; {ref_mem['source']}, peak mark reset: "
-              f"{ref_mem['peak_reset']})")
+        print(
+            f"reference: {ref_mem['peak_increase_mib']:.0f} MB (inputs and imports: "
+            f"{ref_mem['baseline_mib']:.0f} MB; {ref_mem['source']}, peak mark reset: "
+            f"{ref_mem['peak_reset']})"
+        )
 
     print("\n== machine")
     for line in machine_info():

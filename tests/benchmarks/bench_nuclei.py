@@ -28,7 +28,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Callable, List
+from typing import Callable
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from ccmetrics.nuclei.synthetic import nuclei_tile  # noqa: E402
 BUDGET_S = 2.0
 
 
-def timed(fn: Callable[[], object], repeats: int) -> List[float]:
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
     fn()  # warm-up
     out = []
     for _ in range(repeats):
@@ -67,15 +67,17 @@ def main() -> None:
 
     cases = [
         ("`nuclei.evaluate`, rule iou (everything)", lambda: evaluate(gt, gt_cls, pred, pred_cls)),
-        ("`nuclei.evaluate`, rule centroid (everything)",
-         lambda: evaluate(gt, gt_cls, pred, pred_cls, rule="centroid")),
-        ("`nuclei.evaluate`, rule max_iou (everything)",
-         lambda: evaluate(gt, gt_cls, pred, pred_cls, rule="max_iou")),
-        ("`nuclei.evaluate`, rule iou, no CC-Metrics",
-         lambda: evaluate(gt, gt_cls, pred, pred_cls, cc_metrics=())),
+        (
+            "`nuclei.evaluate`, rule centroid (everything)",
+            lambda: evaluate(gt, gt_cls, pred, pred_cls, rule="centroid"),
+        ),
+        ("`nuclei.evaluate`, rule max_iou (everything)", lambda: evaluate(gt, gt_cls, pred, pred_cls, rule="max_iou")),
+        ("`nuclei.evaluate`, rule iou, no CC-Metrics", lambda: evaluate(gt, gt_cls, pred, pred_cls, cc_metrics=())),
         ("part: matching only (overlaps + rule iou)", lambda: choose_pairs(instance_overlaps(pred, gt))),
-        ("part: CC-Dice/NSD/HD95 (`ccmetrics.evaluate`, sites=labels)",
-         lambda: ccmetrics.evaluate(pred > 0, gt, ["dice", "nsd", "hd95"], sites="labels")),
+        (
+            "part: CC-Dice/NSD/HD95 (`ccmetrics.evaluate`, sites=labels)",
+            lambda: ccmetrics.evaluate(pred > 0, gt, ["dice", "nsd", "hd95"], sites="labels"),
+        ),
     ]
     rows = []
     for name, fn in cases:
@@ -85,16 +87,20 @@ def main() -> None:
     times = timed(lambda: evaluate_many(tiles, ["A", "A", "B", "B"]), max(1, args.repeats // 2))
     rows.append(("`evaluate_many`, 4 tiles in 2 groups, per tile", statistics.median(times) / 4, min(times) / 4))
 
-    print(f"Tile {args.size} x {args.size}: {n_gt} GT nuclei, {n_pred} predicted, {len(r.classes)} classes "
-          f"(built in {build:.2f} s); TP {r.detection['tp']}, FP {r.detection['fp']}, FN {r.detection['fn']}, "
-          f"PQ {r.pq['pq']:.3f}, mPQ {r.pq['mpq']:.3f}\n")
+    print(
+        f"Tile {args.size} x {args.size}: {n_gt} GT nuclei, {n_pred} predicted, {len(r.classes)} classes "
+        f"(built in {build:.2f} s); TP {r.detection['tp']}, FP {r.detection['fp']}, FN {r.detection['fn']}, "
+        f"PQ {r.pq['pq']:.3f}, mPQ {r.pq['mpq']:.3f}\n"
+    )
     print(f"| what | median (s) | best (s) | within {BUDGET_S:.0f} s |")
     print("|---|---:|---:|:---:|")
     for name, median, best in rows:
         within = "yes" if median <= BUDGET_S else "NO"
         print(f"| {name} | {median:.3f} | {best:.3f} | {within} |")
-    print(f"\n{platform.platform()}, Python {platform.python_version()}, numpy {np.__version__}, "
-          f"{os.cpu_count()} CPU cores; median of {args.repeats} runs after one warm-up")
+    print(
+        f"\n{platform.platform()}, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"{os.cpu_count()} CPU cores; median of {args.repeats} runs after one warm-up"
+    )
 
 
 if __name__ == "__main__":

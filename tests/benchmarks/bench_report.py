@@ -33,21 +33,39 @@ def main() -> None:
         for sub in ("gt", "pred"):
             (root / sub).mkdir()
         for i in range(args.cases):
-            gt, pred = lesion_case((192, 192, 128), n_lesions=15, radius_range=(1.5, 12), n_false_positives=3,
-                                   seed=500 + i)
+            gt, pred = lesion_case(
+                (192, 192, 128), n_lesions=15, radius_range=(1.5, 12), n_false_positives=3, seed=500 + i
+            )
             for sub, mask in (("gt", gt), ("pred", pred)):
                 save_image(root / sub / f"case_{i:03d}.nii.gz", mask.astype(np.uint8), spacing=(2.0, 2.0, 3.0))
         start = time.perf_counter()
-        assert cli(["evaluate", str(root / "gt"), str(root / "pred"), "--out", str(root / "out"), "--workers", "2",
-                    "--metrics", "dice,nsd,hd95,detection", "--quiet"]) == 0
+        assert (
+            cli(
+                [
+                    "evaluate",
+                    str(root / "gt"),
+                    str(root / "pred"),
+                    "--out",
+                    str(root / "out"),
+                    "--workers",
+                    "2",
+                    "--metrics",
+                    "dice,nsd,hd95,detection",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         print(f"evaluate: {time.perf_counter() - start:.1f} s")
         rows = []
-        for label, extra in (("default (--max-cases 20)", []), (f"--max-cases {args.cases}", ["--max-cases",
-                                                                                              str(args.cases)])):
+        for label, extra in (
+            ("default (--max-cases 20)", []),
+            (f"--max-cases {args.cases}", ["--max-cases", str(args.cases)]),
+        ):
             out = root / f"report_{len(rows)}.html"
             start = time.perf_counter()
             assert cli(["report", str(root / "out"), "--out", str(out)] + extra) == 0
-            rows.append((label, time.perf_counter() - start, os.path.getsize(out) / 2 ** 20))
+            rows.append((label, time.perf_counter() - start, os.path.getsize(out) / 2**20))
     print(f"\n| report of {args.cases} cases | time (s) | page size (MiB) |\n|---|---:|---:|")
     for label, seconds, size in rows:
         print(f"| {label} | {seconds:.1f} | {size:.1f} |")

@@ -60,8 +60,10 @@ def huge_case() -> None:
     evaluate(pred, gt, ["dice", "nsd", "hd95"])
     seconds = time.perf_counter() - start
     above = _status_mib("VmHWM") - before
-    print(f"1024³ uint8, 40 lesions (dice, nsd, hd95)\t{seconds:.1f} s, peak {above:.0f} MiB above the inputs "
-          f"(and imports: {before:.0f} MiB resident before)\t≤ 2 GB above the inputs")
+    print(
+        f"1024³ uint8, 40 lesions (dice, nsd, hd95)\t{seconds:.1f} s, peak {above:.0f} MiB above the inputs "
+        f"(and imports: {before:.0f} MiB resident before)\t≤ 2 GB above the inputs"
+    )
 
 
 def all_foreground(runs_each: int = 9):
@@ -79,10 +81,12 @@ def all_foreground(runs_each: int = 9):
     found = find_sites(gt)
     surface, surface_labels = site_surfaces(found, found.label_map(flat=True))
     outside = np.flatnonzero(pred & ~gt)
-    runs = {"edt": lambda: ndimage.distance_transform_edt(~gt, sampling=spacing),
-            "regions": lambda: assign_nearest_flat(outside, gt.shape, surface, surface_labels, spacing),
-            "dice": lambda: evaluate(pred, gt, ["dice"], spacing=spacing),
-            "all": lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing)}
+    runs = {
+        "edt": lambda: ndimage.distance_transform_edt(~gt, sampling=spacing),
+        "regions": lambda: assign_nearest_flat(outside, gt.shape, surface, surface_labels, spacing),
+        "dice": lambda: evaluate(pred, gt, ["dice"], spacing=spacing),
+        "all": lambda: evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing),
+    }
     runs["all"]()  # warm-up
     seconds = {key: [] for key in runs}
     for _ in range(runs_each):
@@ -96,8 +100,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--huge", action="store_true", help="also the 1024³ case")
     parser.add_argument("--huge-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--foreground-only", type=int, metavar="N",
-                        help="only measurement 2 (dice, nsd, hd95 in EDT passes), repeated N times")
+    parser.add_argument(
+        "--foreground-only",
+        type=int,
+        metavar="N",
+        help="only measurement 2 (dice, nsd, hd95 in EDT passes), repeated N times",
+    )
     args = parser.parse_args()
     if args.huge_only:
         return huge_case()
@@ -106,8 +114,11 @@ def main() -> None:
         for run in range(args.foreground_only):
             t_edt, _, _, t_fg, _ = all_foreground()
             ratios.append(t_fg / t_edt)
-            print(f"run {run + 1}: one EDT {t_edt:.3f} s, evaluate (dice, nsd, hd95) {t_fg:.3f} s = "
-                  f"{ratios[-1]:.2f} EDT passes (medians of 9 interleaved runs)", flush=True)
+            print(
+                f"run {run + 1}: one EDT {t_edt:.3f} s, evaluate (dice, nsd, hd95) {t_fg:.3f} s = "
+                f"{ratios[-1]:.2f} EDT passes (medians of 9 interleaved runs)",
+                flush=True,
+            )
         print(f"{len(ratios)} runs: {min(ratios):.2f}-{max(ratios):.2f} EDT passes, median {np.median(ratios):.2f}")
         return None
 
@@ -136,8 +147,14 @@ def main() -> None:
     voronoi_partition(np.array([[1, 0, 0, 1]], bool))  # the first call in a process loads the compiled kernels
     t_first = time.perf_counter() - start
     t_dense = best_of(lambda: voronoi_partition(gt, spacing=spacing), 3)[1]
-    rows.append((f"dense partition, 160×160×120, K = {k}, spacing {spacing}, median of 3", f"{t_dense:.2f} s vs loop "
-                 f"{t_loop:.2f} s: {t_loop / t_dense:.1f}× (first call in a process: +{t_first:.2f} s)", "≥ 10×"))
+    rows.append(
+        (
+            f"dense partition, 160×160×120, K = {k}, spacing {spacing}, median of 3",
+            f"{t_dense:.2f} s vs loop "
+            f"{t_loop:.2f} s: {t_loop / t_dense:.1f}× (first call in a process: +{t_first:.2f} s)",
+            "≥ 10×",
+        )
+    )
     big, _ = lesion_case((400, 400, 300), n_lesions=20, seed=0)
     t_big = best_of(lambda: voronoi_partition(big, spacing=spacing), 3)[1]
     rows.append(("dense partition, 400×400×300, 20 lesions, median of 3", f"{t_big:.2f} s", "≤ 5 s"))
@@ -145,10 +162,17 @@ def main() -> None:
     # 2. an almost all-foreground prediction, in full-volume EDT passes of the same image
     t_edt, t_regions, t_dice, t_fg, n_outside = all_foreground()
     name = "all-foreground prediction, 160×160×120, 12 lesions, medians of 9 interleaved runs"
-    rows.append((f"{name}: region labels of the {n_outside} voxels outside the GT",
-                 f"{t_regions:.2f} s = {t_regions / t_edt:.2f} EDT passes (one EDT {t_edt:.3f} s)", "≤ 2 passes"))
+    rows.append(
+        (
+            f"{name}: region labels of the {n_outside} voxels outside the GT",
+            f"{t_regions:.2f} s = {t_regions / t_edt:.2f} EDT passes (one EDT {t_edt:.3f} s)",
+            "≤ 2 passes",
+        )
+    )
     rows.append((f"{name}: `evaluate` (dice)", f"{t_dice:.2f} s = {t_dice / t_edt:.2f} EDT passes", "≤ 2 passes"))
-    rows.append((f"{name}: `evaluate` (dice, nsd, hd95)", f"{t_fg:.3f} s = {t_fg / t_edt:.2f} EDT passes", "≤ 2 passes"))
+    rows.append(
+        (f"{name}: `evaluate` (dice, nsd, hd95)", f"{t_fg:.3f} s = {t_fg / t_edt:.2f} EDT passes", "≤ 2 passes")
+    )
 
     # 3. 1000 small lesions: labelling passes
     gt, pred = lesion_case((300, 300, 200), n_lesions=1000, radius_range=(1.0, 3.0), seed=0)
@@ -166,8 +190,13 @@ def main() -> None:
         t_many = time.perf_counter() - start
     finally:
         components.cc3d_label = original
-    rows.append((f"{result.n_components} small lesions, 300×300×200 (dice, nsd, hd95)",
-                 f"{calls[0]} cc3d pass(es), {t_many:.2f} s", "≤ 8 passes"))
+    rows.append(
+        (
+            f"{result.n_components} small lesions, 300×300×200 (dice, nsd, hd95)",
+            f"{calls[0]} cc3d pass(es), {t_many:.2f} s",
+            "≤ 8 passes",
+        )
+    )
 
     # 4. the engine benchmark case
     gt, pred = lesion_case()

@@ -37,22 +37,35 @@ def main() -> None:
         if args.only in (None, "fig2"):
             start = time.perf_counter()
             figures.fig2(Path(out), workers=args.workers, progress=False)
-            rows.append(("`fig2`: erode all / erode the smallest (500³ phantom, 21 steps each), three balls, "
-                         "Lesion Dice pitfall", time.perf_counter() - start))
+            rows.append(
+                (
+                    "`fig2`: erode all / erode the smallest (500³ phantom, 21 steps each), three balls, "
+                    "Lesion Dice pitfall",
+                    time.perf_counter() - start,
+                )
+            )
         if args.only in (None, "fig3"):
             start = time.perf_counter()
             figures.fig3(Path(out), workers=args.workers, progress=False)
-            rows.append(("`fig3`: erode / shift the largest vs the smallest (500³ phantom, 11 steps each)",
-                         time.perf_counter() - start))
+            rows.append(
+                (
+                    "`fig3`: erode / shift the largest vs the smallest (500³ phantom, 11 steps each)",
+                    time.perf_counter() - start,
+                )
+            )
         if args.only in (None, "fig4"):
             start = time.perf_counter()
             cases = figures.default_cohort()
             result = figures.run_cohort(cases, workers=args.workers, progress=False)
             figures.fig4(Path(out), result=result)
             n_components = int(result.per_step.groupby("case")["n_components"].first().sum())
-            rows.append((f"`fig4`: default cohort ({len(cases)} cases of 160×160×120, {n_components} lesions), "
-                         f"8 scenarios × n = 1..10 ({len(result.per_step)} evaluations)",
-                         time.perf_counter() - start))
+            rows.append(
+                (
+                    f"`fig4`: default cohort ({len(cases)} cases of 160×160×120, {n_components} lesions), "
+                    f"8 scenarios × n = 1..10 ({len(result.per_step)} evaluations)",
+                    time.perf_counter() - start,
+                )
+            )
     print(f"\n| simulation (workers={args.workers}) | wall time (s) |\n|---|---:|")
     for name, seconds in rows:
         print(f"| {name} | {seconds:.1f} |")
