@@ -338,15 +338,13 @@ def _compare(args: argparse.Namespace) -> int:
         {name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value, columns=columns
     )
     direction = "higher is better" if result.higher_is_better else "lower is better"
-    print(
-        f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
-        + (
-            f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
-            if result.excluded
-            else ""
-        )
-        + (f"; {len(result.empty_gt)} empty-GT cases left out (see each summary)" if result.empty_gt else "")
-    )
+    head = f"{args.metric} ({direction}) on {len(result.scores)} paired cases"
+    if result.excluded:
+        head += f"; {len(result.excluded)} excluded (missing or failed in a method): {result.excluded}"
+    if result.empty_gt:
+        n_empty = len(result.empty_gt)
+        head += f"; {n_empty} empty-GT case{'s' if n_empty > 1 else ''} left out (see each summary)"
+    print(head)
     print(result.summary().to_string(float_format=lambda v: f"{v:.4g}"))
     print(f"\n{result.test.capitalize()} test: statistic {result.statistic:.4g}, p = {result.pvalue:.4g}")
     if result.nemenyi is not None:
