@@ -27,7 +27,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "CONTRIBUTING.md"]
-SKIPPED = re.compile(r"^(python3? -m venv|\. \.venv/bin/activate|(python -m )?pip install|python -m pytest|sphinx-build)")
+SKIPPED = re.compile(
+    r"^(python3? -m venv|\. \.venv/bin/activate|(python -m )?pip install|python -m pytest|sphinx-build)"
+)
 TIMING = re.compile(r"in \d+(\.\d+)? s\b")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 
@@ -53,10 +55,10 @@ def normal(text: str) -> list[str]:
 
 
 def run(command: str, cwd: Path) -> str:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "MPLBACKEND": "Agg"}
-    done = subprocess.run(shlex.split(command, comments=True), cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
+    done = subprocess.run(
+        shlex.split(command, comments=True), cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, f"{command!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -68,8 +70,14 @@ def test_every_block_of_the_page_runs(page, tmp_path):
     ran = runnable = 0
     for i, (language, code, _) in enumerate(found):
         if language == "python":
-            done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                                  timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+            done = subprocess.run(
+                [sys.executable, "-c", code],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env={**os.environ, "MPLBACKEND": "Agg"},
+            )
             runnable += 1
             assert done.returncode == 0, f"{page.name}, block {i}:\n{code}\n{done.stderr[-3000:]}"
             lines = code.rstrip("\n").splitlines()
@@ -77,7 +85,7 @@ def test_every_block_of_the_page_runs(page, tmp_path):
             while lines and lines[-1].startswith("# "):
                 shown.insert(0, lines.pop()[2:])
             if shown:
-                assert normal(done.stdout)[-len(shown):] == normal("\n".join(shown)), f"{page.name}, block {i}"
+                assert normal(done.stdout)[-len(shown) :] == normal("\n".join(shown)), f"{page.name}, block {i}"
             ran += 1
         elif language == "bash":
             printed = ""
@@ -97,6 +105,12 @@ def test_every_block_of_the_page_runs(page, tmp_path):
 
 def test_the_install_steps_the_pages_skip_are_those_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
-    for step in ("python3 -m venv .venv", ". .venv/bin/activate", "pip install --quiet torch==2.13.0",
-                 'pip install --quiet -e ".[test,dev]"', "python -m pytest", "sphinx-build -W -n"):
+    for step in (
+        "python3 -m venv .venv",
+        ". .venv/bin/activate",
+        "pip install --quiet torch==2.13.0",
+        'pip install --quiet -e ".[test,dev]"',
+        "python -m pytest",
+        "sphinx-build -W -n",
+    ):
         assert step in ci, step
