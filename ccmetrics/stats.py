@@ -37,7 +37,15 @@ from scipy import stats
 from . import registry, schema
 from .aggregation import cc_values, is_distance_metric
 
-__all__ = ["bootstrap_ci", "bootstrap_ci_pooled", "Comparison", "compare", "FriedmanNemenyi", "friedman_nemenyi"]
+__all__ = [
+    "bootstrap_ci",
+    "bootstrap_ci_pooled",
+    "Comparison",
+    "compare",
+    "FriedmanNemenyi",
+    "friedman_nemenyi",
+    "NO_DIFFERENCE",
+]
 
 # scipy >= 1.15 names the generator ``rng``; older versions call it ``random_state``.
 _RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
@@ -247,13 +255,37 @@ class FriedmanNemenyi:
     higher_is_better: bool
 
 
+NO_DIFFERENCE = (0.0, 1.0)
+"""Statistic and p-value of a test whose methods tie in every case: no evidence of a difference.
+
+scipy returns NaN for the Friedman test then, and for the Wilcoxon test 1.0 (scipy >= 1.15, with a
+warning) or an error (older releases); both tests here return this pair instead."""
+
+
+def _friedman(ranks: np.ndarray) -> tuple[float, float]:
+    """Friedman's chi-square and p-value of within-row ranks; NO_DIFFERENCE when every row ties."""
+    if (ranks == ranks[:, :1]).all():
+        return NO_DIFFERENCE
+    res = stats.friedmanchisquare(*ranks.T)
+    return float(res.statistic), float(res.pvalue)
+
+
+def _wilcoxon(diff: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank statistic and p-value of paired differences; NO_DIFFERENCE when all are 0."""
+    if not diff.any():
+        return NO_DIFFERENCE
+    res = stats.wilcoxon(diff)
+    return float(res.statistic), float(res.pvalue)
+
+
 def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alpha: float = 0.05) -> FriedmanNemenyi:
     """Friedman test with Nemenyi post-hoc tests on a paired table of scores.
 
     Methods are ranked within each row (1 = best, ties get average ranks; ``inf`` is a
     valid value, e.g. a worst distance). The Friedman statistic and the Nemenyi tests
     are computed on these ranks, which fixes the direction explicitly and gives the same
-    statistic as on the raw scores.
+    statistic as on the raw scores. Methods that tie in every row give ``statistic`` 0 and
+    ``pvalue`` 1 (:data:`NO_DIFFERENCE`; scipy's formula divides by zero there).
 
     Parameters
     ----------
@@ -302,7 +334,7 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alp
     except ImportError as err:
         raise ImportError('the Nemenyi test needs scikit-posthocs: pip install "ccmetrics-toolkit[stats]"') from err
     ranks = stats.rankdata(-values if higher_is_better else values, axis=1)
-    res = stats.friedmanchisquare(*ranks.T)
+    statistic, pvalue = _friedman(ranks)
     nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
     nemenyi.index, nemenyi.columns = pd.Index(methods), pd.Index(methods)
     mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
@@ -338,8 +370,8 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alp
     ]
     significance = pd.DataFrame(rows, columns=columns)
     return FriedmanNemenyi(
-        statistic=float(res.statistic),
-        pvalue=float(res.pvalue),
+        statistic=statistic,
+        pvalue=pvalue,
         nemenyi=nemenyi,
         mean_ranks=mean_ranks,
         ranks=pd.DataFrame(ranks, index=scores.index, columns=methods),
@@ -397,7 +429,8 @@ def compare(
     within each case (1 = best, ties averaged; ``inf`` is a valid worst distance). With 3 or
     more methods the Friedman test and the Nemenyi post-hoc test are run on these ranks;
     with exactly 2 the Wilcoxon signed-rank test is run on the paired scores
-    (``test="wilcoxon"``, ``nemenyi=None``).
+    (``test="wilcoxon"``, ``nemenyi=None``). Methods with equal scores in every case give
+    ``statistic`` 0 and ``pvalue`` 1 (:data:`NO_DIFFERENCE`), with either test.
 
     Parameters
     ----------
@@ -473,16 +506,16 @@ def compare(
         ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
         mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
-        diff = np.where(a == b, 0.0, a - b)  # inf - inf would be NaN: equal values are a tie
-        res = stats.wilcoxon(diff)
+        diff = np.subtract(a, b, out=np.zeros_like(a), where=a != b)  # equal values tie (inf - inf is no NaN)
+        statistic, pvalue = _wilcoxon(diff)
         return Comparison(
             metric=metric,
             higher_is_better=higher_is_better,
             test="wilcoxon",
             scores=scores,
             mean_ranks=mean_ranks,
-            statistic=float(res.statistic),
-            pvalue=float(res.pvalue),
+            statistic=statistic,
+            pvalue=pvalue,
             nemenyi=None,
             excluded=excluded,
             empty_gt=sorted(empty_gt, key=str),

@@ -172,6 +172,23 @@ def test_compare_two_methods_wilcoxon():
     assert result.mean_ranks.to_dict() == {"A": pytest.approx(7 / 6), "B": pytest.approx(11 / 6)}
 
 
+@pytest.mark.parametrize("n_methods", [2, 3])
+def test_methods_that_tie_in_every_case_show_no_difference(n_methods, recwarn):
+    """Same scores everywhere (inf distances included): statistic 0, p-value 1, on every scipy.
+
+    scipy's Friedman formula divides by zero here (NaN), and its Wilcoxon test raises before 1.15.
+    """
+    if n_methods == 3:
+        pytest.importorskip("scikit_posthocs")
+    hd95 = [1.0, math.inf, 3.5, 2.0]
+    result = compare({m: tidy(hd95, "hd95") for m in "ABC"[:n_methods]}, "hd95")
+    assert (result.statistic, result.pvalue) == (0.0, 1.0)
+    assert result.mean_ranks.tolist() == [(n_methods + 1) / 2] * n_methods
+    if n_methods == 3:
+        assert (result.nemenyi.to_numpy() == 1.0).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 @needs_posthocs
 def test_compare_classes():
     def two_class(values1, values2):
