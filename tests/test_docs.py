@@ -31,6 +31,7 @@ SKIPPED = re.compile(
     r"^(python3? -m venv|\. \.venv/bin/activate|(python -m )?pip install|python -m pytest|sphinx-build)"
 )
 TIMING = re.compile(r"in \d+(\.\d+)? s\b")
+SIZE = re.compile(r"\(\d+ kB\)")  # a page's size moves with the PNG encoder of the installed matplotlib
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 
 
@@ -51,7 +52,7 @@ def commands(code: str) -> list[tuple[str, list[str]]]:
 
 
 def normal(text: str) -> list[str]:
-    return [TIMING.sub("in _ s", line.rstrip()) for line in text.strip("\n").splitlines()]
+    return [SIZE.sub("(_ kB)", TIMING.sub("in _ s", line.rstrip())) for line in text.strip("\n").splitlines()]
 
 
 def run(command: str, cwd: Path) -> str:
