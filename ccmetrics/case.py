@@ -16,8 +16,8 @@ about 2 s and 0.3 GB above the inputs). :func:`evaluate` reads as the algorithm:
    directed distances, per region (spread over the worker threads) and over the whole image, which
    needs no regions and runs beside step 3 (:class:`~ccmetrics.geometry.CaseSurfaces`);
 5. every per-region metric from its engine (counts, distance lists, or the region's masks), then
-   the case-level metrics on the shared component labelling, then the CC means
-   (:mod:`ccmetrics.aggregation`).
+   the case-level metrics on the shared component labelling (``ccmetrics._engines``), then the CC
+   means (:mod:`ccmetrics.aggregation`).
 
 The per-component values equal MONAI's metrics computed on ``pred & (partition == c)`` against
 ``gt & (partition == c)`` over the full image, because a region's masked volumes are zero outside
@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 import numpy as np
-import pandas as pd
 
 from . import registry, schema
+from ._engines import case_values, region_values
 from ._inputs import (
     as_binary_mask,
     as_classes,
@@ -45,10 +45,9 @@ from ._inputs import (
 )
 from ._threads import submit, worker_threads
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
-from .components import ComponentCache, Sites
 from .geometry import CaseRegions, CaseSurfaces, PredictionVoxels
 from .ground_truth import GroundTruth
-from .results import CaseResult
+from .results import CaseResult, component_table
 
 __all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate"]
 
@@ -204,71 +203,19 @@ def evaluate(
             surfaces.add_regions(regions.pred_region)
             distances = (surfaces.per_region(pool), surfaces.whole_image())
     found = truth.found
-    table = _component_table(found, spacing, truth.sites)
+    table = component_table(found, spacing, truth.sites)
     table[schema.DETECTED] = regions.intersection > 0
     standard: dict[str, float] = {}
     for m in sorted(per_region, key=lambda m: _COLUMN_ORDER.index(m.engine)):  # 5. metrics
-        table[m.name], standard[m.name] = _values(m, regions, distances, tolerance, spacing)
-    case_scores: dict[str, float] = {}
-    details = _case_level(case_level, pred_mask, truth, spacing, case_scores)
-    pred_empty = len(regions.pred_flat) == 0
+        table[m.name], standard[m.name] = region_values(m, regions, distances, tolerance, spacing)
+    case_scores, details = case_values(case_level, pred_mask, truth, spacing)
+    n_pred = len(regions.pred_flat)
     cc = {
-        m.name: (cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, pred_empty, worst))
+        m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)
         for m in per_region
     }
-    return CaseResult(
-        table,
-        cc,
-        standard,
-        found.n,
-        found.n == 0,
-        worst,
-        spacing,
-        [m.name for m in per_region],
-        details,
-        case_scores,
-        len(regions.pred_flat),
-    )
-
-
-def _values(
-    metric: registry.Metric,
-    regions: CaseRegions,
-    distances: tuple[Any, Any] | None,
-    tolerance: float,
-    spacing: tuple[float, ...] | None,
-) -> tuple[np.ndarray, float]:
-    """A per-region metric's value in every region and over the whole image, from its engine."""
-    if metric.engine == "counts":
-        found = regions.found
-        per_component = metric.compute(regions.intersection, regions.pred_volume, found.volumes)
-        whole = metric.compute(regions.intersection.sum(), len(regions.pred_flat), len(found.flat_index))
-        return np.asarray(per_component, dtype=np.float64), float(whole)
-    if metric.engine == "surface":
-        per_region, whole_image = distances  # type: ignore[misc]
-        return metric.compute(per_region, tolerance), float(metric.compute(whole_image, tolerance)[0])
-    values = [metric.compute(*regions.masks(c), spacing) for c in range(1, regions.found.n + 1)]
-    return np.asarray(values, dtype=np.float64), float(metric.compute(*regions.masks(None), spacing))
-
-
-def _case_level(
-    metrics: list[registry.Metric],
-    pred_mask: np.ndarray,
-    truth: GroundTruth,
-    spacing: tuple[float, ...] | None,
-    scores: dict[str, float],
-) -> dict[str, Any]:
-    """Run the case-level metrics on one shared labelling; add their columns to ``scores``, return their results."""
-    details: dict[str, Any] = {}
-    if not metrics:
-        return details
-    inputs = registry.CaseInputs(
-        ComponentCache(pred_mask), truth.components(), truth.found, truth.sites, truth.connectivity, spacing
-    )
-    for metric in metrics:
-        result = details[metric.name] = metric.compute(inputs)
-        scores.update((column.name, getattr(result, column.source)) for column in metric.columns)
-    return details
+    names = [m.name for m in per_region]
+    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, names, details, case_scores, n_pred)
 
 
 def _evaluate_classes(
@@ -282,16 +229,6 @@ def _evaluate_classes(
     pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
     return {c: evaluate(pred_map == c, gt_map == c, metrics, **options) for c in as_classes(classes)}
-
-
-def _component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str) -> pd.DataFrame:
-    table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name=schema.COMPONENT))
-    table[schema.VOLUME] = found.volumes
-    if spacing is not None:
-        table[schema.VOLUME_MM3] = found.volumes * float(np.prod(spacing))
-    if sites == "labels":
-        table[schema.GT_LABEL] = found.source_label
-    return table
 
 
 def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it

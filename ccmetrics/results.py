@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from .components import Sites
 
 __all__ = ["CaseResult"]
 
@@ -136,3 +137,14 @@ class CaseResult:
             f"CaseResult({self.n_components} components{flag})\n"
             f"{self.summary().to_string(float_format=lambda v: f'{v:.4f}')}"
         )
+
+
+def component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str) -> pd.DataFrame:
+    """The first columns of ``per_component``: one row per site (component 1..K), its volume and label."""
+    table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name=schema.COMPONENT))
+    table[schema.VOLUME] = found.volumes
+    if spacing is not None:
+        table[schema.VOLUME_MM3] = found.volumes * float(np.prod(spacing))
+    if sites == "labels":
+        table[schema.GT_LABEL] = found.source_label
+    return table

@@ -1,0 +1,79 @@
+"""Step 5 of :func:`ccmetrics.evaluate`: every asked metric from its engine, on one case's geometry.
+
+A metric's record (:mod:`ccmetrics.registry`) names its engine; this module runs it:
+
+* ``counts``: ``compute(intersection, pred_volume, gt_volume)`` once on the arrays of all regions
+  (one entry each) and once on the whole image's totals;
+* ``surface``: ``compute(groups, tolerance)`` on the directed distance lists of all regions and on
+  the whole image's (:class:`ccmetrics.geometry.CaseSurfaces`);
+* ``region``: ``compute(pred, gt, spacing)`` on each region's two masks (its crop) and on the whole
+  image's (:meth:`ccmetrics.geometry.CaseRegions.masks`);
+* ``case``: ``compute(inputs)`` once per case on a :class:`ccmetrics.registry.CaseInputs` that shares
+  one labelling of the prediction between the case-level metrics.
+
+Cost: counts and surface metrics are vectorised over regions (the geometry did the work); a region
+metric costs one call per region on its crop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import registry
+from .components import ComponentCache
+from .geometry import CaseRegions
+from .ground_truth import GroundTruth
+
+__all__ = ["case_values", "region_values"]
+
+
+def region_values(
+    metric: registry.Metric,
+    regions: CaseRegions,
+    distances: tuple[Any, Any] | None,
+    tolerance: float,
+    spacing: tuple[float, ...] | None,
+) -> tuple[np.ndarray, float]:
+    """A per-region metric's value in every region (float64, one per GT component) and over the whole image.
+
+    ``distances`` is ``(per_region, whole_image)`` of :class:`~ccmetrics.geometry.CaseSurfaces`, needed by
+    surface metrics only.
+    """
+    if metric.engine == "counts":
+        found = regions.found
+        per_component = metric.compute(regions.intersection, regions.pred_volume, found.volumes)
+        whole = metric.compute(regions.intersection.sum(), len(regions.pred_flat), len(found.flat_index))
+        return np.asarray(per_component, dtype=np.float64), float(whole)
+    if metric.engine == "surface":
+        if distances is None:
+            raise ValueError(f"{metric.name!r} is a surface metric: pass the case's distances")
+        per_region, whole_image = distances
+        return metric.compute(per_region, tolerance), float(metric.compute(whole_image, tolerance)[0])
+    values = [metric.compute(*regions.masks(c), spacing) for c in range(1, regions.found.n + 1)]
+    return np.asarray(values, dtype=np.float64), float(metric.compute(*regions.masks(None), spacing))
+
+
+def case_values(
+    metrics: list[registry.Metric],
+    pred_mask: np.ndarray,
+    truth: GroundTruth,
+    spacing: tuple[float, ...] | None,
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The case-level metrics on one shared labelling: their columns' scores and their full results.
+
+    Returns ``(scores, details)``: column name -> value for every column of the metrics' records,
+    and metric name -> the object its ``compute`` returned.
+    """
+    scores: dict[str, float] = {}
+    details: dict[str, Any] = {}
+    if not metrics:
+        return scores, details
+    inputs = registry.CaseInputs(
+        ComponentCache(pred_mask), truth.components(), truth.found, truth.sites, truth.connectivity, spacing
+    )
+    for metric in metrics:
+        result = details[metric.name] = metric.compute(inputs)
+        scores.update((column.name, getattr(result, column.source)) for column in metric.columns)
+    return scores, details
