@@ -6,8 +6,8 @@ A metric's record (:mod:`ccmetrics.registry`) names its engine; this module runs
   (one entry each) and once on the whole image's totals;
 * ``surface``: ``compute(groups, tolerance)`` on the directed distance lists of all regions and on
   the whole image's (:class:`ccmetrics.geometry.CaseSurfaces`);
-* ``region``: ``compute(pred, gt, spacing)`` on each region's two masks (its crop) and on the whole
-  image's (:meth:`ccmetrics.geometry.CaseRegions.masks`);
+* ``region``: ``compute(pred, gt, spacing)`` on each region's two masks (its crop, built once for
+  all such metrics) and on the whole image's (:meth:`ccmetrics.geometry.CaseRegions.masks`);
 * ``case``: ``compute(inputs)`` once per case on a :class:`ccmetrics.registry.CaseInputs` that shares
   one labelling of the prediction between the case-level metrics.
 
@@ -30,29 +30,40 @@ __all__ = ["case_values", "region_values"]
 
 
 def region_values(
-    metric: registry.Metric,
+    metrics: list[registry.Metric],
     regions: CaseRegions,
     distances: tuple[Any, Any] | None,
     tolerance: float,
     spacing: tuple[float, ...] | None,
-) -> tuple[np.ndarray, float]:
-    """A per-region metric's value in every region (float64, one per GT component) and over the whole image.
+) -> dict[str, tuple[np.ndarray, float]]:
+    """Per-region metrics: name -> (value in every region, float64, one per GT component; whole-image value).
 
     ``distances`` is ``(per_region, whole_image)`` of :class:`~ccmetrics.geometry.CaseSurfaces`, needed by
-    surface metrics only.
+    surface metrics only. The region engine builds each region's masks once for all its metrics.
     """
-    if metric.engine == "counts":
-        found = regions.found
-        per_component = metric.compute(regions.intersection, regions.pred_volume, found.volumes)
-        whole = metric.compute(regions.intersection.sum(), len(regions.pred_flat), len(found.flat_index))
-        return np.asarray(per_component, dtype=np.float64), float(whole)
-    if metric.engine == "surface":
-        if distances is None:
-            raise ValueError(f"{metric.name!r} is a surface metric: pass the case's distances")
-        per_region, whole_image = distances
-        return metric.compute(per_region, tolerance), float(metric.compute(whole_image, tolerance)[0])
-    values = [metric.compute(*regions.masks(c), spacing) for c in range(1, regions.found.n + 1)]
-    return np.asarray(values, dtype=np.float64), float(metric.compute(*regions.masks(None), spacing))
+    out: dict[str, tuple[np.ndarray, float]] = {}
+    found = regions.found
+    for metric in metrics:
+        if metric.engine == "counts":
+            per_component = metric.compute(regions.intersection, regions.pred_volume, found.volumes)
+            whole = metric.compute(regions.intersection.sum(), len(regions.pred_flat), len(found.flat_index))
+            out[metric.name] = np.asarray(per_component, dtype=np.float64), float(whole)
+        elif metric.engine == "surface":
+            if distances is None:
+                raise ValueError(f"{metric.name!r} is a surface metric: pass the case's distances")
+            per_region, whole_image = distances
+            whole = float(metric.compute(whole_image, tolerance)[0])
+            out[metric.name] = metric.compute(per_region, tolerance), whole
+    by_masks = [m for m in metrics if m.engine == "region"]
+    if by_masks:
+        values = np.empty((len(by_masks), found.n), dtype=np.float64)
+        for c in range(1, found.n + 1):
+            masks = regions.masks(c)
+            values[:, c - 1] = [m.compute(*masks, spacing) for m in by_masks]
+        whole_masks = regions.masks(None)
+        for m, row in zip(by_masks, values):
+            out[m.name] = row, float(m.compute(*whole_masks, spacing))
+    return {m.name: out[m.name] for m in metrics}
 
 
 def case_values(

@@ -30,8 +30,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, overload
 
-import numpy as np
-
 from . import registry, schema
 from ._engines import case_values, region_values
 from ._inputs import (
@@ -53,8 +51,6 @@ __all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate"]
 
 #: the built-in metrics with a value per component (and a CC version)
 BUILTIN_METRICS = registry.names(per_region=True)
-#: the order of the metric columns of ``per_component`` and ``standard``: by engine, each as asked
-_COLUMN_ORDER = ("counts", "surface", "region")
 
 
 @overload
@@ -179,7 +175,7 @@ def evaluate(
         else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
     )
     pred_mask = as_binary_mask(pred, "pred")
-    check_same_shape(pred_mask, np.broadcast_to(np.empty((), dtype=bool), truth.shape))  # no image allocated
+    check_same_shape(pred_mask, truth.array)
     spacing = as_spacing(spacing, pred_mask.ndim)
     tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
     worst = (
@@ -206,8 +202,9 @@ def evaluate(
     table = component_table(found, spacing, truth.sites)
     table[schema.DETECTED] = regions.intersection > 0
     standard: dict[str, float] = {}
-    for m in sorted(per_region, key=lambda m: _COLUMN_ORDER.index(m.engine)):  # 5. metrics
-        table[m.name], standard[m.name] = region_values(m, regions, distances, tolerance, spacing)
+    by_engine = sorted(per_region, key=lambda m: registry.ENGINES.index(m.engine))  # 5. metrics: by engine, as asked
+    for name, (values, whole) in region_values(by_engine, regions, distances, tolerance, spacing).items():
+        table[name], standard[name] = values, whole
     case_scores, details = case_values(case_level, pred_mask, truth, spacing)
     n_pred = len(regions.pred_flat)
     cc = {

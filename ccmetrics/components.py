@@ -36,7 +36,27 @@ import numpy as np
 from ._inputs import as_binary_mask, as_connectivity, as_label_map, as_sites_mode
 from .config import current
 
-__all__ = ["ComponentCache", "Runs", "Sites", "component_labels", "find_sites", "label_components", "run_components"]
+__all__ = [
+    "ComponentCache",
+    "Runs",
+    "Sites",
+    "component_labels",
+    "coordinates",
+    "find_sites",
+    "label_components",
+    "run_components",
+]
+
+
+def coordinates(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Voxel coordinates, shape (N, ndim), int64, of flat C-order indices into an image of ``shape``.
+
+    Examples
+    --------
+    >>> coordinates(np.array([0, 5, 11]), (3, 4)).tolist()
+    [[0, 0], [1, 1], [2, 3]]
+    """
+    return np.stack(np.unravel_index(flat_index, shape), axis=1)
 
 
 @dataclass(frozen=True)
@@ -90,7 +110,7 @@ class Sites:
 
     def coords(self) -> np.ndarray:
         """Voxel coordinates of all site voxels, shape (N, ndim), int64."""
-        return np.stack(np.unravel_index(self.flat_index, self.shape), axis=1)
+        return coordinates(self.flat_index, self.shape)
 
     def edges(
         self, label_map: np.ndarray | None = None, own: Any = None, coords: np.ndarray | None = None

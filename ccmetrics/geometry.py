@@ -28,7 +28,7 @@ import numpy as np
 
 from ._threads import submit
 from .aggregation import image_diagonal
-from .components import Runs
+from .components import Runs, coordinates
 from .config import current, thread_count
 from .ground_truth import GroundTruth
 from .partition import assign_nearest_flat
@@ -41,12 +41,7 @@ from .surface import (
     physical,
 )
 
-__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "coordinates"]
-
-
-def coordinates(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """Voxel coordinates (N, ndim) of flat C-order indices."""
-    return np.stack(np.unravel_index(flat_index, shape), axis=1)
+__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels"]
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
@@ -57,7 +52,6 @@ class PredictionVoxels:
     """The prediction's voxel list: sorted flat indices, its runs and (``edges=True``) the edges of the whole mask."""
 
     def __init__(self, pred_mask: np.ndarray, edges: bool = True):
-        self.shape = pred_mask.shape
         self.flat = np.flatnonzero(pred_mask)
         self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
         self.runs = Runs(self.flat, pred_mask.shape)
@@ -73,11 +67,14 @@ class CaseSurfaces:
     """
 
     def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: tuple[float, ...] | None):
+        union_edge = pred.union_edge
+        if union_edge is None:
+            raise ValueError("CaseSurfaces needs the prediction's edges: PredictionVoxels(pred_mask, edges=True)")
         geometry = truth.geometry
         self.shape, self.spacing, self.n = truth.shape, spacing, geometry.found.n
-        self._pred, self._truth = pred, truth
+        self._pred, self._pred_union_edge, self._truth = pred, union_edge, truth
         self._gt_union = geometry.coords[geometry.union_edge]
-        self._pred_union = coordinates(pred.flat[pred.union_edge], self.shape)
+        self._pred_union = coordinates(pred.flat[union_edge], self.shape)
         self._whole: tuple[Any, Any] | None = None
         self._pred_edges: list[np.ndarray] = []
         self._gt_edges: list[np.ndarray] = []
@@ -94,10 +91,8 @@ class CaseSurfaces:
     def add_regions(self, pred_region: np.ndarray) -> None:
         """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""
         geometry, pred = self._truth.geometry, self._pred
-        if pred.union_edge is None:
-            raise ValueError("CaseSurfaces needs the prediction's edges: PredictionVoxels(pred_mask, edges=True)")
         own_label = pred_region if self.n else np.ones_like(pred_region)
-        pred_own = own_face_edges(pred.flat, self.shape, own_label, pred.union_edge, pred.runs)
+        pred_own = own_face_edges(pred.flat, self.shape, own_label, self._pred_union_edge, pred.runs)
         # edge voxels grouped by region (site voxels are already sorted by label)
         self._gt_edges = self._group(geometry.coords[geometry.own_edge], geometry.found.label[geometry.own_edge])
         order = np.argsort(pred_region[pred_own], kind="stable")
@@ -209,7 +204,7 @@ class CaseRegions:
     ):
         geometry = truth.geometry
         found = geometry.found
-        self.shape, self.spacing, self.found = truth.shape, spacing, found
+        self.shape, self.found = truth.shape, found
         self._gt_coords = geometry.coords
         self.pred_flat = pred.flat
         inside = truth.array.ravel()[self.pred_flat] != 0
@@ -228,8 +223,11 @@ class CaseRegions:
         if beside is not None and late:
             beside(pool)
         self.pred_region = region
-        self.pred_volume = np.bincount(region, minlength=found.n + 1)[1:]
+        counts = np.bincount(region, minlength=found.n + 1)
+        self.pred_volume = counts[1:]
         self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
+        self._region_starts = np.cumsum(counts) - counts  # where each region starts in _by_region
+        self._by_region: np.ndarray | None = None  # prediction voxels grouped by region, on the first masks()
 
     def masks(self, c: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Boolean prediction and GT masks of region ``c`` on its crop (the whole image for ``None``).
@@ -242,9 +240,11 @@ class CaseRegions:
         if c is None:
             pred, gt = coordinates(self.pred_flat, self.shape), self._gt_coords
         else:
-            f = self.found
-            pred = coordinates(self.pred_flat[self.pred_region == c], self.shape)
-            gt = self._gt_coords[f.starts[c - 1] : f.starts[c]]
+            if self._by_region is None:  # one sort for all regions, not one scan of the prediction per region
+                self._by_region = self.pred_flat[np.argsort(self.pred_region, kind="stable")]
+            start = self._region_starts[c]
+            pred = coordinates(self._by_region[start : start + self.pred_volume[c - 1]], self.shape)
+            gt = self._gt_coords[self.found.starts[c - 1] : self.found.starts[c]]
         both = np.concatenate([pred, gt])
         if c is None or len(both) == 0:
             lo, crop_shape = np.zeros(len(self.shape), dtype=np.int64), self.shape

@@ -244,10 +244,9 @@ class LesionDiceResult:
     per_lesion: pd.DataFrame
 
 
-def _dilate_components(sites: Sites, structure: np.ndarray, iterations: int):
-    """Dilate every component inside its own bounding box (padded by the reach of the dilation)."""
+def _dilate_components(sites: Sites, coords: np.ndarray, structure: np.ndarray, iterations: int):
+    """Dilate every component (``coords``: :meth:`Sites.coords`) inside its bounding box padded by the dilation."""
     shape = np.array(sites.shape)
-    coords = sites.coords()
     for k in range(sites.n):
         c = coords[sites.starts[k] : sites.starts[k + 1]]
         lo = np.maximum(c.min(axis=0) - iterations, 0)
@@ -364,9 +363,10 @@ def lesion_dice_from_components(
     full = as_connectivity(None, ndim)
     structure = ndimage.generate_binary_structure(ndim, 2)
     gt_sites, pred_sites = gt_cc(full), pred_cc(full)
+    gt_coords, pred_coords = gt_sites.coords(), pred_sites.coords()
 
     # 1. merge GT components whose dilations touch (26-connectivity labelling of the dilated GT)
-    dilations = list(_dilate_components(gt_sites, structure, int(dilation)))
+    dilations = list(_dilate_components(gt_sites, gt_coords, structure, int(dilation)))
     first_voxel = gt_sites.flat_index[gt_sites.starts[:-1]]
     raw_lesion = np.zeros(0, dtype=np.int64)
     if gt_sites.n:  # label the dilated GT on the bounding box of all dilations only
@@ -376,7 +376,7 @@ def lesion_dice_from_components(
         for box, local in dilations:
             dilated[tuple(slice(s.start - a, s.stop - a) for s, a in zip(box, lo))] |= local
         merged, _ = cc3d_label(dilated, full)
-        raw_lesion = merged[tuple(np.stack(np.unravel_index(first_voxel, gt_sites.shape)) - lo[:, None])]
+        raw_lesion = merged[tuple((gt_coords[gt_sites.starts[:-1]] - lo).T)]
         del merged, dilated
     # lesions numbered in raster order of their first GT voxel
     order = np.unique(raw_lesion, return_index=True)[1]
@@ -392,8 +392,7 @@ def lesion_dice_from_components(
         touching[lesion_of_component[k] - 1].update(int(v) for v in found[found > 0])
 
     # per-lesion Dice and HD95 from voxel lists
-    gt_coords, pred_coords = gt_sites.coords(), pred_sites.coords()
-    _, gt_edge = gt_sites.edges(coords=gt_coords)
+    _, gt_edge = gt_sites.edges(gt_mask.ravel(), True, gt_coords)  # the union's edges: the mask tells them
     _, pred_edge = pred_sites.edges(pred_map.ravel(), coords=pred_coords)
     in_pred = pred_mask.ravel()[gt_sites.flat_index]
     voxel_volume = _voxel_volume(spacing)

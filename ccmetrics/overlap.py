@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._deprecation import deprecated
+
 __all__ = ["OVERLAP_FORMULAS", "dice_from_counts", "iou_from_counts", "overlap_scores"]
 
 
@@ -75,14 +77,5 @@ def overlap_scores(intersection: Any, pred_volume: Any, gt_volume: Any, name: st
 
 
 def __getattr__(name: str):  # the former OVERLAP_METRICS: deprecated
-    if name == "OVERLAP_METRICS":
-        import warnings
-
-        warnings.warn(
-            "ccmetrics.overlap.OVERLAP_METRICS is deprecated: the metrics are the registry's records "
-            "(ccmetrics.registry.names)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return tuple(OVERLAP_FORMULAS)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    advice = "the metrics are the registry's records (ccmetrics.registry.names)"
+    return deprecated(__name__, name, {"OVERLAP_METRICS": lambda: tuple(OVERLAP_FORMULAS)}, advice)

@@ -169,7 +169,7 @@ def pq_from_sites(pred_sites: Sites, gt_sites: Sites, *, rule: str = "iou", thre
     >>> r.tp, r.fn, round(r.pq, 4)
     (1, 1, 0.6667)
     """
-    return PQResult.from_matching(match_sites(pred_sites, gt_sites, rule, check_matching_rule(rule, threshold)))
+    return PQResult.from_matching(match_sites(pred_sites, gt_sites, rule, threshold))  # match_sites checks the rule
 
 
 def instance_classes(

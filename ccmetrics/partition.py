@@ -35,7 +35,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ._inputs import as_spacing
-from .components import Sites, find_sites
+from .components import Sites, coordinates, find_sites
 from .config import current
 from .surface import physical
 
@@ -187,14 +187,12 @@ def assign_nearest_flat(
             flagged = _labels_from_box(
                 flat_index - lo * plane, surface_coords, surface_labels, spacing, origin, (hi - lo,) + shape[1:], out
             )
-            query = np.stack(np.unravel_index(flat_index[flagged], shape), axis=1)
+            query = coordinates(flat_index[flagged], shape)
             exact = np.empty(len(flagged), dtype=np.int32)
             _assign_exact(query, np.arange(len(flagged)), surface_coords, surface_labels, spacing, exact)
             out[flagged] = exact
             return out
-    return assign_nearest(
-        np.stack(np.unravel_index(flat_index, shape), axis=1), surface_coords, surface_labels, spacing
-    )
+    return assign_nearest(coordinates(flat_index, shape), surface_coords, surface_labels, spacing)
 
 
 def _labels_from_box(
@@ -368,10 +366,11 @@ def voronoi_partition(
     that second distance may be within a 2e-6 relative margin of the first (a
     tie or a near-tie), the voxel is relabelled with the exact rule of
     :func:`assign_nearest`; elsewhere the nearest site is unique by far more than
-    any rounding.  Cost: about 0.12 s for 160x160x120 with 20 sites (the
-    per-site EDT loop: 3 s) and 1.5 s for 400x400x300 on 2 cores
+    any rounding.  Cost: about 0.09 s for 160x160x120 with 20 sites (the
+    per-site EDT loop: 3.5 s) and 1.2 s for 400x400x300 on 2 cores
     (``tests/benchmarks/bench_scale.py``); the first call in a process loads the
-    compiled kernels (about 0.5-0.8 s; 7 s to compile them once after install).
+    compiled kernels (0.3-0.9 s; all of ccmetrics' kernels compile once after
+    install in about 19 s: ``tests/benchmarks/bench_startup.py``).
     Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
     this map for the whole image: it labels only the prediction voxels outside
     the GT.

@@ -66,6 +66,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from . import schema
+from ._deprecation import deprecated
 from .components import ComponentCache, Sites
 from .overlap import OVERLAP_FORMULAS
 from .surface import SURFACE_REDUCTIONS
@@ -512,8 +513,9 @@ def names(engine: str | Sequence[str] | None = None, *, per_region: bool | None 
     return tuple(m.name for m in metrics(engine, per_region=per_region))
 
 
-def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, optional: bool = False) -> list[str]:
-    """All columns of a tidy table for these metrics, in order: the schema's fixed ones around the metrics' own.
+def table_columns(table: schema.TableSchema, metrics: Sequence[str | Metric], *, optional: bool = False) -> list[str]:
+    """All columns of a tidy table for these metrics (names or records), in order: the schema's fixed ones around
+    the metrics' own.
 
     >>> table_columns(schema.PER_CASE, ["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
     ['spacing', 'n_components', 'empty_gt', 'pred_volume', 'worst_distance', 'dice', 'cc_dice', 'sensitivity',
@@ -521,7 +523,7 @@ def table_columns(table: schema.TableSchema, metric_names: Sequence[str], *, opt
     >>> table_columns(schema.PER_COMPONENT, ["dice", "detection"])[-2:]
     ['worst_distance', 'dice']
     """
-    records = [get(name) for name in metric_names]
+    records = [m if isinstance(m, Metric) else get(m) for m in metrics]
     if table is schema.PER_COMPONENT:
         own = [m.name for m in records if m.per_region]
     else:
@@ -809,30 +811,29 @@ def legacy(module: str, name: str) -> Any:
     AttributeError
         Any other name, as Python's own look-up would.
     """
-    short = module.rsplit(".", 1)[-1] if not module.endswith("report.data") else "report.data"
     builtin = [m for m in metrics(per_region=True) if m.builtin]
     columns = [c for m in metrics() if m.builtin for c in m.columns]
-    values: dict[tuple[str, str], Callable[[], Any]] = {
-        ("aggregation", "DISTANCE_METRICS"): lambda: tuple(m.name for m in builtin if m.is_distance),
-        ("aggregation", "BEST_VALUE"): lambda: {m.name: m.best for m in builtin},
-        ("stats", "LOWER_IS_BETTER"): lambda: frozenset(c.name for c in columns if not c.higher_is_better),
-        ("plots", "OVERLAP"): lambda: tuple(m.name for m in builtin if not m.is_distance),
-        ("plots", "DISTANCE"): lambda: tuple(m.name for m in builtin if m.is_distance),
-        ("report.data", "METRIC_LABELS"): lambda: {c.name: c.display for c in columns},
-        ("case", "CASE_METRICS"): lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
-        ("case", "parse_metrics"): lambda: _parse_metrics,
+    values: dict[str, dict[str, Callable[[], Any]]] = {
+        "ccmetrics.aggregation": {
+            "DISTANCE_METRICS": lambda: tuple(m.name for m in builtin if m.is_distance),
+            "BEST_VALUE": lambda: {m.name: m.best for m in builtin},
+        },
+        "ccmetrics.stats": {
+            "LOWER_IS_BETTER": lambda: frozenset(c.name for c in columns if not c.higher_is_better),
+        },
+        "ccmetrics.plots": {
+            "OVERLAP": lambda: tuple(m.name for m in builtin if not m.is_distance),
+            "DISTANCE": lambda: tuple(m.name for m in builtin if m.is_distance),
+        },
+        "ccmetrics.report.data": {"METRIC_LABELS": lambda: {c.name: c.display for c in columns}},
+        "ccmetrics.case": {
+            "CASE_METRICS": lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
+            "parse_metrics": lambda: _parse_metrics,
+        },
     }
-    if (short, name) not in values:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    import warnings
-
-    warnings.warn(
-        f"{module}.{name} is deprecated: the facts of the metrics live in ccmetrics.registry (records, "
-        f"is_distance, higher_is_better, display_name, resolve)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return values[(short, name)]()
+    advice = "the facts of the metrics live in ccmetrics.registry (records, is_distance, higher_is_better, "
+    advice += "display_name, resolve)"
+    return deprecated(module, name, values.get(module, {}), advice, stacklevel=4)
 
 
 def _parse_metrics(metrics_arg: Any) -> tuple[list[str], list[str], dict[str, Any]]:
@@ -852,8 +853,7 @@ def _parse_metrics(metrics_arg: Any) -> tuple[list[str], list[str], dict[str, An
 def _pq(inputs: CaseInputs) -> Any:
     from .panoptic import pq_from_sites
 
-    gt = inputs.gt_sites if inputs.sites == "labels" else inputs.gt(inputs.connectivity)
-    return pq_from_sites(inputs.pred(inputs.connectivity), gt)
+    return pq_from_sites(inputs.pred(inputs.connectivity), inputs.gt_sites)  # the GT's components or instances
 
 
 def _lesion_dice(inputs: CaseInputs) -> Any:

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial import cKDTree
 
+from ._deprecation import deprecated
 from .config import current
 from .torch_emulation import quantile_rank, torch_lerp
 
@@ -352,10 +353,6 @@ class GroupedDistances:
             self._sorted[side] = _sort_within(values, bounds)
         return self._sorted[side]
 
-    def empty_rule(self, values: np.ndarray, both_empty: float, one_empty: float | None) -> np.ndarray:
-        """:func:`empty_rule` with this object's group sizes."""
-        return empty_rule(values, self.n_pred, self.n_gt, both_empty, one_empty)
-
 
 def empty_rule(
     values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray, both_empty: float, one_empty: float | None
@@ -417,7 +414,7 @@ class SurfaceReduction:
     """How one surface metric reduces the distance lists of every group, with its empty-set values.
 
     ``reduce(groups, tolerance)`` gives one value per group where both edge sets are non-empty;
-    Calling it applies :meth:`GroupedDistances.empty_rule` with ``both_empty`` (the best
+    Calling it applies :func:`empty_rule` with ``both_empty`` (the best
     value) and ``one_empty`` (None: the formula's value).
     """
 
@@ -426,7 +423,7 @@ class SurfaceReduction:
     one_empty: float | None
 
     def __call__(self, groups: GroupedDistances, tolerance: float) -> np.ndarray:
-        return groups.empty_rule(self.reduce(groups, tolerance), self.both_empty, self.one_empty)
+        return self.finish(self.reduce(groups, tolerance), groups.n_pred, groups.n_gt)
 
     def finish(self, values: np.ndarray, n_pred: np.ndarray, n_gt: np.ndarray) -> np.ndarray:
         """Values reduced elsewhere (e.g. one pair of edge sets at a time), with this metric's empty-set rule."""
@@ -478,7 +475,7 @@ def surface_scores(
         directed 95th percentiles; ``assd``: mean of all distances.  When one
         mask is empty all distances are ``inf`` (MONAI gives ``nan`` for HD95
         there; we give ``inf``) and NSD is 0.  Both masks empty: distances 0,
-        NSD 1 (:meth:`GroupedDistances.empty_rule`).
+        NSD 1 (:func:`empty_rule`).
 
     Examples
     --------
@@ -558,14 +555,5 @@ def _group_quantiles(ordered: np.ndarray, bounds: np.ndarray, q: float) -> np.nd
 
 
 def __getattr__(name: str):  # the former SURFACE_METRICS: deprecated
-    if name == "SURFACE_METRICS":
-        import warnings
-
-        warnings.warn(
-            "ccmetrics.surface.SURFACE_METRICS is deprecated: the metrics are the registry's records "
-            "(ccmetrics.registry.names)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return tuple(SURFACE_REDUCTIONS)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    advice = "the metrics are the registry's records (ccmetrics.registry.names)"
+    return deprecated(__name__, name, {"SURFACE_METRICS": lambda: tuple(SURFACE_REDUCTIONS)}, advice)

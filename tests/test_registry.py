@@ -6,6 +6,8 @@ comparison and the report (opened in headless Chromium), with values checked aga
 computation on the full image (the brute-force Voronoi partition and the function on each masked region).
 """
 
+import dataclasses
+import importlib
 import json
 import re
 import subprocess
@@ -62,7 +64,6 @@ def test_every_builtin_metric_has_one_record():
     assert distances == {"hd", "hd95", "assd", "lesion_hd95"}
     lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
     assert lower == {"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"}
-    assert ccmetrics.BUILTIN_METRICS == registry.names(per_region=True)
 
 
 def test_case_level_columns_are_what_evaluate_reports():
@@ -76,7 +77,8 @@ def test_case_level_columns_are_what_evaluate_reports():
     expected = [c.name for name in ("pq", "lesion_dice", "detection") for c in registry.get(name).columns]
     assert list(result.case_scores) == expected  # the registry's order, whatever the order asked
     d = result.details["detection"]
-    assert (result.case_scores["fp_volume"], result.case_scores["sensitivity"]) == (d.false_positive_volume, 0.5)
+    assert (result.case_scores["fp_volume"], result.case_scores["sensitivity"]) == (1.0, 0.5)  # 1 voxel, no spacing
+    assert d.false_positive_volume == 1.0
     assert result.metrics == ["dice"]
 
 
@@ -231,7 +233,8 @@ def test_engine_config_is_scoped_and_checked():
 
 
 def test_every_engine_path_gives_the_same_numbers():
-    """Each threshold forced to both extremes at once: the values stay the same bit for bit."""
+    """Each threshold forced to both extremes, and the block-certified nearest-site search (which the dense
+    transform hides when both are on): the values stay the same bit for bit."""
     from ccmetrics.synthetic import lesion_case
 
     gt, pred = lesion_case((44, 40, 30), n_lesions=14, radius_range=(1.0, 6.0), seed=11)
@@ -266,13 +269,15 @@ def test_every_engine_path_gives_the_same_numbers():
         dense_runs=1 << 40,
         pad_below=1 << 40,
     )
+    blocks = dataclasses.replace(always, dense_min_queries=1 << 40)
     with engine_config(never):
         a = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
-    with engine_config(always):
-        b = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
-    assert a.per_component.equals(b.per_component)
-    assert a.cc == b.cc and a.standard == b.standard
-    assert {k: v for k, v in a.case_scores.items()} == {k: v for k, v in b.case_scores.items()}
+    for config in (always, blocks):
+        with engine_config(config):
+            b = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
+        assert a.per_component.equals(b.per_component)
+        assert a.cc == b.cc and a.standard == b.standard
+        assert a.case_scores == b.case_scores
 
 
 # ---------------------------------------------------------------- a metric of one's own, end to end
@@ -301,6 +306,17 @@ def plugin_run(tmp_path_factory):
     )
     assert done.returncode == 0, done.stderr
     return root, out, done.stdout
+
+
+@pytest.fixture(scope="module")
+def plugin_run_b(plugin_run):
+    """The second model of the example data, evaluated with the same plugin."""
+    root, _, _ = plugin_run
+    out = root / "results_b"
+    args = ["--metrics", "dice,volsim", "--plugin", root / "lab_metrics.py", "--quiet", "--no-plots"]
+    done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred_b", "--out", out, *args)
+    assert done.returncode == 0, done.stderr
+    return out
 
 
 def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
@@ -346,12 +362,23 @@ def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
     assert re.search(r"volsim\s+cc_pooled", stdout)
 
 
-def test_plugin_metric_in_comparison_and_report(plugin_run, tmp_path):
+def test_plugin_metric_in_comparison_and_report(plugin_run, plugin_run_b, tmp_path):
     """Another process, which never registered the metrics, reads their facts from the folder."""
+    from scipy import stats
+
     root, out, _ = plugin_run
     done = run_cli("compare", out, out, "--metric", "cc_masd", "--names", "a,b")
     assert done.returncode == 0, done.stderr
     assert "cc_masd (lower is better)" in done.stdout
+    done = run_cli("compare", out, plugin_run_b, "--metric", "cc_volsim", "--names", "a,b")
+    assert done.returncode == 0, done.stderr
+    a, b = (
+        pd.read_csv(o / "per_case.csv", dtype={"case": str}).dropna(subset=["cc_volsim"]) for o in (out, plugin_run_b)
+    )
+    a, b = (t[t["n_components"] > 0].set_index("case")["cc_volsim"] for t in (a, b))  # empty-GT cases left out
+    reference = stats.wilcoxon(a, b[a.index])
+    assert f"cc_volsim (higher is better) on {len(a)} paired cases" in done.stdout
+    assert f"Wilcoxon test: statistic {reference.statistic:.4g}, p = {reference.pvalue:.4g}" in done.stdout
     assert "volsim" not in registry.names()  # this process never loaded the plugin either
     from ccmetrics.report import build_model, write_report
 
@@ -362,15 +389,21 @@ def test_plugin_metric_in_comparison_and_report(plugin_run, tmp_path):
     write_report(out, html)
     from test_report import browser
 
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    rows = [r for r in summary if r["metric"] in ("volsim", "cc_volsim")]
+    assert len(rows) == 3  # standard, CC per patient, CC pooled
     driver = browser(tmp_path)
     try:
         driver.get(html.as_uri())
         text = driver.find_element("tag name", "body").text
+        for r in rows:  # every summary value of the plugin metric, as the folder holds it
+            row = driver.find_element("css selector", f'tr[data-key="{r["class"]}/{r["metric"]}/{r["aggregation"]}"]')
+            for stat in ("n", "mean", "median", "ci_low", "ci_high"):
+                shown = row.find_element("css selector", f'[data-stat="{stat}"]').get_attribute("data-value")
+                assert float(shown) == r[stat]
     finally:
         driver.quit()
     assert "CC-Volume similarity" in text and "CC-MONAI ASSD" in text
-    volsim = pd.read_csv(out / "per_case.csv")["cc_volsim"].dropna()
-    assert any(f"{v:.4g}" in text for v in volsim)
 
 
 def test_plugin_errors_say_the_fix(tmp_path):
@@ -425,8 +458,6 @@ def test_a_lower_is_better_score_has_its_own_worst_value():
 
 
 def test_registering_the_same_code_again_replaces_it(tmp_path):
-    import importlib
-
     (tmp_path / "reloaded_metrics.py").write_text(
         PLUGIN.replace("volsim", "volsim_reload").replace('"masd"', '"masd_reload"')
     )
@@ -488,6 +519,8 @@ def test_surface_reductions_read_groups_where_the_bounds_say():
 
     values = np.float32([5, 1, 2, 3])
     got = grouped_surface_scores(values, [2, 4], np.float32([1]), [0, 1], ["hd", "hd95"], 1.0)
+    # the group holds 2, 3 (pred->GT) and 1 (GT->pred): HD 3; HD95 the larger 95th percentile, 2 + 0.95 in float32
+    assert got == [{"hd": 3.0, "hd95": float(np.float32(2.95))}]
     assert got == [surface_scores(values[2:], np.float32([1]), ["hd", "hd95"], 1.0)]
 
 
@@ -498,3 +531,53 @@ def test_nuclei_pairs_follow_the_one_empty_set_rule():
     p = np.array([[0.0, 3.0]])
     hd, hd95 = pair_distances(g, np.array([0, 1, 1]), p, np.array([0, 0, 1]), np.array([0, 1]), np.array([0, 0]))
     assert hd.tolist() == [np.inf, 0.0] and hd95.tolist() == [np.inf, 0.0]  # one side empty; both empty
+
+
+# the constants these modules held before the registry (cbaf938), written out by hand
+FORMER_NAMES = [
+    ("ccmetrics.aggregation", "DISTANCE_METRICS", ("hd", "hd95", "assd")),
+    ("ccmetrics.aggregation", "BEST_VALUE", {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}),
+    ("ccmetrics.stats", "LOWER_IS_BETTER", frozenset({"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume"})),
+    ("ccmetrics.plots", "OVERLAP", ("dice", "iou", "nsd")),
+    ("ccmetrics.plots", "DISTANCE", ("hd", "hd95", "assd")),
+    (
+        "ccmetrics.report.data",
+        "METRIC_LABELS",
+        {"dice": "Dice", "iou": "IoU", "nsd": "NSD", "hd": "HD", "hd95": "HD95", "assd": "ASSD"}
+        | {"sensitivity": "Sensitivity", "precision": "Precision", "f1": "F1", "pq": "PQ", "sq": "SQ", "rq": "RQ"}
+        | {"lesion_dice": "Lesion Dice", "lesion_hd95": "Lesion HD95", "fp_volume": "FP volume"}
+        | {"fn_volume": "FN volume"},
+    ),
+    (
+        "ccmetrics.case",
+        "CASE_METRICS",
+        {
+            "pq": ("pq", "sq", "rq"),
+            "lesion_dice": ("lesion_dice", "lesion_hd95"),
+            "detection": ("sensitivity", "precision", "f1", "fp_volume", "fn_volume"),
+        },
+    ),
+    ("ccmetrics.overlap", "OVERLAP_METRICS", ("dice", "iou")),
+    ("ccmetrics.surface", "SURFACE_METRICS", ("nsd", "hd", "hd95", "assd")),
+]
+
+
+@pytest.mark.parametrize("module, name, former", FORMER_NAMES, ids=[f"{m}.{n}" for m, n, _ in FORMER_NAMES])
+def test_former_names_keep_their_values_with_a_warning_at_the_caller(module, name, former):
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{name} is deprecated") as caught:
+        value = getattr(mod, name)
+    assert value == former
+    assert caught[0].filename == __file__  # the warning points at the code that read the name
+    with pytest.raises(AttributeError, match="has no attribute 'NOT_A_NAME'"):
+        mod.NOT_A_NAME  # noqa: B018
+
+
+def test_former_parse_metrics_splits_names_cases_and_monai_objects():
+    from monai.metrics import SurfaceDistanceMetric
+
+    with pytest.warns(DeprecationWarning):
+        from ccmetrics.case import parse_metrics
+    assert parse_metrics(["dice", "pq", "hd95"])[:2] == (["dice", "hd95"], ["pq"])
+    names, cases, objects = parse_metrics(["nsd", SurfaceDistanceMetric()])
+    assert (names, cases, list(objects)) == (["nsd"], [], ["SurfaceDistanceMetric"])

@@ -1,0 +1,173 @@
+"""Start-up costs of ccmetrics: the import, the first call, loading and compiling the numba kernels.
+
+Every measurement runs in a fresh Python process (``sys.executable``), so that nothing is imported or
+compiled before it:
+
+1. ``import ccmetrics`` (its public names load on first use), ``--repeats`` processes;
+2. the first function: ``from ccmetrics import evaluate`` and the first ``evaluate`` (dice, nsd, hd95) on the
+   README's 20×20 example, numpy imported before (it builds the masks); this loads scipy, cc3d and pandas,
+   and the process checks that it did not import numba. ``--repeats`` processes;
+3. the numba kernels (``@numba.njit(cache=True)`` in ``ccmetrics/_kdtree.py``, ``_nearest_label.py`` and
+   ``_edge_kernels.py``; numba caches them in ``__pycache__`` beside the code, or in ``NUMBA_CACHE_DIR``).
+   The calls that use them: ``evaluate`` (dice, nsd, hd95) on an all-foreground 3D prediction (160×160×120,
+   12 lesions: the dense partition, the edge kernels and the k-d tree) and a 2D one (600×600, 10 lesions:
+   the 2D specialisations), and ``ccmetrics._kdtree.nearest_distances`` with 2 workers (the parallel
+   query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but numba:
+
+   * compile: with ``NUMBA_CACHE_DIR`` set to a new empty folder, the first time compiles every kernel and
+     writes the cache (the script checks that every kernel of the three modules that is not inlined was
+     compiled); the code's own ``__pycache__`` is neither read nor written;
+   * load: ``--repeats`` processes with that folder, now filled: the first time imports numba and loads the
+     compiled kernels; the second time, in the same process, is the calls alone.
+
+Prints a Markdown table (medians, and the range over the processes) and the machine. Run from the repository
+root with the environment active::
+
+    python tests/benchmarks/bench_startup.py
+    python tests/benchmarks/bench_startup.py --repeats 9 --compile-repeats 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+IMPORT = """
+import json, time
+t = time.perf_counter()
+import ccmetrics
+print(json.dumps({"seconds": time.perf_counter() - t}))
+"""
+
+FIRST_CALL = """
+import json, sys, time
+import numpy as np
+gt = np.zeros((20, 20), bool)
+gt[2:8, 2:8] = True
+gt[14:16, 14:16] = True
+pred = np.zeros_like(gt)
+pred[2:8, 2:8] = True
+pred[17:19, 2:4] = True
+t = time.perf_counter()
+from ccmetrics import evaluate
+result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+seconds = time.perf_counter() - t
+assert round(result.cc["dice"], 6) == 0.473684, result.cc
+assert "numba" not in sys.modules, "the first call imported numba"
+print(json.dumps({"seconds": seconds}))
+"""
+
+KERNELS = """
+import importlib, json, sys, time
+import numpy as np
+from ccmetrics import evaluate
+from ccmetrics.synthetic import lesion_case
+
+small = np.zeros((20, 20), bool)
+small[2:8, 2:8] = True
+evaluate(small, small, ["dice", "nsd", "hd95"])  # scipy, cc3d, pandas: everything but numba
+gt3, _ = lesion_case((160, 160, 120), n_lesions=12, radius_range=(2, 10), seed=5)
+pred3 = np.ones_like(gt3)
+pred3[:4] = False
+gt2, _ = lesion_case((600, 600), n_lesions=10, radius_range=(3, 20), seed=5)
+pred2 = np.ones_like(gt2)
+pred2[:8] = False
+rng = np.random.default_rng(0)
+source, target = rng.normal(size=(50000, 3)), rng.normal(size=(5000, 3))
+assert "numba" not in sys.modules
+
+
+def calls():
+    evaluate(pred3, gt3, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
+    evaluate(pred2, gt2, ["dice", "nsd", "hd95"])
+    from ccmetrics._kdtree import nearest_distances
+
+    nearest_distances(source, target, workers=2)
+
+
+seconds = []
+for _ in range(2):
+    t = time.perf_counter()
+    calls()
+    seconds.append(time.perf_counter() - t)
+from numba.core.registry import CPUDispatcher
+
+kernels = {}
+for name in ("_kdtree", "_nearest_label", "_edge_kernels"):
+    module = importlib.import_module(f"ccmetrics.{name}")
+    for attr, value in vars(module).items():
+        if isinstance(value, CPUDispatcher) and value.targetoptions.get("inline") != "always":
+            kernels[f"{name}.{attr}"] = len(value.signatures)
+print(json.dumps({"first": seconds[0], "second": seconds[1], "kernels": kernels}))
+"""
+
+
+def measure(code: str, env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def spread(values: list[float], digits: int) -> str:
+    median = statistics.median(values)
+    if len(values) == 1:
+        return f"{median:.{digits}f}"
+    return f"{median:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per measurement (default 5)")
+    parser.add_argument("--compile-repeats", type=int, default=1, help="compilations, each into a new cache (>= 1)")
+    args = parser.parse_args()
+
+    imports = [measure(IMPORT)["seconds"] for _ in range(args.repeats)]
+    first = [measure(FIRST_CALL)["seconds"] for _ in range(args.repeats)]
+    compiled, loaded, warm = [], [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for run in range(args.compile_repeats):
+            cache = os.path.join(scratch, f"cache{run}")
+            os.mkdir(cache)  # empty: every kernel is compiled
+            done = measure(KERNELS, {"NUMBA_CACHE_DIR": cache})
+            compiled.append(done["first"] - done["second"])
+            missing = [name for name, signatures in done["kernels"].items() if signatures == 0]
+            assert not missing, f"not compiled: {missing}"  # (a cached kernel's callees show no signature)
+            n_kernels, n_compiled = len(done["kernels"]), sum(done["kernels"].values())
+            n_cached = len(glob.glob(os.path.join(cache, "**", "*.nbi"), recursive=True))
+        for _ in range(args.repeats):
+            done = measure(KERNELS, {"NUMBA_CACHE_DIR": cache})  # the last compilation's cache
+            loaded.append(done["first"] - done["second"])
+            warm.append(done["second"])
+
+    print(f"| start-up cost, fresh process each (median, range over {args.repeats}) | seconds |")
+    print("|---|---:|")
+    print(f"| `import ccmetrics` | {spread(imports, 4)} |")
+    print(f"| first `evaluate` (README example; loads scipy, cc3d, pandas; no numba) | {spread(first, 2)} |")
+    print(
+        f"| numba kernels, compiled once into an empty cache ({n_kernels} kernels, {n_compiled} specialisations, "
+        f"{n_cached} cache index files; first calls minus the same calls again, {args.compile_repeats} run(s)) "
+        f"| {spread(compiled, 1)} |"
+    )
+    print(
+        "| numba kernels, imported and loaded from the cache (first calls minus the same calls again) "
+        f"| {spread(loaded, 2)} |"
+    )
+    print(
+        f"| (the calls themselves: 3D and 2D all-foreground `evaluate`, parallel k-d tree query) | {spread(warm, 2)} |"
+    )
+    print()
+    print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
