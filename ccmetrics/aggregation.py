@@ -25,12 +25,12 @@ importing torch or MONAI). Cost: one pass over the values.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import registry, schema
+from . import registry
 
 __all__ = ["cc_mean", "cc_values", "empty_gt_score", "fill_missing", "image_diagonal", "is_distance_metric"]
 
@@ -45,23 +45,27 @@ def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None)
     return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
 
 
-def is_distance_metric(metric: Any) -> bool:
+def is_distance_metric(metric: Any, columns: Mapping[str, registry.Column] | None = None) -> bool:
     """True for a distance whose missing value counts as the worst distance: a per-region distance metric.
 
-    ``metric`` is a metric name, a registry record or column, or a MONAI Hausdorff/SurfaceDistance
-    object. Case-level distances (``lesion_hd95``, BraTS' own penalty inside) are not filled.
+    ``metric`` is a metric or column name (``cc_`` prefix allowed), a registry record or column, or a
+    MONAI Hausdorff/SurfaceDistance object. ``columns``: the facts of a result folder's columns
+    (``DatasetResult.columns``), looked up before the registry (:func:`ccmetrics.registry.column`), so
+    that metrics this process has not registered are known. Case-level distances (``lesion_hd95``,
+    BraTS' own penalty inside) are not filled.
 
-    >>> is_distance_metric("hd95"), is_distance_metric("dice"), is_distance_metric("lesion_hd95")
-    (True, False, False)
+    >>> is_distance_metric("hd95"), is_distance_metric("cc_hd95"), is_distance_metric("lesion_hd95")
+    (True, True, False)
+    >>> is_distance_metric("masd", {"masd": registry.Column("masd", "MONAI ASSD", "distance", False, cc=True)})
+    True
     """
     if isinstance(metric, str):
-        column = registry.column(metric) if schema.base(metric) == metric else None
-        return column is not None and column.is_distance and column.cc
+        metric = registry.column(metric, columns)
     if isinstance(metric, registry.Column):
         return metric.is_distance and metric.cc
     if isinstance(metric, registry.Metric):
         return metric.is_distance and metric.per_region
-    return registry.is_distance(metric)
+    return metric is not None and registry.is_distance(metric)
 
 
 def fill_missing(values: Any, worst: Any) -> np.ndarray:
@@ -80,10 +84,17 @@ def fill_missing(values: Any, worst: Any) -> np.ndarray:
     return np.where(np.isfinite(v), v, np.asarray(worst, dtype=v.dtype))
 
 
-def cc_values(values: Any, metric: Any, worst: Any) -> np.ndarray:
-    """Per-component values as they enter a CC mean: distances filled with ``worst``, others as they are."""
+def cc_values(values: Any, metric: Any, worst: Any, columns: Mapping[str, registry.Column] | None = None) -> np.ndarray:
+    """Per-component values as they enter a CC mean: distances filled with ``worst``, others as they are.
+
+    ``metric`` and ``columns`` as in :func:`is_distance_metric` (a ``cc_`` column name, with a result
+    folder's facts, is fine).
+
+    >>> cc_values([1.0, float("inf")], "cc_hd95", 9.0).tolist(), cc_values([0.5, 0.0], "dice", 9.0).tolist()
+    ([1.0, 9.0], [0.5, 0.0])
+    """
     v = np.asarray(values, dtype=np.float64)
-    return fill_missing(v, worst) if is_distance_metric(metric) else v
+    return fill_missing(v, worst) if is_distance_metric(metric, columns) else v
 
 
 def cc_mean(values: Any, metric: Any, worst: float) -> float:

@@ -246,8 +246,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     seconds = time.perf_counter() - start
-    written = result.write(args.out, plots=not args.no_plots, n_resamples=args.bootstrap, seed=args.seed)
-    print(report(result, seconds, n_resamples=args.bootstrap, seed=args.seed))
+    summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
+    written = result.write(args.out, plots=not args.no_plots, summary=summary)
+    print(report(result, seconds, summary=summary))
     print(
         f"\nWrote {written['per_component']}, {written['per_case']}, {written['summary']}"
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
@@ -255,8 +256,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
 
 
-def report(result, seconds: float, **summary_options) -> str:
-    """The text ``ccmetrics evaluate`` prints: counts, problems, and the summary table."""
+def report(result, seconds: float, *, summary=None, **summary_options) -> str:
+    """The text ``ccmetrics evaluate`` prints: counts, problems, and the summary table.
+
+    ``summary``: the ``result.summary()`` frame when computed already, else computed with ``summary_options``.
+    """
     import pandas as pd
 
     from . import schema
@@ -275,7 +279,8 @@ def report(result, seconds: float, **summary_options) -> str:
         lines.append(
             f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
         )
-    summary = result.summary(**summary_options)
+    if summary is None:
+        summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()
         table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]

@@ -339,6 +339,9 @@ class DatasetResult:
         exists), kept in ``summary.json`` so that a folder describes its own tables, also for
         metrics that the reading process has not registered. Default: the registry's records of
         ``options["metrics"]``.
+    saved : dict
+        What ``summary.json`` held when the result was read with :meth:`read` (its ``summary``,
+        ``counts``, ``empty_gt``, ...); empty otherwise.
     """
 
     per_component: pd.DataFrame
@@ -347,6 +350,7 @@ class DatasetResult:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
     options: dict[str, Any] = field(default_factory=dict)
     columns: dict[str, registry.Column] = field(default_factory=dict)
+    saved: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -445,27 +449,56 @@ class DatasetResult:
         for c in sorted(self.per_case[CLASS].unique()):
             e = empty[empty[CLASS] == c]
             volume, volume_ml = e[schema.PRED_VOLUME], e[schema.PRED_VOLUME_ML]
-            values = (
-                c,
-                len(e),
-                int((volume > 0).sum()),
-                float(volume.mean()) if len(e) else math.nan,
-                float(volume_ml.mean()) if len(e) else math.nan,
+            rows.append(
+                {
+                    CLASS: c,
+                    schema.N: len(e),
+                    schema.WITH_FALSE_POSITIVE: int((volume > 0).sum()),
+                    schema.FP_VOLUME_VOXELS_MEAN: float(volume.mean()) if len(e) else math.nan,
+                    schema.FP_VOLUME_ML_MEAN: float(volume_ml.mean()) if len(e) else math.nan,
+                }
             )
-            rows.append(dict(zip(schema.EMPTY_GT_SUMMARY_COLUMNS, values)))
-        return pd.DataFrame(rows).set_index(CLASS)
+        return pd.DataFrame(rows, columns=list(schema.EMPTY_GT_SUMMARY_COLUMNS)).set_index(CLASS)
 
-    def write(self, out_dir: _PathLike, *, plots: bool = True, **summary_options: Any) -> dict[str, Any]:
+    def write(
+        self, out_dir: _PathLike, *, plots: bool = True, summary: pd.DataFrame | None = None, **summary_options: Any
+    ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``.
 
-        Returns a dict naming the paths written.
+        Parameters
+        ----------
+        out_dir : path
+            The folder (created if needed).
+        plots : bool
+            Write the plots too.
+        summary : pandas.DataFrame, optional
+            The :meth:`summary` frame when computed already (``ccmetrics evaluate`` prints it too);
+            by default computed here, with ``summary_options``.
+        **summary_options
+            The options of :meth:`summary` (``confidence``, ``n_resamples``, ``seed``), without ``summary``.
+
+        Returns
+        -------
+        dict
+            The paths written, by name (``per_component``, ``per_case``, ``summary``, ``plots``).
+
+        Raises
+        ------
+        ValueError
+            Both ``summary`` and ``summary_options`` given.
         """
+        if summary is not None and summary_options:
+            raise ValueError(
+                f"write takes the summary frame or the options to compute it ({', '.join(summary_options)}), "
+                f"not both: pass the options to summary() instead"
+            )
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
         self.per_component.to_csv(paths[schema.PER_COMPONENT.name], index=False)
         self.per_case.to_csv(paths[schema.PER_CASE.name], index=False)
-        summary = self.summary(**summary_options)
+        if summary is None:
+            summary = self.summary(**summary_options)
         doc = {
             "counts": self.counts(),
             "summary": _records(summary.reset_index()),
@@ -523,7 +556,7 @@ class DatasetResult:
         per_component = pd.DataFrame()
         if component_file.is_file():
             per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
-        return cls(per_component, per_case, options=options, columns=columns)
+        return cls(per_component, per_case, options=options, columns=columns, saved=doc)
 
 
 def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> dict[str, registry.Column]:
@@ -685,7 +718,7 @@ def evaluate_dataset(
     front = list(schema.PER_CASE_FRONT)
     per_case = per_case[front + [c for c in per_case.columns if c not in front]]
     if schema.EMPTY_GT not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
-        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, names))
+        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, ordered))
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
     per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
     per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)

@@ -34,11 +34,6 @@ __all__ = [
 STANDARD_COLOR, CC_COLOR, MISSED_COLOR = "tab:blue", "tab:orange", "tab:red"
 
 
-def _distance(metric, columns=None):
-    """Whether a metric (or its ``cc_`` column) is a distance: the registry's fact, or the table's own."""
-    return registry.is_distance(base(metric), columns)
-
-
 def _per_region_metrics(columns=None):
     """Every metric with a CC version that the registry or the table's facts know, the built-in ones first."""
     names = list(registry.names(per_region=True))
@@ -96,8 +91,7 @@ def _case_values(df, column, columns=None):
     distance when the table has ``worst_distance``, the rule the summary uses (:mod:`ccmetrics.aggregation`)."""
     values = df[column].to_numpy(float)
     if WORST_DISTANCE in df.columns:
-        kind = registry.column(column, columns) or base(column)
-        values = cc_values(values, kind, df[WORST_DISTANCE].to_numpy(float))
+        values = cc_values(values, column, df[WORST_DISTANCE].to_numpy(float), columns)
     return values
 
 
@@ -164,7 +158,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     _require(df, [metric], "per_component", "pass metric= one of its metric columns")
     vol, unit = _volumes(df)
     y = df[metric].to_numpy(float)
-    distance = _distance(metric, columns)
+    distance = registry.is_distance(metric, columns)
     at_worst = WORST_DISTANCE in df.columns and distance and bool(np.isinf(y).any())
     if at_worst:
         y = np.where(np.isinf(y), df[WORST_DISTANCE].to_numpy(float), y)
@@ -306,7 +300,7 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
         )
     df, n_empty, n_error = _usable_cases(per_case, class_value)
     if ax is None:
-        overlap = [c for c in cols if not _distance(c, columns)]
+        overlap = [c for c in cols if not registry.is_distance(c, columns)]
         groups = [g for g in (overlap, [c for c in cols if c not in overlap]) if g]
         axes = _figure((1.4 + 1.1 * len(cols), 4.6), len(groups), width_ratios=[len(g) for g in groups])
     else:
@@ -314,7 +308,7 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     rng = np.random.default_rng(0)
     dropped = sum(_boxes(a, df, g, rng, columns) for a, g in zip(axes, groups))
     for a, g in zip(axes, groups):
-        kinds = {_distance(c, columns) for c in g}
+        kinds = {registry.is_distance(c, columns) for c in g}
         a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")
     from matplotlib.patches import Patch
 
@@ -484,7 +478,7 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None)
     pcase = per_case if per_case is not None else pd.DataFrame()
     names = list(metrics) if metrics is not None else _per_region_metrics(columns)
     classes = sorted({k for t in (pcomp, pcase) if CLASS in t.columns for k in t[CLASS].dropna().unique()})
-    overlap = [m for m in _per_region_metrics(columns) if not _distance(m, columns)]
+    overlap = [m for m in _per_region_metrics(columns) if not registry.is_distance(m, columns)]
     paths = []
 
     def save(fig, name):

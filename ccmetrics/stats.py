@@ -35,7 +35,7 @@ import pandas as pd
 from scipy import stats
 
 from . import registry, schema
-from .aggregation import cc_values, is_distance_metric
+from .aggregation import cc_values
 
 __all__ = [
     "bootstrap_ci",
@@ -398,11 +398,10 @@ def _method_scores(
             f"method {name!r} has several classes {sorted(table[class_column].unique())}; pass class_value to pick one"
         )
     values = table[metric].astype(float)
-    facts = registry.column(metric, columns)
-    if schema.WORST_DISTANCE in table.columns and facts is not None and is_distance_metric(facts):
+    if schema.WORST_DISTANCE in table.columns:
         # an empty prediction's infinite distance counts as the case's worst distance, as in every mean
         worst = table[schema.WORST_DISTANCE].astype(float)
-        values = pd.Series(cc_values(values, facts, worst), index=values.index)
+        values = pd.Series(cc_values(values, metric, worst, columns), index=values.index)
     if schema.STATUS in table.columns:
         values = values.where(table[schema.STATUS] != schema.FAILED)  # an error row is not a score
     values.index = pd.Index(table[case_column], name=case_column)

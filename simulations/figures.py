@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccmetrics import registry
+from ccmetrics import registry, schema
 
 from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, three_balls
 from .run import Scenario, SimulationResult, run, summarize
@@ -27,6 +27,8 @@ from .run import Scenario, SimulationResult, run, summarize
 __all__ = ["cohort_scenarios", "default_cohort", "fig2", "fig3", "fig4", "fig5", "run_cohort"]
 
 STANDARD, CC, OTHER = "tab:blue", "tab:orange", "tab:green"
+#: the metrics of the cohort figures (Fig. 4 and 5), each with its CC version
+COHORT_METRICS = ("dice", "nsd", "hd95")
 
 
 def _name(metric: str) -> str:
@@ -121,12 +123,13 @@ def fig2(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = T
     }
     for ax, name in zip(axes.flat, titles):
         rows = table[table["scenario"] == name]
-        _curve(ax, rows, "dice", color=STANDARD, label="Dice")
-        _curve(ax, rows, "cc_dice", color=CC, label="CC-Dice")
+        for column, color in (("dice", STANDARD), (schema.cc("dice"), CC)):
+            _curve(ax, rows, column, color=color, label=registry.display_name(column))
         if "pq" in rows and rows["pq"].notna().any():
-            _curve(ax, rows, "pq", color=OTHER, label="PQ")
+            _curve(ax, rows, "pq", color=OTHER, label=registry.display_name("pq"))
         if "lesion_dice" in rows and rows["lesion_dice"].notna().any():
-            _curve(ax, rows, "lesion_dice", color="tab:purple", label="Lesion Dice (BraTS, dilation 1)")
+            label = f"{registry.display_name('lesion_dice')} (BraTS, dilation 1)"
+            _curve(ax, rows, "lesion_dice", color="tab:purple", label=label)
         if name in ("erode_all", "erode_smallest"):
             _component_curves(ax, result, name, "dice")
         ax.set(title=titles[name], xlabel="step (voxels)", ylabel="score", ylim=(-0.03, 1.03))
@@ -151,14 +154,8 @@ def fig3(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = T
         for order, ls in (("largest", "-"), ("smallest", "--")):
             rows = table[table["scenario"] == f"{kind}_{order}"]
             _curve(ax, rows, metric, color=STANDARD, ls=ls, label=f"{registry.display_name(metric)}, {order} degraded")
-            _curve(
-                ax,
-                rows,
-                f"cc_{metric}",
-                color=CC,
-                ls=ls,
-                label=f"{registry.display_name('cc_' + metric)}, {order} degraded",
-            )
+            cc = schema.cc(metric)
+            _curve(ax, rows, cc, color=CC, ls=ls, label=f"{registry.display_name(cc)}, {order} degraded")
         ax.set(title=f"{kind} the largest vs the smallest component", xlabel="step (voxels)", ylabel=_name(metric))
         ax.legend(fontsize="x-small")
     fig.suptitle("Fig. 3: a global metric depends on which lesion is degraded; its CC version does not")
@@ -181,7 +178,7 @@ def cohort_scenarios(max_n: int = 10) -> list[Scenario]:
             steps,
             order,
             magnitude=magnitude,
-            metrics=("dice", "nsd", "hd95"),
+            metrics=COHORT_METRICS,
             nsd_tolerance=2.0,
         )
         for name, kind, magnitude in kinds
@@ -197,15 +194,15 @@ def run_cohort(
 
 
 def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) -> list[Path]:
-    columns = ["dice", "cc_dice", "nsd", "cc_nsd", "hd95", "cc_hd95"]
+    columns = [c for m in COHORT_METRICS for c in (m, schema.cc(m))]
     summary = summarize(result.per_step, columns, subset=subset)
     kinds = ("drop", "oversegment", "undersegment", "false_positive")
     fig, axes = _figure(len(kinds), 3, size=(3.6, 2.7))
     for r, kind in enumerate(kinds):
-        for c, metric in enumerate(("dice", "nsd", "hd95")):
+        for c, metric in enumerate(COHORT_METRICS):
             ax = axes[r, c]
             for order, ls in (("smallest", "-"), ("largest", "--")):
-                for column, color in ((metric, STANDARD), (f"cc_{metric}", CC)):
+                for column, color in ((metric, STANDARD), (schema.cc(metric), CC)):
                     rows = summary[(summary["scenario"] == f"{kind}_{order}") & (summary["metric"] == column)]
                     label = f"{_name(column)}, n {order}"
                     ax.plot(rows["step"], rows["median"], color=color, ls=ls, marker="o", ms=2.5, label=label)
@@ -225,6 +222,7 @@ def _cohort_figure(result: SimulationResult, out: Path, name: str, subset: str) 
 
 def _cohort(
     out: Path,
+    *,
     name: str,
     subset: str,
     cases: Sequence[Case] | None,
@@ -250,7 +248,9 @@ def fig4(
     result: SimulationResult | None = None,
 ) -> list[Path]:
     """Fig. 4 on a cohort (default :func:`~simulations.phantoms.cohort`; ``quick``: 4 small cases)."""
-    return _cohort(out, "fig4", "at_least", cases, quick, workers, progress, result)
+    return _cohort(
+        out, name="fig4", subset="at_least", cases=cases, quick=quick, workers=workers, progress=progress, result=result
+    )
 
 
 def fig5(
@@ -263,7 +263,9 @@ def fig5(
     result: SimulationResult | None = None,
 ) -> list[Path]:
     """Fig. 5: as Fig. 4 over a constant subset of cases."""
-    return _cohort(out, "fig5", "constant", cases, quick, workers, progress, result)
+    return _cohort(
+        out, name="fig5", subset="constant", cases=cases, quick=quick, workers=workers, progress=progress, result=result
+    )
 
 
 def default_cohort(quick: bool = False) -> list[Case]:

@@ -267,7 +267,7 @@ def summarize(
                 raise ValueError(f"subset must be 'at_least', 'constant' or 'all', got {subset!r}")
             rows = rows[rows["case"].isin(keep)]
             for column in columns:
-                values = cc_values(rows[column], column.removeprefix("cc_"), rows["worst_distance"])
+                values = cc_values(rows[column], column, rows["worst_distance"])
                 values = values[~np.isnan(values)]
                 q = np.percentile(values, [25, 50, 75]) if len(values) else [np.nan] * 3
                 out.append(

@@ -21,6 +21,17 @@ def test_rules_by_hand():
     assert is_distance_metric("hd") and not is_distance_metric("nsd")
 
 
+def test_a_result_folders_columns_and_cc_column_names():
+    """A ``cc_`` column and a metric known only from a folder's column facts follow the same rule."""
+    from ccmetrics.registry import Column
+
+    facts = {"masd": Column("masd", "MONAI ASSD", "distance", False, 0.0, "length", cc=True)}
+    assert is_distance_metric("cc_hd95") and not is_distance_metric("cc_dice")
+    assert is_distance_metric("cc_masd", facts) and not is_distance_metric("masd")  # unknown without the facts
+    assert cc_values([1.0, math.inf], "cc_masd", 6.0, facts).tolist() == [1.0, 6.0]
+    assert not is_distance_metric("lesion_hd95") and not is_distance_metric("volume")
+
+
 def test_monai_objects_recognised_without_importing_monai():
     class HausdorffDistanceMetric:  # same class name as MONAI's
         pass

@@ -187,6 +187,30 @@ def test_per_component_csv_one_row_per_gt_component(data):
     assert comps[comps["case"] == "case_04"]["volume"].tolist() == [144 + 8, 8]  # L1+CORNER merge
 
 
+def test_evaluate_computes_the_bootstrap_summary_once(data, tmp_path, monkeypatch, capsys):
+    """The summary written to summary.json is the one printed: one bootstrap per run, not two."""
+    from ccmetrics.dataset import DatasetResult
+
+    calls = []
+    summary = DatasetResult.summary
+
+    def counted(self, **options):
+        calls.append(options)
+        return summary(self, **options)
+
+    monkeypatch.setattr(DatasetResult, "summary", counted)
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--quiet", "--no-plots", "--bootstrap", "500", "--seed", "5"]
+    assert main(["evaluate", str(data["gt"]), str(data["root"] / "method0"), *args]) == 0
+    assert calls == [{"n_resamples": 500, "seed": 5}]
+    assert "cc_pooled" in capsys.readouterr().out
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["summary"] == json.loads((data["out"] / "summary.json").read_text())["summary"]
+    back = DatasetResult.read(out)
+    with pytest.raises(ValueError, match="not both"):
+        back.write(tmp_path / "again", plots=False, summary=back.summary(n_resamples=10), seed=1)
+
+
 def test_summary_json_counts_options_and_aggregations(data):
     doc = json.loads((data["out"] / "summary.json").read_text())
     assert doc["counts"] == {

@@ -576,3 +576,24 @@ def test_review_regressions_scalar_spacing_and_na_like_case_ids(tmp_path):
     back = DatasetResult.read(tmp_path / "out")
     assert sorted(back.per_component["case"]) == ["001", "NA", "nan", "null"]  # not read as missing values
     assert back.summary().loc[(1, "dice", "cc_pooled"), "n"] == 4
+
+
+def _volume_similarity(pred, gt, spacing):
+    total = float(pred.sum()) + float(gt.sum())
+    return 1.0 - abs(float(pred.sum()) - float(gt.sum())) / total if total else 1.0
+
+
+def test_every_case_failed_with_an_unregistered_metric_record(tmp_path):
+    """Regression: when every case fails, a Metric record that was never registered gave 'unknown metric'."""
+    from ccmetrics import registry
+
+    record = registry.Metric("volsim_record", "Volume similarity", "overlap", "region", _volume_similarity, best=1.0)
+    gt, pred = box((2, 6), (2, 6), (2, 6)), box((2, 6), (2, 6), (2, 5))
+    failed = evaluate_dataset({"a": (gt, pred[:-1])}, metrics=["dice", record, "detection"], progress=False)
+    assert "volsim_record" not in registry.names()
+    assert failed.counts()["failed"] == 1 and "shape differs" in failed.per_case["error"].iloc[0]
+    evaluated = evaluate_dataset({"a": (gt, pred)}, metrics=["dice", record, "detection"], progress=False)
+    assert list(failed.per_case.columns) == list(evaluated.per_case.columns)  # the columns of an evaluated case
+    assert failed.per_case[["volsim_record", "cc_volsim_record"]].isna().all().all()
+    failed.write(tmp_path / "out", plots=False)
+    assert DatasetResult.read(tmp_path / "out").columns["volsim_record"].display == "Volume similarity"

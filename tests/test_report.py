@@ -164,6 +164,25 @@ def test_missed_lesion_and_false_positive_are_listed(tmp_path):
     assert re.search(r'data-kind="false_positive" data-missed="0" data-volume="0\.096"', html)
 
 
+def _volume_similarity(pred, gt, spacing):
+    total = float(pred.sum()) + float(gt.sum())
+    return 1.0 - abs(float(pred.sum()) - float(gt.sum())) / total if total else 1.0
+
+
+def test_summary_table_shows_the_folders_display_names(tmp_path):
+    """Regression: the summary table named a metric this process never registered by its key (``volsim``)."""
+    from ccmetrics import evaluate_dataset, registry
+
+    record = registry.Metric("volsim", "Volume similarity", "overlap", "region", _volume_similarity, best=1.0)
+    result = evaluate_dataset(*synthetic_folders(tmp_path / "data"), metrics=["dice", record], progress=False)
+    result.write(tmp_path / "results", plots=False, n_resamples=50)
+    assert "volsim" not in registry.names()  # only the folder's column facts know its display name
+    html = page.render_html(page.build_model(tmp_path / "results"))
+    rows = re.findall(r'<tr data-key="1/(\w+)/(\w+)"[^>]*>\s*<td>([^<]*)</td>', html)
+    assert ("volsim", "cc_pooled", "Volume similarity") in rows and ("dice", "standard", "Dice") in rows
+    assert not [r for r in rows if r[2] == "volsim"]
+
+
 def test_missing_images_still_render_the_tables(tmp_path):
     gt_dir, pred_dir = synthetic_folders(tmp_path / "data")
     result = evaluate_folder(gt_dir, pred_dir, tmp_path / "results")

@@ -58,10 +58,6 @@ def check_metric(metric: Any) -> Any:
     return record.name if isinstance(metric, str) else metric
 
 
-def check_non_negative(value: float | None, name: str, allow_none: bool = False) -> float | None:
-    return None if value is None and allow_none else as_non_negative(value, name)
-
-
 def evaluate_channel(
     pred: np.ndarray,
     gt: np.ndarray,
@@ -335,7 +331,7 @@ class CCMetric(CumulativeIterationMetric):
             as_spacing(spacing, len(spacing) if _is_vector(spacing) else 1)  # validates the values
         self.spacing = spacing
         self.nsd_tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
-        self.worst_distance = check_non_negative(worst_distance, "worst_distance", allow_none=True)
+        self.worst_distance = None if worst_distance is None else as_non_negative(worst_distance, "worst_distance")
         self.reduction = look_up_option(reduction, MetricReduction)
         self.get_not_nans = bool(get_not_nans)
         self.mode = _check_mode(mode)

@@ -34,7 +34,17 @@ import pandas as pd
 from .. import registry, schema
 from ..aggregation import cc_values
 from ..panoptic import pq_from_counts
-from .metrics import CC_METRICS, PAIR_METRICS, NucleiResult, confusion_frame, evaluate, metrics_from_confusion
+from .metrics import (
+    CC_METRICS,
+    PAIR_METRICS,
+    NucleiResult,
+    _add_segmentation_by_class,
+    _class_means,
+    _pq_by_class,
+    confusion_frame,
+    evaluate,
+    metrics_from_confusion,
+)
 
 __all__ = ["NucleiDatasetResult", "evaluate_many", "compare_methods", "is_higher_better"]
 
@@ -84,7 +94,7 @@ def _pooled_scores(
         (r.per_class[columns].reindex(classes, fill_value=0).to_numpy(dtype=float) for r in results),
         np.zeros((len(classes), 4)),
     )
-    class_pq = np.array([pq_from_counts(*row) for row in counts]).reshape(len(classes), 3)
+    class_pq, mpq = _pq_by_class(counts)
     tp, fp, fn = (sum(r.pq[k] for r in results) for k in ("tp", "fp", "fn"))
     iou_sum = float(sum(r.pq["iou_sum"] for r in results))
     pq, sq, rq = pq_from_counts(tp, fp, fn, iou_sum)
@@ -104,10 +114,7 @@ def _pooled_scores(
     for j, name in enumerate(columns):
         per_class[name] = counts[:, j].astype(np.int64) if name != "iou_sum" else counts[:, j]
     per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
-    by_class = matched.groupby("gt_class")
-    per_class["seg_n"] = by_class.size().reindex(classes, fill_value=0).astype(np.int64).to_numpy()
-    for m in PAIR_METRICS:
-        per_class[f"seg_{m}"] = by_class[m].mean().reindex(classes).to_numpy(dtype=float)
+    _add_segmentation_by_class(per_class, matched)
 
     cc: dict[str, float] = {}
     with_cc = [
@@ -121,11 +128,8 @@ def _pooled_scores(
             values = np.concatenate([cc_values(table[m], m, worst) for _, table, worst in with_cc])
             gt_class = np.concatenate([table["gt_class"].to_numpy() for _, table, _ in with_cc])
             cc[schema.cc(m)] = float(values.mean()) if values.size else math.nan
-            per_class[schema.cc(m)] = pd.Series(values).groupby(gt_class).mean().reindex(classes).to_numpy(dtype=float)
+            per_class[schema.cc(m)] = _class_means(values, gt_class, classes)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mpq = float(np.nanmean(class_pq[:, 0])) if len(classes) else math.nan
     scores: dict[str, float] = {f"det_{k}": v for k, v in detection.items()}
     scores.update({f"cls_{k}": v for k, v in classification.items()})
     scores.update({f"seg_{k}": v for k, v in segmentation.items()})

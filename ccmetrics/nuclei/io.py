@@ -784,18 +784,16 @@ def read_monusac_masks(
                 f" other classes"
             )
 
-    shape = None
     painter: _Painter | None = None
     ignore = None
     total = 0
     for cname, f, class_id in resolved:
         arr = _read_label_image(f)
-        if shape is None or painter is None:
-            shape = arr.shape
-            painter = _Painter(shape, overlap, source)
-        elif arr.shape != shape:
+        if painter is None:
+            painter = _Painter(arr.shape, overlap, source)
+        elif arr.shape != painter.inst.shape:
             raise ValueError(
-                f"{f}: mask shape {arr.shape} differs from {shape} of {resolved[0][1]};"
+                f"{f}: mask shape {arr.shape} differs from {painter.inst.shape} of {resolved[0][1]};"
                 f" all masks of one image must have the same shape"
             )
         labels = _as_labels(arr, f, "mask")
@@ -805,8 +803,7 @@ def read_monusac_masks(
         local, ids = _relabel(labels)
         total += ids.size
         painter.add((slice(None), slice(None)), local, [class_id] * ids.size, f"the {cname} mask {f}")
-    if painter is None:
-        raise ValueError("no mask file to read")
+    assert painter is not None  # resolved holds a file at least: _mask_files_by_class found one
     inst, classes, dropped = painter.result()
     if dropped:
         warnings.warn(

@@ -533,6 +533,45 @@ def _mean(values: np.ndarray) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
 
+def _pq_by_class(counts: np.ndarray) -> tuple[np.ndarray, float]:
+    """PQ, SQ and RQ of each class from its (TP, FP, FN, IoU sum) counts, one row per class, and ``mpq``.
+
+    ``mpq`` is the mean PQ over the classes, those whose PQ is undefined left out (NaN without classes);
+    an image's and a pooled unit's per-class scores are both computed here.
+
+    >>> class_pq, mpq = _pq_by_class(np.array([[1, 1, 0, 0.5], [0, 0, 0, 0.0]]))
+    >>> class_pq[0].round(3).tolist(), mpq
+    ([0.333, 0.5, 0.667], 0.3333333333333333)
+    """
+    class_pq = np.array([pq_from_counts(*row) for row in counts]).reshape(len(counts), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mpq = float(np.nanmean(class_pq[:, 0])) if len(counts) else math.nan
+    return class_pq, mpq
+
+
+def _add_segmentation_by_class(per_class: pd.DataFrame, matched: pd.DataFrame) -> None:
+    """Add ``seg_n`` (matched pairs) and ``seg_<m>`` (their mean of each pair metric) per GT class to ``per_class``.
+
+    ``matched`` holds the matched pairs (``gt_class`` and the :data:`PAIR_METRICS` columns); a class without
+    pair gets 0 pairs and NaN means.
+    """
+    classes = per_class.index
+    by_class = matched.groupby("gt_class")
+    per_class["seg_n"] = by_class.size().reindex(classes, fill_value=0).astype(np.int64).to_numpy()
+    for name in PAIR_METRICS:
+        per_class[f"seg_{name}"] = by_class[name].mean().reindex(classes).to_numpy(dtype=float)
+
+
+def _class_means(values: np.ndarray, gt_class: np.ndarray, classes: Sequence[Any]) -> np.ndarray:
+    """Mean of CC values per GT class, in the order of ``classes`` (NaN for a class without GT nucleus).
+
+    >>> _class_means(np.array([1.0, 3.0, 5.0]), np.array([2, 2, 1]), [1, 2, 3]).tolist()
+    [5.0, 2.0, nan]
+    """
+    return pd.Series(values).groupby(np.asarray(gt_class)).mean().reindex(classes).to_numpy(dtype=float)
+
+
 def evaluate(
     gt_inst: Any,
     gt_class: Any,
@@ -697,10 +736,7 @@ def evaluate(
     iou_sum = float(iou.sum())
     pq, sq, rq = pq_from_counts(len(chosen), len(pred_free), len(gt_free), iou_sum)
     counts = class_counts(ov, g_cls, p_cls, class_list, rule, threshold)
-    class_pq = np.array([pq_from_counts(*row) for row in counts]).reshape(len(class_list), 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mpq = float(np.nanmean(class_pq[:, 0])) if len(class_list) else math.nan
+    class_pq, mpq = _pq_by_class(counts)
     pq_scores = {
         "pq": pq,
         "sq": sq,
@@ -723,11 +759,7 @@ def evaluate(
         per_class[name] = counts[:, j].astype(np.int64)
     per_class["iou_sum"] = counts[:, 3]
     per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
-    matched = per_pair[per_pair["match"] == "tp"]
-    by_class = matched.groupby("gt_class")
-    per_class["seg_n"] = by_class.size().reindex(class_list, fill_value=0).astype(np.int64).to_numpy()
-    for name in PAIR_METRICS:
-        per_class[f"seg_{name}"] = by_class[name].mean().reindex(class_list).to_numpy(dtype=float)
+    _add_segmentation_by_class(per_class, per_pair[per_pair["match"] == "tp"])
 
     # CC-Metrics with the GT nuclei as sites
     cc: dict[str, float] = {}
@@ -755,9 +787,8 @@ def evaluate(
         per_component["gt_label"] = g_sites.source_label[raster]
         per_component["gt_class"] = g_cls[raster]
         for m in cc_case.metrics:
-            column = cc_values(per_component[m], m, worst)
-            means = pd.Series(column, index=per_component.index).groupby(per_component["gt_class"].to_numpy()).mean()
-            per_class[schema.cc(m)] = means.reindex(class_list).to_numpy(dtype=float)
+            values = cc_values(per_component[m], m, worst)
+            per_class[schema.cc(m)] = _class_means(values, per_component["gt_class"].to_numpy(), class_list)
 
     return NucleiResult(
         classes=class_list,

@@ -13,19 +13,21 @@ voxel for voxel, so no dense region map of a large image is ever built.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .. import registry, schema
 from ..aggregation import cc_values
+
+if TYPE_CHECKING:
+    from ..dataset import DatasetResult
 
 __all__ = [
     "CaseImages",
@@ -61,23 +63,34 @@ class ResultFolder:
     Attributes
     ----------
     path : Path
-    per_case, per_component : pandas.DataFrame
-        The tables (see :mod:`ccmetrics.schema`).
+    result : ccmetrics.DatasetResult
+        The tables and the facts of their columns, as :meth:`ccmetrics.DatasetResult.read` gives them.
     doc : dict
         ``summary.json`` (``counts``, ``summary``, ``empty_gt``, ``errors``, ``ignored_files``, ``options``,
         ``columns``).
     plots : list of Path
         ``plots/*.png``, sorted.
-    columns : dict of str to ccmetrics.registry.Column
-        The facts of the metric columns (``DatasetResult.columns``).
     """
 
     path: Path
-    per_case: pd.DataFrame
-    per_component: pd.DataFrame
+    result: DatasetResult
     doc: dict[str, Any]
     plots: list[Path]
-    columns: dict[str, registry.Column] = field(default_factory=dict)
+
+    @property
+    def per_case(self) -> pd.DataFrame:
+        """The ``per_case`` table (see :mod:`ccmetrics.schema`)."""
+        return self.result.per_case
+
+    @property
+    def per_component(self) -> pd.DataFrame:
+        """The ``per_component`` table (see :mod:`ccmetrics.schema`)."""
+        return self.result.per_component
+
+    @property
+    def columns(self) -> dict[str, registry.Column]:
+        """The facts of the metric columns (``DatasetResult.columns``)."""
+        return self.result.columns
 
     @property
     def options(self) -> dict[str, Any]:
@@ -86,7 +99,7 @@ class ResultFolder:
     @property
     def case_metrics(self) -> list[str]:
         """Metrics with a global and a CC value per case (``m`` and ``cc_m`` in ``per_case``)."""
-        return [m for m in self.options.get("metrics", []) if m in self.per_case and schema.cc(m) in self.per_case]
+        return self.result.cc_metrics
 
     @property
     def component_metrics(self) -> list[str]:
@@ -96,15 +109,15 @@ class ResultFolder:
     @property
     def case_scores(self) -> list[str]:
         """Case-level scores present in ``per_case`` (detection, PQ, Lesion Dice), in the registry's order."""
-        known = [c.name for m in registry.metrics(per_region=False) for c in m.columns]
-        known += [name for name, c in self.columns.items() if not c.cc and name not in known]
-        return [
-            s for s in known if s in self.per_case and schema.cc(s) not in self.per_case and s not in self.case_metrics
-        ]
+        return self.result.case_level_columns
 
     def is_distance(self, metric: str) -> bool:
         """Whether a metric is a distance (lower is better; a missing value counts as the worst distance)."""
         return registry.is_distance(metric, self.columns)
+
+    def label(self, metric: str) -> str:
+        """Display name of a metric or score by the folder's facts (also for metrics not registered here)."""
+        return label(metric, self.columns)
 
     @property
     def binary(self) -> bool:
@@ -124,12 +137,11 @@ def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
 
     path = Path(result_dir)
     result = DatasetResult.read(path)
-    doc = json.loads((path / "summary.json").read_text()) if (path / "summary.json").is_file() else {}
-    doc.setdefault("options", result.options)
+    doc = {"options": result.options, **result.saved}
     if "counts" not in doc:
         doc["counts"] = result.counts()
     plots = sorted((path / "plots").glob("*.png")) if (path / "plots").is_dir() else []
-    return ResultFolder(path, result.per_case, result.per_component, doc, plots, result.columns)
+    return ResultFolder(path, result, doc, plots)
 
 
 # ---------------------------------------------------------------- ranking
@@ -165,8 +177,7 @@ def with_differences(
     out = per_case.copy()
     worst = out[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in out else np.nan
     for m in metrics:
-        kind = registry.column(m, columns) or m
-        out[f"delta_{m}"] = cc_values(out[m], kind, worst) - cc_values(out[schema.cc(m)], kind, worst)
+        out[f"delta_{m}"] = cc_values(out[m], m, worst, columns) - cc_values(out[schema.cc(m)], m, worst, columns)
     return out
 
 
@@ -184,7 +195,7 @@ def worst_first(
         return [position[label] for label in ok.index]
     worst = ok[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in ok else np.nan
     distance = registry.is_distance(metric, columns)
-    cc = cc_values(ok[schema.cc(metric)], registry.column(metric, columns) or metric, worst)
+    cc = cc_values(ok[schema.cc(metric)], metric, worst, columns)
     badness = cc if distance else -cc
     gap = np.abs(ok[f"delta_{metric}"].to_numpy(float)) if f"delta_{metric}" in ok else np.zeros(len(ok))
     order = np.lexsort((np.nan_to_num(-gap, nan=0.0), np.nan_to_num(-badness, nan=np.inf)))

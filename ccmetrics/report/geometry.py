@@ -21,9 +21,8 @@ Conventions (the array axes of :mod:`ccmetrics.io`: ``array[i, j, k]``, ``spacin
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,12 +218,9 @@ def plane_regions(regions, box: Box, axis: int | None, index: int, shape: Sequen
     return out
 
 
-def _keep(a: np.ndarray) -> np.ndarray:
-    return a
-
-
-def _first(a: np.ndarray, axis: int) -> np.ndarray:
-    return a.take(0, axis=axis)
+def _on_plane(a: np.ndarray, axis: int | None) -> np.ndarray:
+    """A crop one voxel thick along ``axis`` as a 2D array (a 2D image, ``axis=None``, as it is)."""
+    return a if axis is None else a.take(0, axis=axis)
 
 
 def thumbnail_geometry(
@@ -269,7 +265,6 @@ def thumbnail_geometry(
         shown = [a for a in range(ndim) if a != axis]
         index = 0 if axis is None else int(center[axis])
         plane_box = tuple((index, index + 1) if a == axis else b for a, b in enumerate(box))
-        squeeze: Callable[[np.ndarray], np.ndarray] = _keep if axis is None else functools.partial(_first, axis=axis)
         planes.append(
             PlaneView(
                 name,
@@ -277,8 +272,8 @@ def thumbnail_geometry(
                 index,
                 shown[0],
                 shown[1],
-                squeeze(crop(gt, plane_box, False)).astype(bool),
-                squeeze(crop(pred, plane_box, False)).astype(bool),
+                _on_plane(crop(gt, plane_box, False), axis).astype(bool),
+                _on_plane(crop(pred, plane_box, False), axis).astype(bool),
                 plane_regions(regions, box, axis, index, gt.shape),
                 float(spacing[shown[1]]) / float(spacing[shown[0]]),
             )

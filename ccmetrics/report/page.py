@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -167,11 +167,12 @@ def anchor(case: str, class_value: Any, multi_class: bool) -> str:
     return text + (f"-class{class_value}" if multi_class else "")
 
 
-def _plot_caption(path: Path, columns: dict[str, Any] | None = None) -> str:
+def _plot_caption(path: Path, label: Callable[[str], str]) -> str:
+    """The caption of a plot file, its metric named by ``label`` (a folder's :meth:`~data.ResultFolder.label`)."""
     for pattern, caption in PLOT_CAPTIONS:
         match = re.match(pattern, path.stem)
         if match:
-            groups = [data.label(g, columns) for g in match.groups() if g and not g.startswith("_class")]
+            groups = [label(g) for g in match.groups() if g and not g.startswith("_class")]
             suffix = re.search(r"_class(\d+)$", path.stem)
             return caption.format(*groups) + (f" (class {suffix.group(1)})" if suffix else "")
     return path.stem.replace("_", " ")
@@ -287,14 +288,14 @@ def _case_entry(
     metrics = [
         {
             "key": m,
-            "name": data.label(m, folder.columns),
+            "name": folder.label(m),
             "standard": row.get(m),
             "cc": row.get(schema.cc(m)),
             "delta": row.get(f"delta_{m}"),
         }
         for m in folder.case_metrics
     ]
-    scores = [{"key": s, "name": data.label(s, folder.columns), "value": row.get(s)} for s in folder.case_scores]
+    scores = [{"key": s, "name": folder.label(s), "value": row.get(s)} for s in folder.case_scores]
     return {
         "case": case,
         "class": class_value,
@@ -334,16 +335,18 @@ def build_model(
     """Everything the page shows, as plain Python data (the template's context).
 
     Parameters are those of :func:`write_report`. Keys: ``title``, ``source``, ``counts``,
-    ``problems``, ``summary`` (the rows of ``summary.json``), ``empty_gt``, ``plots``, ``cases`` (in the
-    order of the per-case sections: worst CC value of the primary metric first, failed cases last),
-    ``finder`` (every lesion and false positive), ``primary``, ``metrics``, ``unit`` and more.
+    ``problems``, ``summary`` (the rows of ``summary.json``, each with its metric's display ``name``),
+    ``empty_gt``, ``plots``, ``cases`` (in the order of the per-case sections: worst CC value of the
+    primary metric first, failed cases last), ``finder`` (every lesion and false positive), ``primary``,
+    ``metrics``, ``unit`` and more.
     """
     folder = data.read_result_folder(result_dir)
     metrics = folder.case_metrics
     primary = data.primary_metric(metrics, folder.columns)
     per_case = data.with_differences(folder.per_case, metrics, folder.columns).reset_index(drop=True)
     order = data.worst_first(per_case, primary, folder.columns)
-    order += [i for i in range(len(per_case)) if i not in set(order)]  # failed cases last
+    ranked = set(order)
+    order += [i for i in range(len(per_case)) if i not in ranked]  # failed cases last
     n_draw = len(order) if max_cases is None else max(0, int(max_cases))
     multi_class = per_case[schema.CLASS].nunique() > 1 if len(per_case) else False
     unit = "voxels" if folder.options.get("spacing") == "voxel" else "ml"
@@ -389,11 +392,11 @@ def build_model(
         "problems": problems,
         "unreadable": [c for c in cases if c["problem"]],
         "ignored_files": folder.doc.get("ignored_files", []),
-        "summary": folder.doc.get("summary", []),
+        "summary": [{**r, "name": folder.label(r["metric"])} for r in folder.doc.get("summary", [])],
         "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
         "plots": [
-            {"name": p.name, "caption": _plot_caption(p, folder.columns), "src": thumbnails.data_uri(p.read_bytes())}
+            {"name": p.name, "caption": _plot_caption(p, folder.label), "src": thumbnails.data_uri(p.read_bytes())}
             for p in folder.plots
         ],
         "cases": cases,
@@ -401,10 +404,10 @@ def build_model(
         "finder": finder,
         "multi_class": multi_class,
         "primary": primary,
-        "primary_name": data.label(primary, folder.columns) if primary else "",
-        "metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in metrics],
-        "component_metrics": [{"key": m, "name": data.label(m, folder.columns)} for m in folder.component_metrics],
-        "scores": [{"key": s, "name": data.label(s, folder.columns)} for s in folder.case_scores],
+        "primary_name": folder.label(primary) if primary else "",
+        "metrics": [{"key": m, "name": folder.label(m)} for m in metrics],
+        "component_metrics": [{"key": m, "name": folder.label(m)} for m in folder.component_metrics],
+        "scores": [{"key": s, "name": folder.label(s)} for s in folder.case_scores],
         "unit": unit,
         "max_cases": n_draw,
         "n_drawn": sum(c["drawn"] for c in cases),
@@ -440,7 +443,6 @@ def render_html(model: dict[str, Any]) -> str:
     )
     env.filters["fmt"] = fmt
     env.filters["sortval"] = sort_value
-    env.filters["label"] = data.label
     env.globals["abs_sortval"] = lambda v: "" if (number := _number(v)) is None else sort_value(abs(number))
     style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
     script = Markup((TEMPLATES / "report.js").read_text(encoding="utf-8"))
