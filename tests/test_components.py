@@ -63,10 +63,10 @@ def test_runs_locate():
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
-@pytest.mark.parametrize("dense_box,kernels_from", [(0, 1 << 60), (1 << 30, 1 << 60), (1 << 30, 0)])
-def test_own_face_edges_equal_the_label_map_rule(rng, ndim, dense_box, kernels_from):
+@pytest.mark.parametrize("span_map_ratio,kernels_from", [(0, 1 << 60), (1 << 30, 1 << 60), (1 << 30, 0)])
+def test_own_face_edges_equal_the_label_map_rule(rng, ndim, span_map_ratio, kernels_from):
     """Neighbours found in the voxel list, in a span label map with numpy, and with the numba kernel."""
-    with engine_config(span_map_ratio=dense_box, kernels_from=kernels_from):
+    with engine_config(span_map_ratio=span_map_ratio, kernels_from=kernels_from):
         _own_edges_equal_label_map_rule(rng, ndim)
 
 
@@ -107,14 +107,19 @@ def test_threads_and_grouped_queries_change_no_value(monkeypatch, spacing):
     monkeypatch.setattr(
         geometry, "directed_distances", lambda *a: workers.append(threading.current_thread().name) or original(*a)
     )
-    for batch in (0, 64, 1 << 20):  # one query per task, small batches, everything in one task
-        with engine_config(threads_from=0, threads=2, thread_batch_points=batch):
+    # one query per task, small batches, everything in one task
+    settings = [{"threads": 2, "thread_batch_points": batch} for batch in (0, 64, 1 << 20)]
+    # one grouped KD-tree query for all regions, shared by the threads
+    settings += [{"threads": threads, "grouped_from": 1} for threads in (2, 3)]
+    for setting in settings:
+        with engine_config(threads_from=0, **setting):
+            workers.clear()
             _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
-            _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
-    for threads in (2, 3):  # one grouped KD-tree query for all regions, shared by the threads
-        with engine_config(threads_from=0, threads=threads, grouped_from=1):
-            _same(evaluate(pred, gt, metrics, spacing=spacing), serial)
-    assert any(name.startswith("ccmetrics") for name in workers)
+            assert any(name.startswith("ccmetrics") for name in workers), setting  # the threads did measure
+            if "thread_batch_points" in setting:
+                workers.clear()
+                _same(evaluate(pred, GroundTruth(gt), metrics, spacing=spacing), serial)
+                assert any(name.startswith("ccmetrics") for name in workers), setting
 
 
 def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):

@@ -2,19 +2,24 @@
 
 For each page, in order, in a scratch folder holding a copy of ``examples/`` (the paths the pages use):
 
-* a ``python`` block runs in a fresh interpreter; when it ends with comment lines (``# ...``), they are the
-  last lines it prints;
+* a ``python`` block runs in a fresh interpreter; a run of comment lines (``# ...``) right after a top-level
+  ``print(...)`` is everything the block printed since the previous such run (a note ``<- ...`` at the end of
+  a shown line is the page's, not the output's);
 * a ``bash`` block runs command by command (``&&`` and new lines split them); a comment line right after a
   command is what that command prints, and a ``text`` block that follows a ``bash`` block with no other
-  block between them is what its last command prints (timings such as ``in 0.2 s`` aside).
+  block between them is what its last command prints (timings such as ``in 0.2 s`` aside);
+* a ``{literalinclude}`` of a Python file followed by a ``text`` block: the file runs as a script and prints
+  that block.
 
 Installation steps (``python3 -m venv``, ``. .venv/bin/activate``, ``pip install``), the test suite
 (``python -m pytest``) and the documentation build (``sphinx-build``) are not run here: ``.ci/run`` runs
-exactly them on a fresh clone. ``text`` blocks are output or synopses, never run.
+exactly them on a fresh clone (checked below). ``text`` blocks are output or synopses, never run; the other
+MyST directives (``{include}``, ``{toctree}``, ``{eval-rst}``) are Sphinx's.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -32,12 +37,23 @@ SKIPPED = re.compile(
 )
 TIMING = re.compile(r"in \d+(\.\d+)? s\b")
 SIZE = re.compile(r"\(\d+ kB\)")  # a page's size moves with the PNG encoder of the installed matplotlib
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+NOTE = re.compile(r"\s+<- .*$")  # a page's note beside a shown output line
+FENCE = re.compile(r"^```(\{[\w-]+\}|\w*)([^\n]*)\n(.*?)^```\n", re.S | re.M)  # language or MyST directive
+SHOWN = "\x1e-- the output shown so far --"  # printed by the test after each run of shown lines
+#: flags .ci/run adds to a command that the pages show without them: quieter output, every warning at once
+CI_ONLY_FLAGS = {"--quiet", "--keep-going"}
+#: skipped commands that .ci/run replaces by a larger one: the README's core install, without extras, is
+#: part of CI's `pip install -e ".[test,dev]"`
+ALTERNATIVES = {"pip install -e ."}
 
 
-def blocks(page: Path) -> list[tuple[str, str, int]]:
-    """(language, code, offset) of every fenced block, in order."""
-    return [(m.group(1), m.group(2), m.start()) for m in FENCE.finditer(page.read_text())]
+def blocks(page: Path) -> list[tuple[str, str, str]]:
+    """(language or ``{directive}``, its argument, code) of every fenced block, in order."""
+    text = page.read_text()
+    found = [(m.group(1), m.group(2).strip(), m.group(3)) for m in FENCE.finditer(text)]
+    fences = [line for line in text.splitlines() if line.startswith("```")]
+    assert len(fences) == 2 * len(found), f"{page.name}: a fence the test does not recognise"
+    return found
 
 
 def commands(code: str) -> list[tuple[str, list[str]]]:
@@ -51,67 +67,120 @@ def commands(code: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def shown_output(code: str) -> tuple[str, list[list[str]]]:
+    """The code with a marker printed after each run of comment lines that follows a top-level ``print``,
+    and those runs (their ``# `` taken off, and any ``<- note``)."""
+    lines = code.splitlines()
+    ends = {
+        node.end_lineno
+        for node in ast.parse(code).body
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "print"
+    }
+    out: list[str] = []
+    runs: list[list[str]] = []
+    for number, line in enumerate(lines, 1):
+        out.append(line)
+        if number not in ends:
+            continue
+        shown = []
+        for after in lines[number:]:
+            if after != "#" and not after.startswith("# "):
+                break
+            shown.append(NOTE.sub("", after[2:]))
+        if shown:  # the marker goes right after the print: the comment lines that follow do not run
+            out.append(f"print({SHOWN!r})")
+            runs.append(shown)
+    return "\n".join(out) + "\n", runs
+
+
 def normal(text: str) -> list[str]:
     return [SIZE.sub("(_ kB)", TIMING.sub("in _ s", line.rstrip())) for line in text.strip("\n").splitlines()]
 
 
-def run(command: str, cwd: Path) -> str:
+def run(argv: list[str], cwd: Path) -> str:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
-    done = subprocess.run(
-        shlex.split(command, comments=True), cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, f"{command!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{shlex.join(argv)!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
+
+
+def test_shown_output_finds_every_run_after_a_print():
+    code = "x = 1\nprint(x)\n# 1\nprint(\n    x + 1,\n)\n#\n# 2     <- a note\ny = 2  # not output\n# a comment\n"
+    marked, runs = shown_output(code)
+    assert runs == [["1"], ["", "2"]]
+    out = subprocess.run([sys.executable, "-c", marked], capture_output=True, text=True, check=True).stdout
+    assert out == f"1\n{SHOWN}\n2\n{SHOWN}\n"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_block_of_the_page_runs(page, tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     found = blocks(page)
-    ran = runnable = 0
-    for i, (language, code, _) in enumerate(found):
+    for i, (language, argument, code) in enumerate(found):
+        follows = found[i + 1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
+        printed: str | None = None  # what the block's last command printed, None if it was not run
         if language == "python":
+            marked, runs = shown_output(code)
             done = subprocess.run(
-                [sys.executable, "-c", code],
+                [sys.executable, "-c", marked],
                 cwd=tmp_path,
                 capture_output=True,
                 text=True,
                 timeout=600,
                 env={**os.environ, "MPLBACKEND": "Agg"},
             )
-            runnable += 1
             assert done.returncode == 0, f"{page.name}, block {i}:\n{code}\n{done.stderr[-3000:]}"
-            lines = code.rstrip("\n").splitlines()
-            shown = []
-            while lines and lines[-1].startswith("# "):
-                shown.insert(0, lines.pop()[2:])
-            if shown:
-                assert normal(done.stdout)[-len(shown) :] == normal("\n".join(shown)), f"{page.name}, block {i}"
-            ran += 1
-        elif language == "bash":
-            printed = ""
+            parts = done.stdout.split(SHOWN + "\n")
+            assert len(parts) == len(runs) + 1, f"{page.name}, block {i}: {done.stdout}"
+            for k, (part, shown) in enumerate(zip(parts, runs)):
+                assert normal(part) == normal("\n".join(shown)), f"{page.name}, block {i}, shown output {k}"
+            continue
+        if language == "bash":
             for command, shown in commands(code):
                 if SKIPPED.match(command):
+                    printed = None
                     continue
-                runnable += 1
-                printed = run(command, tmp_path)
+                printed = run(shlex.split(command, comments=True), tmp_path)
                 if shown:
                     assert normal(printed) == normal("\n".join(shown)), f"{page.name}: {command}"
-                ran += 1
-            follows = found[i + 1] if i + 1 < len(found) else None
-            if follows is not None and follows[0] == "text" and printed:
-                assert normal(printed) == normal(follows[1]), f"{page.name}: the output shown after block {i}"
-    assert ran == runnable
+        elif language == "{literalinclude}" and argument.endswith(".py") and follows is not None:
+            script = (page.parent / argument).resolve()
+            printed = run([sys.executable, str(script)], tmp_path)
+        else:
+            continue
+        if follows is not None:
+            assert printed is not None, f"{page.name}: block {i + 1} shows the output of a command not run here"
+            assert printed.strip(), f"{page.name}: block {i + 1} shows output, block {i} printed nothing"
+            assert normal(printed) == normal(follows[2]), f"{page.name}: the output shown after block {i}"
 
 
-def test_the_install_steps_the_pages_skip_are_those_ci_runs():
-    ci = (ROOT / ".ci" / "run").read_text()
-    for step in (
-        "python3 -m venv .venv",
-        ". .venv/bin/activate",
-        "pip install --quiet torch==2.13.0",
-        'pip install --quiet -e ".[test,dev]"',
-        "python -m pytest",
-        "sphinx-build -W -n",
-    ):
-        assert step in ci, step
+def _normal_command(argv: list[str]) -> str:
+    if argv[:3] == ["python", "-m", "pip"]:
+        argv = argv[2:]
+    return " ".join(arg for arg in argv if arg not in CI_ONLY_FLAGS)
+
+
+def test_the_commands_the_pages_skip_are_those_ci_runs():
+    ci = set()
+    for line in (ROOT / ".ci" / "run").read_text().splitlines():
+        argv = shlex.split(line, comments=True)
+        if argv[:1] == ["step"]:
+            argv = argv[2:]  # step "name" command...
+        if argv[:1] == ["quiet"]:
+            argv = argv[1:]
+        ci.add(_normal_command(argv))
+    skipped = {
+        command
+        for page in PAGES
+        for language, _, code in blocks(page)
+        if language == "bash"
+        for command, _ in commands(code)
+        if SKIPPED.match(command)
+    }
+    assert {"python -m pytest -q", "sphinx-build -W -n -q -b html docs docs/_build/html"} <= skipped
+    for command in skipped - ALTERNATIVES:
+        assert _normal_command(shlex.split(command)) in ci, command
+    assert ALTERNATIVES <= skipped  # each alternative is still shown
