@@ -13,21 +13,34 @@ Sub-commands:
 
 Exit codes: 0 success; 1 when a case failed (its error row says why);
 2 for a usage error or input that cannot be evaluated at all (a missing
-folder, an unknown metric).
+folder, an unknown metric); 130 when ``evaluate`` was stopped with Ctrl-C
+(143: SIGTERM) — the finished cases are kept, ``--resume`` continues.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["EXIT_CASE_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "report"]
+__all__ = [
+    "EXIT_CASE_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+    "report",
+]
 
 EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
+#: exit codes of a stopped ``evaluate``: 128 + the signal's number, as shells report it
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def _int_list(text: str) -> list[int]:
@@ -66,7 +79,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd)")
     ev.add_argument("pred_dir", help="folder of predictions, same case ids")
-    ev.add_argument("--out", required=True, help="output folder (created)")
+    ev.add_argument(
+        "--out",
+        required=True,
+        help="output folder (created; each finished case is recorded in OUT/cases/ at once). A non-empty "
+        "folder needs --resume or --overwrite",
+    )
+    ev.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded in --out: evaluate only the cases that are missing, changed (files or "
+        "options) or failed by a crash/time-out/memory limit; the tables equal an uninterrupted run's",
+    )
+    ev.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    ev.add_argument(
+        "--case-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds a case may take; a case still running then is stopped and gets an error row (runs the "
+        "cases in worker processes; not with --dask)",
+    )
+    ev.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="SIZE",
+        help="largest estimated peak memory of one case, e.g. 16G (default: 80%% of the available memory, shared "
+        "by the workers: a larger case runs with fewer beside it); a case over it, judged from its headers "
+        "before reading, gets an error row",
+    )
     ev.add_argument(
         "--metrics",
         type=_name_list,
@@ -127,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     ev.add_argument("--no-plots", action="store_true", help="write no figures")
-    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar (for logs); notes and errors still shown")
 
     pa = sub.add_parser(
         "partition",
@@ -201,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (0, 1 or 2)."""
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # to print the command that resumes a run
     try:
         return {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}[args.command](
             args
@@ -211,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from .campaign import EvaluationInterrupted
     from .dataset import evaluate_dataset
     from .registry import load_plugin
 
@@ -225,6 +268,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise ImportError('--dask needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
         client = Client(args.dask)
     start = time.perf_counter()
+    terminated: list[int] = []
+    previous = _stop_on_sigterm(terminated)
     try:
         result = evaluate_dataset(
             args.gt_dir,
@@ -241,8 +286,17 @@ def _evaluate(args: argparse.Namespace) -> int:
             workers=args.workers,
             client=client,
             progress=not args.quiet,
+            out_dir=args.out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            case_timeout=args.case_timeout,
+            max_memory=args.max_memory,
         )
+    except EvaluationInterrupted as stop:
+        return _interrupted(stop, args, time.perf_counter() - start, bool(terminated))
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if client is not None:
             client.close()
     seconds = time.perf_counter() - start
@@ -254,6 +308,44 @@ def _evaluate(args: argparse.Namespace) -> int:
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
     )
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _stop_on_sigterm(received: list[int]):
+    """Handle SIGTERM as Ctrl-C (the finished cases are kept, the tables of what is done written); returns
+    the previous handler, or None where signals cannot be handled (not the main thread)."""
+
+    def handler(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
+
+
+def _interrupted(stop, args: argparse.Namespace, seconds: float, terminated: bool) -> int:
+    """Write the tables of the finished cases, say what is left and how to resume; 130 (Ctrl-C) or 143 (SIGTERM)."""
+    result = stop.result
+    pending = result.run.pending
+    if len(result.per_case):
+        summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
+        result.write(args.out, plots=False, summary=summary)
+        print(report(result, seconds, summary=summary))
+    resume = " ".join(["ccmetrics", *(_quote(a) for a in args.argv if a not in ("--resume", "--overwrite"))])
+    print(
+        f"\nStopped: {result.counts()['cases'] if len(result.per_case) else 0} case(s) finished and kept in "
+        f"{Path(args.out) / 'cases'}, {len(pending)} not evaluated. The tables written cover the finished cases "
+        f"only. To finish, run:\n  {resume} --resume",
+        file=sys.stderr,
+    )
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
 
 
 def report(result, seconds: float, *, summary=None, **summary_options) -> str:

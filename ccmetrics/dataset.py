@@ -21,9 +21,14 @@ row that names the problem, and the other cases go on. Non-image files are
 listed in ``DatasetResult.ignored_files``.
 
 Each task reads its own two files, so a worker holds one case at a time.
-Results are sorted by case and class, so the tables are identical whatever
-the number of workers or the scheduler. Cost: one read of each file plus one
-:func:`ccmetrics.evaluate` per case and class.
+The cases are scheduled by :func:`ccmetrics.campaign.run_cases`: with an
+``out_dir`` every finished case is recorded there at once, ``resume`` takes
+the cases whose records still stand, a worker process that dies costs only
+its case, Ctrl-C keeps what is finished. Results are sorted by case and
+class, so the tables are identical whatever the number of workers, the
+scheduler, or which cases came from records. Cost: one read of each file
+plus one :func:`ccmetrics.evaluate` per case and class, one header read per
+file for the memory estimate, and one small record file per case.
 """
 
 from __future__ import annotations
@@ -45,10 +50,12 @@ import pandas as pd
 from . import registry, schema
 from ._inputs import as_classes, as_spacing
 from .aggregation import cc_values
+from .campaign import EvaluationInterrupted, RunInfo, Stopped, prepare_out_dir, run_cases
 from .case import evaluate
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
+from .records import atomic_write, file_fingerprint
 from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 
@@ -108,11 +115,26 @@ class EvalOptions:
     tolerance_mm: float = 1e-3
     records: tuple[registry.Metric, ...] = ()
     engine: EngineConfig = field(default_factory=EngineConfig)
+    max_case_bytes: float | None = None
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
         records = {r.name: r for r in self.records}
         return [records.get(m, m) for m in self.metrics]
+
+    def key(self) -> dict[str, Any]:
+        """The options that change values, as plain data (a case's record holds them: change one and
+        ``resume`` evaluates the case again). The engine configuration changes no value and is left out."""
+        spacing = self.spacing if isinstance(self.spacing, str) else [float(v) for v in np.atleast_1d(self.spacing)]
+        return {
+            "metrics": list(self.metrics),
+            "classes": list(self.classes) if self.classes else None,
+            "spacing": spacing,
+            "nsd_tolerance": self.nsd_tolerance,
+            "worst_distance": self.worst_distance,
+            "connectivity": self.connectivity,
+            "tolerance_mm": self.tolerance_mm,
+        }
 
 
 def _describe(item: Any) -> str:
@@ -258,6 +280,10 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         )
         if problem:
             raise _CaseError(problem)
+        too_much = _over_memory(gt, pred, options.max_case_bytes)
+        if too_much:
+            output = failed_output(task, options, too_much, t_read, time.perf_counter() - t0 - t_read)
+            return {**output, "retry": True}
         if isinstance(options.spacing, str):  # "header": known from a file or an Image; "voxel": none
             spacing = tuple(gt.spacing) if options.spacing == "header" and gt_known else None
         else:  # one number for every axis, or one per axis (a wrong count is this case's error row)
@@ -277,16 +303,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     except Exception as exc:  # one case's failure must never stop the data set
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
-        rows = [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes]
-        return {
-            "rows": rows,
-            "components": None,
-            "timing": {
-                CASE: task.case,
-                schema.READ_SECONDS: t_read,
-                schema.COMPUTE_SECONDS: time.perf_counter() - t0 - t_read,
-            },
-        }
+        return failed_output(task, options, message, t_read, time.perf_counter() - t0 - t_read)
     rows, frames = [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     for c, result in results.items():
@@ -309,6 +326,76 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         "components": pd.concat(frames, ignore_index=True),
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
+
+
+def failed_output(
+    task: CaseTask, options: EvalOptions, message: str, read_seconds: float = 0.0, compute_seconds: float = 0.0
+) -> dict[str, Any]:
+    """The output of a case that could not be evaluated: one error row per class saying why."""
+    gt_file, pred_file = task.file_names()
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
+    classes = list(options.classes) if options.classes else [1]
+    return {
+        "rows": [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes],
+        "components": None,
+        "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
+    }
+
+
+def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
+    """What a case's result depends on (:mod:`ccmetrics.records`): its inputs, the options, the pairing, the version."""
+    from . import __version__
+
+    return {
+        "gt": file_fingerprint(task.gt),
+        "pred": file_fingerprint(task.pred),
+        "error": task.error,
+        "options": options.key(),
+        "version": __version__,
+    }
+
+
+def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
+    """A case's least estimated peak memory from its headers, before any voxel is read: the estimate with
+    no foreground (the engine's memory grows with the foreground, which only the voxels tell; the case is
+    checked again once they are read). 0: unknown (the case's own evaluation reports an unreadable file)."""
+    from .resources import estimate_case_bytes
+
+    if task.error or task.gt is None:
+        return 0
+    try:
+        gt = _header(task.gt)
+        pred = _header(task.pred) if task.pred is not None else None
+    except (OSError, ValueError):
+        return 0
+    return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0))
+
+
+def _over_memory(gt: Image, pred: Image, limit: float | None) -> str:
+    """Why a read case exceeds the memory limit by its estimated peak with its foreground counted, or ''."""
+    from .resources import estimate_case_bytes, format_bytes
+
+    if limit is None:
+        return ""
+    foreground = int(np.count_nonzero(gt.array)) + int(np.count_nonzero(pred.array))
+    need = estimate_case_bytes(_header(gt), _header(pred), foreground=foreground)
+    if need <= limit:
+        return ""
+    return (
+        f"needs about {format_bytes(need)} for its {foreground} foreground voxels (estimated peak), over the "
+        f"memory limit of {format_bytes(limit)}: raise --max-memory (max_memory=) if the machine has the "
+        f"memory, or evaluate this case on a larger machine"
+    )
+
+
+def _header(item: Any) -> Any:
+    from .io import ImageHeader, read_header
+
+    if isinstance(item, (str, os.PathLike)):
+        return read_header(item)
+    array = item.array if isinstance(item, Image) else np.asarray(item)
+    path = item.path if isinstance(item, Image) else None
+    return ImageHeader(path, tuple(array.shape), array.dtype, (1.0,) * array.ndim)
 
 
 class _CaseError(ValueError):
@@ -342,6 +429,9 @@ class DatasetResult:
     saved : dict
         What ``summary.json`` held when the result was read with :meth:`read` (its ``summary``,
         ``counts``, ``empty_gt``, ...); empty otherwise.
+    run : ccmetrics.campaign.RunInfo
+        What the run did: cases taken from the records of an earlier run (``reused``), evaluated and
+        why, and, after Ctrl-C, the cases not evaluated (``pending``; ``run.complete`` is False).
     """
 
     per_component: pd.DataFrame
@@ -351,6 +441,7 @@ class DatasetResult:
     options: dict[str, Any] = field(default_factory=dict)
     columns: dict[str, registry.Column] = field(default_factory=dict)
     saved: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    run: RunInfo = field(default_factory=RunInfo, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -495,8 +586,9 @@ class DatasetResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
-        self.per_component.to_csv(paths[schema.PER_COMPONENT.name], index=False)
-        self.per_case.to_csv(paths[schema.PER_CASE.name], index=False)
+        # each file replaced whole (temporary file, then rename): never a half-written table over a good one
+        atomic_write(paths[schema.PER_COMPONENT.name], lambda tmp: self.per_component.to_csv(tmp, index=False))
+        atomic_write(paths[schema.PER_CASE.name], lambda tmp: self.per_case.to_csv(tmp, index=False))
         if summary is None:
             summary = self.summary(**summary_options)
         doc = {
@@ -507,8 +599,10 @@ class DatasetResult:
             "ignored_files": self.ignored_files,
             "options": self.options,
             "columns": {name: column.facts() for name, column in self.columns.items()},
+            "run": self.run.to_dict(),
         }
-        paths[schema.SUMMARY.name].write_text(json.dumps(doc, indent=2, allow_nan=False))
+        text = json.dumps(doc, indent=2, allow_nan=False)
+        atomic_write(paths[schema.SUMMARY.name], lambda tmp: tmp.write_text(text))
         written: dict[str, Any] = {**paths, "plots": []}
         if plots:
             from .plots import write_plots
@@ -610,6 +704,11 @@ def evaluate_dataset(
     workers: int = 1,
     client: Any = None,
     progress: bool = True,
+    out_dir: _PathLike | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    case_timeout: float | None = None,
+    max_memory: int | str | None = None,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -651,12 +750,45 @@ def evaluate_dataset(
         Run the cases on a Dask cluster instead (the files must be readable
         from the workers).
     progress : bool
-        Show a progress bar (tqdm, on stderr).
+        Show a progress bar (tqdm, on stderr): cases done, failed so far, rate and time left.
+    out_dir : path, optional
+        Keep a durable record of every finished case in ``out_dir/cases/`` the moment it is done
+        (:mod:`ccmetrics.records`), so that a crash, a kill or Ctrl-C loses no finished case. The
+        folder must be empty unless ``resume`` or ``overwrite`` is set. (Write the final tables there
+        with :meth:`DatasetResult.write`.)
+    resume : bool
+        Take every case whose record in ``out_dir`` still matches its files and the options; evaluate
+        the missing, changed and earlier-crashed ones (which and why is printed, and kept in
+        ``result.run``). The tables equal those of an uninterrupted run.
+    overwrite : bool
+        Remove what an earlier run wrote into ``out_dir`` first.
+    case_timeout : float, optional
+        Seconds a case may take; a case still running then has its worker process stopped and gets
+        an error row. Runs the cases in worker processes (also with ``workers=1``); not with ``client``.
+    max_memory : int or str, optional
+        Largest estimated peak memory of one case (bytes, or text such as ``"16G"``); a case whose
+        headers promise more becomes an error row before any voxel is read. Default: a fraction of
+        the machine's available memory (:data:`ccmetrics.resources.DEFAULT_MEMORY_FRACTION`);
+        with worker processes, that budget is shared and a case larger than its share runs with
+        fewer cases beside it. With ``client``: no limit unless given.
 
     Returns
     -------
     DatasetResult
-        Identical tables whatever ``workers`` or ``client``.
+        Identical tables whatever ``workers``, ``client``, or which cases came from records.
+
+    Raises
+    ------
+    ccmetrics.campaign.EvaluationInterrupted
+        On Ctrl-C, after stopping the workers: a ``KeyboardInterrupt`` whose ``result`` holds the
+        finished cases (and ``result.run.pending`` the others).
+
+    Notes
+    -----
+    A worker process that dies (killed by a signal, e.g. the out-of-memory killer, or crashed in a C
+    extension) costs only its case: the case is tried once more alone and, if its worker dies again,
+    becomes an error row saying how the process ended. With ``workers=1`` and no ``case_timeout``
+    the cases run in this process, which such a crash would end (its finished cases stay recorded).
 
     Examples
     --------
@@ -697,7 +829,7 @@ def evaluate_dataset(
             raise ValueError("with cases given as a mapping or list, leave pred=None")
         tasks, ignored = tasks_from_pairs(gt), []
     ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
-    names = [m.name for m in ordered if m.per_region]
+    limit, budget = _memory_limits(max_memory, client)
     options = EvalOptions(
         tuple(m.name for m in ordered),
         classes,
@@ -708,21 +840,19 @@ def evaluate_dataset(
         float(tolerance_mm),
         tuple(m for m in ordered if not m.builtin),
         current_engine(),
+        limit,
     )
-    if workers > 1 or client is not None:
+    if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
-    outputs = _run(tasks, options, workers, client, progress)
-    outputs.sort(key=lambda o: o["rows"][0][CASE])
-    per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
-    per_case = per_case.sort_values(list(schema.PER_CASE.key), kind="stable").reset_index(drop=True)
-    front = list(schema.PER_CASE_FRONT)
-    per_case = per_case[front + [c for c in per_case.columns if c not in front]]
-    if schema.EMPTY_GT not in per_case:  # every case failed: keep the columns of an evaluated case (NaN)
-        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, ordered))
-    frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
-    per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
-    per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
-    timings = pd.DataFrame([o["timing"] for o in outputs])
+    if case_timeout is not None and (client is not None or not case_timeout > 0):
+        raise ValueError(
+            "case_timeout (--case-timeout) takes seconds > 0 and works with local worker processes, not on a Dask "
+            f"cluster (got {case_timeout!r}{' with a client' if client is not None else ''})"
+        )
+    if out_dir is not None:
+        prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    elif resume or overwrite:
+        raise ValueError("resume and overwrite need out_dir, the folder that keeps the case records")
     record = {
         "metrics": list(options.metrics),
         "classes": list(classes) if classes else None,
@@ -735,7 +865,67 @@ def evaluate_dataset(
         "tolerance_mm": options.tolerance_mm,
     }
     columns = {c.name: c for m in ordered for c in m.columns}
-    return DatasetResult(per_component, per_case, ignored, timings, record, columns)
+
+    def assemble(outputs: list[dict[str, Any]], run: RunInfo) -> DatasetResult:
+        return _assemble(outputs, ordered, ignored, record, columns, run)
+
+    try:
+        outputs, run = run_cases(
+            tasks,
+            options,
+            fingerprint=lambda t: fingerprint(t, options),
+            failure=lambda t, message: failed_output(t, options, message),
+            estimate=lambda t: estimate_bytes(t, options),
+            workers=workers,
+            client=client,
+            progress=progress,
+            out_dir=out_dir,
+            resume=resume,
+            case_timeout=case_timeout,
+            max_memory=limit,
+            memory_budget=budget,
+        )
+    except Stopped as stop:
+        raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
+    return assemble(outputs, run)
+
+
+def _memory_limits(max_memory: int | str | None, client: Any) -> tuple[float | None, float | None]:
+    """(limit of one case, budget shared by the running cases) in bytes; see ``max_memory``."""
+    from .resources import DEFAULT_MEMORY_FRACTION, available_memory_bytes, parse_memory
+
+    given = parse_memory(max_memory) if isinstance(max_memory, str) else max_memory
+    if given is not None and not given > 0:
+        raise ValueError(f"max_memory (--max-memory) must be > 0 bytes, got {max_memory!r}")
+    if client is not None:
+        return given, None
+    budget = DEFAULT_MEMORY_FRACTION * available_memory_bytes()
+    return (given if given is not None else budget), budget
+
+
+def _assemble(
+    outputs: list[dict[str, Any]],
+    ordered: list[registry.Metric],
+    ignored: list[str],
+    record: dict[str, Any],
+    columns: dict[str, registry.Column],
+    run: RunInfo,
+) -> DatasetResult:
+    """The tidy tables from the cases' outputs, sorted so that they do not depend on completion order."""
+    names = [m.name for m in ordered if m.per_region]
+    outputs = sorted(outputs, key=lambda o: o["rows"][0][CASE])
+    per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
+    if len(per_case):
+        per_case = per_case.sort_values(list(schema.PER_CASE.key), kind="stable").reset_index(drop=True)
+        front = list(schema.PER_CASE_FRONT)
+        per_case = per_case[front + [c for c in per_case.columns if c not in front]]
+    if schema.EMPTY_GT not in per_case:  # every case failed (or none finished): the columns of an evaluated case
+        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, ordered))
+    frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
+    per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
+    per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
+    timings = pd.DataFrame([o["timing"] for o in outputs])
+    return DatasetResult(per_component, per_case, ignored, timings, record, columns, run=run)
 
 
 def _check_picklable(options: EvalOptions) -> None:
@@ -748,37 +938,3 @@ def _check_picklable(options: EvalOptions) -> None:
                 f"metric {record.name!r} cannot be sent to worker processes ({exc}): define its function "
                 f"at the top level of a module (not a lambda or a nested function), or use workers=1"
             ) from None
-
-
-def _run(tasks: list[CaseTask], options: EvalOptions, workers: int, client: Any, progress: bool) -> list[dict]:
-    """Evaluate every task here, in worker processes or on a Dask cluster; completion order does not matter."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(tasks), unit="case", desc="evaluating", disable=not progress)
-    outputs = []
-    try:
-        if client is not None:
-            from dask.distributed import as_completed
-
-            futures = client.map(evaluate_task, tasks, options=options, pure=False)
-            for future in as_completed(futures):
-                outputs.append(future.result())
-                bar.update()
-        elif workers > 1 and len(tasks) > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-            from concurrent.futures import as_completed as done
-
-            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = [pool.submit(evaluate_task, t, options) for t in tasks]
-                for future in done(futures):
-                    outputs.append(future.result())
-                    bar.update()
-        else:
-            for task in tasks:
-                outputs.append(evaluate_task(task, options))
-                bar.update()
-    finally:
-        bar.close()
-    return outputs

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,11 +30,13 @@ import numpy as np
 __all__ = [
     "IMAGE_EXTENSIONS",
     "Image",
+    "ImageHeader",
     "ImageReadError",
     "check_same_geometry",
     "image_id",
     "is_image_file",
     "load_image",
+    "read_header",
     "save_image",
 ]
 
@@ -139,6 +142,151 @@ def image_id(path, suffix: str | None = None) -> str:
     return re.sub(f"(?:{suffix})$", "", stem, count=1) if suffix else stem
 
 
+@dataclass(frozen=True)
+class ImageHeader:
+    """What a label image's header says, read without its voxels (:func:`read_header`).
+
+    Attributes
+    ----------
+    path : str or None
+        The file (None for an array in memory described the same way).
+    shape : tuple of int
+        The shape :func:`load_image` returns: trailing singleton axes dropped, 2 or 3 axes.
+    dtype : numpy.dtype
+        The dtype of :func:`load_image`'s array with the same reader (a NIfTI with ``scl_slope``:
+        float64 with nibabel, float32 with SimpleITK).
+    spacing : tuple of float
+        Voxel size in mm per array axis, as :func:`load_image` computes it.
+    """
+
+    path: str | None
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    spacing: tuple[float, ...]
+
+    @property
+    def voxels(self) -> int:
+        """Number of voxels, the product of :attr:`shape`."""
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array :func:`load_image` returns: voxels times the itemsize of :attr:`dtype`."""
+        return self.voxels * self.dtype.itemsize
+
+
+def _prepare(path, reader: str) -> tuple[str, bool]:
+    """The path as str and whether it is NIfTI, after the checks :func:`load_image` and
+    :func:`read_header` share (reader name, existence, extension)."""
+    path = os.fspath(path)
+    if reader not in _READERS:
+        raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"image file not found: {path!r}")
+    ext = _extension(path)
+    if ext is None:
+        raise ValueError(
+            f"cannot read {path!r}: unknown image extension; ccmetrics reads "
+            f"{', '.join(IMAGE_EXTENSIONS)} (convert the file to one of these)"
+        )
+    nifti = ext in (".nii", ".nii.gz")
+    if reader == "nibabel" and not nifti:
+        raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: use reader='auto' or 'sitk'")
+    return path, nifti
+
+
+def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without trailing singleton axes beyond the third; ValueError unless 2D or 3D."""
+    if len(shape) > 3 and all(s == 1 for s in shape[3:]):
+        shape = shape[:3]
+    if len(shape) not in (2, 3):
+        raise ValueError(
+            f"{path!r} is a {len(shape)}D image of shape {shape}; ccmetrics "
+            "evaluates 2D or 3D label images: split the volumes or take one channel first"
+        )
+    return shape
+
+
+def _geometry(path: str, affine: np.ndarray, n: int) -> tuple[tuple[float, ...], np.ndarray]:
+    """Spacing and ``(n + 1, n + 1)`` affine of an ``n``-axis image from the reader's affine."""
+    spacing = tuple(float(s) for s in np.linalg.norm(affine[:-1, :n], axis=0))
+    keep = list(range(n)) + [affine.shape[0] - 1]
+    affine = affine[np.ix_(keep, keep)]
+    if not (np.all(np.isfinite(affine)) and all(s > 0 for s in spacing)):
+        raise ImageReadError(
+            f"{path!r} has voxel spacing {spacing} mm and affine {_r(affine)}: "
+            "each voxel size must be finite and non-zero; fix the file's header"
+        )
+    return spacing, affine
+
+
+def read_header(path, reader: str = "auto") -> ImageHeader:
+    """Read a label image's shape, dtype and spacing from its header only: no voxel is read.
+
+    Use it to decide whether a case fits in memory before :func:`load_image` allocates it
+    (:func:`ccmetrics.resources.estimate_case_bytes`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file ending in one of :data:`IMAGE_EXTENSIONS`.
+    reader : {"auto", "nibabel", "sitk"}
+        The reader :func:`load_image` will use; it decides the dtype of a NIfTI with ``scl_slope``.
+
+    Returns
+    -------
+    ImageHeader
+        Equal to what :func:`load_image` returns (shape, dtype, spacing) for the same file and reader.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError, ImageReadError
+        As :func:`load_image` does, for a missing file, an unknown extension, an image that is not
+        2D or 3D, vector pixels, or a broken header; and :class:`ImageReadError` for a header that
+        claims more voxels than the file holds (see the notes).
+
+    Notes
+    -----
+    Cost: NIfTI headers are read by nibabel (of a ``.nii.gz``, only the first kilobytes are
+    decompressed), the others by SimpleITK's ``ImageFileReader.ReadImageInformation``.  The file's
+    size is then checked against the header's claim, without allocating the claimed size:
+
+    * ``.nii``, and raw MHA/MHD/NRRD/NHDR data: the size of the (data) file;
+    * ``.nii.gz`` and gzip-encoded NRRD: deflate never compresses more than 1032:1, then the
+      gzip trailer (the uncompressed size mod 2**32); when that disagrees with the header
+      (several gzip members, or truncation), the data are decompressed one MiB at a time and
+      counted, stopping as soon as the header's size is reached;
+    * zlib-compressed MHA/MHD: only the 1032:1 bound (counting would decompress the whole
+      file again); bzip2 NRRD, and data split over several files (``LIST``, ``%d`` patterns)
+      are not checked, and a lying header there is found by SimpleITK after it allocated.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "case.nii.gz")
+    >>> save_image(path, np.ones((40, 50, 6), np.uint8), spacing=(0.5, 0.5, 3.0))
+    >>> header = read_header(path)
+    >>> header.shape, header.dtype, header.spacing, header.nbytes
+    ((40, 50, 6), dtype('uint8'), (0.5, 0.5, 3.0), 12000)
+    """
+    path, nifti = _prepare(path, reader)
+    if nifti and reader != "sitk":
+        hdr, img = _check_nifti(path, warn=False)
+        shape = _image_shape(path, tuple(int(s) for s in hdr.get_data_shape()))
+        try:  # the dtype nibabel's scaling gives, from its own code on an empty slice (reads no voxel)
+            dtype = img.dataobj[(slice(0, 0),) * len(hdr.get_data_shape())].dtype
+        except Exception as e:
+            raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
+        affine = np.array(img.affine, dtype=float)
+    else:
+        if nifti:
+            _check_nifti(path, warn=False)
+        info = _sitk_information(path, check_size=not nifti)
+        shape, dtype, affine = _image_shape(path, info.shape), info.dtype, info.affine
+    spacing, _ = _geometry(path, affine, len(shape))
+    return ImageHeader(path, shape, np.dtype(dtype), spacing)
+
+
 def load_image(path, reader: str = "auto") -> Image:
     """Read a 2D or 3D label image with its spacing and affine (see the module docstring for axes).
 
@@ -161,7 +309,9 @@ def load_image(path, reader: str = "auto") -> Image:
     ValueError
         For an unknown extension, an image with more than 3 non-singleton axes, or vector pixels.
     ImageReadError
-        (a ValueError) for a truncated or corrupt file, or a zero or non-finite voxel size.
+        (a ValueError) for a truncated or corrupt file, a zero or non-finite voxel size, or a
+        header that claims more voxels than the file holds: checked before the voxels are
+        allocated (as :func:`read_header` does; see its notes for what each format checks).
 
     Notes
     -----
@@ -180,39 +330,13 @@ def load_image(path, reader: str = "auto") -> Image:
     >>> np.allclose(load_image(path, reader="sitk").affine, img.affine)
     True
     """
-    path = os.fspath(path)
-    if reader not in _READERS:
-        raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"image file not found: {path!r}")
-    ext = _extension(path)
-    if ext is None:
-        raise ValueError(
-            f"cannot read {path!r}: unknown image extension; ccmetrics reads "
-            f"{', '.join(IMAGE_EXTENSIONS)} (convert the file to one of these)"
-        )
-    nifti = ext in (".nii", ".nii.gz")
-    if reader == "nibabel" and not nifti:
-        raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: use reader='auto' or 'sitk'")
+    path, nifti = _prepare(path, reader)
     if nifti:
-        _check_nifti(path, complete=reader == "sitk")
+        _check_nifti(path, warn=True)  # the size too: before either reader allocates
     array, affine = (_read_nibabel if nifti and reader != "sitk" else _read_sitk)(path)
-    if array.ndim > 3 and all(s == 1 for s in array.shape[3:]):
-        array = array.reshape(array.shape[:3])
-    if array.ndim not in (2, 3):
-        raise ValueError(
-            f"{path!r} is a {array.ndim}D image of shape {array.shape}; ccmetrics "
-            "evaluates 2D or 3D label images: split the volumes or take one channel first"
-        )
-    n = array.ndim
-    spacing = tuple(float(s) for s in np.linalg.norm(affine[:-1, :n], axis=0))
-    keep = list(range(n)) + [affine.shape[0] - 1]
-    affine = affine[np.ix_(keep, keep)]
-    if not (np.all(np.isfinite(affine)) and all(s > 0 for s in spacing)):
-        raise ImageReadError(
-            f"{path!r} has voxel spacing {spacing} mm and affine {_r(affine)}: "
-            "each voxel size must be finite and non-zero; fix the file's header"
-        )
+    shape = _image_shape(path, array.shape)
+    array = array.reshape(shape)
+    spacing, affine = _geometry(path, affine, array.ndim)
     return Image(array, spacing, affine, path)
 
 
@@ -227,42 +351,88 @@ def _read_nibabel(path: str):
         raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
 
 
+@dataclass(frozen=True, eq=False)
+class _SitkInformation:
+    reader: Any  # the ImageFileReader, its information read
+    shape: tuple[int, ...]  # ITK's size: the (i, j, k) shape of the transposed array
+    dtype: np.dtype
+    affine: np.ndarray
+
+
+#: numpy dtypes of SimpleITK's scalar pixel types, by name (what sitk.GetArrayFromImage gives)
+_SITK_DTYPES = {
+    "sitkUInt8": np.uint8,
+    "sitkInt8": np.int8,
+    "sitkUInt16": np.uint16,
+    "sitkInt16": np.int16,
+    "sitkUInt32": np.uint32,
+    "sitkInt32": np.int32,
+    "sitkUInt64": np.uint64,
+    "sitkInt64": np.int64,
+    "sitkFloat32": np.float32,
+    "sitkFloat64": np.float64,
+    "sitkComplexFloat32": np.complex64,
+    "sitkComplexFloat64": np.complex128,
+}
+
+
+def _sitk_information(path: str, check_size: bool) -> _SitkInformation:
+    """The header as SimpleITK reads it (no voxels), with the file's size checked against it
+    (``check_size``; NIfTI files are checked by :func:`_check_nifti` instead)."""
+    import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(path)
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError as e:
+        raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
+    components = reader.GetNumberOfComponents()
+    pixel_id = reader.GetPixelID()
+    name = next((k for k in _SITK_DTYPES if getattr(sitk, k, None) == pixel_id), None)
+    if components > 1 or name is None:
+        raise ValueError(
+            f"{path!r} has vector pixels ({components} components, "
+            f"{sitk.GetPixelIDValueAsString(pixel_id)}); ccmetrics evaluates "
+            "scalar label images: take one component first"
+        )
+    d = reader.GetDimension()
+    affine = np.eye(d + 1)
+    affine[:d, :d] = np.reshape(reader.GetDirection(), (d, d)) * np.asarray(reader.GetSpacing())
+    affine[:d, d] = reader.GetOrigin()
+    affine[:2] *= -1  # ITK world is LPS: flip x and y to get RAS
+    shape = tuple(int(s) for s in reader.GetSize())
+    dtype = np.dtype(_SITK_DTYPES[name])
+    if check_size:
+        _check_itk_size(path, shape, dtype)
+    return _SitkInformation(reader, shape, dtype, affine)
+
+
 def _read_sitk(path: str):
     import SimpleITK as sitk
 
+    info = _sitk_information(path, check_size=_extension(path) not in (".nii", ".nii.gz"))
     try:
-        img = sitk.ReadImage(path)
+        img = info.reader.Execute()
     except RuntimeError as e:
         raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
-    if img.GetNumberOfComponentsPerPixel() > 1:
-        raise ValueError(
-            f"{path!r} has vector pixels ({img.GetNumberOfComponentsPerPixel()} "
-            f"components, {img.GetPixelIDTypeAsString()}); ccmetrics evaluates "
-            "scalar label images: take one component first"
-        )
-    d = img.GetDimension()
     array = np.ascontiguousarray(sitk.GetArrayFromImage(img).transpose())  # (k,j,i) -> (i,j,k)
-    affine = np.eye(d + 1)
-    affine[:d, :d] = np.reshape(img.GetDirection(), (d, d)) * np.asarray(img.GetSpacing())
-    affine[:d, d] = img.GetOrigin()
-    affine[:2] *= -1  # ITK world is LPS: flip x and y to get RAS
-    return array, affine
+    return array, info.affine
 
 
-def _check_nifti(path: str, complete: bool) -> None:
-    """Checks on the raw NIfTI header that the readers skip: both silently read a zero
-    pixdim as 1 mm (ITK also NaN), and ITK reads a truncated file without any error."""
+def _check_nifti(path: str, warn: bool) -> tuple[Any, Any]:
+    """Checks on the raw NIfTI header that the readers skip (both silently read a zero pixdim
+    as 1 mm, ITK also NaN), and of the file's size against the header (neither reader checks it
+    before allocating; ITK reads a truncated file without any error).  Returns the header and
+    nibabel's lazily loaded image (no voxel read)."""
     import nibabel as nib
     from nibabel.openers import ImageOpener
 
     try:
         with np.errstate(all="ignore"):  # a non-finite pixdim makes nibabel's affine warn
-            header_class = type(nib.load(path).header)
+            img: Any = nib.load(path, mmap=False)
         with ImageOpener(path) as f:
-            hdr: Any = header_class.from_fileobj(f, check=False)  # type: ignore[call-arg, arg-type]
-        if complete:
-            need = int(hdr.get_data_offset()) + hdr.get_data_dtype().itemsize * int(np.prod(hdr.get_data_shape()))
-            _check_complete(path, need)
+            hdr: Any = type(img.header).from_fileobj(f, check=False)
     except Exception as e:
         raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
     pixdim = hdr["pixdim"][1 : 1 + min(int(hdr["dim"][0]), 3)]
@@ -271,8 +441,13 @@ def _check_nifti(path: str, complete: bool) -> None:
             f"{path!r} has voxel sizes (pixdim) {_r(pixdim)} in its header: each "
             "must be finite and non-zero; fix the header, e.g. nibabel's set_zooms"
         )
+    shape = tuple(int(s) for s in hdr.get_data_shape())
+    raw = np.dtype(hdr.get_data_dtype())
+    offset = int(hdr.get_data_offset())
+    gz = path.lower().endswith(".gz")
+    _check_data_size(path, shape, raw, have_at=offset, gzip_stream=0 if gz else None, includes_offset=gz)
     (q, qcode), (s, scode) = hdr.get_qform(coded=True), hdr.get_sform(coded=True)
-    if qcode and scode and not np.allclose(q, s, atol=1e-3):
+    if warn and qcode and scode and not np.allclose(q, s, atol=1e-3):
         warnings.warn(
             f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
             "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
@@ -280,26 +455,180 @@ def _check_nifti(path: str, complete: bool) -> None:
             UserWarning,
             stacklevel=3,
         )
+    return hdr, img
 
 
-def _check_complete(path: str, need: int) -> None:
-    """Raise EOFError when a NIfTI file holds fewer than ``need`` (header + data) bytes."""
-    if not path.lower().endswith(".gz"):
-        if os.path.getsize(path) < need:
-            raise EOFError(f"file has {os.path.getsize(path)} bytes, its header needs {need}")
+#: deflate (gzip, zlib) never compresses more than 1032:1 (Mark Adler, zlib's FAQ); a
+#: compressed file of n bytes cannot hold more than this times n bytes
+_DEFLATE_MAX_RATIO = 1032
+_CHUNK = 1 << 20  # bytes decompressed at a time when counting
+
+
+def _check_data_size(
+    path: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    *,
+    have_at: int,
+    gzip_stream: int | None,
+    includes_offset: bool = False,
+    data_file: str | None = None,
+    encoding: str = "raw",
+    reader: str = "",
+) -> None:
+    """Raise ImageReadError when the header's ``shape`` and ``dtype`` claim more bytes than the file
+    holds, without allocating them.
+
+    The data lie in ``data_file`` (default ``path``) from byte ``have_at`` on.  ``gzip_stream``:
+    the byte where a gzip stream starts (``None``: not gzip); with ``includes_offset`` the stream
+    also holds the ``have_at`` bytes before the data (``.nii.gz``).  ``encoding``: ``"raw"``,
+    ``"gzip"`` (then ``gzip_stream`` is set), ``"deflate"`` (zlib, not counted: only the 1032:1
+    bound), ``"hex"`` (2 characters a byte) or ``"ascii"`` (a value and a separator a voxel).
+    ``reader``: the reader that would have read it, for the message.
+    """
+    data_file = path if data_file is None else data_file
+    voxels = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    data = voxels * dtype.itemsize
+    size = os.path.getsize(data_file)
+    claim = f"its header claims {'x'.join(map(str, shape))} voxels of {dtype} ({data:,} bytes of data)"
+    where = (f" with {reader}" if reader else "") + ("" if data_file == path else f" (data in {data_file!r})")
+
+    def fail(holds: str) -> None:
+        raise ImageReadError(f"cannot read {path!r}{where}: {claim}, but {holds}{_HINT}")
+
+    if gzip_stream is not None:
+        need = data + (have_at if includes_offset else 0)  # bytes of the decompressed stream
+        compressed = size - gzip_stream
+        if need > _DEFLATE_MAX_RATIO * compressed:
+            fail(
+                f"the file holds {compressed:,} compressed bytes, which decompress to at most "
+                f"{_DEFLATE_MAX_RATIO * compressed:,} (deflate compresses at most {_DEFLATE_MAX_RATIO}:1)"
+            )
+        with open(data_file, "rb") as f:  # gzip's last 4 bytes: the uncompressed size mod 2**32
+            f.seek(-4, os.SEEK_END)
+            if int.from_bytes(f.read(4), "little") == need % 2**32:
+                return
+        try:  # several gzip members, bytes after the stream, or truncation: count, stopping at need
+            total = _inflated_size(data_file, gzip_stream, need)
+        except (zlib.error, OSError) as e:
+            raise ImageReadError(f"cannot read {path!r}{where}: {e}{_HINT}") from e
+        if total < need:
+            fail(f"the file decompresses to {total:,} bytes, {need:,} needed")
         return
-    with open(path, "rb") as f:  # gzip's last 4 bytes: uncompressed size mod 2**32
-        f.seek(-4, os.SEEK_END)
-        if int.from_bytes(f.read(4), "little") == need % 2**32:
-            return
-    import gzip  # size differs: multi-member gzip, extra bytes or truncation; decompress to know
+    have = size - have_at
+    if encoding == "raw" and have < data:
+        after = f" after its {have_at:,}-byte header" if have_at else ""
+        fail(f"the {'file' if data_file == path else 'data file'} holds {max(have, 0):,} bytes of data{after}")
+    elif encoding == "deflate" and data > _DEFLATE_MAX_RATIO * have:
+        fail(
+            f"the file holds {max(have, 0):,} compressed bytes, which decompress to at most "
+            f"{_DEFLATE_MAX_RATIO * max(have, 0):,} (deflate compresses at most {_DEFLATE_MAX_RATIO}:1)"
+        )
+    elif encoding == "hex" and 2 * data > have:
+        fail(f"the file holds {max(have, 0):,} hex characters, 2 a byte")
+    elif encoding == "ascii" and 2 * voxels - 1 > have:
+        fail(f"the file holds {max(have, 0):,} characters, at least 2 a voxel (a digit and a separator)")
 
+
+def _inflated_size(path: str, offset: int, limit: int) -> int:
+    """Bytes the gzip stream (one or more members) from byte ``offset`` of ``path`` decompresses to,
+    counted up to ``limit``: decompressed a MiB at a time, never holding more than two MiB."""
     total = 0
-    with gzip.open(path) as g:
-        for chunk in iter(lambda: g.read(1 << 24), b""):
-            total += len(chunk)
-    if total < need:
-        raise EOFError(f"file decompresses to {total} bytes, its header needs {need}")
+    with open(path, "rb") as f:
+        f.seek(offset)
+        inflate = zlib.decompressobj(47)  # gzip or zlib header
+        pending = b""
+        while total < limit:
+            if not pending:
+                pending = f.read(_CHUNK)
+                if not pending:
+                    break
+            total += len(inflate.decompress(pending, min(_CHUNK, limit - total)))
+            if inflate.eof:  # the next member, after gzip's optional zero padding
+                pending = inflate.unused_data.lstrip(b"\0")
+                inflate = zlib.decompressobj(47)
+            else:
+                pending = inflate.unconsumed_tail
+    return total
+
+
+def _check_itk_size(path: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """Check the size of a MetaImage or NRRD file (or its data file) against its header's claim."""
+    located = _metaimage_data(path) if _extension(path) in (".mha", ".mhd") else _nrrd_data(path)
+    if located is None:
+        return  # data in several files, or a header this parser does not follow: SimpleITK decides
+    data_file, offset, encoding = located
+    if not os.path.isfile(data_file):
+        return  # SimpleITK says the data file is missing
+    gzip_stream = offset if encoding == "gzip" else None
+    _check_data_size(
+        path,
+        shape,
+        dtype,
+        have_at=offset,
+        gzip_stream=gzip_stream,
+        data_file=data_file,
+        encoding=encoding,
+        reader="SimpleITK",
+    )
+
+
+def _header_lines(path: str, last, eof_ends: bool = False):
+    """(text lines, offset after them) of a text header, up to the line for which ``last(line)``
+    is true (or the end of the file, with ``eof_ends``); None when it is not found in the first MiB."""
+    lines: list[str] = []
+    with open(path, "rb") as f:
+        while f.tell() < _CHUNK:
+            raw = f.readline(_CHUNK)
+            if not raw:
+                return (lines, f.tell()) if eof_ends else None
+            line = raw.decode("latin-1").rstrip("\r\n")
+            lines.append(line)
+            if last(line):
+                return lines, f.tell()
+    return None
+
+
+def _metaimage_data(path: str) -> tuple[str, int, str] | None:
+    """(data file, offset of the data, ``"raw"`` or ``"deflate"``) of a MetaImage header."""
+    found = _header_lines(path, lambda line: line.split("=")[0].strip().lower() == "elementdatafile")
+    if found is None:
+        return None
+    lines, end = found
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition("=") for line in lines)}
+    name = fields["elementdatafile"]
+    encoding = "deflate" if fields.get("compresseddata", "").lower() in ("true", "1") else "raw"
+    if name.upper() == "LOCAL":
+        return path, end, encoding
+    if name.upper() == "LIST" or "%" in name or " " in name:
+        return None
+    skip = fields.get("headersize", "0")
+    offset = int(skip) if skip.lstrip("-").isdigit() and int(skip) > 0 else 0
+    return os.path.join(os.path.dirname(path), name), offset, encoding
+
+
+def _nrrd_data(path: str) -> tuple[str, int, str] | None:
+    """(data file, offset of the data, encoding) of a NRRD header; None for what is not checked."""
+    found = _header_lines(path, lambda line: line == "", eof_ends=path.lower().endswith(".nhdr"))
+    if found is None:
+        return None
+    lines, end = found
+    fields = {}
+    for line in lines[1:]:
+        key, sep, value = line.partition(": ")
+        if sep and not line.startswith("#"):
+            fields[key.strip().lower()] = value.strip()
+    encoding = {"gz": "gzip", "gzip": "gzip", "raw": "raw", "hex": "hex"}.get(fields.get("encoding", "raw").lower())
+    if fields.get("encoding", "").lower() in ("txt", "text", "ascii"):
+        encoding = "ascii"
+    if encoding is None:
+        return None  # bzip2: no cheap bound
+    name = fields.get("data file", fields.get("datafile"))
+    if name is None:
+        return path, end, encoding
+    if name.upper().startswith("LIST") or " " in name or "%" in name:
+        return None
+    return os.path.join(os.path.dirname(path), name), 0, encoding
 
 
 def save_image(path, array, like: Image | None = None, *, spacing: Sequence[float] | None = None) -> None:

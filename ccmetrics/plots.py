@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import registry
 from .aggregation import cc_values
+from .records import atomic_write
 from .schema import CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
 
 __all__ = [
@@ -481,9 +482,8 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None)
     overlap = [m for m in _per_region_metrics(columns) if not registry.is_distance(m, columns)]
     paths = []
 
-    def save(fig, name):
-        paths.append(out / name)
-        fig.savefig(paths[-1], dpi=120)
+    def save(fig, name):  # never a half-written figure in place of a good one
+        paths.append(atomic_write(out / name, lambda tmp: fig.savefig(tmp, dpi=120)))
 
     for k in classes if len(classes) > 1 else [None]:
         sfx = "" if k is None else f"_class{k}"

@@ -126,7 +126,13 @@ def read_case_table(out):
 def test_evaluate_writes_tables_summary_and_plots(data):
     assert data["code"] == 0  # flagged cases (missing prediction, empty GT) are not failures
     out = data["out"]
-    assert sorted(p.name for p in out.iterdir()) == ["per_case.csv", "per_component.csv", "plots", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "cases",
+        "per_case.csv",
+        "per_component.csv",
+        "plots",
+        "summary.json",
+    ]
     plots = sorted(p.name for p in (out / "plots").iterdir())
     assert plots == sorted(
         [

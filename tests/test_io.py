@@ -18,6 +18,7 @@ from ccmetrics.io import (
     image_id,
     is_image_file,
     load_image,
+    read_header,
     save_image,
 )
 
@@ -376,3 +377,173 @@ def test_spine_reference_both_readers():
     assert_same_image(a, b)
     np.testing.assert_allclose(a.spacing, (0.58594, 0.58594, 3.3), atol=1e-5)
     assert set(np.unique(a.array)) >= {0, 26, 41, 100}
+
+
+# ---------------------------------------------------------------- headers without voxels, lying headers
+
+
+def assert_header_matches(path, reader="auto"):
+    header, img = read_header(path, reader=reader), load_image(path, reader=reader)
+    assert header.path == str(path)
+    assert header.shape == img.array.shape
+    assert header.dtype == img.array.dtype
+    assert header.spacing == img.spacing
+    assert header.voxels == img.array.size and header.nbytes == img.array.nbytes
+    return header
+
+
+@pytest.mark.parametrize("reader", ["auto", "sitk"])
+@pytest.mark.parametrize("ext", [".nii.gz", ".nii"])
+@pytest.mark.parametrize("shape", [(7, 6, 5), (9, 4), (7, 6, 5, 1)])
+def test_read_header_equals_load_image_nifti(tmp_path, reader, ext, shape):
+    affine = oblique_affine() if len(shape) != 2 else np.diag([0.7, 1.3, 1.0, 1.0])
+    path = write_nifti(tmp_path / f"x{ext}", labels(shape, np.int16), affine)
+    header = assert_header_matches(path, reader)
+    assert header.shape == shape[:3] and header.dtype == np.int16
+
+
+@pytest.mark.parametrize("ext", [".mha", ".nrrd", ".mhd", ".nhdr"])
+@pytest.mark.parametrize("compress", [False, True])
+def test_read_header_equals_load_image_itk(tmp_path, ext, compress):
+    path = str(tmp_path / f"x{ext}")
+    img = sitk.GetImageFromArray(labels((5, 6, 7), np.uint16), isVector=False)  # size (7, 6, 5)
+    img.SetSpacing((0.5, 0.8, 2.5))
+    sitk.WriteImage(img, path, compress)
+    header = assert_header_matches(path)
+    assert (header.shape, header.dtype, header.spacing) == ((7, 6, 5), np.uint16, (0.5, 0.8, 2.5))
+    save_image(tmp_path / f"flat{ext}", labels((8, 9)), spacing=(0.25, 4.0))  # 2D
+    assert assert_header_matches(tmp_path / f"flat{ext}").shape == (8, 9)
+    sitk.WriteImage(sitk.GetImageFromArray(labels().T[None], isVector=False), str(tmp_path / f"four{ext}"))
+    assert assert_header_matches(tmp_path / f"four{ext}").shape == (7, 6, 5)  # (7, 6, 5, 1) squeezed
+
+
+def test_read_header_scaled_nifti_dtype(tmp_path):
+    path = write_nifti(tmp_path / "x.nii", labels(), oblique_affine())
+    raw = bytearray(path.read_bytes())
+    raw[112:120] = np.array([2.0, 1.0], "<f4").tobytes()  # scl_slope 2, scl_inter 1
+    path.write_bytes(bytes(raw))
+    assert assert_header_matches(path, "auto").dtype == np.float64  # nibabel's scaling
+    assert assert_header_matches(path, "sitk").dtype == np.float32  # ITK's
+
+
+def test_read_header_errors_as_load_image(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.nii.gz"):
+        read_header(tmp_path / "nope.nii.gz")
+    (tmp_path / "x.png").write_bytes(b"\x89PNG")
+    with pytest.raises(ValueError, match="unknown image extension"):
+        read_header(tmp_path / "x.png")
+    (tmp_path / "noise.nii.gz").write_bytes(np.random.default_rng(0).bytes(3000))
+    (tmp_path / "noise.mha").write_bytes(np.random.default_rng(0).bytes(3000))
+    for name in ("noise.nii.gz", "noise.mha"):
+        with pytest.raises(ImageReadError, match=name):
+            read_header(tmp_path / name)
+    write_nifti(tmp_path / "four.nii.gz", labels((4, 5, 6, 2)), oblique_affine())
+    with pytest.raises(ValueError, match=r"is a 4D image of shape \(4, 5, 6, 2\)"):
+        read_header(tmp_path / "four.nii.gz")
+    sitk.WriteImage(sitk.GetImageFromArray(labels((4, 5, 3)), isVector=True), str(tmp_path / "v.mha"))
+    with pytest.raises(ValueError, match="3 components"):
+        read_header(tmp_path / "v.mha")
+    nifti = write_nifti(tmp_path / "zero.nii", labels(), np.diag([0.5, 0.7, 3.0, 1]), sform=False)
+    raw = bytearray(nifti.read_bytes())
+    raw[84:88] = np.float32(0).tobytes()
+    nifti.write_bytes(bytes(raw))
+    with pytest.raises(ImageReadError, match="finite and non-zero"):
+        read_header(nifti)
+
+
+def lying_nifti(tmp_path, dims, gz=True, name="lie"):
+    """A small real NIfTI whose header's dim is patched to ``dims`` (then gzipped again)."""
+    raw = bytearray(write_nifti(tmp_path / f"{name}_src.nii", labels((20, 30, 40)), oblique_affine()).read_bytes())
+    raw[42:48] = np.array(dims, "<i2").tobytes()  # dim[1..3]
+    path = tmp_path / f"{name}.nii{'.gz' if gz else ''}"
+    path.write_bytes(gzip.compress(bytes(raw)) if gz else bytes(raw))
+    return path
+
+
+def raises_small_and_fast(fn, path, match):
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ImageReadError, match=match) as info:
+            fn(path)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 2.0
+    assert peak < 50e6, f"{peak / 1e6:.0f} MB traced while refusing {path}"
+    return str(info.value)
+
+
+@pytest.mark.parametrize("reader", ["nibabel", "sitk"])
+def test_lying_nifti_caught_before_allocation(tmp_path, reader):
+    load = lambda p: load_image(p, reader=reader)  # noqa: E731
+    header = lambda p: read_header(p, reader=reader)  # noqa: E731
+    gz = lying_nifti(tmp_path, (1300, 1300, 1300))  # 2.2 GB claimed, 24 kB held: deflate's bound
+    for fn in (load, header):
+        message = raises_small_and_fast(fn, gz, r"lie\.nii\.gz")
+        assert "its header claims 1300x1300x1300 voxels of uint8 (2,197,000,000 bytes of data)" in message
+        assert "compressed bytes, which decompress to at most" in message
+    plain = lying_nifti(tmp_path, (1300, 1300, 1300), gz=False)
+    for fn in (load, header):
+        message = raises_small_and_fast(fn, plain, r"lie\.nii")
+        assert "but the file holds 24,000 bytes of data after its 352-byte header" in message
+    # a claim within deflate's bound (1 MB on a few kB), its trailer disagreeing: counted, stopping at the claim
+    near = lying_nifti(tmp_path, (100, 100, 100), name="near")
+    for fn in (load, header):
+        message = raises_small_and_fast(fn, near, r"near\.nii\.gz")
+        assert "but the file decompresses to 24,352 bytes, 1,000,352 needed" in message
+    # the gzip trailer forged to agree: deflate's bound still refuses it
+    forged = bytearray(gz.read_bytes())
+    forged[-4:] = ((1300**3 + 352) % 2**32).to_bytes(4, "little")
+    (tmp_path / "forged.nii.gz").write_bytes(bytes(forged))
+    raises_small_and_fast(load, tmp_path / "forged.nii.gz", "at most")
+
+
+def test_lying_itk_headers_caught_before_allocation(tmp_path):
+    # SimpleITK's buffers are not seen by tracemalloc: the peak resident memory of a fresh process
+    array = labels((20, 30, 40))
+    for name, compress in (("x.mha", False), ("c.mha", True), ("x.nrrd", False), ("c.nrrd", True)):
+        sitk.WriteImage(sitk.GetImageFromArray(array.T.copy()), str(tmp_path / name), compress)
+    sitk.WriteImage(sitk.GetImageFromArray(array.T.copy()), str(tmp_path / "d.mhd"), True)  # data in d.zraw
+    sitk.WriteImage(sitk.GetImageFromArray(array.T.copy()), str(tmp_path / "d.nhdr"), False)  # data in d.raw
+    lies = []
+    for name in ("x.mha", "c.mha", "x.nrrd", "c.nrrd", "d.mhd", "d.nhdr"):
+        text = (tmp_path / name).read_bytes()
+        old = b"DimSize = 20 30 40" if "mh" in name else b"sizes: 20 30 40"
+        assert old in text
+        (tmp_path / f"lie_{name}").write_bytes(text.replace(old, old.replace(b"20 30 40", b"1300 1300 1300")))
+        lies.append(str(tmp_path / f"lie_{name}"))
+    code = (
+        "import resource, sys\n"
+        "from ccmetrics.io import load_image, read_header, ImageReadError\n"
+        "for path in sys.argv[1:]:\n"
+        "    for fn in (read_header, load_image):\n"
+        "        try:\n"
+        "            fn(path)\n"
+        "        except ImageReadError as e:\n"
+        "            print(str(e).splitlines()[0])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *lies], capture_output=True, text=True, check=True)
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2 * len(lies) + 1, out.stdout + out.stderr
+    assert int(lines[-1]) < 400 * 1024, f"peak {int(lines[-1]) // 1024} MB"  # the claim is 2.2 GB
+    for line in lines[:-1]:
+        assert "with SimpleITK" in line and "its header claims 1300x1300x1300 voxels of uint8" in line
+    assert "the file holds 24,000 bytes of data after its" in lines[0]  # raw MHA
+    assert "which decompress to at most" in lines[2]  # zlib MHA: deflate's bound
+    assert "(data in " in lines[8] and "d.zraw" in lines[8]
+    assert "the data file holds 24,000 bytes of data" in lines[10]  # detached NRRD
+
+
+def test_honest_gzip_without_matching_trailer_is_read(tmp_path):
+    # two gzip members: the trailer holds the second's size only; counting finds the data complete
+    array = labels((20, 30, 40))
+    raw = write_nifti(tmp_path / "x.nii", array, oblique_affine()).read_bytes()
+    path = tmp_path / "two.nii.gz"
+    path.write_bytes(gzip.compress(raw[:5000]) + b"\0" * 8 + gzip.compress(raw[5000:]))
+    assert read_header(path).shape == (20, 30, 40)
+    np.testing.assert_array_equal(load_image(path).array, array)

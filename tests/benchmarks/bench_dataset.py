@@ -11,13 +11,18 @@ What it does:
    name and renamed, so an interrupted run never leaves a half-written file);
    ``DATA/params.json`` records how they were made and a folder made otherwise
    is refused;
-2. evaluates them with ``evaluate_dataset(gt_dir, pred_dir, ["dice", "nsd",
-   "hd95", "detection"], workers=--workers)``, the function the command line
-   ``ccmetrics evaluate`` is a thin layer over, and times its wall clock
-   (worker start-up included; the interpreter start and imports are not);
+2. evaluates them with ``evaluate_dataset(gt_dir, pred_dir, METRICS,
+   workers=--workers, out_dir=TMP)`` (default: every metric group, ``dice, nsd,
+   hd95, pq, lesion_dice, detection``; ``--metrics`` to choose), the function
+   the command line ``ccmetrics evaluate`` is a thin layer over, recording each
+   case as the command does, and times its wall clock (worker start-up
+   included; the interpreter start and imports are not);
 3. evaluates the first ``--subset`` cases with ``workers=1`` (in one process)
    to show the speed-up per case;
-4. prints a Markdown table for the README: wall time, mean read and compute
+4. times nibabel alone reading each case's two files in one process (the
+   yardstick of the speed target: wall time per case with two workers at most
+   that) and says whether the target is met;
+5. prints a Markdown table for the README: wall time, mean read and compute
    seconds per case (``DatasetResult.timings``, measured inside the workers)
    and their share of the summed worker time, throughput, peak memory, and a
    linear extrapolation of the wall time to 1000 cases.
@@ -70,6 +75,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -81,7 +87,7 @@ import numpy as np  # noqa: E402
 
 import ccmetrics  # noqa: E402
 
-METRICS = ["dice", "nsd", "hd95", "detection"]
+METRICS = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]  # --metrics; default: every group
 SHAPE = (400, 400, 300)
 N_LESIONS = 20
 SPACING = (2.0, 2.0, 3.0)
@@ -263,7 +269,8 @@ def measure(data: Path, cases: int, workers: int) -> dict:
     sampler.start()
     machine0, own0 = _cpu_times(), _own_cpu()
     start = time.perf_counter()
-    result = evaluate_dataset(*source, METRICS, workers=workers, progress=False)
+    with tempfile.TemporaryDirectory() as out:  # records each case as `ccmetrics evaluate --out` does
+        result = evaluate_dataset(*source, METRICS, workers=workers, progress=False, out_dir=out)
     wall = time.perf_counter() - start
     machine1, own1 = _cpu_times(), _own_cpu()
     sampler.stop_event.set()
@@ -320,6 +327,19 @@ def measure(data: Path, cases: int, workers: int) -> dict:
     }
 
 
+def read_baseline(data: Path, cases: int) -> dict:
+    """nibabel alone reading each case's two files in one process (the speed target's yardstick)."""
+    import nibabel as nib
+
+    per_case = []
+    for i in range(cases):
+        start = time.perf_counter()
+        for path in case_paths(data, i):
+            np.asanyarray(nib.load(str(path), mmap=False).dataobj)
+        per_case.append(time.perf_counter() - start)
+    return {"cases": cases, "mean": float(np.mean(per_case)), "median": float(np.median(per_case))}
+
+
 def run_measured(data: Path, cases: int, workers: int, env: dict[str, str]) -> dict:
     cmd = [
         sys.executable,
@@ -331,6 +351,8 @@ def run_measured(data: Path, cases: int, workers: int, env: dict[str, str]) -> d
         str(cases),
         "--workers",
         str(workers),
+        "--metrics",
+        ",".join(METRICS),
     ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
@@ -496,12 +518,20 @@ def main(argv: list[str] | None = None) -> None:
         help="environment variable for the evaluation processes (repeatable), e.g. "
         "MALLOC_MMAP_THRESHOLD_=2147483647 to try glibc malloc settings",
     )
+    parser.add_argument(
+        "--metrics", default=",".join(METRICS), help=f"metrics to evaluate (default {','.join(METRICS)})"
+    )
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--read-baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    METRICS[:] = args.metrics.split(",")
     data = Path(args.data)
     env = dict(item.split("=", 1) for item in args.env)
     if args.measure:
         print(json.dumps(measure(data, args.cases, args.workers)))
+        return
+    if args.read_baseline:
+        print(json.dumps(read_baseline(data, args.cases)))
         return
 
     print("== machine")
@@ -542,6 +572,19 @@ def main(argv: list[str] | None = None) -> None:
             f"\nspeed-up per case, workers={args.workers} vs 1: "
             f"{(one['wall'] / one['cases']) / (many['wall'] / many['cases']):.2f}x"
         )
+
+    print(f"\n== nibabel alone reading each case's two files in one process ({args.cases} cases)", flush=True)
+    cmd = [sys.executable, os.path.abspath(__file__), "--read-baseline", "--data", str(data)]
+    cmd += ["--cases", str(args.cases)]
+    baseline = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+    per_case_wall = runs[0]["wall"] / runs[0]["cases"]
+    verdict = "met" if per_case_wall <= baseline["mean"] else "not met"
+    print(
+        f"nibabel read per case: mean {baseline['mean']:.3f} s, median {baseline['median']:.3f} s\n"
+        f"target (wall per case with workers={args.workers} <= nibabel's read per case): "
+        f"{per_case_wall:.3f} s vs {baseline['mean']:.3f} s: {verdict} "
+        f"({per_case_wall / baseline['mean']:.2f}x)"
+    )
 
     print(
         "\n== README table (MiB; read/compute seconds are per case inside a worker, their split is of "

@@ -1,0 +1,309 @@
+"""Running a data set's cases so that no crash, kill or Ctrl-C loses a finished case.
+
+:func:`run_cases` is the scheduler behind :func:`ccmetrics.evaluate_dataset`. For each case it:
+
+1. on ``resume``, takes the case's record from ``OUT_DIR/cases/`` (:mod:`ccmetrics.records`) when
+   its fingerprint (file sizes and modification times, value-changing options, version) still
+   matches and its last attempt did not fail for a reason that may not repeat; every other case is
+   evaluated, and the reason is said (new, changed and how, failed last time);
+2. estimates its peak memory from the image headers, before any voxel is read
+   (:func:`ccmetrics.resources.estimate_case_bytes`): over ``max_memory`` it becomes an error row
+   that names the option;
+3. evaluates it here (``workers=1``), in worker processes that survive their cases
+   (``ccmetrics._workers``: a dead worker costs its case only, the case is tried again alone, a
+   case over ``case_timeout`` is stopped, large cases run with fewer beside them), or on a Dask
+   cluster (a case whose workers keep dying, ``KilledWorker``, becomes an error row);
+4. writes its record the moment it is done (atomically), so the record folder grows as the run
+   goes and a run killed at any moment keeps every finished case.
+
+Ctrl-C (``KeyboardInterrupt``) stops the workers and raises :class:`EvaluationInterrupted`
+carrying what is finished; ``ccmetrics evaluate`` then writes the tables of the finished cases and
+says how to resume.
+
+Every output, fresh or from a record, goes through the records' exact JSON encoding, so the final
+tables do not depend on which cases were resumed, on the scheduler or on the worker count.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import schema
+from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
+from .resources import format_bytes
+
+__all__ = ["EvaluationInterrupted", "RunInfo", "Stopped", "prepare_out_dir", "run_cases"]
+
+#: files and folders that ccmetrics writes into an output folder (what ``overwrite`` removes)
+OUTPUT_NAMES = ("cases", "per_case.csv", "per_component.csv", "summary.json", "plots", "report.html")
+
+
+@dataclass
+class RunInfo:
+    """What a run did: cases taken from records, evaluated and why, failed by a crash, and not reached."""
+
+    reused: int = 0
+    evaluated: int = 0
+    reasons: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+    dropped_records: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.pending
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "complete": self.complete,
+            "reused": self.reused,
+            "evaluated": self.evaluated,
+            "reasons": self.reasons,
+            "pending": self.pending,
+            "dropped_records": self.dropped_records,
+        }
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C inside :func:`run_cases`: the outputs of the finished cases and what the run did, for the caller."""
+
+    def __init__(self, outputs: list[dict[str, Any]], run: RunInfo) -> None:
+        super().__init__("stopped")
+        self.outputs, self.run = outputs, run
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`ccmetrics.evaluate_dataset`: the finished cases are in ``result``.
+
+    ``result`` is a :class:`~ccmetrics.DatasetResult` of the finished cases only (its ``run.pending``
+    lists the others); with an ``out_dir`` their records are kept, and running the same call with
+    ``resume=True`` evaluates only the rest. A subclass of ``KeyboardInterrupt``: code that does not
+    catch it stops as on any Ctrl-C.
+    """
+
+    def __init__(self, result: Any) -> None:
+        super().__init__(f"interrupted: {len(result.run.pending)} case(s) not evaluated")
+        self.result = result
+
+
+def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
+    """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
+
+    ``overwrite`` removes what ccmetrics wrote there (:data:`OUTPUT_NAMES`), nothing else.
+
+    Raises
+    ------
+    ValueError
+        The folder holds files and neither ``resume`` nor ``overwrite`` is set, or both are.
+    """
+    if resume and overwrite:
+        raise ValueError("choose one of --resume (resume=True) and --overwrite (overwrite=True), not both")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output folder {out} is a file: give a folder")
+    entries = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if entries and not (resume or overwrite):
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise ValueError(
+            f"output folder {out} is not empty ({shown}): run with --resume (resume=True) to continue the "
+            f"run recorded there, or --overwrite (overwrite=True) to replace its results"
+        )
+    if overwrite:
+        import shutil
+
+        for name in OUTPUT_NAMES:
+            path = out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+
+
+def _note(text: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
+
+
+def _evaluate_encoded(task: Any, options: Any) -> dict[str, Any]:
+    from .dataset import evaluate_task
+
+    return encode_output(evaluate_task(task, options))
+
+
+def run_cases(
+    tasks: list[Any],
+    options: Any,
+    *,
+    fingerprint: Callable[[Any], dict[str, Any]],
+    failure: Callable[[Any, str], dict[str, Any]],
+    estimate: Callable[[Any], int],
+    workers: int = 1,
+    client: Any = None,
+    progress: bool = True,
+    out_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    case_timeout: float | None = None,
+    max_memory: float | None = None,
+    memory_budget: float | None = None,
+) -> tuple[list[dict[str, Any]], RunInfo]:
+    """Evaluate the tasks (see the module docstring); return their outputs (any order) and what the run did.
+
+    ``fingerprint(task)``, ``failure(task, message)`` (the output of a case that could not run) and
+    ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.dataset`. On Ctrl-C raises
+    :class:`Stopped` with the finished outputs and ``info.pending``: the caller builds the partial result.
+    """
+    from tqdm.auto import tqdm
+
+    info = RunInfo()
+    store = RecordStore(out_dir) if out_dir is not None else None
+    prints = {t.case: fingerprint(t) for t in tasks}
+    outputs: dict[str, dict[str, Any]] = {}
+    if store is not None and resume:
+        records = store.read_all()
+        found = len(records)
+        for task in tasks:
+            record = records.pop(task.case, None)
+            if record is None:
+                info.reasons[task.case] = "new"
+            elif record.retry:
+                info.reasons[task.case] = "failed last time: " + _first_error(record.output)
+            elif record.fingerprint != prints[task.case]:
+                info.reasons[task.case] = "; ".join(changes(record.fingerprint, prints[task.case])) or "changed"
+            else:
+                outputs[task.case] = record.output
+        info.dropped_records = sorted(records)  # cases no longer in the folders
+        store.remove(records)
+        info.reused = len(outputs)
+        if found:
+            counts: dict[str, int] = {}
+            for reason in info.reasons.values():
+                kind = "new" if reason == "new" else "failed last time" if reason.startswith("failed") else "changed"
+                counts[kind] = counts.get(kind, 0) + 1
+            detail = ", ".join(f"{n} {k}" for k, n in counts.items())
+            _note(
+                f"resuming from {store.folder}: {info.reused} case(s) kept, {len(info.reasons)} to evaluate"
+                + (f" ({detail})" if detail else "")
+                + (
+                    f"; records of {len(info.dropped_records)} case(s) no longer in the folders removed: "
+                    f"{', '.join(info.dropped_records)}"
+                    if info.dropped_records
+                    else ""
+                )
+            )
+            for case, reason in info.reasons.items():
+                if reason != "new":
+                    _note(f"  {case}: {reason}")
+    todo = [t for t in tasks if t.case not in outputs]
+    bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
+    failed = [0]
+
+    def keep(task: Any, encoded: dict[str, Any], retry: bool = False) -> None:
+        output = decode_output(encoded)
+        retry = retry or bool(output.get("retry"))  # e.g. over the memory limit once its voxels were counted
+        if store is not None:
+            store.write(CaseRecord(task.case, prints[task.case], output, retry=retry))
+        outputs[task.case] = output
+        info.evaluated += 1
+        if any(row.get(schema.STATUS) == schema.FAILED for row in output["rows"]):
+            failed[0] += 1
+        bar.set_postfix_str(f"failed {failed[0]}", refresh=False)
+        bar.update()
+
+    def fail(task: Any, message: str) -> None:
+        keep(task, encode_output(failure(task, message)), retry=True)
+
+    runnable = []
+    for task in todo:
+        need = estimate(task)
+        if max_memory is not None and need > max_memory:
+            fail(
+                task,
+                f"needs at least about {format_bytes(need)} by its headers (estimated peak, before reading), over "
+                f"the memory limit of {format_bytes(max_memory)}: raise --max-memory (max_memory=) if the machine "
+                f"has the memory, or evaluate this case on a larger machine",
+            )
+        else:
+            runnable.append((task, need))
+    try:
+        if client is not None:
+            _run_dask(client, runnable, options, keep, fail)
+        elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
+            from ._workers import Job, run_jobs
+
+            by_name = {t.case: t for t, _ in runnable}
+            run_jobs(
+                [Job(t.case, t, need) for t, need in runnable],
+                _evaluate_encoded,
+                options,
+                workers=workers,
+                on_done=lambda job, encoded: keep(by_name[job.name], encoded),
+                on_failed=lambda job, message: fail(by_name[job.name], message),
+                note=_note,
+                timeout=case_timeout,
+                budget_bytes=memory_budget,
+            )
+        else:
+            for task, _ in runnable:
+                keep(task, _evaluate_encoded(task, options))
+    except KeyboardInterrupt:
+        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
+        raise Stopped(list(outputs.values()), info) from None
+    finally:
+        bar.close()
+    return list(outputs.values()), info
+
+
+def _first_error(output: dict[str, Any]) -> str:
+    for row in output["rows"]:
+        if row.get(schema.ERROR):
+            return str(row[schema.ERROR])
+    return "an error"
+
+
+def _run_dask(client: Any, runnable: list[tuple[Any, int]], options: Any, keep: Callable, fail: Callable) -> None:
+    """Each case a Dask task. A case whose workers died (``KilledWorker``: the scheduler counts every task a
+    dying worker held, innocent ones queued beside the culprit included) is tried once more alone at the
+    end, then becomes an error row; a task that raises is an error row at once."""
+    from dask.distributed import as_completed
+
+    def submit(task: Any) -> Any:
+        return client.submit(
+            _evaluate_encoded, task, options, pure=False, key=f"ccmetrics-{task.case}-{uuid.uuid4().hex[:8]}"
+        )
+
+    futures = {submit(task): task for task, _ in runnable}
+    suspects = []
+    try:
+        for future in as_completed(list(futures)):
+            task = futures[future]
+            try:
+                keep(task, future.result())
+            except Exception as exc:  # KilledWorker, a lost connection, ...: this case's row, not the run's end
+                if type(exc).__name__ == "KilledWorker":
+                    suspects.append(task)
+                else:
+                    fail(task, f"the Dask task failed: {type(exc).__name__}: {exc}")
+        for task in suspects:
+            _note(f"{task.case}: Dask workers died while running it; trying this case again, alone")
+            future = submit(task)
+            futures[future] = task
+            try:
+                keep(task, future.result())
+            except Exception as exc:
+                if type(exc).__name__ != "KilledWorker":
+                    fail(task, f"the Dask task failed: {type(exc).__name__}: {exc}")
+                    continue
+                fail(
+                    task,
+                    "Dask workers died while running this case (KilledWorker: the scheduler gave up after the "
+                    "allowed failures; twice, the second time it ran alone) — out of memory?",
+                )
+    except KeyboardInterrupt:
+        client.cancel(list(futures))
+        raise

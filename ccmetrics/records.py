@@ -1,0 +1,278 @@
+"""Durable per-case records: what makes a long evaluation survive a crash, a kill or Ctrl-C.
+
+Every finished case is written at once into ``OUT_DIR/cases/`` as one small JSON file, written to a
+temporary name, flushed, fsync'd and renamed over its final name (then the folder is fsync'd), so a
+record is either absent or whole, whatever moment the run is killed. The final tables of
+:func:`ccmetrics.evaluate_dataset` are built from the records' contents, so a run resumed from them
+(``resume=True``, ``ccmetrics evaluate --resume``) gives the same tables, bit for bit, as one that
+was never interrupted: floats are written with Python's shortest round-trip ``repr`` and each
+component table keeps its dtypes.
+
+A record holds the case's **fingerprint**: for each input file its path, size and modification
+time (for an array given directly: a SHA-1 of its bytes), the evaluation options that change values
+(:func:`options_key`) and the ccmetrics version. On resume a case is evaluated again when its record
+is missing, unreadable, when its fingerprint differs (:func:`changes` says how), or when its last
+attempt failed for a reason that may not repeat (a worker that died, a time-out, the memory limit:
+``retry`` in the record).
+
+Cost: one small file per case (a few kB per lesion table), written once; reading a folder of records
+costs one JSON parse each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "RECORDS_FOLDER",
+    "atomic_write",
+    "CaseRecord",
+    "RecordStore",
+    "changes",
+    "decode_output",
+    "encode_output",
+    "file_fingerprint",
+]
+
+#: the sub-folder of the output folder that holds one record per finished case
+RECORDS_FOLDER = "cases"
+_FORMAT = 1
+
+
+def file_fingerprint(item: Any) -> dict[str, Any] | None:
+    """What identifies one input: a file's path, size and modification time (ns), or an array's SHA-1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> file_fingerprint(None) is None
+    True
+    >>> file_fingerprint(np.zeros((2, 2), np.uint8))["sha1"][:8]
+    '9069ca78'
+    """
+    if item is None:
+        return None
+    if isinstance(item, (str, os.PathLike)):
+        path = os.fspath(item)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return {"path": path, "size": None, "mtime_ns": None}
+        return {"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    array = getattr(item, "array", item)  # an Image: its voxels (its geometry comes with its file, if any)
+    path = getattr(item, "path", None)
+    array = np.ascontiguousarray(array)
+    digest = hashlib.sha1(array.data).hexdigest() if array.size else "empty"
+    out: dict[str, Any] = {"sha1": digest, "shape": list(array.shape), "dtype": str(array.dtype)}
+    if path:
+        out["path"] = path
+    return out
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Why a case's record no longer stands: what differs between its stored and its current fingerprint.
+
+    Examples
+    --------
+    >>> old = {"gt": {"path": "a.nii.gz", "size": 10, "mtime_ns": 1}, "pred": None, "options": {"metrics": ["dice"]}}
+    >>> new = {"gt": {"path": "a.nii.gz", "size": 12, "mtime_ns": 2}, "pred": {"path": "p.nii.gz", "size": 3,
+    ...        "mtime_ns": 1}, "options": {"metrics": ["dice", "nsd"]}}
+    >>> changes(old, new)
+    ['gt file changed (size 10 -> 12 bytes)', 'prediction added', 'option metrics changed']
+    """
+    out = []
+    for key, name in (("gt", "gt"), ("pred", "prediction")):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if a is None or b is None:
+            out.append(f"{name} {'added' if a is None else 'removed'}")
+        elif a.get("path") != b.get("path"):
+            out.append(f"{name} file is now {b.get('path')}")
+        elif a.get("size") != b.get("size"):
+            out.append(f"{name} file changed (size {a.get('size')} -> {b.get('size')} bytes)")
+        elif "sha1" in a or "sha1" in b:
+            out.append(f"{name} array changed")
+        else:
+            out.append(f"{name} file changed (modified since)")
+    old_options, new_options = old.get("options", {}), new.get("options", {})
+    for key in [*new_options, *(k for k in old_options if k not in new_options)]:
+        if old_options.get(key) != new_options.get(key):
+            out.append(f"option {key} changed")
+    for key in ("error", "version"):
+        if old.get(key) != new.get(key):
+            out.append("pairing changed" if key == "error" else f"ccmetrics version {old.get(key)} -> {new.get(key)}")
+    return out
+
+
+# ---------------------------------------------------------------- exact JSON of one case's output
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def encode_output(output: dict[str, Any]) -> dict[str, Any]:
+    """One case's output of :func:`ccmetrics.dataset.evaluate_task` as plain JSON-able data, losslessly.
+
+    Floats keep every bit (JSON numbers written with ``repr``; NaN and infinities as JSON's
+    ``NaN``/``Infinity``), the component table keeps its column order and dtypes.
+    """
+    frame = output.get("components")
+    components = None
+    if frame is not None:
+        components = {
+            "columns": [str(c) for c in frame.columns],
+            "dtypes": [str(t) for t in frame.dtypes],
+            "data": [[_plain(v) for v in row] for row in frame.itertuples(index=False, name=None)],
+        }
+    return {
+        "rows": [{k: _plain(v) for k, v in row.items()} for row in output["rows"]],
+        "components": components,
+        "timing": {k: _plain(v) for k, v in output["timing"].items()},
+        "retry": bool(output.get("retry", False)),
+    }
+
+
+def decode_output(data: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`encode_output`: rows, the component table with its dtypes, and the timing."""
+    components = data.get("components")
+    frame = None
+    if components is not None:
+        frame = pd.DataFrame(components["data"], columns=components["columns"])
+        if len(frame):
+            frame = frame.astype(dict(zip(components["columns"], components["dtypes"])))
+        else:
+            frame = frame.astype({c: t for c, t in zip(components["columns"], components["dtypes"])})
+    return {"rows": data["rows"], "components": frame, "timing": data["timing"], "retry": data.get("retry", False)}
+
+
+# ---------------------------------------------------------------- the folder of records
+
+
+@dataclass
+class CaseRecord:
+    """A finished case as stored: its fingerprint, whether a new attempt may succeed, and its output."""
+
+    case: str
+    fingerprint: dict[str, Any]
+    output: dict[str, Any]
+    retry: bool = False
+
+
+class RecordStore:
+    """The ``cases/`` folder of an output folder: one atomically written JSON record per finished case.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = RecordStore(tempfile.mkdtemp())
+    >>> output = {"rows": [{"case": "a", "dice": 0.5}], "components": None, "timing": {"case": "a"}}
+    >>> store.write(CaseRecord("a", {"gt": None}, output))
+    >>> [r.output["rows"][0]["dice"] for r in store.read_all().values()]
+    [0.5]
+    """
+
+    def __init__(self, out_dir: str | os.PathLike) -> None:
+        self.folder = Path(out_dir) / RECORDS_FOLDER
+
+    def path(self, case: str) -> Path:
+        """The record file of a case: its id made safe for file names, plus a hash (ids stay distinct)."""
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", case)[:80]
+        return self.folder / f"{safe}-{hashlib.sha1(case.encode()).hexdigest()[:10]}.json"
+
+    def write(self, record: CaseRecord) -> None:
+        """Write a case's record atomically: a temporary file, flushed and fsync'd, renamed over the record."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "format": _FORMAT,
+            "case": record.case,
+            "retry": record.retry,
+            "fingerprint": record.fingerprint,
+            "output": encode_output(record.output),
+        }
+        final = self.path(record.case)
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+        _fsync_folder(self.folder)
+
+    def read_all(self) -> dict[str, CaseRecord]:
+        """Every readable record, by case id. A file that is not a whole record (e.g. a stray temporary) is skipped."""
+        out: dict[str, CaseRecord] = {}
+        if not self.folder.is_dir():
+            return out
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                if doc.get("format") != _FORMAT:
+                    continue
+                record = CaseRecord(doc["case"], doc["fingerprint"], decode_output(doc["output"]), doc["retry"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # evaluated again, as if missing
+            if self.path(record.case) == path:
+                out[record.case] = record
+        return out
+
+    def remove(self, cases: Iterable[str] | None = None) -> None:
+        """Remove the records of these cases (all records, and stray temporaries, when None)."""
+        if not self.folder.is_dir():
+            return
+        paths = self.folder.glob("*") if cases is None else (self.path(c) for c in cases)
+        for path in paths:
+            if path.is_file():
+                path.unlink()
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+    """Write a file so that it is never seen half-written: ``write(tmp)`` to a temporary file beside it
+    (same extension, so writers that pick a format by name still do), fsync, then rename over ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "table.csv"
+    >>> atomic_write(target, lambda tmp: tmp.write_text("a,b\\n1,2\\n")).read_text().splitlines()
+    ['a,b', '1,2']
+    """
+    final = Path(path)
+    tmp = final.with_name(f".{final.stem}.{os.getpid()}.tmp{final.suffix}")
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_folder(final.parent)
+    return final
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,302 @@
+"""Memory limits before allocation: the machine's available memory and the estimated peak of a case.
+
+A data-set run checks each case against its memory budget from the files' headers alone
+(:func:`ccmetrics.io.read_header`), before a voxel is read:
+
+* :func:`available_memory_bytes`: what the machine (and the process's cgroup, in a container)
+  can still give;
+* :func:`estimate_case_bytes`: the peak memory that reading a GT and a prediction and
+  evaluating them (:func:`ccmetrics.evaluate`) adds to a running worker;
+* :func:`parse_memory`: a command-line value (``"8G"``, ``"512MiB"``) in bytes;
+* :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use.
+
+The estimate is ``gt.nbytes + pred.nbytes`` (the arrays the readers return) plus the engine's
+peak: :data:`FIXED_BYTES` (256 MiB: numba's compilation on a worker's first case, pools) and
+:data:`BYTES_PER_VOXEL` (167) bytes per voxel from the headers alone, or, when the foreground counts
+are known (after reading, before evaluating), :data:`BYTES_PER_IMAGE_VOXEL` (5) per voxel plus
+:data:`BYTES_PER_FOREGROUND_VOXEL` (270) per foreground voxel; plus the copies that inputs wider than
+one byte cost on their way to boolean masks, and at least the readers' transient copies.
+
+Measured (``python tests/benchmarks/bench_memory.py --half``; the table is in
+:data:`BYTES_PER_VOXEL`'s comment): two uint8 ``.nii.gz`` files read and evaluated with every metric
+group (dice, nsd, hd95, pq, lesion_dice, detection) as the first case of a fresh process, sparse
+lesions from 128³ to 512³ and smooth blobs of 30 % and 50 % foreground at 128³ and 256³.  The
+engine's memory grows with the foreground (about 5 bytes per voxel with sparse lesions, 130-200
+with 30-50 % foreground), so the factor from headers alone assumes 30 % foreground in each mask
+(:data:`ASSUMED_FOREGROUND`), the worst measured times 1.5: it covers every measured case, the 50 %
+ones included, and overestimates sparse cases about 20 times (512³: 23 GB estimated, 0.7 GB
+measured); pass ``foreground=`` for a close estimate.  Not an upper bound for every input; measure
+again (the bench script) after the engine changes.  Not counted: the worker's own interpreter and
+imports (about 200 MB per process, there before its first case).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from .io import ImageHeader
+
+__all__ = [
+    "format_bytes",
+    "ASSUMED_FOREGROUND",
+    "BYTES_PER_FOREGROUND_VOXEL",
+    "BYTES_PER_IMAGE_VOXEL",
+    "BYTES_PER_VOXEL",
+    "DEFAULT_MEMORY_FRACTION",
+    "FIXED_BYTES",
+    "available_memory_bytes",
+    "estimate_case_bytes",
+    "parse_memory",
+]
+
+#: the share of the available memory a data-set run plans to use, for all its workers together
+DEFAULT_MEMORY_FRACTION = 0.8
+
+#: bytes a case adds whatever its size: numba's compilation of the paths the first case of a worker
+#: takes (about 190 MB measured for the heavy cases), thread pools, allocator slack
+FIXED_BYTES = 256 * 2**20
+
+#: engine bytes per image voxel, beyond the input arrays (sparse cases: about 3.3 measured, times 1.5)
+BYTES_PER_IMAGE_VOXEL = 5.0
+
+#: engine bytes per foreground voxel (GT plus prediction: a voxel in both counts twice); the worst
+#: measured was about 178 (heavy 256³), times 1.5
+BYTES_PER_FOREGROUND_VOXEL = 270.0
+
+#: the foreground :func:`estimate_case_bytes` assumes from headers alone: 30 % of each mask
+ASSUMED_FOREGROUND = 0.6
+
+#: engine bytes per voxel from the headers alone: ``BYTES_PER_IMAGE_VOXEL + ASSUMED_FOREGROUND *
+#: BYTES_PER_FOREGROUND_VOXEL``.  Measured with ``python tests/benchmarks/bench_memory.py --half``
+#: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports):
+#:     case        voxels       fg gt/pred %  peak MB  B/voxel  estimate MB  with foreground=
+#:     sparse 128³   2,097,152   0.3 / 0.3       29.6    14.11        622.9       286.6
+#:     heavy 128³    2,097,152  30.2 / 30.1     341.4   162.80        622.9       624.5
+#:     sparse 256³  16,777,216   0.2 / 0.2       98.6     5.88       3103.8       404.5
+#:     heavy 256³   16,777,216  30.0 / 30.0    2149.5   128.12       3103.8      3103.9
+#:     sparse 384³  56,623,104   0.2 / 0.1      278.4     4.92       9837.7       717.4
+#:     sparse 512³ 134,217,728   0.2 / 0.1      720.7     5.37      22951.2      1330.4
+#:     half 128³     2,097,152  50.0 / 50.1     428.9   204.50        622.9       850.1
+#:     half 256³    16,777,216  50.0 / 50.0    2398.5   142.96       3103.8      4915.8
+#:
+#: Fit: sparse cases, ~3.3 B/voxel beyond the 2 B/voxel inputs; heavy 256³, (2149.5 MB - 256 MiB - inputs -
+#: 3.3 B/voxel) / 10.07 M foreground voxels = 178 B per foreground voxel; both times 1.5.
+BYTES_PER_VOXEL = BYTES_PER_IMAGE_VOXEL + ASSUMED_FOREGROUND * BYTES_PER_FOREGROUND_VOXEL
+
+_METRICS_ALL = ("dice", "nsd", "hd95", "pq", "lesion_dice", "detection")
+
+
+def available_memory_bytes() -> int:
+    """Bytes of memory the machine can still give to new work, without swapping.
+
+    Linux: ``MemAvailable`` of ``/proc/meminfo`` (free memory plus the page cache and the
+    buffers that can be dropped); elsewhere psutil's ``virtual_memory().available`` when psutil
+    is installed, else the free physical pages (``os.sysconf``).  Inside a cgroup with a memory
+    limit (a container, a batch job), the limit minus the cgroup's usage when that is smaller.
+
+    Returns
+    -------
+    int
+        Bytes, at least 0.
+
+    Examples
+    --------
+    >>> available_memory_bytes() > 0
+    True
+    """
+    found = _meminfo_available()
+    if found is None:
+        try:
+            import psutil
+
+            found = int(psutil.virtual_memory().available)
+        except ImportError:
+            found = None
+    if found is None:
+        try:
+            found = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError) as e:
+            raise OSError("cannot tell the available memory on this system: give a memory limit instead") from e
+    limit = _cgroup_room()
+    return max(0, min(found, limit) if limit is not None else found)
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max" (no limit) -> None
+
+
+def _cgroup_room() -> int | None:
+    """The memory limit of this process's cgroup minus its usage (v2, then v1); None without a limit."""
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < 2**60:  # v1 writes "no limit" as ~2**63
+            return max(0, limit - usage)
+    return None
+
+
+def _conversion_bytes(header: ImageHeader) -> int:
+    """Bytes of the boolean mask :func:`ccmetrics.evaluate` makes of an input that is not 1 byte a
+    voxel (``ccmetrics._inputs.as_binary_mask``: uint8 and bool are viewed, not copied), with the
+    three boolean temporaries of the 0/1 check of floats."""
+    if header.dtype.itemsize == 1 and header.dtype.kind in "biu":
+        return 0
+    return header.voxels * (4 if header.dtype.kind in "fc" else 1)
+
+
+def _read_copies_bytes(header: ImageHeader) -> int:
+    """Transient copies while a file is read: SimpleITK holds its image, numpy's copy of it and
+    the transposed contiguous array (two beyond the result); nibabel one unscaled array for a
+    NIfTI with ``scl_slope`` (its scaled result is float64)."""
+    name = (header.path or "").lower()
+    if name.endswith((".mha", ".mhd", ".nrrd", ".nhdr")):
+        return 2 * header.nbytes
+    if name.endswith((".nii", ".nii.gz")) and header.dtype.kind == "f":
+        return header.nbytes
+    return 0
+
+
+def estimate_case_bytes(
+    gt: ImageHeader,
+    pred: ImageHeader | None,
+    metrics: str | Sequence[Any] = _METRICS_ALL,
+    *,
+    foreground: int | None = None,
+) -> int:
+    """Estimated peak memory of reading a case's two files and evaluating it, from their headers.
+
+    Parameters
+    ----------
+    gt : ImageHeader
+        The ground truth's header (:func:`ccmetrics.io.read_header`).
+    pred : ImageHeader or None
+        The prediction's; None when there is none (counted as a boolean mask of the GT's shape).
+    metrics : str or sequence
+        The metrics to evaluate, as :func:`ccmetrics.evaluate` takes them.  Accepted for the
+        callers' sake; the factors are the ones measured with all six metric groups, the largest
+        (metrics of the user's or MONAI objects run on one region's crop at a time).
+    foreground : int, optional
+        The foreground voxels of the GT plus those of the prediction, when known (after reading
+        the arrays, before evaluating them); default: :data:`ASSUMED_FOREGROUND` of the voxels.
+
+    Returns
+    -------
+    int
+        Bytes: ``gt.nbytes + pred.nbytes`` (the arrays) + the boolean masks of inputs wider than
+        one byte + ``FIXED_BYTES + BYTES_PER_IMAGE_VOXEL * voxels + BYTES_PER_FOREGROUND_VOXEL *
+        foreground`` (the engine; without ``foreground``: ``BYTES_PER_VOXEL * voxels``), and at
+        least the readers' transient copies.  See the module docstring for what the factors cover;
+        the worker's own baseline (interpreter, imports) is not included.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ccmetrics.io import ImageHeader
+    >>> h = ImageHeader("case.nii.gz", (400, 400, 300), np.dtype(np.uint8), (1.0, 1.0, 1.0))
+    >>> estimate_case_bytes(h, h) == 2 * h.nbytes + FIXED_BYTES + int(np.ceil(BYTES_PER_VOXEL * h.voxels))
+    True
+    >>> round(estimate_case_bytes(h, h) / 2**30, 1), round(estimate_case_bytes(h, h, foreground=10**6) / 2**30, 1)
+    (7.8, 0.8)
+    """
+    del metrics  # one set of factors for every choice: see the docstring
+    if pred is None:
+        pred = ImageHeader(None, gt.shape, np.dtype(bool), gt.spacing)
+    voxels = max(gt.voxels, pred.voxels)
+    if foreground is None:
+        per_voxel = BYTES_PER_VOXEL * voxels
+    else:
+        per_voxel = BYTES_PER_IMAGE_VOXEL * voxels + BYTES_PER_FOREGROUND_VOXEL * max(int(foreground), 0)
+    engine = FIXED_BYTES + int(np.ceil(per_voxel))
+    inputs = gt.nbytes + pred.nbytes + _conversion_bytes(gt) + _conversion_bytes(pred)
+    reading = max(gt.nbytes + _read_copies_bytes(gt), gt.nbytes + pred.nbytes + _read_copies_bytes(pred))
+    return int(max(inputs + engine, reading))
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(i?)(b?)|(b?))\s*$", re.IGNORECASE)
+
+
+def parse_memory(text: str | int) -> int:
+    """Bytes of a memory size written for a command line.
+
+    Parameters
+    ----------
+    text : str or int
+        A positive number of bytes, optionally with a unit: ``K``, ``M``, ``G``, ``T`` and
+        ``KiB``, ``MiB``, ``GiB``, ``TiB`` are powers of 1024 (as Slurm's ``--mem`` and Docker
+        read them); ``KB``, ``MB``, ``GB``, ``TB`` are powers of 1000 (SI); ``B`` or nothing:
+        bytes.  Case and spaces do not matter; decimals are allowed (rounded down to a byte).
+
+    Returns
+    -------
+    int
+        Bytes, at least 1.
+
+    Raises
+    ------
+    ValueError
+        For anything else, naming what was given and the accepted forms.
+
+    Examples
+    --------
+    >>> parse_memory("8G"), parse_memory("512M"), parse_memory("2.5GiB"), parse_memory("1000000")
+    (8589934592, 536870912, 2684354560, 1000000)
+    >>> parse_memory("2 GB")
+    2000000000
+    """
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError(f"a memory size must be positive, got {text}")
+        return int(text)
+    match = _MEMORY.match(str(text)) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(
+            f"cannot read {text!r} as a memory size: write a number of bytes with an optional unit, "
+            "e.g. 8G, 512M, 2.5GiB (powers of 1024), 16GB (powers of 1000) or 1000000 (bytes)"
+        )
+    number, unit, binary, byte, _ = match.groups()
+    unit = (unit or "").lower()
+    scale = 1000 ** " kmgt".index(unit) if unit and byte and not binary else _UNITS[unit]
+    value = int(Decimal(number) * scale)
+    if value <= 0:
+        raise ValueError(f"a memory size must be positive, got {text!r}")
+    return value
+
+
+def format_bytes(n: float) -> str:
+    """A memory size for messages, in binary units.
+
+    Examples
+    --------
+    >>> format_bytes(512), format_bytes(300 * 2**20), format_bytes(7.83 * 2**30)
+    ('512 B', '300 MiB', '7.8 GiB')
+    """
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{int(n)} B"
