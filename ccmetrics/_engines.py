@@ -9,7 +9,8 @@ A metric's record (:mod:`ccmetrics.registry`) names its engine; this module runs
 * ``region``: ``compute(pred, gt, spacing)`` on each region's two masks (its crop, built once for
   all such metrics) and on the whole image's (:meth:`ccmetrics.geometry.CaseRegions.masks`);
 * ``case``: ``compute(inputs)`` once per case on a :class:`ccmetrics.registry.CaseInputs` that shares
-  one labelling of the prediction between the case-level metrics.
+  one labelling of the prediction between the case-level metrics, done on the prediction's voxel list
+  (the geometry's, when passed) and never on an image-sized label map.
 
 Cost: counts and surface metrics are vectorised over regions (the geometry did the work); a region
 metric costs one call per region on its crop.
@@ -23,7 +24,7 @@ import numpy as np
 
 from . import registry
 from .components import ComponentCache
-from .geometry import CaseRegions
+from .geometry import CaseRegions, PredictionVoxels
 from .ground_truth import GroundTruth
 
 __all__ = ["case_values", "region_values"]
@@ -71,9 +72,12 @@ def case_values(
     pred_mask: np.ndarray,
     truth: GroundTruth,
     spacing: tuple[float, ...] | None,
+    voxels: PredictionVoxels | None = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The case-level metrics on one shared labelling: their columns' scores and their full results.
 
+    ``voxels``: the prediction's voxel list the geometry made (:class:`~ccmetrics.geometry.PredictionVoxels`);
+    the prediction's components are then labelled on it, without another pass over the image.
     Returns ``(scores, details)``: column name -> value for every column of the metrics' records,
     and metric name -> the object its ``compute`` returned.
     """
@@ -81,9 +85,10 @@ def case_values(
     details: dict[str, Any] = {}
     if not metrics:
         return scores, details
-    inputs = registry.CaseInputs(
-        ComponentCache(pred_mask), truth.components(), truth.found, truth.sites, truth.connectivity, spacing
+    pred = (
+        ComponentCache(pred_mask) if voxels is None else ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)
     )
+    inputs = registry.CaseInputs(pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing)
     for metric in metrics:
         result = details[metric.name] = metric.compute(inputs)
         scores.update((column.name, getattr(result, column.source)) for column in metric.columns)

@@ -205,7 +205,7 @@ def evaluate(
     by_engine = sorted(per_region, key=lambda m: registry.ENGINES.index(m.engine))  # 5. metrics: by engine, as asked
     for name, (values, whole) in region_values(by_engine, regions, distances, tolerance, spacing).items():
         table[name], standard[name] = values, whole
-    case_scores, details = case_values(case_level, pred_mask, truth, spacing)
+    case_scores, details = case_values(case_level, pred_mask, truth, spacing, voxels)
     n_pred = len(regions.pred_flat)
     cc = {
         m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)

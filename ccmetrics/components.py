@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import cc3d
@@ -83,6 +83,9 @@ class Sites:
     label: np.ndarray
     starts: np.ndarray
     source_label: np.ndarray
+    #: the site voxels in raster order (sorted flat indices, the site label of each), when known: what
+    #: :meth:`labels_at` searches; found from ``flat_index`` on first use otherwise
+    raster: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -111,6 +114,32 @@ class Sites:
     def coords(self) -> np.ndarray:
         """Voxel coordinates of all site voxels, shape (N, ndim), int64."""
         return coordinates(self.flat_index, self.shape)
+
+    def labels_at(self, flat_query: np.ndarray) -> np.ndarray:
+        """The site label (int32, 0 outside every site) at each queried flat index.
+
+        Small dense images gather from :meth:`label_map`; otherwise a binary search in the raster-ordered
+        voxel list (``raster``; sorted once on first use when unknown), so no image-sized map is built:
+        O(M log N) for M queries and N site voxels.
+
+        >>> s = find_sites(np.array([[1, 0, 1], [0, 0, 1]], bool))
+        >>> s.labels_at(np.array([0, 1, 2, 5])).tolist()
+        [1, 0, 2, 2]
+        """
+        q = np.asarray(flat_query, dtype=np.int64)
+        n = len(self.flat_index)
+        if math.prod(self.shape) <= 32 * (n + len(q)):
+            return self.label_map(flat=True)[q]
+        if self.raster is None:
+            order = np.argsort(self.flat_index, kind="stable")
+            object.__setattr__(self, "raster", (self.flat_index[order], self.label[order]))
+        flat, label = self.raster  # type: ignore[misc]
+        out = np.zeros(len(q), dtype=np.int32)
+        if n:
+            at = np.minimum(np.searchsorted(flat, q), n - 1)
+            hit = flat[at] == q
+            out[hit] = label[at[hit]]
+        return out
 
     def edges(
         self, label_map: np.ndarray | None = None, own: Any = None, coords: np.ndarray | None = None
@@ -163,13 +192,22 @@ class Sites:
         )
 
     @classmethod
-    def grouped(cls, shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.ndarray) -> Sites:
-        """Sites from voxels in any order: flat indices, site label 1..K of each, source label of each site."""
+    def grouped(
+        cls, shape, flat_index: np.ndarray, label: np.ndarray, source_label: np.ndarray, raster: bool = False
+    ) -> Sites:
+        """Sites from voxels in any order: flat indices, site label 1..K of each, source label of each site.
+
+        ``raster=True``: ``flat_index`` is sorted (raster order); the two arrays are then kept as
+        :attr:`raster` for :meth:`labels_at`.
+        """
         order = np.argsort(label, kind="stable")
-        label = label[order].astype(np.int32, copy=False)
-        counts = np.bincount(label, minlength=len(source_label) + 1)[1:]
+        grouped_label = label[order].astype(np.int32, copy=False)
+        counts = np.bincount(grouped_label, minlength=len(source_label) + 1)[1:]
         starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        return cls(tuple(shape), flat_index[order].astype(np.int64, copy=False), label, starts, source_label)
+        kept = (np.asarray(flat_index, np.int64), np.asarray(label, np.int32)) if raster else None
+        return cls(
+            tuple(shape), flat_index[order].astype(np.int64, copy=False), grouped_label, starts, source_label, kept
+        )
 
 
 class Runs:
@@ -357,17 +395,20 @@ def component_labels(
     return np.repeat(renumber[raw], runs.length), int(n)
 
 
-def raster_sites(array: np.ndarray, sites: str, connectivity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Runs]:
+def raster_sites(
+    array: np.ndarray, sites: str, connectivity: int, flat: np.ndarray | None = None, runs: Runs | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Runs]:
     """The sites of a validated GT in raster order, before grouping.
 
     ``array`` is a boolean mask (``sites="components"``, labelled with ``connectivity``)
     or an integer label map (``sites="labels"``).  Returns the sorted flat indices of all
     site voxels (int64), the site label 1..K of each (int32), the source label of each
     site and the voxels' :class:`Runs`.  :meth:`Sites.grouped` turns the first three into
-    :class:`Sites`.
+    :class:`Sites`.  ``flat`` (``np.flatnonzero(array)``) and ``runs`` may be passed when
+    already computed: the image is then not scanned again.
     """
-    flat = np.flatnonzero(array)
-    runs = Runs(flat, array.shape)
+    flat = np.flatnonzero(array) if flat is None else flat
+    runs = Runs(flat, array.shape) if runs is None else runs
     if sites == "labels":
         source, inverse = np.unique(array.ravel()[flat], return_inverse=True)
         return flat, (inverse + 1).astype(np.int32), source, runs
@@ -375,8 +416,10 @@ def raster_sites(array: np.ndarray, sites: str, connectivity: int) -> tuple[np.n
     return flat, labels, np.arange(1, n + 1), runs
 
 
-def _component_sites(mask: np.ndarray, connectivity: int) -> Sites:
-    return Sites.grouped(mask.shape, *raster_sites(mask, "components", connectivity)[:3])
+def _component_sites(
+    mask: np.ndarray, connectivity: int, flat: np.ndarray | None = None, runs: Runs | None = None
+) -> Sites:
+    return Sites.grouped(mask.shape, *raster_sites(mask, "components", connectivity, flat, runs)[:3], raster=True)
 
 
 def find_sites(gt: Any, sites: str = "components", connectivity: int | None = None) -> Sites:
@@ -398,7 +441,7 @@ def find_sites(gt: Any, sites: str = "components", connectivity: int | None = No
     if mode == "labels":
         label_map = as_label_map(gt, "gt")
         as_connectivity(connectivity, label_map.ndim)  # validated, unused: labels define the sites
-        return Sites.grouped(label_map.shape, *raster_sites(label_map, "labels", 0)[:3])
+        return Sites.grouped(label_map.shape, *raster_sites(label_map, "labels", 0)[:3], raster=True)
     mask = as_binary_mask(gt, "gt")
     return _component_sites(mask, as_connectivity(connectivity, mask.ndim))
 
@@ -406,19 +449,33 @@ def find_sites(gt: Any, sites: str = "components", connectivity: int | None = No
 class ComponentCache:
     """Connected components of one validated boolean mask, computed once per connectivity.
 
-    Lets several metrics of one case share the labelling work.
+    Lets several metrics of one case share the labelling work. ``flat`` (the sorted flat indices of the
+    mask's voxels) and ``runs`` (their :class:`Runs`), when the caller holds them already (the engine's
+    prediction voxel list), spare every labelling its pass over the image.
     """
 
-    def __init__(self, mask: np.ndarray, known: Sites | None = None, connectivity: int | None = None):
+    def __init__(
+        self,
+        mask: np.ndarray,
+        known: Sites | None = None,
+        connectivity: int | None = None,
+        flat: np.ndarray | None = None,
+        runs: Runs | None = None,
+    ):
         self.mask = mask
         self._sites: dict = {}
+        self._flat, self._runs = flat, runs
         if known is not None:  # components already found for this connectivity
             self._sites[as_connectivity(connectivity, mask.ndim)] = known
 
     def __call__(self, connectivity: int | None = None) -> Sites:
         conn = as_connectivity(connectivity, self.mask.ndim)
         if conn not in self._sites:
-            self._sites[conn] = _component_sites(self.mask, conn)
+            if self._flat is None:
+                self._flat = np.flatnonzero(self.mask)
+            if self._runs is None:
+                self._runs = Runs(self._flat, self.mask.shape)
+            self._sites[conn] = _component_sites(self.mask, conn, self._flat, self._runs)
         return self._sites[conn]
 
 

@@ -460,7 +460,7 @@ def _check_nifti(path: str, warn: bool) -> tuple[Any, Any]:
 
 #: deflate (gzip, zlib) never compresses more than 1032:1 (Mark Adler, zlib's FAQ); a
 #: compressed file of n bytes cannot hold more than this times n bytes
-_DEFLATE_MAX_RATIO = 1032
+_DEFLATE_RATIO_BOUND = 1032
 _CHUNK = 1 << 20  # bytes decompressed at a time when counting
 
 
@@ -499,10 +499,10 @@ def _check_data_size(
     if gzip_stream is not None:
         need = data + (have_at if includes_offset else 0)  # bytes of the decompressed stream
         compressed = size - gzip_stream
-        if need > _DEFLATE_MAX_RATIO * compressed:
+        if need > _DEFLATE_RATIO_BOUND * compressed:
             fail(
                 f"the file holds {compressed:,} compressed bytes, which decompress to at most "
-                f"{_DEFLATE_MAX_RATIO * compressed:,} (deflate compresses at most {_DEFLATE_MAX_RATIO}:1)"
+                f"{_DEFLATE_RATIO_BOUND * compressed:,} (deflate compresses at most {_DEFLATE_RATIO_BOUND}:1)"
             )
         with open(data_file, "rb") as f:  # gzip's last 4 bytes: the uncompressed size mod 2**32
             f.seek(-4, os.SEEK_END)
@@ -519,10 +519,10 @@ def _check_data_size(
     if encoding == "raw" and have < data:
         after = f" after its {have_at:,}-byte header" if have_at else ""
         fail(f"the {'file' if data_file == path else 'data file'} holds {max(have, 0):,} bytes of data{after}")
-    elif encoding == "deflate" and data > _DEFLATE_MAX_RATIO * have:
+    elif encoding == "deflate" and data > _DEFLATE_RATIO_BOUND * have:
         fail(
             f"the file holds {max(have, 0):,} compressed bytes, which decompress to at most "
-            f"{_DEFLATE_MAX_RATIO * max(have, 0):,} (deflate compresses at most {_DEFLATE_MAX_RATIO}:1)"
+            f"{_DEFLATE_RATIO_BOUND * max(have, 0):,} (deflate compresses at most {_DEFLATE_RATIO_BOUND}:1)"
         )
     elif encoding == "hex" and 2 * data > have:
         fail(f"the file holds {max(have, 0):,} hex characters, 2 a byte")

@@ -7,13 +7,16 @@ metrics (:mod:`ccmetrics.nuclei`) and the case-level scores of
 Algorithm
 ---------
 1. **All pairwise overlaps in one pass** (:func:`site_overlaps`): the
-   prediction's instance index is scattered into one flat array and gathered at
-   every GT voxel; the (GT, prediction) index pairs of the voxels where both are
-   set are counted with one ``np.unique``.  The result, :class:`Overlaps`, holds
-   the instance sizes and every non-zero intersection.  Cost: O(N_gt + N_pred)
-   voxel operations plus O(N log N) for the count, with N the number of GT
-   foreground voxels; never one pass per object, and independent of label
-   values (labels are only renumbered 0..K-1 in sorted order).
+   prediction's instance index is looked up at every GT voxel (a binary search
+   in the prediction's raster-ordered voxel list,
+   :meth:`~ccmetrics.components.Sites.labels_at`, or a gather from a label map
+   for small dense images: never an image-sized map of a large image); the
+   (GT, prediction) index pairs of the voxels where both are set are counted
+   with one ``np.unique``.  The result, :class:`Overlaps`, holds the instance
+   sizes and every non-zero intersection.  Cost: O(N_gt log N_pred) plus
+   O(N log N) for the count, with N the number of GT foreground voxels; never
+   one pass per object, and independent of label values (labels are only
+   renumbered 0..K-1 in sorted order).
 2. **Choosing the pairs** (:func:`choose_pairs`), on the overlap list only:
 
    * ``"iou"``: pairs with IoU strictly above ``threshold``.  For thresholds
@@ -167,8 +170,7 @@ def _centroid_sites(pred_sites: Sites, gt_sites: Sites) -> np.ndarray:
         [np.floor(np.bincount(which, weights=c, minlength=pred_sites.n) / pred_sites.volumes + 0.5) for c in coords.T],
         axis=1,
     ).astype(np.int64)
-    gt_map = gt_sites.label_map(flat=True)
-    return gt_map[np.ravel_multi_index(tuple(centroid.T), gt_sites.shape)].astype(np.int64) - 1
+    return gt_sites.labels_at(np.ravel_multi_index(tuple(centroid.T), gt_sites.shape)).astype(np.int64) - 1
 
 
 def site_overlaps(pred_sites: Sites, gt_sites: Sites, *, centroids: bool = False) -> Overlaps:
@@ -201,8 +203,7 @@ def site_overlaps(pred_sites: Sites, gt_sites: Sites, *, centroids: bool = False
     """
     if pred_sites.shape != gt_sites.shape:
         raise ValueError(f"pred and gt must have the same shape, got {pred_sites.shape} and {gt_sites.shape}")
-    pred_map = pred_sites.label_map(flat=True)
-    at_gt = pred_map[gt_sites.flat_index]
+    at_gt = pred_sites.labels_at(gt_sites.flat_index)  # no image-sized label map for large images
     both = at_gt > 0
     g = gt_sites.label[both].astype(np.int64) - 1
     p = at_gt[both].astype(np.int64) - 1

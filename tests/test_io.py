@@ -525,8 +525,10 @@ def test_lying_itk_headers_caught_before_allocation(tmp_path):
         "            fn(path)\n"
         "        except ImageReadError as e:\n"
         "            print(str(e).splitlines()[0])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM:')]\n"
+        "print(int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
+    # VmHWM: this process's own peak (ru_maxrss would carry the parent's resident size across exec)
     out = subprocess.run([sys.executable, "-c", code, *lies], capture_output=True, text=True, check=True)
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 2 * len(lies) + 1, out.stdout + out.stderr

@@ -103,14 +103,14 @@ import ccmetrics, nibabel, SimpleITK
 from ccmetrics import evaluate
 from ccmetrics.io import load_image
 
-def rss():
+def rss(field="VmRSS"):
     with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
 
 base = rss()
 gt, pred = load_image(sys.argv[1]), load_image(sys.argv[2])
 evaluate(pred.array, gt.array, ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"], spacing=gt.spacing)
-print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base}))
+print(json.dumps({"peak": rss("VmHWM") - base}))  # own peak: ru_maxrss carries the parent's RSS across exec
 """
 
 

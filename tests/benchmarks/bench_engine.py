@@ -20,7 +20,9 @@ What it measures, on the synthetic benchmark case ``ccmetrics.synthetic.lesion_c
    increase of its peak RSS (``VmHWM``, else ``ru_maxrss``) over one call on the
    big case; for ours also the peak of numpy allocations seen by ``tracemalloc``.
    The subprocesses run first, while this process is still small;
-5. a sanity check that the per-component values of both implementations agree
+5. the adversarial case of the case-level metrics (:func:`lattice_case`: 5,978 one-voxel lesions under one
+   362k-voxel prediction component), ``evaluate`` with one metric at a time and with all of them;
+6. a sanity check that the per-component values of both implementations agree
    (max abs difference per metric; components matched through a GT voxel).
 
 Finally it prints a Markdown table for the README and the machine info.
@@ -56,6 +58,7 @@ import ccmetrics  # noqa: E402
 from ccmetrics.synthetic import lesion_case  # noqa: E402
 
 METRICS = ["dice", "nsd", "hd95"]
+CASE_METRICS = ["pq", "lesion_dice", "detection"]
 DIFF_TOLERANCE = 1e-4
 MIB = 1024 * 1024
 
@@ -277,6 +280,35 @@ def measure_memory(which: str) -> dict | None:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def lattice_case() -> tuple[np.ndarray, np.ndarray]:
+    """The adversarial case-level input: a 617 x 979 GT lattice of 5,978 one-voxel lesions (every 10th voxel)
+    under a 60% random prediction that forms one ~362k-voxel component touching every lesion."""
+    gt = np.zeros((617, 979), bool)
+    gt[8::10, 5::10] = True
+    pred = np.random.default_rng(0).random(gt.shape) < 0.6
+    return pred, gt
+
+
+def time_lattice(repeats: int) -> list[tuple[str, float, float]]:
+    """(metric, first call, median of warm calls) of ``evaluate`` on :func:`lattice_case`, one metric at a time.
+
+    Lesion Dice must not cost lesions x component size: every lesion shares the one component's k-d tree
+    (``ccmetrics.lesions``). The first call includes compiling (or loading) the numba kernels."""
+    pred, gt = lattice_case()
+    out = []
+    for metrics in (["dice"], ["detection"], ["pq"], ["lesion_dice"], ["dice", "nsd", "hd95", *CASE_METRICS]):
+        start = time.perf_counter()
+        ccmetrics.evaluate(pred, gt, metrics)
+        cold = time.perf_counter() - start
+        warm = []
+        for _ in range(max(1, repeats // 2)):
+            start = time.perf_counter()
+            ccmetrics.evaluate(pred, gt, metrics)
+            warm.append(time.perf_counter() - start)
+        out.append(("+".join(metrics), cold, statistics.median(warm)))
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -348,6 +380,11 @@ def main(argv: list[str] | None = None) -> None:
     print("\n== comparison metrics (first call / median of warm calls)")
     for name, cold_s, warm_s in time_comparison_metrics(pred, gt, args.repeats):
         print(f"{name:>22}: {cold_s:.3f} s / {warm_s:.3f} s")
+
+    print("\n== adversarial lattice: 617x979, 5,978 one-voxel lesions, one 362k-voxel prediction component")
+    print("   (first call / median of warm calls; lesion_dice ran > 100 s before the shared trees)")
+    for name, cold_s, warm_s in time_lattice(args.repeats):
+        print(f"{name:>40}: {cold_s:.3f} s / {warm_s:.3f} s")
 
     ref_s = None
     if not args.skip_reference:
