@@ -94,7 +94,7 @@ class EvaluationInterrupted(KeyboardInterrupt):
 def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
     """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
 
-    ``overwrite`` removes what ccmetrics wrote there (:data:`OUTPUT_NAMES`), nothing else.
+    ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``), nothing else.
 
     Raises
     ------

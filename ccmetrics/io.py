@@ -166,12 +166,12 @@ class ImageHeader:
 
     @property
     def voxels(self) -> int:
-        """Number of voxels, the product of :attr:`shape`."""
+        """Number of voxels, the product of ``shape``."""
         return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the array :func:`load_image` returns: voxels times the itemsize of :attr:`dtype`."""
+        """Bytes of the array :func:`load_image` returns: voxels times the itemsize of ``dtype``."""
         return self.voxels * self.dtype.itemsize
 
 

@@ -10,8 +10,8 @@ component table keeps its dtypes.
 
 A record holds the case's **fingerprint**: for each input file its path, size and modification
 time (for an array given directly: a SHA-1 of its bytes), the evaluation options that change values
-(:func:`options_key`) and the ccmetrics version. On resume a case is evaluated again when its record
-is missing, unreadable, when its fingerprint differs (:func:`changes` says how), or when its last
+(:meth:`ccmetrics.dataset.EvalOptions.key`) and the ccmetrics version. On resume a case is evaluated
+again when its record is missing, unreadable, when its fingerprint differs (:func:`changes` says how), or when its last
 attempt failed for a reason that may not repeat (a worker that died, a time-out, the memory limit:
 ``retry`` in the record).
 

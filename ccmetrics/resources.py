@@ -74,7 +74,8 @@ ASSUMED_FOREGROUND = 0.6
 
 #: engine bytes per voxel from the headers alone: ``BYTES_PER_IMAGE_VOXEL + ASSUMED_FOREGROUND *
 #: BYTES_PER_FOREGROUND_VOXEL``.  Measured with ``python tests/benchmarks/bench_memory.py --half``
-#: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports):
+#: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports)::
+#:
 #:     case        voxels       fg gt/pred %  peak MB  B/voxel  estimate MB  with foreground=
 #:     sparse 128³   2,097,152   0.3 / 0.3       29.6    14.11        622.9       286.6
 #:     heavy 128³    2,097,152  30.2 / 30.1     341.4   162.80        622.9       624.5
