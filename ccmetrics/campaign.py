@@ -30,13 +30,13 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import schema
 from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
-from .resources import format_bytes
+from .resources import over_limit
 
 __all__ = ["EvaluationInterrupted", "RunInfo", "Stopped", "prepare_out_dir", "run_cases"]
 
@@ -59,14 +59,7 @@ class RunInfo:
         return not self.pending
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "complete": self.complete,
-            "reused": self.reused,
-            "evaluated": self.evaluated,
-            "reasons": self.reasons,
-            "pending": self.pending,
-            "dropped_records": self.dropped_records,
-        }
+        return {"complete": self.complete, **asdict(self)}
 
 
 class Stopped(KeyboardInterrupt):
@@ -222,12 +215,7 @@ def run_cases(
     for task in todo:
         need = estimate(task)
         if max_memory is not None and need > max_memory:
-            fail(
-                task,
-                f"needs at least about {format_bytes(need)} by its headers (estimated peak, before reading), over "
-                f"the memory limit of {format_bytes(max_memory)}: raise --max-memory (max_memory=) if the machine "
-                f"has the memory, or evaluate this case on a larger machine",
-            )
+            fail(task, over_limit(need, max_memory, "by its headers, before reading", at_least=True))
         else:
             runnable.append((task, need))
     try:
@@ -273,37 +261,35 @@ def _run_dask(client: Any, runnable: list[tuple[Any, int]], options: Any, keep: 
     from dask.distributed import as_completed
 
     def submit(task: Any) -> Any:
-        return client.submit(
-            _evaluate_encoded, task, options, pure=False, key=f"ccmetrics-{task.case}-{uuid.uuid4().hex[:8]}"
-        )
+        key = f"ccmetrics-{task.case}-{uuid.uuid4().hex[:8]}"
+        future = client.submit(_evaluate_encoded, task, options, pure=False, key=key)
+        futures[future] = task
+        return future
 
-    futures = {submit(task): task for task, _ in runnable}
-    suspects = []
-    try:
-        for future in as_completed(list(futures)):
-            task = futures[future]
-            try:
-                keep(task, future.result())
-            except Exception as exc:  # KilledWorker, a lost connection, ...: this case's row, not the run's end
-                if type(exc).__name__ == "KilledWorker":
-                    suspects.append(task)
-                else:
-                    fail(task, f"the Dask task failed: {type(exc).__name__}: {exc}")
-        for task in suspects:
-            _note(f"{task.case}: Dask workers died while running it; trying this case again, alone")
-            future = submit(task)
-            futures[future] = task
-            try:
-                keep(task, future.result())
-            except Exception as exc:
-                if type(exc).__name__ != "KilledWorker":
-                    fail(task, f"the Dask task failed: {type(exc).__name__}: {exc}")
-                    continue
+    def settle(future: Any, last_try: bool) -> bool:
+        """Keep the case's result or its error row; False for a KilledWorker to try again."""
+        task = futures[future]
+        try:
+            keep(task, future.result())
+        except Exception as exc:  # KilledWorker, a lost connection, ...: this case's row, not the run's end
+            if type(exc).__name__ != "KilledWorker":
+                fail(task, f"the Dask task failed: {type(exc).__name__}: {exc}")
+            elif not last_try:
+                return False
+            else:
                 fail(
                     task,
                     "Dask workers died while running this case (KilledWorker: the scheduler gave up after the "
                     "allowed failures; twice, the second time it ran alone) — out of memory?",
                 )
+        return True
+
+    futures: dict[Any, Any] = {}
+    try:
+        suspects = [futures[f] for f in as_completed([submit(t) for t, _ in runnable]) if not settle(f, False)]
+        for task in suspects:
+            _note(f"{task.case}: Dask workers died while running it; trying this case again, alone")
+            settle(submit(task), True)
     except KeyboardInterrupt:
         client.cancel(list(futures))
         raise

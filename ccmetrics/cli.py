@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 import time
@@ -332,7 +333,7 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float, terminated: boo
         summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
         result.write(args.out, plots=False, summary=summary)
         print(report(result, seconds, summary=summary))
-    resume = " ".join(["ccmetrics", *(_quote(a) for a in args.argv if a not in ("--resume", "--overwrite"))])
+    resume = shlex.join(["ccmetrics", *(a for a in args.argv if a not in ("--resume", "--overwrite"))])
     print(
         f"\nStopped: {result.counts()['cases'] if len(result.per_case) else 0} case(s) finished and kept in "
         f"{Path(args.out) / 'cases'}, {len(pending)} not evaluated. The tables written cover the finished cases "
@@ -340,12 +341,6 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float, terminated: boo
         file=sys.stderr,
     )
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def report(result, seconds: float, *, summary=None, **summary_options) -> str:

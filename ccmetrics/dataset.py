@@ -373,7 +373,7 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
 
 def _over_memory(gt: Image, pred: Image, limit: float | None) -> str:
     """Why a read case exceeds the memory limit by its estimated peak with its foreground counted, or ''."""
-    from .resources import estimate_case_bytes, format_bytes
+    from .resources import estimate_case_bytes, over_limit
 
     if limit is None:
         return ""
@@ -381,11 +381,7 @@ def _over_memory(gt: Image, pred: Image, limit: float | None) -> str:
     need = estimate_case_bytes(_header(gt), _header(pred), foreground=foreground)
     if need <= limit:
         return ""
-    return (
-        f"needs about {format_bytes(need)} for its {foreground} foreground voxels (estimated peak), over the "
-        f"memory limit of {format_bytes(limit)}: raise --max-memory (max_memory=) if the machine has the "
-        f"memory, or evaluate this case on a larger machine"
-    )
+    return over_limit(need, limit, f"for its {foreground} foreground voxels")
 
 
 def _header(item: Any) -> Any:
@@ -853,17 +849,9 @@ def evaluate_dataset(
         prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
     elif resume or overwrite:
         raise ValueError("resume and overwrite need out_dir, the folder that keeps the case records")
-    record = {
-        "metrics": list(options.metrics),
-        "classes": list(classes) if classes else None,
-        "spacing": spacing if isinstance(spacing, str) else list(np.atleast_1d(spacing).astype(float)),
-        "nsd_tolerance": options.nsd_tolerance,
-        "worst_distance": worst_distance,
-        "connectivity": connectivity,
-        "gt_suffix": gt_suffix,
-        "pred_suffix": pred_suffix,
-        "tolerance_mm": options.tolerance_mm,
-    }
+    key = options.key()  # the value-changing options, then how the files were paired
+    tolerance = key.pop("tolerance_mm")
+    record = {**key, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix, "tolerance_mm": tolerance}
     columns = {c.name: c for m in ordered for c in m.columns}
 
     def assemble(outputs: list[dict[str, Any]], run: RunInfo) -> DatasetResult:

@@ -44,6 +44,7 @@ from .io import ImageHeader
 
 __all__ = [
     "format_bytes",
+    "over_limit",
     "ASSUMED_FOREGROUND",
     "BYTES_PER_FOREGROUND_VOXEL",
     "BYTES_PER_IMAGE_VOXEL",
@@ -286,6 +287,22 @@ def parse_memory(text: str | int) -> int:
     if value <= 0:
         raise ValueError(f"a memory size must be positive, got {text!r}")
     return value
+
+
+def over_limit(need: float, limit: float, basis: str, *, at_least: bool = False) -> str:
+    """The error of a case whose estimated peak ``need`` exceeds ``limit`` (bytes): what it needs, on what
+    ``basis`` the estimate rests, and what to do (one wording for the check before and after reading).
+
+    Examples
+    --------
+    >>> over_limit(3 * 2**30, 2**30, "by its headers")[:60]
+    'needs about 3.0 GiB by its headers (estimated peak), over th'
+    """
+    return (
+        f"needs {'at least ' if at_least else ''}about {format_bytes(need)} {basis} (estimated peak), over the "
+        f"memory limit of {format_bytes(limit)}: raise --max-memory (max_memory=) if the machine has the "
+        f"memory, or evaluate this case on a larger machine"
+    )
 
 
 def format_bytes(n: float) -> str:
