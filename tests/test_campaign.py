@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FAULTS = Path(__file__).resolve().parent / "faults"
 PLUGIN = FAULTS / "faulty_metrics.py"
 sys.path.insert(0, str(FAULTS))
-import faulty_metrics  # noqa: E402  (registers "faulty" here too)
 
 SHAPE = (40, 36, 12)
 TABLES = ("per_case.csv", "per_component.csv")
@@ -103,6 +102,19 @@ def data(tmp_path_factory):
     return gt, pred, reference
 
 
+@pytest.fixture(scope="module", autouse=True)
+def faults():
+    """The fault plugin, registered in this process while this module's tests run (the reference runs
+    compute "faulty" here), and unregistered after, so that no other test module sees it."""
+    import faulty_metrics
+
+    from ccmetrics import registry
+
+    registry.register_metric("faulty", faulty_metrics.faulty, kind="overlap", replace=True)
+    yield faulty_metrics
+    registry.unregister("faulty")
+
+
 # ---------------------------------------------------------------- records
 
 
@@ -157,8 +169,8 @@ def test_uninterrupted_run_keeps_one_record_per_case(data):
 # ---------------------------------------------------------------- crashes are rows
 
 
-def test_killed_and_crashed_workers_cost_only_their_case(tmp_path, monkeypatch):
-    victims = {2: faulty_metrics.KILL, 5: faulty_metrics.SEGV, 7: faulty_metrics.ONCE}
+def test_killed_and_crashed_workers_cost_only_their_case(faults, tmp_path, monkeypatch):
+    victims = {2: faults.KILL, 5: faults.SEGV, 7: faults.ONCE}
     gt, pred = make_dataset(tmp_path, 9, victims, seed=1)
     out = tmp_path / "out"
     done = cli(*evaluate_args(gt, pred, out, "--workers", "2"), env={"CCM_FAULT_DIR": str(tmp_path)})
@@ -187,8 +199,8 @@ def test_killed_and_crashed_workers_cost_only_their_case(tmp_path, monkeypatch):
     assert records["case_02"].retry and records["case_05"].retry and not records["case_00"].retry
 
 
-def test_a_hanging_case_is_stopped_by_the_case_timeout(tmp_path):
-    gt, pred = make_dataset(tmp_path, 3, {1: faulty_metrics.HANG}, seed=2)
+def test_a_hanging_case_is_stopped_by_the_case_timeout(faults, tmp_path):
+    gt, pred = make_dataset(tmp_path, 3, {1: faults.HANG}, seed=2)
     out = tmp_path / "out"
     start = time.monotonic()
     done = cli(*evaluate_args(gt, pred, out, "--case-timeout", "8"))
@@ -328,11 +340,11 @@ def test_overwrite_starts_again(data, tmp_path):
 # ---------------------------------------------------------------- Dask
 
 
-def test_dask_cluster_losing_a_worker_gives_an_error_row(tmp_path, monkeypatch):
+def test_dask_cluster_losing_a_worker_gives_an_error_row(faults, tmp_path, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
     import dask
 
-    gt, pred = make_dataset(tmp_path, 5, {3: faulty_metrics.KILL}, seed=4)
+    gt, pred = make_dataset(tmp_path, 5, {3: faults.KILL}, seed=4)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("CCM_FAULT_SLEEP", "0")
     with (
@@ -430,7 +442,7 @@ def test_a_lying_header_is_an_error_row_without_reading_gigabytes(tmp_path):
     assert (result.drop(index="liar")["status"] == "ok").all()
 
 
-def test_large_jobs_run_with_fewer_beside_them():
+def test_large_jobs_run_with_fewer_beside_them(faults):
     """The scheduler of the worker processes: a job larger than the budget's share waits for room."""
     from ccmetrics._workers import Job, run_jobs
 
@@ -438,7 +450,7 @@ def test_large_jobs_run_with_fewer_beside_them():
     done, notes = {}, []
     run_jobs(
         jobs,
-        faulty_metrics.timed_sleep,
+        faults.timed_sleep,
         0.4,
         workers=2,
         on_done=lambda job, result: done.__setitem__(result[0], result[1:]),
