@@ -36,6 +36,46 @@ def to_numpy(x: Any, name: str) -> np.ndarray:
     raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
 
 
+#: a non-C-contiguous array with at most this share of non-zero voxels is made C-contiguous by
+#: scattering its non-zero voxels (``c_contiguous``); denser ones are copied whole
+SPARSE_COPY_FRACTION = 1 / 16
+
+
+def c_contiguous(arr: np.ndarray) -> np.ndarray:
+    """Return ``arr`` as a C-contiguous array with the same values (``arr`` itself when it already is).
+
+    Images read from NIfTI files are Fortran-ordered, and numpy's transposing copy of a
+    400 x 400 x 300 mask takes about 0.1 s, as long as the rest of a case's evaluation.
+    Masks are mostly background, so a Fortran-ordered array is scanned in its own memory
+    order instead (``arr.T`` is C-contiguous; numpy finds the non-zero entries of a boolean
+    array an order of magnitude faster than of any other dtype), and its non-zero voxels are
+    written into a zeroed C-ordered array: about 0.02 s for the same mask. Arrays with more
+    than ``SPARSE_COPY_FRACTION`` of their voxels non-zero, and arrays of any other layout,
+    get numpy's copy. The result equals ``np.ascontiguousarray(arr)`` element for element.
+
+    Examples
+    --------
+    >>> a = np.asfortranarray(np.eye(4, dtype=np.uint8))
+    >>> c = c_contiguous(a)
+    >>> bool(c.flags.c_contiguous), bool((c == a).all())
+    (True, True)
+    """
+    if arr.flags.c_contiguous:
+        return arr
+    if arr.ndim < 2 or not arr.flags.f_contiguous or arr.size == 0:
+        return np.ascontiguousarray(arr)
+    flipped = arr.T  # C-contiguous view: the same memory with the axes reversed
+    nonzero = flipped.view(bool) if arr.dtype == bool else flipped != 0
+    count = int(np.count_nonzero(nonzero))
+    if count > arr.size * SPARSE_COPY_FRACTION:
+        return np.ascontiguousarray(arr)
+    flat = np.flatnonzero(nonzero)  # raster order of the flipped axes
+    out = np.zeros(arr.shape, dtype=arr.dtype)
+    where = np.ravel_multi_index(np.unravel_index(flat, flipped.shape)[::-1], arr.shape)  # C raster order
+    out.reshape(-1)[where] = flipped.reshape(-1)[flat]
+    return out
+
+
 def check_ndim(arr: np.ndarray, name: str) -> None:
     if arr.ndim not in (2, 3):
         raise ValueError(
@@ -54,7 +94,7 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
     arr = to_numpy(x, name)
     check_ndim(arr, name)
     if arr.dtype == bool:
-        return np.ascontiguousarray(arr)
+        return c_contiguous(arr)
     if np.issubdtype(arr.dtype, np.integer):
         if arr.size:
             hi = arr.max()
@@ -66,9 +106,9 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
                     f"for a class label map pass classes=[...] to evaluate, for a GT instance map "
                     f"sites='labels', or pass a mask such as {name} == label"
                 )
-        if arr.itemsize == 1:  # 0/1 bytes are valid booleans: no copy
-            return np.ascontiguousarray(arr).view(bool)
-        return np.ascontiguousarray(arr, dtype=bool)
+        if arr.itemsize == 1:  # 0/1 bytes are valid booleans: viewed, not converted
+            return c_contiguous(arr.view(bool))
+        return c_contiguous(arr != 0)
     if np.issubdtype(arr.dtype, np.floating):
         if np.isnan(arr).any():
             raise ValueError(f"{name} contains NaN values")
@@ -78,7 +118,7 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
                 f"{name} must be a binary mask, but it holds non-binary values such as "
                 f"{float(arr[bad].flat[0]):g}; threshold probabilities first (e.g. {name} > 0.5)"
             )
-        return np.ascontiguousarray(arr != 0)
+        return c_contiguous(arr != 0)
     raise ValueError(f"{name} has unsupported dtype {arr.dtype}; use bool, integer or float")
 
 
@@ -98,7 +138,7 @@ def as_label_map(x: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} has unsupported dtype {arr.dtype}; use an integer label map")
     if arr.size and arr.min() < 0:
         raise ValueError(f"{name} must hold non-negative labels, found {arr.min()}")
-    return np.ascontiguousarray(arr)
+    return c_contiguous(arr)
 
 
 def check_same_shape(pred: np.ndarray, gt: np.ndarray) -> None:

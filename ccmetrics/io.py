@@ -332,23 +332,79 @@ def load_image(path, reader: str = "auto") -> Image:
     """
     path, nifti = _prepare(path, reader)
     if nifti:
-        _check_nifti(path, warn=True)  # the size too: before either reader allocates
-    array, affine = (_read_nibabel if nifti and reader != "sitk" else _read_sitk)(path)
+        _, lazy = _check_nifti(path, warn=True)  # the size too: before either reader allocates
+    if nifti and reader != "sitk":
+        array, affine = _read_nibabel(path, lazy)
+    else:
+        array, affine = _read_sitk(path)
     shape = _image_shape(path, array.shape)
     array = array.reshape(shape)
     spacing, affine = _geometry(path, affine, array.ndim)
     return Image(array, spacing, affine, path)
 
 
-def _read_nibabel(path: str):
-    import nibabel as nib
+def _read_nibabel(path: str, img: Any):
+    """The voxels and affine of the NIfTI ``path``, whose image nibabel has loaded lazily as ``img``.
 
+    A gzip-compressed file without intensity scaling is decompressed by :func:`_gunzip_array`
+    (2-3x faster than nibabel's ``GzipFile`` on 400 x 400 x 300 masks, the same array); any
+    other file is read by nibabel itself.
+    """
     try:
-        img: Any = nib.load(path, mmap=False)  # an array in memory, not a np.memmap on the file
-        array = np.asanyarray(img.dataobj)  # reads all the data now: truncation fails here
+        proxy = img.dataobj
+        array = None
+        if path.lower().endswith(".gz") and (proxy.slope, proxy.inter) == (1, 0) and proxy.order == "F":
+            array = _gunzip_array(path, proxy.shape, np.dtype(proxy.dtype), proxy.offset)
+        if array is None:
+            array = np.asanyarray(proxy)  # reads all the data now: truncation fails here
         return array, np.array(img.affine, dtype=float)
+    except ImageReadError:
+        raise
     except Exception as e:  # EOFError, zlib.error, OSError, ImageFileError, ...
         raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
+
+
+def _gunzip_array(path: str, shape: tuple[int, ...], dtype: np.dtype, offset: int) -> np.ndarray:
+    """The Fortran-ordered array of ``shape`` and ``dtype`` at byte ``offset`` of the gzip file ``path``.
+
+    What nibabel's ``np.asanyarray(img.dataobj)`` returns for a file without scaling, bit for bit,
+    decompressed faster: the compressed file is read in one call and inflated 1 MiB at a time
+    straight into the array's buffer, which stays in the CPU cache (``GzipFile`` grows one large
+    ``bytes`` object per read and copies it again). Gzip files of several members (``bgzip``,
+    concatenated files, zero padding between them) are followed member by member. Decompression
+    stops once the array is full; a stream that ends before raises :class:`ImageReadError`
+    (nibabel: ``EOFError``). Cost: one pass over the file, memory of the compressed file plus the array.
+    """
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    out = np.empty(nbytes, np.uint8)
+    with open(path, "rb") as f:
+        data = f.read()
+    member = zlib.decompressobj(31)  # 31: a gzip header and trailer around the deflate stream
+    buffer = out.data  # a writable memoryview of the array
+    skip, pos = offset, 0
+    while pos < nbytes:
+        piece = memoryview(member.decompress(data, _CHUNK))
+        if member.eof:
+            data = member.unused_data
+            if data[:1] == b"\0":  # zero padding between members, as gzip and GzipFile allow
+                data = data.lstrip(b"\0")
+            if data:  # another gzip member follows
+                member = zlib.decompressobj(31)
+            elif not len(piece):
+                break
+        else:
+            data = member.unconsumed_tail  # input kept back by the 1 MiB output limit
+            if not len(piece) and not data:
+                break
+        if skip:  # the header and extensions before the voxels
+            cut = min(skip, len(piece))
+            piece, skip = piece[cut:], skip - cut
+        take = min(len(piece), nbytes - pos)
+        buffer[pos : pos + take] = piece[:take]
+        pos += take
+    if pos < nbytes:
+        raise ImageReadError(f"{path!r} ends after {pos} of the {nbytes} bytes of voxels its header declares{_HINT}")
+    return np.ndarray(shape, dtype=dtype, buffer=out, order="F")
 
 
 @dataclass(frozen=True, eq=False)

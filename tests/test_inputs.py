@@ -1,6 +1,7 @@
 """Bad input fails with a clear ValueError naming the problem; good input of any kind is accepted."""
 
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -130,3 +131,55 @@ def test_lesion_dice_options_are_checked(kwargs, message):
     gt[2:4, 2:4, 2:4] = True
     with pytest.raises(ValueError, match=message):
         lesion_dice(gt, gt, **kwargs)
+
+
+# --- c_contiguous: Fortran-ordered images (as NIfTI files give them) made C-ordered ---------------
+
+
+@pytest.mark.parametrize("dtype", [bool, np.uint8, np.int16, np.uint32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7, 5), (9, 8, 6), (2, 3, 4, 5), (1, 11, 1)])
+@pytest.mark.parametrize("density", [0.0, 0.01, 0.05, 0.3, 1.0])
+def test_c_contiguous_equals_numpy_copy(dtype, shape, density):
+    from ccmetrics._inputs import c_contiguous
+
+    rng = np.random.default_rng(zlib.crc32(repr((np.dtype(dtype).str, shape, density)).encode()))
+    values = rng.integers(1, 200, size=shape) * (rng.random(shape) < density)
+    if dtype is bool:
+        values = values > 0
+    arr = np.asfortranarray(values.astype(dtype))
+    got = c_contiguous(arr)
+    assert got.flags.c_contiguous and got.dtype == arr.dtype and got.shape == arr.shape
+    np.testing.assert_array_equal(got, arr)
+    assert got.tobytes() == np.ascontiguousarray(arr).tobytes()
+
+
+def test_c_contiguous_other_layouts():
+    from ccmetrics._inputs import c_contiguous
+
+    c = np.zeros((4, 5, 6), np.uint8)
+    c[1, 2, 3] = 7
+    assert c_contiguous(c) is c  # already C-ordered: not copied
+    for view in (c[:, ::2], c.transpose(1, 0, 2), c[::-1], np.asfortranarray(c)[:, 1:]):
+        got = c_contiguous(view)
+        assert got.flags.c_contiguous
+        np.testing.assert_array_equal(got, view)
+    empty = np.asfortranarray(np.zeros((0, 3, 4), np.uint8))
+    assert c_contiguous(empty).shape == (0, 3, 4)
+    # a sparse Fortran-ordered mask with the last and first voxel set, and negative and NaN-free floats
+    f = np.asfortranarray(np.zeros((40, 30, 20), np.float32))
+    f[0, 0, 0], f[-1, -1, -1], f[3, 29, 0] = -1.5, 2.0, np.float32(1e-30)
+    np.testing.assert_array_equal(c_contiguous(f), f)
+
+
+def test_binary_mask_from_fortran_order_is_c_ordered():
+    from ccmetrics._inputs import as_binary_mask, as_label_map
+
+    rng = np.random.default_rng(3)
+    labels = np.asfortranarray((rng.random((30, 20, 10)) < 0.02) * rng.integers(1, 5, (30, 20, 10)))
+    for dtype in (np.uint8, np.int32, np.float32):
+        got = as_binary_mask((labels > 0).astype(dtype), "gt")
+        assert got.dtype == bool and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, labels > 0)
+    got = as_label_map(labels, "gt")
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, labels)

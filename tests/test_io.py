@@ -3,6 +3,7 @@
 import gzip
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import nibabel as nib
@@ -549,3 +550,79 @@ def test_honest_gzip_without_matching_trailer_is_read(tmp_path):
     path.write_bytes(gzip.compress(raw[:5000]) + b"\0" * 8 + gzip.compress(raw[5000:]))
     assert read_header(path).shape == (20, 30, 40)
     np.testing.assert_array_equal(load_image(path).array, array)
+
+
+# --- the fast gzip path of the nibabel reader: the same array as nibabel's, bit for bit -----------
+
+
+from ccmetrics.io import _gunzip_array  # noqa: E402  (the private fast path, tested against nibabel)
+
+
+def _nibabel_array(path):
+    return np.asanyarray(nib.load(str(path), mmap=False).dataobj)
+
+
+def _assert_as_nibabel(path):
+    got, want = load_image(path).array, _nibabel_array(path)
+    want = want.reshape(got.shape)  # load_image drops trailing singleton axes
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes(order="A") == want.tobytes(order="A") and got.flags.f_contiguous == want.flags.f_contiguous
+    assert got.flags.writeable
+    proxy = nib.load(str(path), mmap=False).dataobj
+    if (proxy.slope, proxy.inter) == (1, 0):  # the fast path itself, called directly
+        fast = _gunzip_array(str(path), proxy.shape, np.dtype(proxy.dtype), proxy.offset)
+        assert fast.dtype == want.dtype and fast.tobytes(order="A") == _nibabel_array(path).tobytes(order="A")
+    return got
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.float32, np.float64]
+)
+@pytest.mark.parametrize("shape", [(3, 1, 1), (31, 17), (40, 30, 20), (9, 8, 7, 1)])
+def test_gzip_reader_equals_nibabel(tmp_path, dtype, shape):
+    path = write_nifti(tmp_path / "x.nii.gz", labels(shape, dtype), oblique_affine())
+    _assert_as_nibabel(path)
+
+
+def test_gzip_reader_big_endian_extensions_and_large_chunks(tmp_path):
+    # big-endian data, a header extension (voxels further into the file), several MiB of output
+    array = labels((160, 150, 120), np.int16, seed=4)  # 5.8 MB: several 1 MiB pieces
+    header = nib.Nifti1Header(endianness=">")
+    header.set_data_dtype(np.int16)
+    img = nib.Nifti1Image(array, oblique_affine(), header=header)
+    img.header.extensions.append(nib.nifti1.Nifti1Extension(6, b"a comment " * 30))
+    nib.save(img, str(tmp_path / "be.nii.gz"))
+    got = _assert_as_nibabel(tmp_path / "be.nii.gz")
+    assert got.dtype.byteorder == ">" and nib.load(str(tmp_path / "be.nii.gz")).dataobj.offset > 352
+    np.testing.assert_array_equal(got, array)
+
+
+def test_gzip_reader_many_members_and_padding(tmp_path):
+    array = labels((50, 40, 30), np.uint16, seed=5)
+    raw = write_nifti(tmp_path / "x.nii", array, oblique_affine()).read_bytes()
+    cuts = [0, 100, 352, 353, 20000, 20001, 71234, len(raw)]  # members ending inside the header, at the data
+    members = [gzip.compress(raw[a:b], compresslevel=1 + i % 9) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    path = tmp_path / "many.nii.gz"
+    path.write_bytes(b"\0\0".join(members) + b"\0" * 3)
+    np.testing.assert_array_equal(_assert_as_nibabel(path), array)
+
+
+def test_gzip_reader_scaled_file_falls_back_to_nibabel(tmp_path):
+    img = nib.Nifti1Image(labels((10, 9, 8), np.int16), oblique_affine(), dtype=np.int16)
+    img.header.set_slope_inter(0.5, 3.0)
+    nib.save(img, str(tmp_path / "scaled.nii.gz"))
+    got = _assert_as_nibabel(tmp_path / "scaled.nii.gz")
+    assert got.dtype == np.float64  # nibabel's scaling applied
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.9, 0.999])
+def test_gzip_reader_truncated_stream_is_refused(tmp_path, keep):
+    # the gzip stream cut (its trailer lost too): the size check cannot tell, decompression must
+    array = labels((60, 50, 40), np.uint8, seed=6)
+    raw = write_nifti(tmp_path / "x.nii", array, oblique_affine()).read_bytes()
+    whole = zlib.compressobj(6, zlib.DEFLATED, 31)
+    stream = whole.compress(raw) + whole.flush()
+    path = tmp_path / "cut.nii.gz"
+    path.write_bytes(stream[: int(len(stream) * keep)])
+    with pytest.raises(ImageReadError):
+        load_image(path)
