@@ -24,7 +24,7 @@ lesions from 128³ to 512³ and smooth blobs of 30 % and 50 % foreground at 128�
 engine's memory grows with the foreground (about 5 bytes per voxel with sparse lesions, 130-200
 with 30-50 % foreground), so the factor from headers alone assumes 30 % foreground in each mask
 (:data:`ASSUMED_FOREGROUND`), the worst measured times 1.5: it covers every measured case, the 50 %
-ones included, and overestimates sparse cases about 20 times (512³: 23 GB estimated, 0.7 GB
+ones included, and overestimates sparse cases about 40 times (512³: 23 GB estimated, 0.5 GB
 measured); pass ``foreground=`` for a close estimate.  Not an upper bound for every input; measure
 again (the bench script) after the engine changes.  Not counted: the worker's own interpreter and
 imports (about 200 MB per process, there before its first case).
@@ -63,11 +63,11 @@ DEFAULT_MEMORY_FRACTION = 0.8
 #: takes (about 190 MB measured for the heavy cases), thread pools, allocator slack
 FIXED_BYTES = 256 * 2**20
 
-#: engine bytes per image voxel, beyond the input arrays (sparse cases: about 3.3 measured, times 1.5)
+#: engine bytes per image voxel, beyond the input arrays (sparse cases: at most about 3.4 measured)
 BYTES_PER_IMAGE_VOXEL = 5.0
 
 #: engine bytes per foreground voxel (GT plus prediction: a voxel in both counts twice); the worst
-#: measured was about 178 (heavy 256³), times 1.5
+#: measured was about 172 (heavy 256³; 178 with an earlier engine), times about 1.5
 BYTES_PER_FOREGROUND_VOXEL = 270.0
 
 #: the foreground :func:`estimate_case_bytes` assumes from headers alone: 30 % of each mask
@@ -78,17 +78,19 @@ ASSUMED_FOREGROUND = 0.6
 #: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports)::
 #:
 #:     case        voxels       fg gt/pred %  peak MB  B/voxel  estimate MB  with foreground=
-#:     sparse 128³   2,097,152   0.3 / 0.3       29.6    14.11        622.9       286.6
-#:     heavy 128³    2,097,152  30.2 / 30.1     341.4   162.80        622.9       624.5
-#:     sparse 256³  16,777,216   0.2 / 0.2       98.6     5.88       3103.8       404.5
-#:     heavy 256³   16,777,216  30.0 / 30.0    2149.5   128.12       3103.8      3103.9
-#:     sparse 384³  56,623,104   0.2 / 0.1      278.4     4.92       9837.7       717.4
-#:     sparse 512³ 134,217,728   0.2 / 0.1      720.7     5.37      22951.2      1330.4
-#:     half 128³     2,097,152  50.0 / 50.1     428.9   204.50        622.9       850.1
-#:     half 256³    16,777,216  50.0 / 50.0    2398.5   142.96       3103.8      4915.8
+#:     sparse 128³   2,097,152   0.3 / 0.3       28.3    13.47        622.9       286.6
+#:     heavy 128³    2,097,152  30.2 / 30.1     330.1   157.42        622.9       624.5
+#:     sparse 256³  16,777,216   0.2 / 0.2       91.1     5.43       3103.8       404.5
+#:     heavy 256³   16,777,216  30.0 / 30.0    2089.9   124.57       3103.8      3103.9
+#:     sparse 384³  56,623,104   0.2 / 0.1      247.1     4.36       9837.7       717.4
+#:     sparse 512³ 134,217,728   0.2 / 0.1      530.4     3.95      22951.2      1330.4
+#:     half 128³     2,097,152  50.0 / 50.1     415.2   197.97        622.9       850.1
+#:     half 256³    16,777,216  50.0 / 50.0    2304.9   137.38       3103.8      4915.8
 #:
-#: Fit: sparse cases, ~3.3 B/voxel beyond the 2 B/voxel inputs; heavy 256³, (2149.5 MB - 256 MiB - inputs -
-#: 3.3 B/voxel) / 10.07 M foreground voxels = 178 B per foreground voxel; both times 1.5.
+#: Fit: sparse cases, at most ~3.4 B/voxel beyond the 2 B/voxel inputs (384³-512³: 2.0-2.4); heavy
+#: 256³, (2089.9 MB - 256 MiB - inputs - 3.4 B/voxel) / 10.07 M foreground voxels = 172 B per
+#: foreground voxel; the factors keep the margins of an earlier engine's measurement (3.3 and 178 B,
+#: times 1.5), which cover these with room.
 BYTES_PER_VOXEL = BYTES_PER_IMAGE_VOXEL + ASSUMED_FOREGROUND * BYTES_PER_FOREGROUND_VOXEL
 
 _METRICS_ALL = ("dice", "nsd", "hd95", "pq", "lesion_dice", "detection")
