@@ -73,11 +73,16 @@ def case_values(
     truth: GroundTruth,
     spacing: tuple[float, ...] | None,
     voxels: PredictionVoxels | None = None,
+    pred: ComponentCache | None = None,
+    detections: Any = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The case-level metrics on one shared labelling: their columns' scores and their full results.
 
     ``voxels``: the prediction's voxel list the geometry made (:class:`~ccmetrics.geometry.PredictionVoxels`);
     the prediction's components are then labelled on it, without another pass over the image.
+    ``pred``: the prediction's :class:`~ccmetrics.components.ComponentCache` when the caller holds one
+    already; ``detections``: the case's judged lesions (:func:`ccmetrics.detection_rules.judge`), shared
+    with the detection metric.
     Returns ``(scores, details)``: column name -> value for every column of the metrics' records,
     and metric name -> the object its ``compute`` returned.
     """
@@ -85,10 +90,15 @@ def case_values(
     details: dict[str, Any] = {}
     if not metrics:
         return scores, details
-    pred = (
-        ComponentCache(pred_mask) if voxels is None else ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)
+    if pred is None:
+        pred = (
+            ComponentCache(pred_mask)
+            if voxels is None
+            else ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)
+        )
+    inputs = registry.CaseInputs(
+        pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing, detections
     )
-    inputs = registry.CaseInputs(pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing)
     for metric in metrics:
         result = details[metric.name] = metric.compute(inputs)
         scores.update((column.name, getattr(result, column.source)) for column in metric.columns)

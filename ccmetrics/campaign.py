@@ -41,7 +41,15 @@ from .resources import over_limit
 __all__ = ["EvaluationInterrupted", "RunInfo", "Stopped", "prepare_out_dir", "run_cases"]
 
 #: files and folders that ccmetrics writes into an output folder (what ``overwrite`` removes)
-OUTPUT_NAMES = ("cases", "per_case.csv", "per_component.csv", "summary.json", "plots", "report.html")
+OUTPUT_NAMES = (
+    "cases",
+    "per_case.csv",
+    "per_component.csv",
+    "per_prediction.csv",
+    "summary.json",
+    "plots",
+    "report.html",
+)
 
 
 @dataclass

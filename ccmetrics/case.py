@@ -43,9 +43,11 @@ from ._inputs import (
 )
 from ._threads import submit, worker_threads
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
+from .components import ComponentCache
+from .detection_rules import DetectionRule, LesionDetections, judge
 from .geometry import CaseRegions, CaseSurfaces, PredictionVoxels
 from .ground_truth import GroundTruth
-from .results import CaseResult, component_table
+from .results import CaseResult, component_table, prediction_table
 
 __all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate"]
 
@@ -65,6 +67,7 @@ def evaluate(
     worst_distance: float | None = ...,
     sites: str = ...,
     classes: None = ...,
+    detection_rule: Any = ...,
 ) -> CaseResult: ...
 
 
@@ -80,6 +83,7 @@ def evaluate(
     worst_distance: float | None = ...,
     sites: str = ...,
     classes: Sequence[int],
+    detection_rule: Any = ...,
 ) -> dict[int, CaseResult]: ...
 
 
@@ -94,6 +98,7 @@ def evaluate(
     worst_distance: float | None = None,
     sites: str = "components",
     classes: Sequence[int] | None = None,
+    detection_rule: Any = None,
 ) -> CaseResult | dict[int, CaseResult]:
     """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
 
@@ -134,6 +139,12 @@ def evaluate(
     classes : sequence of int, optional
         Evaluate each class of label maps on its own (``pred == c`` vs
         ``gt == c``); returns a dict class -> CaseResult.
+    detection_rule : str or DetectionRule, optional
+        What counts as a detected lesion, for the ``detected`` column and the ``detection``
+        metric (:mod:`ccmetrics.detection_rules`): ``"overlap"`` (default: any overlap),
+        ``"iou:T"``, ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. With the ``detection``
+        metric the result also holds ``n_pred`` and ``split`` per lesion and the table of
+        predicted components (``per_prediction``).
 
     Returns
     -------
@@ -155,6 +166,15 @@ def evaluate(
     (0.947, 0.5)
     >>> result.per_component["dice"].tolist()
     [1.0, 0.0]
+
+    A detection rule: the large lesion predicted at 6 of its 36 pixels is detected by any overlap,
+    not when half its area must be covered:
+
+    >>> pred = np.zeros_like(gt); pred[2:4, 2:5] = True; pred[14:16, 14:16] = True
+    >>> evaluate(pred, gt, ["dice"]).per_component["detected"].tolist()
+    [True, True]
+    >>> evaluate(pred, gt, ["dice"], detection_rule="coverage:0.5").per_component["detected"].tolist()
+    [False, True]
     """
     if classes is not None:
         return _evaluate_classes(
@@ -167,8 +187,10 @@ def evaluate(
             connectivity=connectivity,
             nsd_tolerance=nsd_tolerance,
             worst_distance=worst_distance,
+            detection_rule=detection_rule,
         )
     chosen = registry.resolve(metrics)  # 1. validate
+    rule = DetectionRule.parse(detection_rule)
     truth = (
         gt.check_options(sites, connectivity)
         if isinstance(gt, GroundTruth)
@@ -200,19 +222,47 @@ def evaluate(
             distances = (surfaces.per_region(pool), surfaces.whole_image())
     found = truth.found
     table = component_table(found, spacing, truth.sites)
-    table[schema.DETECTED] = regions.intersection > 0
+    with_detection = any(m.name == "detection" for m in case_level)
+    pred_cc = ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
+    detections: LesionDetections | None = None
+    per_prediction = None
+    if with_detection or rule.kind != "overlap":
+        detections = judge(pred_cc(truth.connectivity), found, rule)
+        table[schema.DETECTED] = detections.detected
+    else:  # any overlap: the lesion's own voxels in the prediction, already counted
+        table[schema.DETECTED] = regions.intersection > 0
+    if with_detection and detections is not None:
+        table[schema.N_PRED] = detections.n_pred
+        table[schema.SPLIT] = detections.split
+        per_prediction = prediction_table(
+            pred_cc(truth.connectivity), detections, regions.pred_flat, regions.pred_region, spacing
+        )
     standard: dict[str, float] = {}
     by_engine = sorted(per_region, key=lambda m: registry.ENGINES.index(m.engine))  # 5. metrics: by engine, as asked
     for name, (values, whole) in region_values(by_engine, regions, distances, tolerance, spacing).items():
         table[name], standard[name] = values, whole
-    case_scores, details = case_values(case_level, pred_mask, truth, spacing, voxels)
+    case_scores, details = case_values(case_level, pred_mask, truth, spacing, voxels, pred_cc, detections)
     n_pred = len(regions.pred_flat)
     cc = {
         m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)
         for m in per_region
     }
     names = [m.name for m in per_region]
-    return CaseResult(table, cc, standard, found.n, found.n == 0, worst, spacing, names, details, case_scores, n_pred)
+    return CaseResult(
+        table,
+        cc,
+        standard,
+        found.n,
+        found.n == 0,
+        worst,
+        spacing,
+        names,
+        details,
+        case_scores,
+        n_pred,
+        per_prediction,
+        str(rule),
+    )
 
 
 def _evaluate_classes(

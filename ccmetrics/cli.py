@@ -145,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="distance counted for a missed lesion in means (default: each image's diagonal)",
     )
     ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
+    ev.add_argument(
+        "--detection-rule",
+        default="overlap",
+        metavar="RULE",
+        help="what counts as a detected lesion: overlap (default: any overlap), iou:T, dice:T, coverage:T "
+        "(T in (0, 1], e.g. iou:0.1) or centroid; the detection metric and the 'detected' column follow it",
+    )
     ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
     ev.add_argument(
         "--pred-suffix",
@@ -281,6 +288,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             nsd_tolerance=args.nsd_tolerance,
             worst_distance=args.worst_distance,
             connectivity=args.connectivity,
+            detection_rule=args.detection_rule,
             gt_suffix=args.gt_suffix,
             pred_suffix=args.pred_suffix,
             tolerance_mm=args.tolerance_mm,
@@ -304,8 +312,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
     written = result.write(args.out, plots=not args.no_plots, summary=summary)
     print(report(result, seconds, summary=summary))
+    tables = [written[name] for name in ("per_component", "per_prediction", "per_case") if name in written]
     print(
-        f"\nWrote {written['per_component']}, {written['per_case']}, {written['summary']}"
+        f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
     )
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
@@ -379,10 +388,12 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
             if result.options.get("spacing") == "voxel"
             else "distances in mm, volumes in ml"
         )
+        rule = result.options.get("detection_rule", "overlap")
+        detected = f"; detected: {rule}" if "detection" in result.options.get("metrics", ()) else ""
         lines += [
             "",
             f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
-            f"all lesions; a missed lesion's distance = the worst distance):",
+            f"all lesions; a missed lesion's distance = the worst distance{detected}):",
             text,
         ]
     empty = result.empty_gt_summary()

@@ -54,6 +54,7 @@ from .campaign import EvaluationInterrupted, RunInfo, Stopped, prepare_out_dir, 
 from .case import evaluate
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
+from .detection_rules import DetectionRule
 from .io import Image, check_same_geometry, image_id, is_image_file, load_image
 from .records import atomic_write, file_fingerprint
 from .results import CaseResult
@@ -116,6 +117,7 @@ class EvalOptions:
     records: tuple[registry.Metric, ...] = ()
     engine: EngineConfig = field(default_factory=EngineConfig)
     max_case_bytes: float | None = None
+    detection_rule: str = "overlap"
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -133,6 +135,7 @@ class EvalOptions:
             "nsd_tolerance": self.nsd_tolerance,
             "worst_distance": self.worst_distance,
             "connectivity": self.connectivity,
+            "detection_rule": self.detection_rule,
             "tolerance_mm": self.tolerance_mm,
         }
 
@@ -252,8 +255,9 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     """Evaluate one case (the unit of work of every scheduler); never raises.
 
     Returns a dict with ``rows`` (per-case rows, one per class), ``components``
-    (a per-component DataFrame or None) and ``timing`` (seconds reading and
-    computing).
+    (a per-component DataFrame or None), ``predictions`` (the per-prediction
+    DataFrame with the ``detection`` metric, else None) and ``timing``
+    (seconds reading and computing).
     """
     classes = list(options.classes) if options.classes else [1]
     gt_file, pred_file = task.file_names()
@@ -293,6 +297,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             nsd_tolerance=options.nsd_tolerance,
             worst_distance=options.worst_distance,
             connectivity=options.connectivity,
+            detection_rule=options.detection_rule,
         )
         results: dict[int, CaseResult]
         with engine_config(options.engine):
@@ -304,7 +309,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
         return failed_output(task, options, message, t_read, time.perf_counter() - t0 - t_read)
-    rows, frames = [], []
+    rows, frames, predictions = [], [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     for c, result in results.items():
         case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
@@ -320,10 +325,12 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         rows.append(row)
         frames.append(result.to_frame(task.case, c))
+        predictions.append(result.prediction_frame(task.case, c, gt.affine if gt_known else None))
     t_total = time.perf_counter() - t0
     return {
         "rows": rows,
         "components": pd.concat(frames, ignore_index=True),
+        "predictions": None if predictions[0] is None else pd.concat(predictions, ignore_index=True),
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
 
@@ -338,6 +345,7 @@ def failed_output(
     return {
         "rows": [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes],
         "components": None,
+        "predictions": None,
         "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
     }
 
@@ -428,6 +436,9 @@ class DatasetResult:
     run : ccmetrics.campaign.RunInfo
         What the run did: cases taken from the records of an earlier run (``reused``), evaluated and
         why, and, after Ctrl-C, the cases not evaluated (``pending``; ``run.complete`` is False).
+    per_prediction : pandas.DataFrame or None
+        With the ``detection`` metric: one row per predicted component of every evaluated case and
+        class (:data:`ccmetrics.schema.PER_PREDICTION`), sorted by case, class and component; else None.
     """
 
     per_component: pd.DataFrame
@@ -438,6 +449,7 @@ class DatasetResult:
     columns: dict[str, registry.Column] = field(default_factory=dict)
     saved: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     run: RunInfo = field(default_factory=RunInfo, repr=False, compare=False)
+    per_prediction: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -550,7 +562,8 @@ class DatasetResult:
     def write(
         self, out_dir: _PathLike, *, plots: bool = True, summary: pd.DataFrame | None = None, **summary_options: Any
     ) -> dict[str, Any]:
-        """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``.
+        """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
+        (and ``per_prediction.csv`` with the ``detection`` metric).
 
         Parameters
         ----------
@@ -567,7 +580,8 @@ class DatasetResult:
         Returns
         -------
         dict
-            The paths written, by name (``per_component``, ``per_case``, ``summary``, ``plots``).
+            The paths written, by name (``per_component``, ``per_case``, ``summary``, ``plots``, and
+            ``per_prediction`` when there is that table).
 
         Raises
         ------
@@ -585,6 +599,10 @@ class DatasetResult:
         # each file replaced whole (temporary file, then rename): never a half-written table over a good one
         atomic_write(paths[schema.PER_COMPONENT.name], lambda tmp: self.per_component.to_csv(tmp, index=False))
         atomic_write(paths[schema.PER_CASE.name], lambda tmp: self.per_case.to_csv(tmp, index=False))
+        if self.per_prediction is not None:
+            predictions = self.per_prediction
+            paths[schema.PER_PREDICTION.name] = out / schema.PER_PREDICTION.file
+            atomic_write(paths[schema.PER_PREDICTION.name], lambda tmp: predictions.to_csv(tmp, index=False))
         if summary is None:
             summary = self.summary(**summary_options)
         doc = {
@@ -646,7 +664,9 @@ class DatasetResult:
         per_component = pd.DataFrame()
         if component_file.is_file():
             per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
-        return cls(per_component, per_case, options=options, columns=columns, saved=doc)
+        prediction_file = out / schema.PER_PREDICTION.file
+        per_prediction = schema.PER_PREDICTION.read(prediction_file) if prediction_file.is_file() else None
+        return cls(per_component, per_case, options=options, columns=columns, saved=doc, per_prediction=per_prediction)
 
 
 def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> dict[str, registry.Column]:
@@ -705,6 +725,7 @@ def evaluate_dataset(
     overwrite: bool = False,
     case_timeout: float | None = None,
     max_memory: int | str | None = None,
+    detection_rule: Any = None,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -730,8 +751,9 @@ def evaluate_dataset(
         ``"header"`` (default): each case's voxel spacing from its GT file (mm;
         plain arrays have none, so voxel units); ``"voxel"``: index units; or
         one spacing for every case.
-    nsd_tolerance, worst_distance, connectivity
-        As in :func:`ccmetrics.evaluate` (mm with a spacing).
+    nsd_tolerance, worst_distance, connectivity, detection_rule
+        As in :func:`ccmetrics.evaluate` (mm with a spacing). With the ``detection`` metric the
+        result also holds ``per_prediction``, one row per predicted component.
     gt_suffix, pred_suffix : str, optional
         Regular expressions removed from the end of file names (after the
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
@@ -837,6 +859,7 @@ def evaluate_dataset(
         tuple(m for m in ordered if not m.builtin),
         current_engine(),
         limit,
+        str(DetectionRule.parse(detection_rule)),
     )
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -912,8 +935,16 @@ def _assemble(
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
     per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
     per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
+    per_prediction = None
+    if any(m.name == "detection" for m in ordered):
+        found = [o["predictions"] for o in outputs if o.get("predictions") is not None and len(o["predictions"])]
+        per_prediction = pd.concat(found, ignore_index=True) if found else schema.PER_PREDICTION.empty()
+        per_prediction = per_prediction.sort_values(list(schema.PER_PREDICTION.key), kind="stable")
+        per_prediction = per_prediction.reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
-    return DatasetResult(per_component, per_case, ignored, timings, record, columns, run=run)
+    return DatasetResult(
+        per_component, per_case, ignored, timings, record, columns, run=run, per_prediction=per_prediction
+    )
 
 
 def _check_picklable(options: EvalOptions) -> None:

@@ -37,6 +37,7 @@ from scipy import ndimage
 from ._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
 from .components import ComponentCache, Sites, run_components
 from .config import current
+from .detection_rules import LesionDetections, judge
 from .overlap import overlap_scores
 from .surface import SURFACE_REDUCTIONS, directed_distances, physical
 from .torch_emulation import quantile_rank, torch_lerp
@@ -81,19 +82,20 @@ def _touches(sites: Sites, other: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DetectionResult:
-    """Lesion detection counts and autoPET false positive / negative volumes.
+    """Lesion detection counts under a detection rule, split and merged lesions, autoPET volumes.
 
     Attributes
     ----------
     tp, fn : int
-        GT components overlapping / not overlapping the prediction.
+        GT components (lesions) detected / not detected under the rule
+        (:mod:`ccmetrics.detection_rules`; default ``overlap``: any overlap with the prediction).
     fp : int
-        Prediction components overlapping no GT.
+        Prediction components that overlap no detected lesion.
     n_pred_components : int
     sensitivity : float
         ``tp / (tp + fn)``; NaN without GT components.
     precision : float
-        Share of prediction components overlapping the GT; NaN without any.
+        Share of prediction components that overlap a detected lesion; NaN without any.
     f1 : float
         Harmonic mean of sensitivity and precision (0 when both are 0, NaN
         when either is NaN).
@@ -104,6 +106,12 @@ class DetectionResult:
         when a spacing (mm) is given, voxels otherwise.
     volume_unit : str
         ``"ml"`` or ``"voxels"``.
+    n_split : int
+        Lesions overlapped by two or more prediction components.
+    n_merged : int
+        Prediction components overlapping two or more lesions.
+    rule : str
+        The detection rule, as written (``"overlap"``, ``"iou:0.1"``, ...).
     """
 
     tp: int
@@ -116,6 +124,9 @@ class DetectionResult:
     false_positive_volume: float
     false_negative_volume: float
     volume_unit: str
+    n_split: int = 0
+    n_merged: int = 0
+    rule: str = "overlap"
 
 
 def detection(
@@ -125,8 +136,9 @@ def detection(
     connectivity: int | None = None,
     spacing: Any | None = None,
     volume_connectivity: int | None = None,
+    rule: Any = None,
 ) -> DetectionResult:
-    """Lesion detection counts and the autoPET false positive / negative volumes.
+    """Lesion detection counts under a detection rule and the autoPET false positive / negative volumes.
 
     Parameters
     ----------
@@ -139,6 +151,10 @@ def detection(
     volume_connectivity : int, optional
         Components for the two volumes: 18 in 3D (autoPET's official script)
         and 8 in 2D by default.
+    rule : str or DetectionRule, optional
+        What counts as detected (:mod:`ccmetrics.detection_rules`): ``"overlap"`` (default),
+        ``"iou:T"``, ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. The autoPET volumes do not
+        depend on it: they count the components without any overlap, as autoPET defines them.
 
     Returns
     -------
@@ -153,10 +169,16 @@ def detection(
     (1, 1, 1, 0.5, 0.5)
     >>> d.false_positive_volume, d.false_negative_volume, d.volume_unit
     (1.0, 4.0, 'voxels')
+
+    The lesion found is covered at 4 of its 4 voxels, but the prediction component is 6 voxels
+    large: IoU 4/6.
+
+    >>> detection(pred, gt, rule="iou:0.7").tp, detection(pred, gt, rule="coverage:1").tp
+    (0, 1)
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
     return detection_from_components(
-        ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing, volume_connectivity
+        ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing, volume_connectivity, rule=rule
     )
 
 
@@ -166,6 +188,9 @@ def detection_from_components(
     connectivity: int | None = None,
     spacing: Sequence[float] | None = None,
     volume_connectivity: int | None = None,
+    *,
+    rule: Any = None,
+    detections: LesionDetections | None = None,
 ) -> DetectionResult:
     """:func:`detection` on masks whose components are already (or lazily) labelled.
 
@@ -181,6 +206,11 @@ def detection_from_components(
         As in :func:`detection`.
     spacing : tuple of float, optional
         Already validated spacing (``ccmetrics._inputs.as_spacing``) in mm.
+    rule : str or DetectionRule, optional
+        As in :func:`detection`.
+    detections : LesionDetections, optional
+        The case's lesions already judged (:func:`ccmetrics.detection_rules.judge`, as
+        :func:`ccmetrics.evaluate` does for its ``detected`` column): used instead of judging again.
 
     Returns
     -------
@@ -200,10 +230,9 @@ def detection_from_components(
         volume_connectivity if volume_connectivity is not None else (18 if ndim == 3 else 8), ndim
     )
     gt_sites, pred_sites = gt_cc(conn), pred_cc(conn)
-    detected = _touches(gt_sites, pred_mask)
-    pred_hits = _touches(pred_sites, gt_mask)
-    tp, fn = int(detected.sum()), int((~detected).sum())
-    fp, n_pred = int((~pred_hits).sum()), pred_sites.n
+    judged = detections if detections is not None else judge(pred_sites, gt_sites, rule)
+    tp, fn = int(judged.detected.sum()), int((~judged.detected).sum())
+    fp, n_pred = int((~judged.pred_tp).sum()), len(judged.pred_tp)
     sensitivity = tp / (tp + fn) if tp + fn else math.nan
     precision = (n_pred - fp) / n_pred if n_pred else math.nan
     if math.isnan(sensitivity) or math.isnan(precision):
@@ -213,12 +242,14 @@ def detection_from_components(
 
     if vol_conn != conn:
         gt_sites, pred_sites = gt_cc(vol_conn), pred_cc(vol_conn)
-        detected, pred_hits = _touches(gt_sites, pred_mask), _touches(pred_sites, gt_mask)
+    detected, pred_hits = _touches(gt_sites, pred_mask), _touches(pred_sites, gt_mask)  # autoPET: any overlap
     scale = _voxel_volume(spacing) / 1000.0 if spacing is not None else 1.0
     fp_volume = float(pred_sites.volumes[~pred_hits].sum()) * scale
     fn_volume = float(gt_sites.volumes[~detected].sum()) * scale
+    unit = "ml" if spacing is not None else "voxels"
+    n_split, n_merged = int(judged.split.sum()), int(judged.merged.sum())
     return DetectionResult(
-        tp, fn, fp, n_pred, sensitivity, precision, f1, fp_volume, fn_volume, "ml" if spacing is not None else "voxels"
+        tp, fn, fp, n_pred, sensitivity, precision, f1, fp_volume, fn_volume, unit, n_split, n_merged, str(judged.rule)
     )
 
 

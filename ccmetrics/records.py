@@ -124,39 +124,47 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _encode_frame(frame: pd.DataFrame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    return {
+        "columns": [str(c) for c in frame.columns],
+        "dtypes": [str(t) for t in frame.dtypes],
+        "data": [[_plain(v) for v in row] for row in frame.itertuples(index=False, name=None)],
+    }
+
+
+def _decode_frame(table: dict[str, Any] | None) -> pd.DataFrame | None:
+    if table is None:
+        return None
+    frame = pd.DataFrame(table["data"], columns=table["columns"])
+    return frame.astype(dict(zip(table["columns"], table["dtypes"])))
+
+
 def encode_output(output: dict[str, Any]) -> dict[str, Any]:
     """One case's output of :func:`ccmetrics.dataset.evaluate_task` as plain JSON-able data, losslessly.
 
     Floats keep every bit (JSON numbers written with ``repr``; NaN and infinities as JSON's
-    ``NaN``/``Infinity``), the component table keeps its column order and dtypes.
+    ``NaN``/``Infinity``), the component and prediction tables keep their column order and dtypes.
     """
-    frame = output.get("components")
-    components = None
-    if frame is not None:
-        components = {
-            "columns": [str(c) for c in frame.columns],
-            "dtypes": [str(t) for t in frame.dtypes],
-            "data": [[_plain(v) for v in row] for row in frame.itertuples(index=False, name=None)],
-        }
     return {
         "rows": [{k: _plain(v) for k, v in row.items()} for row in output["rows"]],
-        "components": components,
+        "components": _encode_frame(output.get("components")),
+        "predictions": _encode_frame(output.get("predictions")),
         "timing": {k: _plain(v) for k, v in output["timing"].items()},
         "retry": bool(output.get("retry", False)),
     }
 
 
 def decode_output(data: dict[str, Any]) -> dict[str, Any]:
-    """The inverse of :func:`encode_output`: rows, the component table with its dtypes, and the timing."""
-    components = data.get("components")
-    frame = None
-    if components is not None:
-        frame = pd.DataFrame(components["data"], columns=components["columns"])
-        if len(frame):
-            frame = frame.astype(dict(zip(components["columns"], components["dtypes"])))
-        else:
-            frame = frame.astype({c: t for c, t in zip(components["columns"], components["dtypes"])})
-    return {"rows": data["rows"], "components": frame, "timing": data["timing"], "retry": data.get("retry", False)}
+    """The inverse of :func:`encode_output`: rows, the component and prediction tables with their dtypes, the timing."""
+    return {
+        "rows": data["rows"],
+        "components": _decode_frame(data.get("components")),
+        "predictions": _decode_frame(data.get("predictions")),
+        "timing": data["timing"],
+        "retry": data.get("retry", False),
+    }
 
 
 # ---------------------------------------------------------------- the folder of records

@@ -293,6 +293,9 @@ class CaseInputs:
     connectivity : int or None
         The evaluation's component connectivity (None: the full one).
     spacing : tuple of float or None
+    detections : LesionDetections or None
+        The lesions and prediction components already judged under the evaluation's detection rule
+        (:func:`ccmetrics.detection_rules.judge`), when :func:`ccmetrics.evaluate` needed them.
     """
 
     pred: ComponentCache
@@ -301,6 +304,7 @@ class CaseInputs:
     sites: str
     connectivity: int | None
     spacing: tuple[float, ...] | None
+    detections: Any = None
 
 
 _REGISTRY: dict[str, Metric] = {}
@@ -519,7 +523,7 @@ def table_columns(table: schema.TableSchema, metrics: Sequence[str | Metric], *,
 
     >>> table_columns(schema.PER_CASE, ["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
     ['spacing', 'n_components', 'empty_gt', 'pred_volume', 'worst_distance', 'dice', 'cc_dice', 'sensitivity',
-     'precision', 'f1', 'fp_volume', 'fn_volume', 'pred_volume_ml']
+     'precision', 'f1', 'fp_volume', 'fn_volume', 'split_lesions', 'merged_components', 'pred_volume_ml']
     >>> table_columns(schema.PER_COMPONENT, ["dice", "detection"])[-2:]
     ['worst_distance', 'dice']
     """
@@ -865,7 +869,9 @@ def _lesion_dice(inputs: CaseInputs) -> Any:
 def _detection(inputs: CaseInputs) -> Any:
     from .lesions import detection_from_components
 
-    return detection_from_components(inputs.pred, inputs.gt, inputs.connectivity, inputs.spacing)
+    return detection_from_components(
+        inputs.pred, inputs.gt, inputs.connectivity, inputs.spacing, detections=inputs.detections
+    )
 
 
 def _builtin() -> list[Metric]:
@@ -946,13 +952,18 @@ def _builtin() -> list[Metric]:
             "case",
             _detection,
             builtin=True,
-            description="lesion detection (any overlap) and the autoPET false positive / negative volumes",
+            description=(
+                "lesion detection under the detection rule (default: any overlap), split and merged lesions, "
+                "and the autoPET false positive / negative volumes"
+            ),
             columns=(
                 Column("sensitivity", "Sensitivity", "rate", source="sensitivity"),
                 Column("precision", "Precision", "rate", source="precision"),
                 Column("f1", "F1", "rate", source="f1"),
                 Column("fp_volume", "FP volume", "volume", False, 0.0, "volume", source="false_positive_volume"),
                 Column("fn_volume", "FN volume", "volume", False, 0.0, "volume", source="false_negative_volume"),
+                Column("split_lesions", "Split lesions", "count", False, 0.0, source="n_split"),
+                Column("merged_components", "Merged components", "count", False, 0.0, source="n_merged"),
             ),
         ),
     ]

@@ -23,8 +23,10 @@ class CaseResult:
     per_component : pandas.DataFrame
         One row per GT component (index ``component``, 1..K in raster order):
         ``volume`` (voxels), ``volume_mm3`` (when a spacing is given),
-        ``gt_label`` (with ``sites="labels"``), ``detected`` (the component
-        overlaps the prediction), then one column per metric with the raw
+        ``gt_label`` (with ``sites="labels"``), ``detected`` (under the detection
+        rule; default: the component overlaps the prediction), with the
+        ``detection`` metric ``n_pred`` (prediction components overlapping it) and
+        ``split`` (two or more), then one column per metric with the raw
         value of that component's region: distances are ``inf`` when the
         region holds no prediction.
     cc : dict
@@ -56,6 +58,15 @@ class CaseResult:
         ``lesion_hd95``; ``sensitivity``, ``precision``, ``f1``, ``fp_volume``, ``fn_volume``.
     pred_volume : int
         Prediction voxels in the image (for an empty GT: the false-positive volume).
+    per_prediction : pandas.DataFrame or None
+        With the ``detection`` metric: one row per predicted connected component (index
+        ``prediction``, 1..M in raster order): ``volume``, ``volume_mm3`` (with a spacing),
+        ``gt_lesions`` (the components it overlaps, ``"1;3"``), ``n_gt``, ``merged``, ``best_iou``,
+        ``outcome`` (``"tp"`` or ``"fp"`` under the rule), ``region`` (the component whose Voronoi
+        region holds most of it; 0 without GT) and its centroid ``centroid_i``, ``centroid_j``
+        (, ``centroid_k``) in voxels. None without the detection metric.
+    detection_rule : str
+        The rule ``detected`` follows (:mod:`ccmetrics.detection_rules`).
     """
 
     per_component: pd.DataFrame
@@ -69,6 +80,8 @@ class CaseResult:
     details: dict[str, Any] = field(default_factory=dict)
     case_scores: dict[str, float] = field(default_factory=dict)
     pred_volume: int = 0
+    per_prediction: pd.DataFrame | None = None
+    detection_rule: str = "overlap"
 
     def summary(self) -> pd.DataFrame:
         """Table with one row per score and columns ``standard`` and ``cc`` (NaN where not defined).
@@ -112,6 +125,48 @@ class CaseResult:
         table[schema.WORST_DISTANCE] = float(self.worst_distance)
         return table[others + [schema.WORST_DISTANCE] + metrics]
 
+    def prediction_frame(
+        self, case: str | None = None, class_value: int = 1, affine: Any | None = None
+    ) -> pd.DataFrame | None:
+        """The per-prediction table in the tidy data-set format (:data:`ccmetrics.schema.PER_PREDICTION`).
+
+        ``affine``: the image's voxel-to-patient (RAS, mm) matrix, ``(ndim + 1)`` square, as
+        :class:`ccmetrics.io.Image` holds it; the centroids' ``centroid_x_mm`` ... are NaN without it.
+        None when the case was evaluated without the ``detection`` metric.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ccmetrics import evaluate
+        >>> gt = np.zeros((8, 8), bool); gt[1:3, 1:3] = True
+        >>> pred = np.zeros_like(gt); pred[1:3, 1:4] = True; pred[6, 6] = True
+        >>> frame = evaluate(pred, gt, ["detection"]).prediction_frame("c1", affine=np.diag([0.5, 0.5, 1.0]))
+        >>> columns = ["prediction", "volume", "gt_lesions", "outcome", "centroid_i", "centroid_x_mm"]
+        >>> print(frame[columns].to_string(index=False))
+         prediction  volume gt_lesions outcome  centroid_i  centroid_x_mm
+                  1       6          1      tp         1.5           0.75
+                  2       1                 fp         6.0           3.00
+        """
+        if self.per_prediction is None:
+            return None
+        table = self.per_prediction.reset_index()
+        if schema.VOLUME_MM3 not in table:
+            table.insert(table.columns.get_loc(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
+        for column in schema.CENTROID_VOXEL:
+            if column not in table:
+                table[column] = np.nan
+        voxel = table[list(schema.CENTROID_VOXEL)].to_numpy(float)
+        patient = np.full((len(table), 3), np.nan)
+        if affine is not None and len(table):
+            matrix = np.asarray(affine, dtype=float)
+            n = matrix.shape[0] - 1
+            patient[:, :n] = voxel[:, :n] @ matrix[:n, :n].T + matrix[:n, n]
+        for i, column in enumerate(schema.CENTROID_MM):
+            table[column] = patient[:, i]
+        table.insert(0, schema.CASE, case)
+        table.insert(1, schema.CLASS, int(class_value))
+        return table[schema.PER_PREDICTION.columns()]
+
     def case_row(self) -> dict[str, Any]:
         """One row of the tidy per-case table: counts, global (``m``), CC (``cc_m``) and case-level scores.
 
@@ -147,4 +202,53 @@ def component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str)
         table[schema.VOLUME_MM3] = found.volumes * float(np.prod(spacing))
     if sites == "labels":
         table[schema.GT_LABEL] = found.source_label
+    return table
+
+
+def prediction_table(
+    pred_sites: Sites,
+    detections: Any,
+    pred_flat: np.ndarray,
+    pred_region: np.ndarray,
+    spacing: tuple[float, ...] | None,
+) -> pd.DataFrame:
+    """``per_prediction``: one row per predicted component (1..M), from the case's judged detections.
+
+    ``detections`` is the :class:`~ccmetrics.detection_rules.LesionDetections` of the case;
+    ``pred_flat`` and ``pred_region`` the prediction's voxels (sorted flat indices) and the Voronoi
+    region of each (:class:`ccmetrics.geometry.CaseRegions`). Cost: one binary search per
+    prediction voxel and a few bincounts.
+    """
+    m = pred_sites.n
+    table = pd.DataFrame(index=pd.RangeIndex(1, m + 1, name=schema.PREDICTION))
+    volumes = pred_sites.volumes
+    table[schema.VOLUME] = volumes
+    if spacing is not None:
+        table[schema.VOLUME_MM3] = volumes * float(np.prod(spacing))
+    lesions: list[list[int]] = [[] for _ in range(m)]
+    for g, p in zip(detections.pair_gt.tolist(), detections.pair_pred.tolist()):  # sorted by lesion: each list ascends
+        lesions[p - 1].append(g)
+    table[schema.GT_LESIONS] = [schema.LESION_SEPARATOR.join(map(str, ls)) for ls in lesions]
+    table[schema.N_GT] = detections.n_gt
+    table[schema.MERGED] = detections.merged
+    table[schema.BEST_IOU] = detections.best_iou
+    table[schema.OUTCOME] = np.where(detections.pred_tp, schema.TRUE_POSITIVE, schema.FALSE_POSITIVE)
+    region = np.zeros(m, dtype=np.int64)
+    if m and len(pred_flat):
+        component = pred_sites.labels_at(pred_flat).astype(np.int64)
+        k = int(pred_region.max()) + 1
+        keys, counts = np.unique(component * k + pred_region, return_counts=True)
+        comp, reg = keys // k, keys % k
+        best = np.lexsort((reg, -counts, comp))  # per component: most voxels first, then the lowest region
+        first = best[np.r_[True, np.diff(comp[best]) != 0]]
+        region[comp[first] - 1] = reg[first]
+    table[schema.REGION] = region
+    if m:
+        coords = pred_sites.coords()
+        which = pred_sites.label - 1
+        for axis, column in enumerate(schema.CENTROID_VOXEL[: coords.shape[1]]):
+            table[column] = np.bincount(which, weights=coords[:, axis], minlength=m) / volumes
+    else:
+        for column in schema.CENTROID_VOXEL[: len(pred_sites.shape)]:
+            table[column] = np.zeros(0)
     return table

@@ -7,6 +7,9 @@ files, :mod:`ccmetrics.stats`, :mod:`ccmetrics.plots`, the report and the comman
     One row per GT connected component (lesion) of every case and class.
 ``per_case`` (:data:`PER_CASE`)
     One row per case and class, every image file of both folders included (errors too).
+``per_prediction`` (:data:`PER_PREDICTION`)
+    One row per predicted connected component of every case and class (with the ``detection``
+    metric): matched or not, its size, the lesions it overlaps and where it lies.
 ``summary`` (:data:`SUMMARY`)
     One row per class, metric and aggregation: the data set's means, medians and intervals.
 
@@ -41,6 +44,7 @@ __all__ = [
     "PER_CASE",
     "PER_CASE_FRONT",
     "PER_COMPONENT",
+    "PER_PREDICTION",
     "SUMMARY",
     "TableSchema",
     "base",
@@ -57,6 +61,17 @@ VOLUME = "volume"
 VOLUME_MM3 = "volume_mm3"
 GT_LABEL = "gt_label"
 DETECTED = "detected"
+N_PRED = "n_pred"
+SPLIT = "split"
+PREDICTION = "prediction"
+GT_LESIONS = "gt_lesions"
+N_GT = "n_gt"
+MERGED = "merged"
+BEST_IOU = "best_iou"
+OUTCOME = "outcome"
+REGION = "region"
+CENTROID_VOXEL = ("centroid_i", "centroid_j", "centroid_k")
+CENTROID_MM = ("centroid_x_mm", "centroid_y_mm", "centroid_z_mm")
 WORST_DISTANCE = "worst_distance"
 
 STATUS = "status"
@@ -91,6 +106,11 @@ MISSING_PREDICTION = "missing_prediction"
 EMPTY_GT_FLAG = "empty_gt"
 #: flags are joined with this separator in one cell
 FLAG_SEPARATOR = ";"
+
+#: ``outcome`` of a predicted component: it overlaps a detected lesion, or not
+TRUE_POSITIVE, FALSE_POSITIVE = "tp", "fp"
+#: separator of the lesion numbers in a ``gt_lesions`` cell
+LESION_SEPARATOR = ";"
 
 #: ``aggregation`` of a summary row: the global value per case; the CC mean per patient (mean of the case
 #: means); the CC mean over all lesions pooled; a case-level score
@@ -226,10 +246,54 @@ PER_COMPONENT = TableSchema(
         Field(VOLUME, "int", "its volume in voxels"),
         Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
         Field(GT_LABEL, "int", "its label value in a GT instance map (sites='labels' only)", required=False),
-        Field(DETECTED, "bool", "the component overlaps the prediction"),
+        Field(
+            DETECTED, "bool", "the lesion is detected under the detection rule (default: it overlaps the prediction)"
+        ),
+        Field(N_PRED, "int", "prediction components overlapping it (with the detection metric)", required=False),
+        Field(
+            SPLIT, "bool", "two or more prediction components overlap it (with the detection metric)", required=False
+        ),
         Field(WORST_DISTANCE, "float", "what a missed lesion's distances count as in means (mm or voxels)"),
     ),
     key=(CASE, CLASS, COMPONENT),
+)
+
+#: one row per predicted connected component of every case and class (with the ``detection`` metric)
+PER_PREDICTION = TableSchema(
+    "per_prediction",
+    "per_prediction.csv",
+    fields=(
+        Field(CASE, "str", "the case id", text=True),
+        Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
+        Field(PREDICTION, "int", "the predicted component, 1..M in raster order of its first voxel"),
+        Field(VOLUME, "int", "its volume in voxels"),
+        Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
+        Field(
+            GT_LESIONS,
+            "str",
+            "the GT components (per_component's numbers) it overlaps, ';'-separated",
+            text=True,
+            filled=True,
+        ),
+        Field(N_GT, "int", "how many GT components it overlaps"),
+        Field(MERGED, "bool", "it overlaps two or more GT components"),
+        Field(BEST_IOU, "float", "its highest IoU with one GT component (0 when it overlaps none)"),
+        Field(OUTCOME, "str", "tp (it overlaps a lesion detected under the rule) or fp"),
+        Field(
+            REGION,
+            "int",
+            "the GT component whose Voronoi region holds most of its voxels (ties: the lowest; 0 without GT)",
+        ),
+        *(
+            Field(c, "float", f"its centroid, voxel index along axis {i} (NaN for a missing axis)")
+            for i, c in enumerate(CENTROID_VOXEL)
+        ),
+        *(
+            Field(c, "float", f"its centroid in patient (RAS) mm, {c[9]} (NaN without the image's geometry)")
+            for c in CENTROID_MM
+        ),
+    ),
+    key=(CASE, CLASS, PREDICTION),
 )
 
 #: one row per case and class, every image file of both folders included (errors too)

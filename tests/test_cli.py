@@ -234,6 +234,7 @@ def test_summary_json_counts_options_and_aggregations(data):
         "nsd_tolerance": 1.0,
         "worst_distance": None,
         "connectivity": None,
+        "detection_rule": "overlap",
         "gt_suffix": None,
         "pred_suffix": None,
         "tolerance_mm": 1e-3,

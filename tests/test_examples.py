@@ -118,3 +118,15 @@ def test_docs_nuclei_snippet_and_output(capsys, tmp_path):
     finally:
         sys.argv = argv
     assert capsys.readouterr().out.strip() == shown.strip()
+
+
+def test_detection_rules_example_hand_computed(capsys):
+    namespace = runpy.run_path(str(ROOT / "examples" / "detection_rules.py"))
+    r = namespace["r"]  # the dice:0.7 result
+    # lesion 1: 10 voxels, union of two components (3 + 2 voxels) inside it: Dice 10/15 < 0.7; lesion 2: 8/10
+    assert r.per_component["detected"].tolist() == [False, True]
+    assert r.per_component["n_pred"].tolist() == [2, 1] and r.per_component["split"].tolist() == [True, False]
+    assert r.per_prediction["best_iou"].tolist() == pytest.approx([0.3, 0.2, 4 / 6])
+    assert r.case_scores["precision"] == pytest.approx(1 / 3) and r.case_scores["sensitivity"] == 0.5
+    out = capsys.readouterr().out
+    assert "iou:0.5      detected [True, True]" in out and "coverage:0.6 detected [False, True]" in out
