@@ -200,24 +200,3 @@ def as_non_negative(value: Any, name: str) -> float:
     if not math.isfinite(out) or out < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return out
-
-
-def as_classes(classes: Any) -> tuple[int, ...]:
-    """Validate class labels: a sequence of distinct non-negative integers (``classes="1"`` is an error).
-
-    >>> as_classes([1, 2]), as_classes(np.array([3]))
-    ((1, 2), (3,))
-    """
-    if isinstance(classes, (str, bytes)) or np.isscalar(classes):
-        raise TypeError(f"classes must be a sequence of integer labels such as [1, 2], got {classes!r}")
-    values = list(np.asarray(classes).ravel()) if isinstance(classes, np.ndarray) else list(classes)
-    for c in values:
-        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)):
-            raise TypeError(f"classes must hold integer labels, got {c!r} in {classes!r}")
-        if c < 0:
-            raise ValueError(f"class labels must be >= 0, got {c}")
-    if len(set(values)) != len(values):
-        raise ValueError(f"classes must be distinct, got {classes!r}")
-    if not values:
-        raise ValueError("classes is empty")
-    return tuple(int(c) for c in values)

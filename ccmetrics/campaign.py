@@ -47,6 +47,7 @@ OUTPUT_NAMES = (
     "per_component.csv",
     "per_prediction.csv",
     "summary.json",
+    "nnunet_summary.json",
     "plots",
     "report.html",
 )

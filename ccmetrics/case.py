@@ -34,7 +34,6 @@ from . import registry, schema
 from ._engines import case_values, region_values
 from ._inputs import (
     as_binary_mask,
-    as_classes,
     as_label_map,
     as_non_negative,
     as_sites_mode,
@@ -43,6 +42,7 @@ from ._inputs import (
 )
 from ._threads import submit, worker_threads
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
+from .classes import parse_classes, remove_ignored
 from .components import ComponentCache
 from .detection_rules import DetectionRule, LesionDetections, judge
 from .geometry import CaseRegions, CaseSurfaces, PredictionVoxels
@@ -68,6 +68,7 @@ def evaluate(
     sites: str = ...,
     classes: None = ...,
     detection_rule: Any = ...,
+    ignore_label: None = ...,
 ) -> CaseResult: ...
 
 
@@ -82,8 +83,9 @@ def evaluate(
     nsd_tolerance: float = ...,
     worst_distance: float | None = ...,
     sites: str = ...,
-    classes: Sequence[int],
+    classes: Any,
     detection_rule: Any = ...,
+    ignore_label: int | None = ...,
 ) -> dict[int, CaseResult]: ...
 
 
@@ -97,8 +99,9 @@ def evaluate(
     nsd_tolerance: float = 1.0,
     worst_distance: float | None = None,
     sites: str = "components",
-    classes: Sequence[int] | None = None,
+    classes: Any = None,
     detection_rule: Any = None,
+    ignore_label: int | None = None,
 ) -> CaseResult | dict[int, CaseResult]:
     """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
 
@@ -136,15 +139,21 @@ def evaluate(
     sites : {"components", "labels"}
         Voronoi sites: GT connected components, or the labels of a GT instance
         map (touching instances stay separate).
-    classes : sequence of int, optional
+    classes : sequence of int, str or sequence of ClassSpec, optional
         Evaluate each class of label maps on its own (``pred == c`` vs
-        ``gt == c``); returns a dict class -> CaseResult.
+        ``gt == c``); returns a dict class value -> CaseResult. Regions, unions of
+        labels, as ``"wt=1+2+3,tc=2+3,et=3"`` or :class:`ccmetrics.classes.ClassSpec`
+        (:func:`ccmetrics.classes.parse_classes`; the dict is then keyed 1..n).
     detection_rule : str or DetectionRule, optional
         What counts as a detected lesion, for the ``detected`` column and the ``detection``
         metric (:mod:`ccmetrics.detection_rules`): ``"overlap"`` (default: any overlap),
         ``"iou:T"``, ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. With the ``detection``
         metric the result also holds ``n_pred`` and ``split`` per lesion and the table of
         predicted components (``per_prediction``).
+    ignore_label : int, optional
+        With ``classes``: the GT's voxels of this label (nnU-Net's ``ignore``) are set to
+        background in both label maps before the classes are cut
+        (:func:`ccmetrics.classes.remove_ignored`).
 
     Returns
     -------
@@ -176,6 +185,8 @@ def evaluate(
     >>> evaluate(pred, gt, ["dice"], detection_rule="coverage:0.5").per_component["detected"].tolist()
     [False, True]
     """
+    if ignore_label is not None and classes is None:
+        raise ValueError("ignore_label works on label maps: pass classes=[...] too (the classes to evaluate)")
     if classes is not None:
         return _evaluate_classes(
             pred,
@@ -188,6 +199,7 @@ def evaluate(
             nsd_tolerance=nsd_tolerance,
             worst_distance=worst_distance,
             detection_rule=detection_rule,
+            ignore_label=ignore_label,
         )
     chosen = registry.resolve(metrics)  # 1. validate
     rule = DetectionRule.parse(detection_rule)
@@ -266,16 +278,21 @@ def evaluate(
 
 
 def _evaluate_classes(
-    pred: Any, gt: Any, metrics: Any, classes: Sequence[int], sites: str, **options: Any
+    pred: Any, gt: Any, metrics: Any, classes: Any, sites: str, *, ignore_label: int | None = None, **options: Any
 ) -> dict[int, CaseResult]:
-    """``evaluate`` of each class of two label maps on its own (``pred == c`` against ``gt == c``)."""
+    """``evaluate`` of each class of two label maps on its own (``pred == c`` against ``gt == c``, or the
+    unions of a region's labels), after the ignore label's voxels became background in both."""
     if isinstance(gt, GroundTruth):
         raise ValueError("classes=... takes label maps, not a GroundTruth; prepare one GroundTruth per class")
     if as_sites_mode(sites) != "components":
         raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
+    specs = parse_classes(classes)
     pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
-    return {c: evaluate(pred_map == c, gt_map == c, metrics, **options) for c in as_classes(classes)}
+    if ignore_label is not None:
+        ignore_label = int(as_non_negative(ignore_label, "ignore_label"))
+        gt_map, pred_map, _ = remove_ignored(gt_map, pred_map, ignore_label)
+    return {c.value: evaluate(c.mask(pred_map), c.mask(gt_map), metrics, **options) for c in specs}
 
 
 def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it

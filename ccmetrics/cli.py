@@ -44,11 +44,13 @@ EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-def _int_list(text: str) -> list[int]:
+def _classes_arg(text: str):
+    from .classes import parse_classes
+
     try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integer labels such as 1,2, got {text!r}") from None
+        return parse_classes(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (e.g. 1,2 or 'wt=1+2+3,tc=2+3,et=3')") from None
 
 
 def _name_list(text: str) -> list[str]:
@@ -126,9 +128,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--classes",
-        type=_int_list,
+        type=_classes_arg,
         default=None,
-        help="labels to evaluate one by one in label maps, e.g. 1,2 (default: binary masks)",
+        help="labels or regions to evaluate one by one in label maps, e.g. 1,2 or 'wt=1+2+3,tc=2+3,et=3' "
+        "(named; a region is the union of its labels) (default: binary masks)",
+    )
+    ev.add_argument(
+        "--ignore-label",
+        type=int,
+        default=None,
+        metavar="LABEL",
+        help="GT voxels of this label are set to background in both masks first (nnU-Net's ignore label)",
+    )
+    ev.add_argument(
+        "--dataset-json",
+        default=None,
+        metavar="FILE",
+        help="an nnU-Net v2 dataset.json: its labels and regions are the classes (named by their keys), its "
+        "'ignore' label is ignored, only files with its file_ending are paired",
+    )
+    ev.add_argument(
+        "--nnunet-summary",
+        action="store_true",
+        help="also write OUT_DIR/nnunet_summary.json in nnU-Net's structure (Dice, IoU, TP/FP/FN/TN per "
+        "label or region), with the CC and lesion-wise scores added",
     )
     ev.add_argument(
         "--spacing",
@@ -289,6 +312,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             worst_distance=args.worst_distance,
             connectivity=args.connectivity,
             detection_rule=args.detection_rule,
+            ignore_label=args.ignore_label,
+            dataset_json=args.dataset_json,
+            nnunet_summary=args.nnunet_summary,
             gt_suffix=args.gt_suffix,
             pred_suffix=args.pred_suffix,
             tolerance_mm=args.tolerance_mm,
@@ -312,7 +338,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
     written = result.write(args.out, plots=not args.no_plots, summary=summary)
     print(report(result, seconds, summary=summary))
-    tables = [written[name] for name in ("per_component", "per_prediction", "per_case") if name in written]
+    tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
     print(
         f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
@@ -379,6 +405,9 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
         summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()
+        names = result.class_names
+        if names:
+            table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
         table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
         table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
         with pd.option_context("display.width", 200):

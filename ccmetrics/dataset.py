@@ -48,10 +48,11 @@ import numpy as np
 import pandas as pd
 
 from . import registry, schema
-from ._inputs import as_classes, as_spacing
+from ._inputs import as_spacing
 from .aggregation import cc_values
 from .campaign import EvaluationInterrupted, RunInfo, Stopped, prepare_out_dir, run_cases
 from .case import evaluate
+from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json, remove_ignored
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .detection_rules import DetectionRule
@@ -108,7 +109,7 @@ class EvalOptions:
     """
 
     metrics: tuple[str, ...] = registry.DEFAULT_METRICS
-    classes: tuple[int, ...] | None = None
+    classes: tuple[ClassSpec, ...] | None = None
     spacing: Any = "header"
     nsd_tolerance: float = 1.0
     worst_distance: float | None = None
@@ -118,6 +119,8 @@ class EvalOptions:
     engine: EngineConfig = field(default_factory=EngineConfig)
     max_case_bytes: float | None = None
     detection_rule: str = "overlap"
+    ignore_label: int | None = None
+    nnunet_counts: bool = False
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -130,7 +133,8 @@ class EvalOptions:
         spacing = self.spacing if isinstance(self.spacing, str) else [float(v) for v in np.atleast_1d(self.spacing)]
         return {
             "metrics": list(self.metrics),
-            "classes": list(self.classes) if self.classes else None,
+            "classes": [c.to_dict() for c in self.classes] if self.classes else None,
+            "ignore_label": self.ignore_label,
             "spacing": spacing,
             "nsd_tolerance": self.nsd_tolerance,
             "worst_distance": self.worst_distance,
@@ -154,14 +158,20 @@ def _describe(item: Any) -> str:
 
 
 def pair_folders(
-    gt_dir: _PathLike, pred_dir: _PathLike, *, gt_suffix: str | None = None, pred_suffix: str | None = None
+    gt_dir: _PathLike,
+    pred_dir: _PathLike,
+    *,
+    gt_suffix: str | None = None,
+    pred_suffix: str | None = None,
+    file_ending: str | None = None,
 ) -> tuple[list[CaseTask], list[str]]:
     """Pair the image files of two folders by case id.
 
     The case id is the file name minus its extension (``.nii.gz``, ``.nii``,
     ``.mha``, ``.mhd``, ``.nrrd``, ``.nhdr``) minus an optional trailing
     ``gt_suffix`` / ``pred_suffix`` (a regular expression, e.g. ``"_0000"`` or
-    ``"_pred"``).
+    ``"_pred"``). ``file_ending`` (nnU-Net's, e.g. ``".nii.gz"``): only files with this
+    ending are paired; other files are listed as ignored.
 
     Returns
     -------
@@ -185,13 +195,11 @@ def pair_folders(
             re.compile(suffix or "")
         except re.error as exc:
             raise ValueError(f"{name} {suffix!r} is not a valid regular expression: {exc}") from None
-    gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt")
-    pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred")
+    gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt", file_ending)
+    pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred", file_ending)
     if not gt_files:
-        raise ValueError(
-            f"no image file in the GT folder {gt_dir}; expected names ending in "
-            f".nii.gz, .nii, .mha, .mhd, .nrrd or .nhdr"
-        )
+        endings = file_ending or ".nii.gz, .nii, .mha, .mhd, .nrrd or .nhdr"
+        raise ValueError(f"no image file in the GT folder {gt_dir}; expected names ending in {endings}")
     tasks = []
     for case in sorted(set(gt_files) | set(pred_files)):
         gts, preds = gt_files.get(case, []), pred_files.get(case, [])
@@ -208,7 +216,9 @@ def pair_folders(
     return tasks, gt_ignored + pred_ignored
 
 
-def _scan(folder: _PathLike, suffix: str | None, name: str) -> tuple[dict[str, list[str]], list[str]]:
+def _scan(
+    folder: _PathLike, suffix: str | None, name: str, file_ending: str | None = None
+) -> tuple[dict[str, list[str]], list[str]]:
     folder = Path(folder)
     if not folder.is_dir():
         raise NotADirectoryError(f"{name} folder {folder} does not exist or is not a folder")
@@ -218,7 +228,8 @@ def _scan(folder: _PathLike, suffix: str | None, name: str) -> tuple[dict[str, l
         if path.is_dir():  # not searched: listed, so that files in it do not vanish unnoticed
             ignored.append(str(path) + os.sep)
             continue
-        if is_image_file(path) and not path.name.startswith("."):  # hidden: e.g. macOS "._case.nii.gz"
+        wanted = file_ending is None or path.name.endswith(file_ending)
+        if wanted and is_image_file(path) and not path.name.startswith("."):  # hidden: e.g. macOS "._case.nii.gz"
             files.setdefault(image_id(path, suffix), []).append(str(path))
         else:
             ignored.append(str(path))
@@ -259,7 +270,6 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     DataFrame with the ``detection`` metric, else None) and ``timing``
     (seconds reading and computing).
     """
-    classes = list(options.classes) if options.classes else [1]
     gt_file, pred_file = task.file_names()
     base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
     t0 = time.perf_counter()
@@ -302,7 +312,14 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         results: dict[int, CaseResult]
         with engine_config(options.engine):
             if options.classes:
-                results = evaluate(pred.array, gt.array, options.metric_arguments(), classes=classes, **kwargs)
+                results = evaluate(
+                    pred.array,
+                    gt.array,
+                    options.metric_arguments(),
+                    classes=options.classes,
+                    ignore_label=options.ignore_label,
+                    **kwargs,
+                )
             else:
                 results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
     except Exception as exc:  # one case's failure must never stop the data set
@@ -311,6 +328,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         return failed_output(task, options, message, t_read, time.perf_counter() - t0 - t_read)
     rows, frames, predictions = [], [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
+    names = {c.value: c.name for c in options.classes} if options.classes else {}
+    counts = _nnunet_counts(gt.array, pred.array, options) if options.nnunet_counts else {}
     for c, result in results.items():
         case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
         row: dict[str, Any] = {
@@ -321,11 +340,20 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             ERROR: "",
             schema.SPACING: "x".join(f"{s:g}" for s in spacing) if spacing else "voxel",
         }
+        if names:
+            row[schema.CLASS_NAME] = names[c]
         row.update(result.case_row())
+        row.update(counts.get(c, {}))
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         rows.append(row)
-        frames.append(result.to_frame(task.case, c))
-        predictions.append(result.prediction_frame(task.case, c, gt.affine if gt_known else None))
+        frame = result.to_frame(task.case, c)
+        prediction = result.prediction_frame(task.case, c, gt.affine if gt_known else None)
+        if names:
+            frame.insert(2, schema.CLASS_NAME, names[c])
+            if prediction is not None:
+                prediction.insert(2, schema.CLASS_NAME, names[c])
+        frames.append(frame)
+        predictions.append(prediction)
     t_total = time.perf_counter() - t0
     return {
         "rows": rows,
@@ -341,13 +369,35 @@ def failed_output(
     """The output of a case that could not be evaluated: one error row per class saying why."""
     gt_file, pred_file = task.file_names()
     base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
-    classes = list(options.classes) if options.classes else [1]
+    names = {c.value: {schema.CLASS_NAME: c.name} for c in options.classes} if options.classes else {}
     return {
-        "rows": [{**base, CLASS: c, STATUS: FAILED, FLAGS: "", ERROR: message} for c in classes],
+        "rows": [
+            {**base, CLASS: c, **names.get(c, {}), STATUS: FAILED, FLAGS: "", ERROR: message}
+            for c in class_values(options.classes)
+        ],
         "components": None,
         "predictions": None,
         "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
     }
+
+
+def _nnunet_counts(gt: np.ndarray, pred: np.ndarray, options: EvalOptions) -> dict[int, dict[str, int]]:
+    """Per class: nnU-Net's voxel counts TP, FP, FN and TN, with the ignore label's voxels left out of all four
+    (as ``nnunetv2.evaluation.evaluate_predictions.compute_tp_fp_fn_tn`` counts them)."""
+    total = int(gt.size)
+    gt, pred, ignored = remove_ignored(gt, pred, options.ignore_label)
+    out = {}
+    for spec in options.classes or (ClassSpec(1, "1", (1,)),):
+        g, p = spec.mask(gt), spec.mask(pred)
+        tp = int(np.count_nonzero(g & p))
+        fp, fn = int(np.count_nonzero(p)) - tp, int(np.count_nonzero(g)) - tp
+        out[spec.value] = {
+            schema.TP_VOXELS: tp,
+            schema.FP_VOXELS: fp,
+            schema.FN_VOXELS: fn,
+            schema.TN_VOXELS: total - ignored - tp - fp - fn,
+        }
+    return out
 
 
 def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
@@ -454,6 +504,15 @@ class DatasetResult:
     def __post_init__(self) -> None:
         if not self.columns:
             self.columns = _columns_of(self.options.get("metrics", []), self.per_case)
+
+    @property
+    def class_names(self) -> dict[int, str]:
+        """The name of each class value (label maps evaluated with classes); empty for binary masks."""
+        out = {}
+        for c in self.options.get("classes") or []:  # folders written before names existed hold the labels only
+            value, name = (int(c["value"]), str(c["name"])) if isinstance(c, dict) else (int(c), str(c))
+            out[value] = name
+        return out
 
     @property
     def cc_metrics(self) -> list[str]:
@@ -617,6 +676,15 @@ class DatasetResult:
         }
         text = json.dumps(doc, indent=2, allow_nan=False)
         atomic_write(paths[schema.SUMMARY.name], lambda tmp: tmp.write_text(text))
+        if schema.TP_VOXELS in self.per_case:
+            from .nnunet import nnunet_summary
+
+            extra = [schema.cc(m) for m in self.cc_metrics] + self.case_level_columns
+            nnunet = json.dumps(
+                nnunet_summary(self.per_case, self.options, extra), indent=2
+            )  # NaN as nnU-Net writes it
+            paths["nnunet_summary"] = out / "nnunet_summary.json"
+            atomic_write(paths["nnunet_summary"], lambda tmp: tmp.write_text(nnunet))
         written: dict[str, Any] = {**paths, "plots": []}
         if plots:
             from .plots import write_plots
@@ -709,7 +777,7 @@ def evaluate_dataset(
     pred: _PathLike | None = None,
     metrics: str | Sequence[str] = registry.DEFAULT_METRICS,
     *,
-    classes: Sequence[int] | None = None,
+    classes: Any = None,
     spacing: Any = "header",
     nsd_tolerance: float = 1.0,
     worst_distance: float | None = None,
@@ -726,6 +794,9 @@ def evaluate_dataset(
     case_timeout: float | None = None,
     max_memory: int | str | None = None,
     detection_rule: Any = None,
+    ignore_label: int | None = None,
+    dataset_json: Any = None,
+    nnunet_summary: bool = False,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -744,9 +815,11 @@ def evaluate_dataset(
         Names of the metric registry as in :func:`ccmetrics.evaluate` (``dice``, ``iou``, ``nsd``,
         ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``, and metrics
         registered with :func:`ccmetrics.register_metric`), or registry records.
-    classes : sequence of int, optional
-        Evaluate each label of label maps on its own; default: binary masks
-        (a file holding other values than 0/1 gives an error row).
+    classes : sequence of int, str or sequence of ClassSpec, optional
+        Evaluate each label of label maps on its own, or regions (unions of labels, e.g.
+        ``"wt=1+2+3,tc=2+3,et=3"``; :func:`ccmetrics.classes.parse_classes`), each named in the
+        tables' ``class_name``; default: binary masks (a file holding other values than 0/1 gives an
+        error row).
     spacing : {"header", "voxel"} or numbers
         ``"header"`` (default): each case's voxel spacing from its GT file (mm;
         plain arrays have none, so voxel units); ``"voxel"``: index units; or
@@ -754,6 +827,17 @@ def evaluate_dataset(
     nsd_tolerance, worst_distance, connectivity, detection_rule
         As in :func:`ccmetrics.evaluate` (mm with a spacing). With the ``detection`` metric the
         result also holds ``per_prediction``, one row per predicted component.
+    ignore_label : int, optional
+        With ``classes``: GT voxels of this label are set to background in both masks first.
+    dataset_json : path or DatasetJson, optional
+        An nnU-Net v2 ``dataset.json`` (:func:`ccmetrics.classes.read_dataset_json`): its labels
+        and regions become the classes (named by their keys), its ``ignore`` label the
+        ``ignore_label``, and only files ending in its ``file_ending`` are paired. Not with
+        ``classes`` or ``ignore_label``.
+    nnunet_summary : bool
+        Also count nnU-Net's TP, FP, FN and TN voxels per case and class (``per_case`` columns
+        ``tp_voxels`` ...), from which :meth:`DatasetResult.write` writes ``nnunet_summary.json`` in
+        nnU-Net's structure (:mod:`ccmetrics.nnunet`).
     gt_suffix, pred_suffix : str, optional
         Regular expressions removed from the end of file names (after the
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
@@ -832,8 +916,25 @@ def evaluate_dataset(
             "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
             "and pass its name"
         )
+    file_ending = None
+    if dataset_json is not None:
+        if classes is not None or ignore_label is not None:
+            raise ValueError(
+                "dataset_json (--dataset-json) sets the classes and the ignore label: "
+                "leave classes and ignore_label out"
+            )
+        spec = dataset_json if isinstance(dataset_json, DatasetJson) else read_dataset_json(dataset_json)
+        classes, ignore_label, file_ending = spec.classes, spec.ignore_label, spec.file_ending
     if classes is not None:
-        classes = as_classes(classes)
+        classes = parse_classes(classes)
+    if ignore_label is not None:
+        if classes is None:
+            raise ValueError("ignore_label (--ignore-label) works on label maps: give the classes too (--classes)")
+        if isinstance(ignore_label, bool) or not isinstance(ignore_label, (int, np.integer)) or ignore_label <= 0:
+            raise ValueError(f"ignore_label must be a label value > 0, got {ignore_label!r}")
+        if any(int(ignore_label) in c.labels for c in classes):
+            raise ValueError(f"the ignore label {ignore_label} is also one of the classes' labels")
+        ignore_label = int(ignore_label)
     if isinstance(spacing, str) and spacing not in ("header", "voxel"):
         raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
     if not isinstance(workers, int) or workers < 1:
@@ -841,7 +942,7 @@ def evaluate_dataset(
     if isinstance(gt, (str, os.PathLike)):
         if pred is None:
             raise ValueError("give the predictions folder too: evaluate_dataset(gt_dir, pred_dir)")
-        tasks, ignored = pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix)
+        tasks, ignored = pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
     else:
         if pred is not None:
             raise ValueError("with cases given as a mapping or list, leave pred=None")
@@ -860,6 +961,8 @@ def evaluate_dataset(
         current_engine(),
         limit,
         str(DetectionRule.parse(detection_rule)),
+        ignore_label,
+        bool(nnunet_summary),
     )
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -928,7 +1031,7 @@ def _assemble(
     per_case = pd.DataFrame([row for o in outputs for row in o["rows"]])
     if len(per_case):
         per_case = per_case.sort_values(list(schema.PER_CASE.key), kind="stable").reset_index(drop=True)
-        front = list(schema.PER_CASE_FRONT)
+        front = [c for c in schema.PER_CASE_FRONT if c in per_case.columns]
         per_case = per_case[front + [c for c in per_case.columns if c not in front]]
     if schema.EMPTY_GT not in per_case:  # every case failed (or none finished): the columns of an evaluated case
         per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, ordered))

@@ -56,6 +56,8 @@ __all__ = [
 
 CASE = "case"
 CLASS = "class"
+CLASS_NAME = "class_name"
+TP_VOXELS, FP_VOXELS, FN_VOXELS, TN_VOXELS = "tp_voxels", "fp_voxels", "fn_voxels", "tn_voxels"
 COMPONENT = "component"
 VOLUME = "volume"
 VOLUME_MM3 = "volume_mm3"
@@ -241,7 +243,14 @@ PER_COMPONENT = TableSchema(
     "per_component.csv",
     fields=(
         Field(CASE, "str", "the case id", text=True),
-        Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
+        Field(CLASS, "int", "the class (label value; 1 for binary masks; 1..n when a class is a region)"),
+        Field(
+            CLASS_NAME,
+            "str",
+            "the class's name (label maps: the dataset.json key or --classes name)",
+            required=False,
+            text=True,
+        ),
         Field(COMPONENT, "int", "the GT component, 1..K in raster order of its first voxel"),
         Field(VOLUME, "int", "its volume in voxels"),
         Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
@@ -264,7 +273,14 @@ PER_PREDICTION = TableSchema(
     "per_prediction.csv",
     fields=(
         Field(CASE, "str", "the case id", text=True),
-        Field(CLASS, "int", "the class (label value; 1 for binary masks)"),
+        Field(CLASS, "int", "the class (label value; 1 for binary masks; 1..n when a class is a region)"),
+        Field(
+            CLASS_NAME,
+            "str",
+            "the class's name (label maps: the dataset.json key or --classes name)",
+            required=False,
+            text=True,
+        ),
         Field(PREDICTION, "int", "the predicted component, 1..M in raster order of its first voxel"),
         Field(VOLUME, "int", "its volume in voxels"),
         Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
@@ -303,6 +319,13 @@ PER_CASE = TableSchema(
     fields=(
         Field(CASE, "str", "the case id", text=True),
         Field(CLASS, "int", "the class"),
+        Field(
+            CLASS_NAME,
+            "str",
+            "the class's name (label maps: the dataset.json key or --classes name)",
+            required=False,
+            text=True,
+        ),
         Field(STATUS, "str", "ok, flagged or error"),
         Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
         Field(ERROR, "str", "why the case could not be evaluated", filled=True),
@@ -314,11 +337,22 @@ PER_CASE = TableSchema(
         Field(PRED_VOLUME, "float", "prediction voxels"),
         Field(WORST_DISTANCE, "float", "the case's worst distance"),
     ),
-    tail=(Field(PRED_VOLUME_ML, "float", "prediction volume in ml (NaN without a spacing)"),),
+    tail=(
+        Field(PRED_VOLUME_ML, "float", "prediction volume in ml (NaN without a spacing)"),
+        *(
+            Field(
+                name,
+                "int",
+                f"nnU-Net's {name[:2].upper()} voxel count (--nnunet-summary; ignore label left out)",
+                required=False,
+            )
+            for name in (TP_VOXELS, FP_VOXELS, FN_VOXELS, TN_VOXELS)
+        ),
+    ),
     key=(CASE, CLASS),
 )
-#: the per-case table's first columns: the case, its status and its files
-PER_CASE_FRONT = tuple(f.name for f in PER_CASE.fields[:7])
+#: the per-case table's first columns: the case (and class name, when classes have names), its status and its files
+PER_CASE_FRONT = tuple(f.name for f in PER_CASE.fields[:8])
 
 #: one row per class, metric and aggregation (kept in ``summary.json``)
 SUMMARY = TableSchema(

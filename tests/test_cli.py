@@ -230,6 +230,7 @@ def test_summary_json_counts_options_and_aggregations(data):
     assert doc["options"] == {
         "metrics": METRICS,
         "classes": None,
+        "ignore_label": None,
         "spacing": "header",
         "nsd_tolerance": 1.0,
         "worst_distance": None,
@@ -612,7 +613,10 @@ def test_multiclass_classes_option(tmp_path):
                 assert row[f"cc_{m}"] == pytest.approx(expected[c].cc[m]), (case, c, m)
     assert table.set_index(["case", "class"]).loc[("b", 2), "flags"] == "empty_gt"
     doc = json.loads((out / "summary.json").read_text())
-    assert doc["options"]["classes"] == [1, 2]
+    assert doc["options"]["classes"] == [
+        {"value": 1, "name": "1", "labels": [1]},
+        {"value": 2, "name": "2", "labels": [2]},
+    ]
     assert {(r["class"], r["n"]) for r in doc["empty_gt"]} == {(1, 0), (2, 1)}
     assert {r["class"] for r in doc["summary"]} == {1, 2}
     comps = pd.read_csv(out / "per_component.csv")

@@ -84,7 +84,7 @@ def test_spacing_holes_are_closed(spacing, error, message):
 @pytest.mark.parametrize(
     "classes, error",
     [
-        ("1", TypeError),
+        (1, TypeError),
         ([1.5], TypeError),
         ([True], TypeError),
         ([1, 1], ValueError),

@@ -124,6 +124,13 @@ class ResultFolder:
         """True when the evaluation read binary masks (no ``--classes``)."""
         return not self.options.get("classes")
 
+    def class_labels(self, value: int) -> tuple[int, ...]:
+        """The labels whose union is class ``value`` (one label, or a region's labels)."""
+        for c in self.options.get("classes") or []:
+            if isinstance(c, dict) and int(c["value"]) == int(value):
+                return tuple(int(v) for v in c["labels"])
+        return (int(value),)  # folders written before named classes: the class is its label
+
 
 def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
     """Read the output folder of ``ccmetrics evaluate``.
@@ -399,18 +406,24 @@ def find_components(
     return regions, lesions, false_positives
 
 
-def masks_of(array: np.ndarray, class_value: int | None) -> np.ndarray:
-    """The mask evaluated: ``array == class_value`` for label maps, ``array != 0`` for binary masks."""
-    return array == class_value if class_value is not None else array != 0
+def masks_of(array: np.ndarray, class_value: int | Sequence[int] | None) -> np.ndarray:
+    """The mask evaluated: ``array == class_value`` for label maps (the union of a region's labels when
+    a sequence), ``array != 0`` for binary masks."""
+    if class_value is None:
+        return array != 0
+    if isinstance(class_value, (int, np.integer)):
+        return array == class_value
+    return np.isin(array, list(class_value))
 
 
 def load_case(
     gt_file: Path | None,
     pred_file: Path | None,
     *,
-    class_value: int | None = None,
+    class_value: int | Sequence[int] | None = None,
     spacing: Any = "header",
     connectivity: int | None = None,
+    ignore_label: int | None = None,
 ) -> CaseImages:
     """Read one case's files and find its components.
 
@@ -419,27 +432,29 @@ def load_case(
     gt_file : Path
     pred_file : Path or None
         None: the prediction is missing (evaluated as empty).
-    class_value : int, optional
-        The label of a label map (evaluations with ``--classes``); None for binary masks.
+    class_value : int or sequence of int, optional
+        The label of a label map, or a region's labels (evaluations with ``--classes``); None for
+        binary masks.
     spacing : "header", "voxel" or sequence of float
         The evaluation's ``spacing`` option (for the Voronoi distances).
     connectivity : int, optional
+    ignore_label : int, optional
+        The evaluation's ignore label: its GT voxels become background in both masks first.
 
     Raises
     ------
     OSError, ValueError
         A file cannot be read, or the two images differ in shape.
     """
+    from ..classes import remove_ignored
     from ..io import load_image
 
     gt_image = load_image(gt_file)
-    gt = masks_of(gt_image.array, class_value)
-    if pred_file is None:
-        pred = np.zeros_like(gt)
-    else:
-        pred = masks_of(load_image(pred_file).array, class_value)
-        if pred.shape != gt.shape:
-            raise ValueError(f"prediction shape {pred.shape} differs from the GT's {gt.shape}")
+    pred_array = np.zeros_like(gt_image.array) if pred_file is None else load_image(pred_file).array
+    if pred_array.shape != gt_image.array.shape:
+        raise ValueError(f"prediction shape {pred_array.shape} differs from the GT's {gt_image.array.shape}")
+    gt_array, pred_array, _ = remove_ignored(gt_image.array, pred_array, ignore_label)
+    gt, pred = masks_of(gt_array, class_value), masks_of(pred_array, class_value)
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
     regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity)

@@ -197,13 +197,14 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
     if missing:
         return None, "image file not found: " + ", ".join(missing)
     try:
-        class_value = None if folder.binary else int(row[schema.CLASS])
+        labels = None if folder.binary else folder.class_labels(int(row[schema.CLASS]))
         images = data.load_case(
             gt_file,
             pred_file,
-            class_value=class_value,
+            class_value=labels,
             spacing=folder.options.get("spacing", "header"),
             connectivity=folder.options.get("connectivity"),
+            ignore_label=folder.options.get("ignore_label"),
         )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
