@@ -46,7 +46,8 @@ def nnunet_summary(per_case: pd.DataFrame, options: dict[str, Any], extra_column
     Parameters
     ----------
     per_case : pandas.DataFrame
-        ``DatasetResult.per_case`` (:class:`ccmetrics.dataset.DatasetResult`) of an evaluation with ``nnunet_summary=True``.
+        ``DatasetResult.per_case`` (:class:`ccmetrics.dataset.DatasetResult`) of an evaluation with
+        ``nnunet_summary=True``.
     options : dict
         ``DatasetResult.options`` (its ``classes`` give the keys; binary masks: ``"1"``).
     extra_columns : list of str
