@@ -148,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         "'ignore' label is ignored, only files with its file_ending are paired",
     )
     ev.add_argument(
+        "--size-bins",
+        default=None,
+        metavar="ML",
+        help="inner edges of the lesion-size bins in ml, e.g. 0.1,1,10 (the default): detection rate, CC-Dice, "
+        "lesion and false-positive counts per bin, printed and in summary.json's by_size",
+    )
+    ev.add_argument(
         "--nnunet-summary",
         action="store_true",
         help="also write OUT_DIR/nnunet_summary.json in nnU-Net's structure (Dice, IoU, TP/FP/FN/TN per "
@@ -336,14 +343,39 @@ def _evaluate(args: argparse.Namespace) -> int:
             client.close()
     seconds = time.perf_counter() - start
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
-    written = result.write(args.out, plots=not args.no_plots, summary=summary)
+    size_bins = None
+    if args.size_bins is not None:
+        from .sizes import parse_size_bins
+
+        size_bins = parse_size_bins(args.size_bins)
+    written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins)
     print(report(result, seconds, summary=summary))
+    if size_bins is not None:
+        print(_size_report(result, size_bins))
     tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
     print(
         f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
     )
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _size_report(result, edges) -> str:
+    """The lesion-size table as text (``--size-bins``)."""
+    import pandas as pd
+
+    from . import schema
+
+    table = result.size_table(edges)
+    if table.empty:
+        return "\nDetection by lesion size: no lesion table (no case evaluated)"
+    names = result.class_names
+    if names:
+        table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
+    shown = table.drop(columns=["low", "high", "unit"])
+    with pd.option_context("display.width", 200):
+        text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
 
 
 def _stop_on_sigterm(received: list[int]):

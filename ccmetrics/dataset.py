@@ -618,8 +618,32 @@ class DatasetResult:
             )
         return pd.DataFrame(rows, columns=list(schema.EMPTY_GT_SUMMARY_COLUMNS)).set_index(CLASS)
 
+    def size_table(self, edges: Sequence[float] | None = None) -> pd.DataFrame:
+        """Lesions, detection rate, CC-Dice and false positives per class and lesion-size bin.
+
+        ``edges``: inner bin edges in ml (voxels without a spacing); default 0.1, 1, 10 ml
+        (:func:`ccmetrics.sizes.size_table`). Lesions of evaluated cases only.
+        """
+        from .sizes import size_table
+
+        evaluated = self.per_case.loc[self.per_case[STATUS] != FAILED, CASE].unique()
+        comps = (
+            self.per_component[self.per_component[CASE].isin(evaluated)]
+            if len(self.per_component)
+            else self.per_component
+        )
+        if schema.DETECTED not in comps:
+            return pd.DataFrame()
+        return size_table(comps, edges, per_prediction=self.per_prediction)
+
     def write(
-        self, out_dir: _PathLike, *, plots: bool = True, summary: pd.DataFrame | None = None, **summary_options: Any
+        self,
+        out_dir: _PathLike,
+        *,
+        plots: bool = True,
+        summary: pd.DataFrame | None = None,
+        size_bins: Sequence[float] | None = None,
+        **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
         (and ``per_prediction.csv`` with the ``detection`` metric).
@@ -633,6 +657,9 @@ class DatasetResult:
         summary : pandas.DataFrame, optional
             The :meth:`summary` frame when computed already (``ccmetrics evaluate`` prints it too);
             by default computed here, with ``summary_options``.
+        size_bins : sequence of float, optional
+            Inner edges (ml) of the lesion-size bins of ``summary.json``'s ``by_size`` and of the
+            detection-by-size plot (:meth:`size_table`); default 0.1, 1, 10 ml.
         **summary_options
             The options of :meth:`summary` (``confidence``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -673,6 +700,7 @@ class DatasetResult:
             "options": self.options,
             "columns": {name: column.facts() for name, column in self.columns.items()},
             "run": self.run.to_dict(),
+            "by_size": _records(self.size_table(size_bins).replace(math.inf, np.nan)),  # last bin: high null
         }
         text = json.dumps(doc, indent=2, allow_nan=False)
         atomic_write(paths[schema.SUMMARY.name], lambda tmp: tmp.write_text(text))
@@ -695,6 +723,7 @@ class DatasetResult:
                 out / "plots",
                 metrics=self.options.get("metrics"),
                 columns=self.columns,
+                size_bins=size_bins,
             )
         return written
 

@@ -328,22 +328,6 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     return axes[0].figure
 
 
-def _bin_labels(edges, unit):
-    scale, unit = (1000.0, "ml") if unit == "mm³" else (1.0, "vx")
-    f = lambda v: f"{v / scale:g}"  # noqa: E731
-    labels = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        if lo <= 0 and math.isinf(hi):
-            labels.append("all")
-        elif lo <= 0:
-            labels.append(f"<{f(hi)} {unit}")
-        elif math.isinf(hi):
-            labels.append(f"≥{f(lo)} {unit}")
-        else:
-            labels.append(f"{f(lo)}–{f(hi)} {unit}")
-    return labels
-
-
 def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=None):
     """Detection rate (share of lesions with ``detected`` True) per lesion-size bin.
 
@@ -352,9 +336,10 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     per_component : pandas.DataFrame
         The tidy per-lesion table; needs ``detected`` and ``volume`` (or ``volume_mm3``).
     bins : sequence of float, optional
-        Increasing bin edges, a lesion falls in ``[edge_i, edge_i+1)``; in mm³ when ``volume_mm3`` is
-        known for every lesion, else in voxels. Default ``(0, 100, 1000, 10000, inf)`` mm³ (<0.1 ml,
-        0.1–1 ml, 1–10 ml, ≥10 ml), or ``(0, 10, 100, 1000, inf)`` voxels.
+        Inner bin edges in ml, or in voxels when ``volume_mm3`` is not known for every lesion
+        (:mod:`ccmetrics.sizes`, as ``--size-bins``); a lesion falls in ``[low, high)``. Default
+        ``(0.1, 1, 10)`` ml (<0.1 ml, 0.1–1 ml, 1–10 ml, ≥10 ml), or ``(10, 100, 1000)`` voxels.
+        Full edges from 0 to infinity (mm³ or voxels), as earlier versions took, are accepted too.
 
     ax, class_value
         As in :func:`plot_metric_vs_volume`.
@@ -365,25 +350,22 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     -------
     matplotlib.figure.Figure
     """
+    from .sizes import size_table
+
     df = _of_class(per_component, class_value, "per_component")
     _require(df, [DETECTED], "per_component", "it is True where the lesion overlaps the prediction")
-    vol, unit = _volumes(df)
-    if bins is None:
-        bins = (0, 100, 1000, 10000, math.inf) if unit == "mm³" else (0, 10, 100, 1000, math.inf)
-    edges = np.asarray(bins, float)
-    if len(edges) < 2 or np.any(np.diff(edges) <= 0):
-        raise ValueError(f"bins must be at least two increasing edges, got {list(bins)}")
-    idx = np.searchsorted(edges, vol, side="right") - 1
-    det = df[DETECTED].to_numpy(bool)
-    counts = np.array([(idx == i).sum() for i in range(len(edges) - 1)])
-    hits = np.array([det[idx == i].sum() for i in range(len(edges) - 1)])
-    rates = np.divide(hits, counts, out=np.zeros(len(counts)), where=counts > 0)
+    _, unit = _volumes(df)
+    if bins is not None and len(bins) >= 2 and bins[0] == 0 and math.isinf(bins[-1]):  # full edges (mm³ or voxels)
+        bins = [b / 1000.0 if unit == "mm³" else b for b in bins[1:-1]]
+    table = size_table(df if CLASS in df.columns else df.assign(**{CLASS: 1}), bins)
+    table = table[table[CLASS] == table[CLASS].iloc[0]]
+    counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
+    rates = np.nan_to_num(table["detection_rate"].to_numpy(float))
     ax = ax if ax is not None else _figure((6.0, 4.4))[0]
-    labels = _bin_labels(edges, unit)
     ax.bar(range(len(rates)), rates, color=STANDARD_COLOR, alpha=0.8, width=0.7)
     for i, (h, n) in enumerate(zip(hits, counts)):
         ax.text(i, rates[i] + 0.02, f"{h}/{n}" if n else "n = 0", ha="center", va="bottom", fontsize="small")
-    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xticks(range(len(table)), table["bin"].tolist())
     ax.set_ylim(0, 1.12)
     ax.set(
         xlabel=f"lesion size ({'ml' if unit == 'mm³' else 'voxels'})",
@@ -433,7 +415,7 @@ def plot_comparison(scores: pd.DataFrame, mean_ranks: pd.Series, metric: str):
     return left.figure
 
 
-def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None):
+def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None, size_bins=None):
     """Write the standard figures as PNGs (120 dpi) into ``out_dir`` (created) and return their paths.
 
     Files: ``metric_vs_volume_<m>.png`` for the first overlap metric present (dice, iou, nsd),
@@ -452,6 +434,8 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None)
         those of ``columns``) where present.
     columns : mapping of str to ccmetrics.registry.Column, optional
         Facts of metrics this process has not registered (a result folder's); the registry's otherwise.
+    size_bins : sequence of float, optional
+        Inner edges (ml) of the detection-by-size bins (:mod:`ccmetrics.sizes`).
 
     Returns
     -------
@@ -496,7 +480,7 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None)
             if m is not None:
                 save(plot_metric_vs_volume(comp, m, columns=columns, **kc), f"metric_vs_volume_{m}{sfx}.png")
             if DETECTED in comp.columns:
-                save(plot_detection_by_size(comp, **kc), f"detection_by_size{sfx}.png")
+                save(plot_detection_by_size(comp, bins=size_bins, **kc), f"detection_by_size{sfx}.png")
         if len(case):
             for m in names:
                 if m in case.columns and cc(m) in case.columns:
