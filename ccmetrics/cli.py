@@ -155,6 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
         "lesion and false-positive counts per bin, printed and in summary.json's by_size",
     )
     ev.add_argument(
+        "--metadata",
+        default=None,
+        metavar="TABLE.csv",
+        help="a table with one row per case (a 'case' column, or the first column) for --group-by",
+    )
+    ev.add_argument(
+        "--group-by",
+        default=None,
+        metavar="COLUMN[,COLUMN]",
+        help="summarise each group of cases of the --metadata table too (e.g. scanner or site,sex); cases "
+        "missing from the table form the group '(not in metadata)'",
+    )
+    ev.add_argument(
         "--nnunet-summary",
         action="store_true",
         help="also write OUT_DIR/nnunet_summary.json in nnU-Net's structure (Dice, IoU, TP/FP/FN/TN per "
@@ -305,6 +318,19 @@ def _evaluate(args: argparse.Namespace) -> int:
         except ImportError:
             raise ImportError('--dask needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
         client = Client(args.dask)
+    meta, by = None, []
+    if (args.metadata is None) != (args.group_by is None):
+        print("ccmetrics evaluate: error: --metadata and --group-by go together", file=sys.stderr)
+        return EXIT_USAGE
+    if args.metadata is not None:  # checked before a case is evaluated
+        from .subgroups import case_groups, read_metadata
+
+        try:
+            meta, by = read_metadata(args.metadata), _name_list(args.group_by)
+            case_groups(meta, by, [])
+        except (OSError, ValueError) as exc:
+            print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     start = time.perf_counter()
     terminated: list[int] = []
     previous = _stop_on_sigterm(terminated)
@@ -343,13 +369,22 @@ def _evaluate(args: argparse.Namespace) -> int:
             client.close()
     seconds = time.perf_counter() - start
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
+    groups = None
+    if meta is not None:
+        from . import schema
+        from .subgroups import case_groups
+
+        table = result.group_summary(meta, by, n_resamples=args.bootstrap, seed=args.seed)
+        groups = (by, table, case_groups(meta, by, result.per_case[schema.CASE].astype(str).unique().tolist()))
     size_bins = None
     if args.size_bins is not None:
         from .sizes import parse_size_bins
 
         size_bins = parse_size_bins(args.size_bins)
-    written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins)
+    written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
     print(report(result, seconds, summary=summary))
+    if groups is not None:
+        print(_group_report(groups[0], groups[1]))
     if size_bins is not None:
         print(_size_report(result, size_bins))
     tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
@@ -358,6 +393,22 @@ def _evaluate(args: argparse.Namespace) -> int:
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
     )
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _group_report(by: list[str], table) -> str:
+    """The subgroup summaries as text (``--metadata``, ``--group-by``)."""
+    import pandas as pd
+
+    from . import schema
+
+    if table.empty:
+        return "\nSummary by " + ", ".join(by) + ": no group"
+    table = table.copy()
+    table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
+    table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
+    with pd.option_context("display.width", 200):
+        text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return f"\nSummary by {', '.join(by)} (each group's cases alone; n_cases: cases of the group):\n{text}"
 
 
 def _size_report(result, edges) -> str:

@@ -600,6 +600,72 @@ class DatasetResult:
                 rows.append(_stats_row(c, s, schema.CASE_LEVEL, values, bootstrap_ci(values, **boot)))
         return pd.DataFrame(rows, columns=schema.SUMMARY.columns()).set_index(list(schema.SUMMARY.key))
 
+    def subset(self, cases: Iterable[str]) -> DatasetResult:
+        """The result restricted to some cases (their rows in every table; options and columns kept)."""
+        keep = {str(c) for c in cases}
+
+        def rows(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+            if frame is None or not len(frame):
+                return frame
+            return frame[frame[CASE].astype(str).isin(keep)].reset_index(drop=True)
+
+        per_component, per_case = rows(self.per_component), rows(self.per_case)
+        assert per_component is not None and per_case is not None
+        return DatasetResult(
+            per_component,
+            per_case,
+            options=self.options,
+            columns=self.columns,
+            per_prediction=rows(self.per_prediction),
+        )
+
+    def group_summary(
+        self,
+        metadata: Any,
+        group_by: str | Sequence[str],
+        *,
+        confidence: float = 0.95,
+        n_resamples: int = 2000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """:meth:`summary` of each subgroup of cases (by scanner, site, sex, ...) from a metadata table.
+
+        Parameters
+        ----------
+        metadata : path or pandas.DataFrame
+            One row per case: a ``case`` column (or the first column) and descriptive columns
+            (:func:`ccmetrics.subgroups.read_metadata`).
+        group_by : str or sequence of str
+            The columns whose value combinations form the groups. Cases missing from the table form
+            the group ``"(not in metadata)"``.
+        confidence, n_resamples, seed
+            As in :meth:`summary`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The ``group_by`` columns, ``n_cases`` (cases of the group, errors included), then the
+            columns of :meth:`summary` (``class``, ``metric``, ``aggregation``, ``n``, ``mean``, ...),
+            one block per group in sorted order.
+        """
+        from .subgroups import case_groups, read_metadata
+
+        meta = metadata if isinstance(metadata, pd.DataFrame) else read_metadata(metadata)
+        by = [group_by] if isinstance(group_by, str) else list(group_by)
+        taken = [c for c in by if c in schema.SUMMARY.columns() or c == "n_cases"]
+        if taken:
+            raise ValueError(f"a metadata column named {taken[0]!r} would clash with the summary's; rename it")
+        groups = case_groups(meta, by, self.per_case[CASE].astype(str).unique().tolist())
+        frames = []
+        for key in sorted(set(groups.values())):
+            cases = [c for c, g in groups.items() if g == key]
+            block = self.subset(cases).summary(confidence=confidence, n_resamples=n_resamples, seed=seed).reset_index()
+            for i, (column, value) in enumerate(zip(by, key)):
+                block.insert(i, column, value)
+            block.insert(len(by), "n_cases", len(cases))
+            frames.append(block)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*by, "n_cases"])
+
     def empty_gt_summary(self) -> pd.DataFrame:
         """Per class: cases with an empty GT, how many have a false positive, and their false-positive volume."""
         empty = self._evaluated(empty_gt=True)
@@ -643,6 +709,7 @@ class DatasetResult:
         plots: bool = True,
         summary: pd.DataFrame | None = None,
         size_bins: Sequence[float] | None = None,
+        groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None = None,
         **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
@@ -660,6 +727,9 @@ class DatasetResult:
         size_bins : sequence of float, optional
             Inner edges (ml) of the lesion-size bins of ``summary.json``'s ``by_size`` and of the
             detection-by-size plot (:meth:`size_table`); default 0.1, 1, 10 ml.
+        groups : tuple, optional
+            ``(group_by columns, group_summary frame, case -> group)``: kept in ``summary.json``'s
+            ``groups`` and drawn as ``plots/by_group_cc_<m>.png`` (``ccmetrics evaluate --metadata``).
         **summary_options
             The options of :meth:`summary` (``confidence``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -702,6 +772,8 @@ class DatasetResult:
             "run": self.run.to_dict(),
             "by_size": _records(self.size_table(size_bins).replace(math.inf, np.nan)),  # last bin: high null
         }
+        if groups is not None:
+            doc["groups"] = {"by": groups[0], "summary": _records(groups[1])}
         text = json.dumps(doc, indent=2, allow_nan=False)
         atomic_write(paths[schema.SUMMARY.name], lambda tmp: tmp.write_text(text))
         if schema.TP_VOXELS in self.per_case:
@@ -725,6 +797,13 @@ class DatasetResult:
                 columns=self.columns,
                 size_bins=size_bins,
             )
+            if groups is not None and self.cc_metrics:
+                from .plots import plot_by_group
+
+                m = self.cc_metrics[0]
+                name = f"by_group_{schema.cc(m)}.png"
+                figure = plot_by_group(self.per_case, groups[2], schema.cc(m), " / ".join(groups[0]))
+                written["plots"].append(atomic_write(out / "plots" / name, lambda tmp: figure.savefig(tmp, dpi=120)))
         return written
 
     @classmethod

@@ -21,12 +21,13 @@ import pandas as pd
 from . import registry
 from .aggregation import cc_values
 from .records import atomic_write
-from .schema import CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
+from .schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
 
 __all__ = [
     "plot_case_distribution",
     "plot_comparison",
     "plot_detection_by_size",
+    "plot_by_group",
     "plot_metric_vs_volume",
     "plot_standard_vs_cc",
     "write_plots",
@@ -373,6 +374,45 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
         title=f"Lesion detection by size{_suffix(class_value)} ({int(counts.sum())} lesions)",
     )
     return ax.figure
+
+
+def plot_by_group(per_case, groups, column, group_label="group"):
+    """Per-case values of one column by subgroup (``--metadata``/``--group-by``), one panel per class.
+
+    Parameters
+    ----------
+    per_case : pandas.DataFrame
+        The tidy per-case table; evaluated cases with GT lesions are drawn.
+    groups : mapping of str to tuple of str
+        Case id -> its group (:func:`ccmetrics.subgroups.case_groups`).
+    column : str
+        E.g. ``"cc_dice"``.
+    group_label : str
+        The grouping's name, for the axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _require(per_case, [column], "per_case", "evaluate with the metric first")
+    df, _, _ = _usable_cases(per_case, None)
+    classes = sorted(df[CLASS].unique()) if CLASS in df.columns and len(df) else [None]
+    names = sorted(set(groups.values()))
+    axes = _figure((2.0 + 1.1 * len(names) * len(classes), 4.4), len(classes))
+    rng = np.random.default_rng(0)
+    for ax, k in zip(axes, classes):
+        rows = df if k is None else df[df[CLASS] == k]
+        for i, name in enumerate(names):
+            inside = np.array([groups.get(str(c)) == name for c in rows[CASE]], bool)
+            values = rows.loc[inside, column].to_numpy(float)
+            values = values[np.isfinite(values)]
+            if values.size:
+                ax.scatter(i + rng.uniform(-0.15, 0.15, values.size), values, s=14, color=CC_COLOR, alpha=0.7)
+                ax.plot([i - 0.25, i + 0.25], [np.median(values)] * 2, color="black", lw=2)
+            ax.text(i, 1.02, f"n = {values.size}", transform=ax.get_xaxis_transform(), ha="center", fontsize="small")
+        ax.set_xticks(range(len(names)), [" / ".join(n) for n in names], rotation=30 if len(names) > 3 else 0)
+        ax.set(xlabel=group_label, ylabel=column, title=f"{column} by {group_label}{_suffix(k)}\n")
+    return axes[0].figure
 
 
 def plot_comparison(scores: pd.DataFrame, mean_ranks: pd.Series, metric: str):
