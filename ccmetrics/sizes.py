@@ -37,8 +37,9 @@ from . import schema
 
 __all__ = ["DEFAULT_SIZE_EDGES_ML", "DEFAULT_SIZE_EDGES_VOXELS", "bin_labels", "parse_size_bins", "size_table"]
 
-#: the default inner edges in ml (<0.1, 0.1–1, 1–10, ≥10 ml), and in voxels without a spacing
+#: the default inner edges in ml (<0.1, 0.1–1, 1–10, ≥10 ml)
 DEFAULT_SIZE_EDGES_ML = (0.1, 1.0, 10.0)
+#: the default inner edges in voxels, for volumes without a spacing
 DEFAULT_SIZE_EDGES_VOXELS = (10.0, 100.0, 1000.0)
 
 
