@@ -331,3 +331,34 @@ def test_resume_after_changing_the_rule_equals_a_fresh_run(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     bad = run(tmp_path / "c", "--detection-rule", "iou:2")
     assert bad.returncode != 0 and "needs a threshold in (0, 1]" in bad.stderr
+
+
+def test_report_follows_the_detection_rule(tmp_path):
+    from ccmetrics.report.page import build_model
+
+    counts = {}
+    for rule in ("overlap", "coverage:0.9"):
+        out = tmp_path / rule.replace(":", "_")
+        result = evaluate_dataset_for_report(out, rule)
+        model = build_model(out, panel_px=40)
+        fp = result.per_prediction[result.per_prediction["outcome"] == "fp"].groupby("case").size()
+        missed = result.per_component[~result.per_component["detected"]].groupby("case").size()
+        for case in model["cases"]:
+            if case["n_fp"] is not None:
+                assert case["n_fp"] == fp.get(case["case"], 0), (rule, case["case"])
+                assert {f["label"] for f in case["false_positives"]} == set(
+                    result.per_prediction.query("case == @case['case'] and outcome == 'fp'")["prediction"]
+                )
+            assert case["n_missed"] == missed.get(case["case"], 0)
+        counts[rule] = sum(c["n_fp"] or 0 for c in model["cases"])
+    assert counts["coverage:0.9"] > counts["overlap"]  # the stricter rule has more false positives to show
+
+
+def evaluate_dataset_for_report(out, rule):
+    from ccmetrics import evaluate_dataset
+
+    result = evaluate_dataset(
+        EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "detection"], detection_rule=rule, progress=False
+    )
+    result.write(out, plots=False, n_resamples=50)
+    return result

@@ -357,7 +357,11 @@ def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) 
 
 
 def find_components(
-    gt: np.ndarray, pred: np.ndarray, spacing: Sequence[float] | None = None, connectivity: int | None = None
+    gt: np.ndarray,
+    pred: np.ndarray,
+    spacing: Sequence[float] | None = None,
+    connectivity: int | None = None,
+    false_positives: Sequence[int] | None = None,
 ) -> tuple[Regions, list[Component], list[Component]]:
     """The GT components and the false-positive prediction components of one case.
 
@@ -368,6 +372,10 @@ def find_components(
         The evaluation's spacing (distances of the Voronoi partition), None for voxel units.
     connectivity : int, optional
         The evaluation's connectivity (26 / 8 by default), used for both masks.
+    false_positives : sequence of int, optional
+        The prediction components (numbered 1..M in raster order, as ``per_prediction.csv``) that are
+        false positives under the evaluation's detection rule; default: those overlapping no GT voxel
+        (the ``overlap`` rule).
 
     Returns
     -------
@@ -375,7 +383,7 @@ def find_components(
         The GT components (``regions.gt_labels``) and the region of any voxel.
     lesions : list of Component
     false_positives : list of Component
-        Prediction components overlapping no GT voxel, each with the region it falls in.
+        The false-positive prediction components, each with the region it falls in.
 
     Examples
     --------
@@ -389,8 +397,16 @@ def find_components(
 
     gt_labels, n_gt = label_components(gt, connectivity)
     pred_labels, n_pred = label_components(pred, connectivity)
-    overlapping = np.bincount(pred_labels[gt], minlength=n_pred + 1)
-    fp_labels = [k for k in range(1, n_pred + 1) if overlapping[k] == 0]
+    if false_positives is None:
+        overlapping = np.bincount(pred_labels[gt], minlength=n_pred + 1)
+        fp_labels = [k for k in range(1, n_pred + 1) if overlapping[k] == 0]
+    else:
+        fp_labels = sorted(int(k) for k in false_positives)
+        if fp_labels and (fp_labels[0] < 1 or fp_labels[-1] > n_pred):
+            raise ValueError(
+                f"per_prediction.csv names prediction component {fp_labels[-1]}, but the file holds {n_pred}: "
+                "was the prediction changed after the evaluation?"
+            )
     regions = Regions(gt_labels, spacing)
     owner_region: dict[int, int] = {}
     if fp_labels and n_gt:
@@ -402,8 +418,8 @@ def find_components(
         for k in fp_labels:
             owner_region[k] = int(np.argmax(np.bincount(assigned[owner == k])))  # most voxels; ties: lowest
     lesions = _components(gt_labels, n_gt, "lesion")
-    false_positives = _components(pred_labels, n_pred, "false_positive", keep=set(fp_labels), regions=owner_region)
-    return regions, lesions, false_positives
+    fps = _components(pred_labels, n_pred, "false_positive", keep=set(fp_labels), regions=owner_region)
+    return regions, lesions, fps
 
 
 def masks_of(array: np.ndarray, class_value: int | Sequence[int] | None) -> np.ndarray:
@@ -424,6 +440,7 @@ def load_case(
     spacing: Any = "header",
     connectivity: int | None = None,
     ignore_label: int | None = None,
+    false_positives: Sequence[int] | None = None,
 ) -> CaseImages:
     """Read one case's files and find its components.
 
@@ -440,6 +457,8 @@ def load_case(
     connectivity : int, optional
     ignore_label : int, optional
         The evaluation's ignore label: its GT voxels become background in both masks first.
+    false_positives : sequence of int, optional
+        The false-positive prediction components under the evaluation's rule (:func:`find_components`).
 
     Raises
     ------
@@ -457,7 +476,7 @@ def load_case(
     gt, pred = masks_of(gt_array, class_value), masks_of(pred_array, class_value)
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
-    regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity)
+    regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives)
     return CaseImages(gt, pred, regions, header, lesions, fps)
 
 

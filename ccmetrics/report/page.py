@@ -198,6 +198,17 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
         return None, "image file not found: " + ", ".join(missing)
     try:
         labels = None if folder.binary else folder.class_labels(int(row[schema.CLASS]))
+        predictions = folder.result.per_prediction
+        false_positives = None  # without per_prediction.csv: the overlap rule
+        if predictions is not None and len(predictions):
+            mine = predictions[
+                (predictions[schema.CASE].astype(str) == str(row[schema.CASE]))
+                & (predictions[schema.CLASS] == row[schema.CLASS])
+                & (predictions[schema.OUTCOME] == schema.FALSE_POSITIVE)
+            ]
+            false_positives = mine[schema.PREDICTION].astype(int).tolist()
+        elif predictions is not None:
+            false_positives = []
         images = data.load_case(
             gt_file,
             pred_file,
@@ -205,6 +216,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
             spacing=folder.options.get("spacing", "header"),
             connectivity=folder.options.get("connectivity"),
             ignore_label=folder.options.get("ignore_label"),
+            false_positives=false_positives,
         )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
@@ -236,6 +248,12 @@ def _thumbnails(images: data.CaseImages, panel_px: int) -> dict[tuple, dict[str,
         )
         out[(c.kind, c.label)] = {"src": thumbnails.data_uri(renderer.render(g)), "caption": thumbnails.caption(g)}
     return out
+
+
+def _class_title(row: pd.Series, class_value: Any) -> str:
+    """How a case's class is named in its title: the class name when the evaluation gave names."""
+    name = row.get(schema.CLASS_NAME)
+    return str(name) if isinstance(name, str) and name else f"class {class_value}"
 
 
 def _case_entry(
@@ -300,7 +318,7 @@ def _case_entry(
     return {
         "case": case,
         "class": class_value,
-        "title": case + (f" (class {class_value})" if multi_class else ""),
+        "title": case + (f" ({_class_title(row, class_value)})" if multi_class else ""),
         "anchor": name,
         "status": row[schema.STATUS],
         "flags": row.get(schema.FLAGS) or "",
