@@ -446,7 +446,9 @@ def test_large_jobs_run_with_fewer_beside_them(faults):
     """The scheduler of the worker processes: a job larger than the budget's share waits for room."""
     from ccmetrics._workers import Job, run_jobs
 
-    jobs = [Job("a", "a", 1), Job("b", "b", 1), Job("big", "big", 3), Job("c", "c", 1), Job("d", "d", 1)]
+    # a ends well before b, so that the big job meets a running job (b) and must wait: the note is then due
+    # whatever the machine's speed (if a and b ended together, big would start alone without waiting)
+    jobs = [Job("a", ("a", 0.1), 1), Job("b", ("b", 1.5), 1), Job("big", "big", 3), Job("c", "c", 1), Job("d", "d", 1)]
     done, notes = {}, []
     run_jobs(
         jobs,

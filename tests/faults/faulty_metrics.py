@@ -43,7 +43,9 @@ ccmetrics.register_metric("faulty", faulty, kind="overlap", replace=True)
 
 
 def timed_sleep(payload, shared):
-    """A job for ``ccmetrics._workers.run_jobs``: sleep ``shared`` seconds, return (payload, start, end)."""
+    """A job for ``ccmetrics._workers.run_jobs``: sleep ``shared`` seconds (or, for a payload ``(name, seconds)``,
+    that job's own seconds), return (name, start, end)."""
+    name, seconds = payload if isinstance(payload, tuple) else (payload, shared)
     start = time.monotonic()
-    time.sleep(shared)
-    return payload, start, time.monotonic()
+    time.sleep(seconds)
+    return name, start, time.monotonic()
