@@ -395,17 +395,32 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
 
 
+def _with_ci_text(table):
+    """The table with its two interval columns shown as one ``95% CI`` text column."""
+    from . import schema
+
+    table = table.copy()
+    table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
+    return table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
+
+
+def _with_class_names(table, names: dict[int, str]):
+    """The table with a ``class_name`` column after ``class`` when the classes have names."""
+    from . import schema
+
+    if names:
+        table = table.copy()
+        table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
+    return table
+
+
 def _group_report(by: list[str], table) -> str:
     """The subgroup summaries as text (``--metadata``, ``--group-by``)."""
     import pandas as pd
 
-    from . import schema
-
     if table.empty:
         return "\nSummary by " + ", ".join(by) + ": no group"
-    table = table.copy()
-    table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
-    table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
+    table = _with_ci_text(table)
     with pd.option_context("display.width", 200):
         text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
     return f"\nSummary by {', '.join(by)} (each group's cases alone; n_cases: cases of the group):\n{text}"
@@ -415,14 +430,10 @@ def _size_report(result, edges) -> str:
     """The lesion-size table as text (``--size-bins``)."""
     import pandas as pd
 
-    from . import schema
-
     table = result.size_table(edges)
     if table.empty:
         return "\nDetection by lesion size: no lesion table (no case evaluated)"
-    names = result.class_names
-    if names:
-        table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
+    table = _with_class_names(table, result.class_names)
     shown = table.drop(columns=["low", "high", "unit"])
     with pd.option_context("display.width", 200):
         text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
@@ -488,11 +499,8 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
         summary = result.summary(**summary_options)
     if len(summary):
         table = summary.reset_index()
-        names = result.class_names
-        if names:
-            table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
-        table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
-        table = table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
+        table = _with_class_names(table, result.class_names)
+        table = _with_ci_text(table)
         with pd.option_context("display.width", 200):
             text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
         units = (

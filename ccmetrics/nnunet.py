@@ -28,8 +28,6 @@ from . import schema
 
 __all__ = ["nnunet_summary"]
 
-_COUNTS = (("FP", schema.FP_VOXELS), ("TP", schema.TP_VOXELS), ("FN", schema.FN_VOXELS), ("TN", schema.TN_VOXELS))
-
 
 def _key(labels: list[int]) -> str:
     return str(labels[0]) if len(labels) == 1 else str(tuple(labels))

@@ -237,23 +237,34 @@ class TableSchema:
         return self.validate(frame, str(path), metric_columns)
 
 
+#: the fields that open the per-lesion and per-prediction tables: the case, the class and its name
+_CLASS_NAME_FIELD = Field(
+    CLASS_NAME,
+    "str",
+    "the class's name (label maps: the dataset.json key or --classes name)",
+    required=False,
+    text=True,
+)
+_CASE_CLASS = (
+    Field(CASE, "str", "the case id", text=True),
+    Field(CLASS, "int", "the class (label value; 1 for binary masks; 1..n when a class is a region)"),
+    _CLASS_NAME_FIELD,
+)
+#: a component's volume, in voxels and mm³
+_VOLUMES = (
+    Field(VOLUME, "int", "its volume in voxels"),
+    Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
+)
+
+
 #: one row per GT connected component (lesion) of every case and class
 PER_COMPONENT = TableSchema(
     "per_component",
     "per_component.csv",
     fields=(
-        Field(CASE, "str", "the case id", text=True),
-        Field(CLASS, "int", "the class (label value; 1 for binary masks; 1..n when a class is a region)"),
-        Field(
-            CLASS_NAME,
-            "str",
-            "the class's name (label maps: the dataset.json key or --classes name)",
-            required=False,
-            text=True,
-        ),
+        *_CASE_CLASS,
         Field(COMPONENT, "int", "the GT component, 1..K in raster order of its first voxel"),
-        Field(VOLUME, "int", "its volume in voxels"),
-        Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
+        *_VOLUMES,
         Field(GT_LABEL, "int", "its label value in a GT instance map (sites='labels' only)", required=False),
         Field(
             DETECTED, "bool", "the lesion is detected under the detection rule (default: it overlaps the prediction)"
@@ -272,18 +283,9 @@ PER_PREDICTION = TableSchema(
     "per_prediction",
     "per_prediction.csv",
     fields=(
-        Field(CASE, "str", "the case id", text=True),
-        Field(CLASS, "int", "the class (label value; 1 for binary masks; 1..n when a class is a region)"),
-        Field(
-            CLASS_NAME,
-            "str",
-            "the class's name (label maps: the dataset.json key or --classes name)",
-            required=False,
-            text=True,
-        ),
+        *_CASE_CLASS,
         Field(PREDICTION, "int", "the predicted component, 1..M in raster order of its first voxel"),
-        Field(VOLUME, "int", "its volume in voxels"),
-        Field(VOLUME_MM3, "float", "its volume in mm³ (NaN without a spacing)"),
+        *_VOLUMES,
         Field(
             GT_LESIONS,
             "str",
@@ -319,13 +321,7 @@ PER_CASE = TableSchema(
     fields=(
         Field(CASE, "str", "the case id", text=True),
         Field(CLASS, "int", "the class"),
-        Field(
-            CLASS_NAME,
-            "str",
-            "the class's name (label maps: the dataset.json key or --classes name)",
-            required=False,
-            text=True,
-        ),
+        _CLASS_NAME_FIELD,
         Field(STATUS, "str", "ok, flagged or error"),
         Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
         Field(ERROR, "str", "why the case could not be evaluated", filled=True),

@@ -122,8 +122,8 @@ def size_table(
             preds = per_prediction[
                 (per_prediction[schema.CLASS] == c) & (per_prediction[schema.OUTCOME] == schema.FALSE_POSITIVE)
             ]
-            fp_volumes = _volumes(preds)[0] if len(preds) else np.zeros(0)
-            if len(preds) and (_volumes(preds)[1] != unit):
+            fp_volumes, fp_unit = _volumes(preds) if len(preds) else (np.zeros(0), unit)
+            if fp_unit != unit:
                 raise ValueError("per_component and per_prediction give volumes in different units")
             fp_where = np.searchsorted(full, fp_volumes, side="right") - 1
         for i, label in enumerate(labels):
