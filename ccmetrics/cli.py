@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate a folder of predictions against a folder of GT images",
         description="Pair GT and prediction files by case id, evaluate every case, write tables, summary and plots.",
     )
-    ev.add_argument("gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd)")
+    ev.add_argument(
+        "gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd, DICOM SEG .dcm or a folder per case)"
+    )
     ev.add_argument("pred_dir", help="folder of predictions, same case ids")
     ev.add_argument(
         "--out",
@@ -194,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RULE",
         help="what counts as a detected lesion: overlap (default: any overlap), iou:T, dice:T, coverage:T "
         "(T in (0, 1], e.g. iou:0.1) or centroid; the detection metric and the 'detected' column follow it",
+    )
+    ev.add_argument(
+        "--reference-images",
+        default=None,
+        metavar="DIR",
+        help="DICOM image series (searched recursively): the grid on which two DICOM SEGs without their empty "
+        "frames are placed (default: the span of their frames, and the case is flagged extent_inferred)",
     )
     ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
     ev.add_argument(
@@ -348,6 +357,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             ignore_label=args.ignore_label,
             dataset_json=args.dataset_json,
             nnunet_summary=args.nnunet_summary,
+            reference_images=args.reference_images,
             gt_suffix=args.gt_suffix,
             pred_suffix=args.pred_suffix,
             tolerance_mm=args.tolerance_mm,

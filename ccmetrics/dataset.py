@@ -56,7 +56,8 @@ from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_d
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .detection_rules import DetectionRule
-from .io import Image, check_same_geometry, image_id, is_image_file, load_image
+from .grids import align_pair
+from .io import Image, image_id, is_image_file, load_image
 from .records import atomic_write, file_fingerprint
 from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
@@ -121,6 +122,7 @@ class EvalOptions:
     detection_rule: str = "overlap"
     ignore_label: int | None = None
     nnunet_counts: bool = False
+    reference_images: str | None = None
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -141,6 +143,7 @@ class EvalOptions:
             "connectivity": self.connectivity,
             "detection_rule": self.detection_rule,
             "tolerance_mm": self.tolerance_mm,
+            **({"reference_images": self.reference_images} if self.reference_images else {}),
         }
 
 
@@ -168,7 +171,8 @@ def pair_folders(
     """Pair the image files of two folders by case id.
 
     The case id is the file name minus its extension (``.nii.gz``, ``.nii``,
-    ``.mha``, ``.mhd``, ``.nrrd``, ``.nhdr``) minus an optional trailing
+    ``.mha``, ``.mhd``, ``.nrrd``, ``.nhdr``, ``.dcm``: a DICOM SEG; a sub-folder holding DICOM
+    files is a case too, named by the folder, read as the one SEG in it) minus an optional trailing
     ``gt_suffix`` / ``pred_suffix`` (a regular expression, e.g. ``"_0000"`` or
     ``"_pred"``). ``file_ending`` (nnU-Net's, e.g. ``".nii.gz"``): only files with this
     ending are paired; other files are listed as ignored.
@@ -225,8 +229,11 @@ def _scan(
     files: dict[str, list[str]] = {}
     ignored = []
     for path in sorted(folder.iterdir()):
-        if path.is_dir():  # not searched: listed, so that files in it do not vanish unnoticed
-            ignored.append(str(path) + os.sep)
+        if path.is_dir():
+            if _holds_dicom(path) and not path.name.startswith("."):  # a case as a folder of DICOM (one SEG in it)
+                files.setdefault(image_id(path.name + ".dcm", suffix), []).append(str(path))
+            else:  # not searched: listed, so that files in it do not vanish unnoticed
+                ignored.append(str(path) + os.sep)
             continue
         wanted = file_ending is None or path.name.endswith(file_ending)
         if wanted and is_image_file(path) and not path.name.startswith("."):  # hidden: e.g. macOS "._case.nii.gz"
@@ -234,6 +241,22 @@ def _scan(
         else:
             ignored.append(str(path))
     return files, ignored
+
+
+def _holds_dicom(folder: Path, look_at: int = 64) -> bool:
+    """Whether a folder holds DICOM files: a name ending in ``.dcm``, or the ``DICM`` mark at byte 128 of
+    one of the first ``look_at`` files (exports from PACS often have no extension); searched recursively."""
+    for n, path in enumerate(p for p in folder.rglob("*") if p.is_file()):
+        if path.name.lower().endswith(".dcm"):
+            return True
+        if n < look_at:
+            try:
+                with open(path, "rb") as f:
+                    if f.read(132)[128:] == b"DICM":
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def tasks_from_pairs(pairs: Mapping[str, tuple[Any, Any]] | Iterable[tuple[str, Any, Any]]) -> list[CaseTask]:
@@ -278,22 +301,18 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         if task.error:
             raise _CaseError(task.error)
         gt, gt_known = _as_image(task.gt)
-        flags = []
-        if task.pred is None:
-            pred, pred_known = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine), gt_known
+        read, pred_known = _as_image(task.pred) if task.pred is not None else (None, gt_known)
+        t_read = time.perf_counter() - t0
+        flags: list[str] = []
+        if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
+            gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
+        if read is None:
+            pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine)
             flags.append(MISSING_PREDICTION)
         else:
-            pred, pred_known = _as_image(task.pred)
-        t_read = time.perf_counter() - t0
-        problem = (
-            check_same_geometry(gt, pred, atol_mm=options.tolerance_mm)
-            if gt_known and pred_known
-            else None
-            if gt.array.shape == pred.array.shape
-            else f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}"
-        )
-        if problem:
-            raise _CaseError(problem)
+            pred = read
+        if gt.array.shape != pred.array.shape:
+            raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
         too_much = _over_memory(gt, pred, options.max_case_bytes)
         if too_much:
             output = failed_output(task, options, too_much, t_read, time.perf_counter() - t0 - t_read)
@@ -905,6 +924,7 @@ def evaluate_dataset(
     ignore_label: int | None = None,
     dataset_json: Any = None,
     nnunet_summary: bool = False,
+    reference_images: _PathLike | None = None,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -927,7 +947,8 @@ def evaluate_dataset(
         Evaluate each label of label maps on its own, or regions (unions of labels, e.g.
         ``"wt=1+2+3,tc=2+3,et=3"``; :func:`ccmetrics.classes.parse_classes`), each named in the
         tables' ``class_name``; default: binary masks (a file holding other values than 0/1 gives an
-        error row).
+        error row), or, when some files are DICOM SEGs, one class per segment number found in them, named
+        by the segment's label (:func:`ccmetrics.dicom.segment_classes`).
     spacing : {"header", "voxel"} or numbers
         ``"header"`` (default): each case's voxel spacing from its GT file (mm;
         plain arrays have none, so voxel units); ``"voxel"``: index units; or
@@ -946,6 +967,10 @@ def evaluate_dataset(
         Also count nnU-Net's TP, FP, FN and TN voxels per case and class (``per_case`` columns
         ``tp_voxels`` ...), from which :meth:`DatasetResult.write` writes ``nnunet_summary.json`` in
         nnU-Net's structure (:mod:`ccmetrics.nnunet`).
+    reference_images : path, optional
+        A folder of DICOM image series (searched recursively, headers only): where two DICOM SEGs without
+        their empty frames are placed, on the series each refers to (:func:`ccmetrics.grids.align_pair`).
+        Without it such a pair is compared on the span of its frames and flagged ``extent_inferred``.
     gt_suffix, pred_suffix : str, optional
         Regular expressions removed from the end of file names (after the
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
@@ -1055,6 +1080,12 @@ def evaluate_dataset(
         if pred is not None:
             raise ValueError("with cases given as a mapping or list, leave pred=None")
         tasks, ignored = tasks_from_pairs(gt), []
+    if classes is None:
+        classes = _segment_classes(tasks)
+    if reference_images is not None:
+        if not os.path.isdir(reference_images):
+            raise NotADirectoryError(f"reference images folder {os.fspath(reference_images)!r} does not exist")
+        reference_images = os.path.abspath(reference_images)
     ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
     limit, budget = _memory_limits(max_memory, client)
     options = EvalOptions(
@@ -1071,6 +1102,7 @@ def evaluate_dataset(
         str(DetectionRule.parse(detection_rule)),
         ignore_label,
         bool(nnunet_summary),
+        None if reference_images is None else str(reference_images),
     )
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -1110,6 +1142,29 @@ def evaluate_dataset(
     except Stopped as stop:
         raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
     return assemble(outputs, run)
+
+
+def _segment_classes(tasks: Sequence[CaseTask]) -> tuple[ClassSpec, ...] | None:
+    """One class per segment of the DICOM SEGs among the tasks' files (GT files first for the names), or None."""
+    from .dicom import is_dicom_path, segment_classes
+
+    segs = [item for t in tasks if not t.error for item in (t.gt, t.pred) if is_dicom_path(item)]
+    if not segs:
+        return None
+
+    try:
+        return segment_classes(segs) or None
+    except (OSError, ValueError) as exc:  # an unreadable SEG: its case says so; the others name the classes
+        readable = []
+        for f in segs:
+            try:
+                segment_classes([f])
+                readable.append(f)
+            except (OSError, ValueError):
+                pass
+        if not readable:
+            raise ValueError(f"no DICOM SEG among the inputs can be read: {exc}") from exc
+        return segment_classes(readable) or None
 
 
 def _memory_limits(max_memory: int | str | None, client: Any) -> tuple[float | None, float | None]:

@@ -1,4 +1,4 @@
-"""Reading and writing label images (NIfTI, MetaImage, NRRD) together with their geometry.
+"""Reading and writing label images (NIfTI, MetaImage, NRRD; reading DICOM SEG) together with their geometry.
 
 :func:`load_image` returns an :class:`Image`: the voxel array in the dtype stored on
 disk, the voxel spacing and the voxel-to-world affine.  :func:`save_image` writes one,
@@ -10,6 +10,9 @@ order (i varies fastest on disk, as NIfTI and ITK define it), ``spacing[n]`` is 
 size in mm along array axis ``n``, and ``affine`` maps ``(i, j, k, 1)`` to RAS+ world mm,
 exactly as nibabel does.  SimpleITK's ``(k, j, i)`` arrays are transposed and its LPS
 geometry is turned into RAS, so both readers return the same Image for the same file.
+
+A DICOM SEG (a ``.dcm`` file, or a folder holding one) is read by :func:`ccmetrics.dicom.read_seg`
+as a label map of segment numbers in the same axis order and RAS convention.
 
 Cost: a load reads (and decompresses) the whole file once and keeps its dtype: no
 float64 copy.  nibabel and SimpleITK are imported on first use only.
@@ -37,11 +40,13 @@ __all__ = [
     "is_image_file",
     "load_image",
     "read_header",
+    "rounded",
     "save_image",
 ]
 
-#: the image file extensions ccmetrics reads and pairs (case id: the name without them)
-IMAGE_EXTENSIONS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr")
+#: the image file extensions ccmetrics reads and pairs (case id: the name without them); ``.dcm``: a DICOM SEG
+#: (:mod:`ccmetrics.dicom`, which also reads a folder holding one)
+IMAGE_EXTENSIONS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr", ".dcm")
 _READERS = ("auto", "nibabel", "sitk")
 _HINT = "\n(is the file truncated or corrupt? write or copy it again)"
 
@@ -89,10 +94,17 @@ class Image:
         )
 
 
-def _r(values) -> tuple:
-    """Values rounded to 6 decimals, as (nested) tuples of floats, for messages."""
+def rounded(values) -> tuple:
+    """Values rounded to 6 decimals, as (nested) tuples of floats: how geometry is written in messages.
+
+    >>> rounded([0.30000000000000004, -0.0]), rounded([[1, 0], [0, 1]])
+    ((0.3, 0.0), ((1.0, 0.0), (0.0, 1.0)))
+    """
     a = np.round(np.asarray(values, dtype=float), 6) + 0.0  # + 0.0 turns -0.0 into 0.0
     return tuple(tuple(row) for row in a.tolist()) if a.ndim == 2 else tuple(a.tolist())
+
+
+_r = rounded
 
 
 def _extension(path) -> str | None:
@@ -195,6 +207,16 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     return path, nifti
 
 
+def _is_dicom(path, reader: str) -> bool:
+    """A DICOM SEG path (a ``.dcm`` file or a folder holding one), read by :mod:`ccmetrics.dicom`."""
+    p = os.fspath(path)
+    if not (p.lower().endswith(".dcm") or os.path.isdir(p)):
+        return False
+    if reader != "auto":
+        raise ValueError(f"{p!r} is read as a DICOM SEG by highdicom: use reader='auto'")
+    return True
+
+
 def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     """``shape`` without trailing singleton axes beyond the third; ValueError unless 2D or 3D."""
     if len(shape) > 3 and all(s == 1 for s in shape[3:]):
@@ -229,7 +251,7 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     Parameters
     ----------
     path : str or os.PathLike
-        A file ending in one of :data:`IMAGE_EXTENSIONS`.
+        A file ending in one of :data:`IMAGE_EXTENSIONS` (a DICOM SEG: :func:`ccmetrics.dicom.read_seg_header`).
     reader : {"auto", "nibabel", "sitk"}
         The reader :func:`load_image` will use; it decides the dtype of a NIfTI with ``scl_slope``.
 
@@ -269,6 +291,10 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     >>> header.shape, header.dtype, header.spacing, header.nbytes
     ((40, 50, 6), dtype('uint8'), (0.5, 0.5, 3.0), 12000)
     """
+    if _is_dicom(path, reader):
+        from .dicom import read_seg_header
+
+        return read_seg_header(path)
     path, nifti = _prepare(path, reader)
     if nifti and reader != "sitk":
         hdr, img = _check_nifti(path, warn=False)
@@ -293,9 +319,11 @@ def load_image(path, reader: str = "auto") -> Image:
     Parameters
     ----------
     path : str or os.PathLike
-        A file ending in one of :data:`IMAGE_EXTENSIONS`.
+        A file ending in one of :data:`IMAGE_EXTENSIONS`, or a folder holding one DICOM SEG.
     reader : {"auto", "nibabel", "sitk"}
-        ``"auto"`` uses nibabel for ``.nii``/``.nii.gz`` and SimpleITK for the rest.
+        ``"auto"`` uses nibabel for ``.nii``/``.nii.gz``, highdicom for DICOM SEG
+        (:func:`ccmetrics.dicom.read_seg`, which returns a :class:`ccmetrics.dicom.SegImage`) and
+        SimpleITK for the rest.
 
     Returns
     -------
@@ -330,6 +358,10 @@ def load_image(path, reader: str = "auto") -> Image:
     >>> np.allclose(load_image(path, reader="sitk").affine, img.affine)
     True
     """
+    if _is_dicom(path, reader):
+        from .dicom import read_seg
+
+        return read_seg(path)
     path, nifti = _prepare(path, reader)
     if nifti:
         _, lazy = _check_nifti(path, warn=True)  # the size too: before either reader allocates
@@ -718,6 +750,11 @@ def save_image(path, array, like: Image | None = None, *, spacing: Sequence[floa
     ext = _extension(path)
     if ext is None:
         raise ValueError(f"cannot write {path!r}: unknown image extension; use one of {', '.join(IMAGE_EXTENSIONS)}")
+    if ext == ".dcm":
+        raise ValueError(
+            f"cannot write {path!r}: ccmetrics reads DICOM SEG but writes NIfTI, MHA or NRRD "
+            "(highdicom.seg.Segmentation writes a SEG from the source images)"
+        )
     array = np.asarray(array)
     array = array.astype(np.uint8) if array.dtype == bool else array
     n = array.ndim

@@ -49,8 +49,14 @@ RECORDS_FOLDER = "cases"
 _FORMAT = 1
 
 
+def _stat(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
 def file_fingerprint(item: Any) -> dict[str, Any] | None:
-    """What identifies one input: a file's path, size and modification time (ns), or an array's SHA-1.
+    """What identifies one input: a file's path, size and modification time (ns) (of a folder: of each file in
+    it), or an array's SHA-1.
 
     Examples
     --------
@@ -68,6 +74,9 @@ def file_fingerprint(item: Any) -> dict[str, Any] | None:
             stat = os.stat(path)
         except OSError:
             return {"path": path, "size": None, "mtime_ns": None}
+        if os.path.isdir(path):  # a case given as a folder (DICOM): each file in it
+            files = sorted(p for p in Path(path).rglob("*") if p.is_file())
+            return {"path": path, "files": [[str(p.relative_to(path)), *_stat(p)] for p in files]}
         return {"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     array = getattr(item, "array", item)  # an Image: its voxels (its geometry comes with its file, if any)
     path = getattr(item, "path", None)

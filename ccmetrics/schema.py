@@ -104,8 +104,11 @@ COMPUTE_SECONDS = "compute_seconds"
 OK, FLAGGED, FAILED = "ok", "flagged", "error"
 #: ``flags``: a GT without prediction file (evaluated as an empty prediction) ...
 MISSING_PREDICTION = "missing_prediction"
-#: ... and a case whose GT has no component (scored by the empty-GT rule, summarised apart)
+#: ... a case whose GT has no component (scored by the empty-GT rule, summarised apart) ...
 EMPTY_GT_FLAG = "empty_gt"
+#: ... and a case of DICOM SEGs without their empty frames whose grid is the span of the frames they hold
+#: (:mod:`ccmetrics.grids`): the image's extent, and so the default worst distance, was inferred
+EXTENT_INFERRED = "extent_inferred"
 #: flags are joined with this separator in one cell
 FLAG_SEPARATOR = ";"
 

@@ -317,7 +317,7 @@ def test_image_id_and_is_image_file():
         image_id("case_001.png")
     with pytest.raises(ValueError, match="no image extension"):
         image_id("case_001.gz")
-    assert [is_image_file(f"x{e}") for e in IMAGE_EXTENSIONS] == [True] * 6
+    assert [is_image_file(f"x{e}") for e in IMAGE_EXTENSIONS] == [True] * 7
     assert not is_image_file("x.nii.gz.bak") and not is_image_file(".nii.gz")
 
 
