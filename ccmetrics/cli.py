@@ -8,8 +8,9 @@ Sub-commands:
   with the GT's geometry;
 * ``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ... --metric cc_dice`` →
   :func:`ccmetrics.stats.compare` on the folders' ``per_case.csv``;
-* ``ccmetrics report RESULT_DIR --out report.html`` → :func:`ccmetrics.report.write_report`,
-  one self-contained HTML page with every lesion and false positive.
+* ``ccmetrics report RESULT_DIR --out report.html [--images IMAGE_DIR]`` →
+  :func:`ccmetrics.report.write_report`, one self-contained HTML page with every lesion and false
+  positive (with ``--images``: its thumbnails drawn on the scans).
 
 Exit codes: 0 success; 1 when a case failed (its error row says why);
 2 for a usage error or input that cannot be evaluated at all (a missing
@@ -292,10 +293,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--image-root",
         default=None,
         metavar="DIR",
-        help="folder the relative image paths of per_case.csv start from (default: the current "
-        "folder, then the result folder and its parent)",
+        help="folder the relative GT and prediction paths of per_case.csv start from (default: the "
+        "current folder, then the result folder and its parent)",
     )
     re_.add_argument("--title", default=None, help="page title")
+    re_.add_argument(
+        "--images",
+        default=None,
+        metavar="IMAGE_DIR",
+        help="draw the thumbnails on the scans of this folder: CASE_0000.nii.gz, CASE_0001.nii.gz, ... "
+        "(nnU-Net's naming, one row per channel, e.g. CT and PET) or CASE.nii.gz; a case whose scan is "
+        "missing or lies on another voxel grid than its GT is drawn on the empty background, with a note",
+    )
+    re_.add_argument(
+        "--channel-names",
+        type=_name_list,
+        default=None,
+        metavar="NAMES",
+        help="names of the channels of --images in the order of their numbers, e.g. CT,PET (default: 0000, 0001)",
+    )
+    re_.add_argument(
+        "--window",
+        action="append",
+        default=None,
+        metavar="[CHANNEL=]WINDOW",
+        help="grey scale of the scans: auto (default: a channel with values below -500 is a CT, shown at "
+        "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, range, or LEVEL/WIDTH such "
+        "as --window=-600/1500; CHANNEL= (a name or a code such as 0001) sets one channel's; repeatable",
+    )
     return parser
 
 
@@ -599,8 +624,31 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.max_cases < 0:
         raise ValueError(f"--max-cases must be 0 or more, got {args.max_cases}")
+    if args.images is not None and not Path(args.images).is_dir():
+        print(
+            f"ccmetrics report: error: --images {args.images}: no such folder; give the folder that holds the "
+            "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if (args.channel_names or args.window) and args.images is None:
+        print("ccmetrics report: error: --channel-names and --window go with --images IMAGE_DIR", file=sys.stderr)
+        return EXIT_USAGE
+    window: dict[str, str] = {}
+    for given in args.window or []:
+        channel, _, spec = given.rpartition("=")
+        window[channel or "*"] = spec
     out = args.out if args.out is not None else Path(args.result_dir) / "report.html"
-    info = write_report(args.result_dir, out, max_cases=args.max_cases, image_root=args.image_root, title=args.title)
+    info = write_report(
+        args.result_dir,
+        out,
+        max_cases=args.max_cases,
+        image_root=args.image_root,
+        title=args.title,
+        images=args.images,
+        channel_names=args.channel_names,
+        window=window or None,
+    )
     print(info)
     return EXIT_OK
 

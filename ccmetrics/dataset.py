@@ -56,6 +56,7 @@ from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_d
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .detection_rules import DetectionRule
+from .dicom import holds_dicom
 from .grids import align_pair
 from .io import Image, image_id, is_image_file, load_image
 from .records import atomic_write, file_fingerprint
@@ -230,7 +231,7 @@ def _scan(
     ignored = []
     for path in sorted(folder.iterdir()):
         if path.is_dir():
-            if _holds_dicom(path) and not path.name.startswith("."):  # a case as a folder of DICOM (one SEG in it)
+            if holds_dicom(path) and not path.name.startswith("."):  # a case as a folder of DICOM (one SEG in it)
                 files.setdefault(image_id(path.name + ".dcm", suffix), []).append(str(path))
             else:  # not searched: listed, so that files in it do not vanish unnoticed
                 ignored.append(str(path) + os.sep)
@@ -241,22 +242,6 @@ def _scan(
         else:
             ignored.append(str(path))
     return files, ignored
-
-
-def _holds_dicom(folder: Path, look_at: int = 64) -> bool:
-    """Whether a folder holds DICOM files: a name ending in ``.dcm``, or the ``DICM`` mark at byte 128 of
-    one of the first ``look_at`` files (exports from PACS often have no extension); searched recursively."""
-    for n, path in enumerate(p for p in folder.rglob("*") if p.is_file()):
-        if path.name.lower().endswith(".dcm"):
-            return True
-        if n < look_at:
-            try:
-                with open(path, "rb") as f:
-                    if f.read(132)[128:] == b"DICM":
-                        return True
-            except OSError:
-                continue
-    return False
 
 
 def tasks_from_pairs(pairs: Mapping[str, tuple[Any, Any]] | Iterable[tuple[str, Any, Any]]) -> list[CaseTask]:

@@ -44,15 +44,18 @@ __all__ = [
     "DEFAULT_FRACTIONAL_THRESHOLD",
     "SegImage",
     "find_seg_file",
+    "holds_dicom",
     "is_dicom_path",
     "read_seg",
     "read_seg_header",
+    "read_series",
     "segment_classes",
     "series_grid",
 ]
 
 #: a fractional segment holds the voxels whose fraction (0 to 1) is at least this
 DEFAULT_FRACTIONAL_THRESHOLD = 0.5
+_NOT_IMAGES = ("SEG", "RTSTRUCT", "SR", "KO", "PR", "REG", "RTPLAN", "RTDOSE")  # modalities that are no scan
 _SEG_SOP_CLASSES = ("1.2.840.10008.5.1.4.1.1.66.4", "1.2.840.10008.5.1.4.1.1.66.7")  # Segmentation, Label Map SEG
 _LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
 _INSTALL = 'reading DICOM needs the dicom extra: pip install "ccmetrics-toolkit[dicom]" (highdicom, pydicom)'
@@ -104,6 +107,27 @@ def is_dicom_path(path: Any) -> bool:
     if not isinstance(path, (str, os.PathLike)):
         return False
     return os.fspath(path).lower().endswith(".dcm") or os.path.isdir(path)
+
+
+def holds_dicom(folder: Any, look_at: int = 64) -> bool:
+    """Whether a folder holds DICOM files (searched recursively): a name ending in ``.dcm``, or the ``DICM``
+    mark at byte 128 of one of the first ``look_at`` files (exports from PACS often have no extension).
+
+    >>> import tempfile
+    >>> holds_dicom(tempfile.mkdtemp())
+    False
+    """
+    for n, path in enumerate(p for p in Path(folder).rglob("*") if p.is_file()):
+        if path.name.lower().endswith(".dcm"):
+            return True
+        if n < look_at:
+            try:
+                with open(path, "rb") as f:
+                    if f.read(132)[128:] == b"DICM":
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def _is_seg(path: Path) -> bool:
@@ -398,3 +422,64 @@ def series_grid(folder: Any, series_uid: str | None = None) -> Image:
     shape = (first.columns, first.rows, len(slices))
     spacing = tuple(float(s) for s in np.linalg.norm(ras[:3, :3], axis=0))
     return Image(np.broadcast_to(np.zeros((), np.uint8), shape), spacing, ras, folder)
+
+
+def read_series(folder: Any) -> Image:
+    """Read the DICOM image series of a folder (e.g. the CT or PET a SEG was drawn on) as an Image.
+
+    SimpleITK (GDCM) finds the series, sorts its slices along the slice normal and applies the rescale
+    slope and intercept (CT in HU); the array is turned into ccmetrics' order ``[column, row, plane]``
+    with a RAS affine, as for every reader. Files of other modalities in the folder (a SEG, RTSTRUCT, ...)
+    are skipped; needs no extra.
+
+    Raises
+    ------
+    NotADirectoryError, ValueError
+        No folder, no image series in it, or several (give one folder per series).
+
+    Examples
+    --------
+    >>> from ccmetrics.dicom import read_series
+    >>> ct = read_series("dicom_example/ct/case_001")  # doctest: +SKIP
+    >>> ct.array.shape, ct.spacing  # doctest: +SKIP
+    ((64, 56, 20), (0.8, 0.8, 2.5))
+    """
+    import SimpleITK as sitk
+
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"DICOM series folder {folder!r} does not exist or is not a folder")
+    pydicom = _pydicom_or_none()
+    found = []
+    for uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(folder) or ():
+        files = sitk.ImageSeriesReader.GetGDCMSeriesFileNames(folder, uid)
+        if pydicom is not None:
+            modality = pydicom.dcmread(files[0], stop_before_pixels=True, specific_tags=["Modality"]).get("Modality")
+            if modality in _NOT_IMAGES:
+                continue
+        found.append(files)
+    if len(found) != 1:
+        what = "no DICOM image series" if not found else f"{len(found)} DICOM image series"
+        raise ValueError(f"{folder!r} holds {what}: give one folder per series (its slices, any other files)")
+    reader = sitk.ImageSeriesReader()
+    reader.SetFileNames(found[0])
+    try:
+        image = reader.Execute()
+    except RuntimeError as exc:
+        raise ImageReadError(f"cannot read the DICOM series in {folder!r}: {exc}") from exc
+    array = sitk.GetArrayFromImage(image)
+    if array.ndim != 3:
+        raise ValueError(f"{folder!r}: a series of {array.ndim}D arrays; ccmetrics reads 3D scalar series")
+    lps = np.eye(4)
+    spacing = np.array(image.GetSpacing(), float)
+    lps[:3, :3] = np.array(image.GetDirection(), float).reshape(3, 3) * spacing
+    lps[:3, 3] = image.GetOrigin()
+    return Image(np.ascontiguousarray(array.transpose(2, 1, 0)), tuple(spacing.tolist()), _LPS_TO_RAS @ lps, folder)
+
+
+def _pydicom_or_none() -> Any:
+    try:
+        import pydicom
+    except ImportError:
+        return None
+    return pydicom

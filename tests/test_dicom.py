@@ -462,3 +462,50 @@ def test_cli_with_folders_per_case_and_reference_images(series, tmp_path, capsys
         == 0
     )
     assert pd.read_csv(out / "per_case.csv")["dice"].iloc[0] == 1.0
+
+
+# ---------------------------------------------------------------- scans: DICOM image series
+
+
+def test_read_series_is_the_ct_on_itks_grid(series, tmp_path):
+    from ccmetrics.dicom import read_series
+
+    folder, source, ct = series
+    _write_seg(tmp_path / "seg.dcm", _labels(12), source)  # a SEG beside the slices is not a scan
+    for f in folder.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    image = read_series(tmp_path)
+    ref = _sitk_series(folder)
+    np.testing.assert_array_equal(image.array, ct[:, :, ::-1])
+    np.testing.assert_allclose(image.affine, ref.affine, atol=1e-6)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no DICOM image series"):
+        read_series(tmp_path / "empty")
+
+
+def test_report_on_the_dicom_series_of_a_seg_evaluation(tmp_path):
+    """The example: NIfTI GT, SEG prediction, CT series as the scan; every case drawn on its CT."""
+    from ccmetrics.report import write_report
+
+    for seed, case in enumerate(("case_001", "case_002")):
+        ex.make_case(tmp_path, case, seed)
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "evaluate",
+                str(tmp_path / "gt"),
+                str(tmp_path / "pred"),
+                "--out",
+                str(out),
+                "--metrics",
+                "dice,detection",
+                "--no-plots",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    info = write_report(out, tmp_path / "report.html", images=tmp_path / "ct", channel_names=["CT"])
+    assert info.n_on_image == 2 and not info.not_on_image
+    assert "L 40 W 400 HU" in (tmp_path / "report.html").read_text()

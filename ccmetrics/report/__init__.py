@@ -5,12 +5,16 @@ data-set summary (standard against CC metrics with confidence intervals, the eva
 evaluated / flagged / failed cases), the cases ranked by the difference between a standard metric
 and its CC variant and by their worst CC score, a filterable table of every lesion and false
 positive, and per case every GT lesion and false positive with a thumbnail (axial, coronal and
-sagittal slices through its centroid, GT and prediction contours, Voronoi region borders).
+sagittal slices through its centroid, GT and prediction contours, Voronoi region borders), on an
+empty background or, with ``--images IMAGE_DIR`` (``write_report(..., images=...)``), on the scan: one
+row of panels per channel (nnU-Net's ``CASE_0000``, ``CASE_0001``, ...: CT, PET), each in its own grey
+scale, and only where the scan lies on the GT's voxel grid (otherwise a note says why).
 
 Modules, in the order the data flows: :mod:`~ccmetrics.report.data` (tables, ranking, components
-of the images), :mod:`~ccmetrics.report.geometry` (crop boxes and contour lines),
-:mod:`~ccmetrics.report.thumbnails` (drawing), :mod:`~ccmetrics.report.page` (the Jinja2 template
-in ``templates/``). Needs Jinja2 and matplotlib (imported when a report is written).
+of the images, the scans' channels), :mod:`~ccmetrics.report.geometry` (crop boxes, contour lines,
+the scan's slices), :mod:`~ccmetrics.report.thumbnails` (drawing, the grey-scale window),
+:mod:`~ccmetrics.report.page` (the Jinja2 template in ``templates/``). Needs Jinja2 and matplotlib
+(imported when a report is written).
 """
 
 from .page import DEFAULT_MAX_CASES, ReportInfo, build_model, render_html, write_report

@@ -9,12 +9,20 @@ Voronoi region each one falls in (the GT component whose region holds most of it
 found voxel by voxel where needed (:class:`Regions`: the false positives' voxels and the thumbnails'
 slices), with :func:`ccmetrics.partition.assign_nearest`, which equals :func:`ccmetrics.voronoi_partition`
 voxel for voxel, so no dense region map of a large image is ever built.
+
+The scans the thumbnails are drawn on (``ccmetrics report --images IMAGE_DIR``) are found here too:
+:class:`ImageFolder` lists IMAGE_DIR once and gives each case its channels, nnU-Net's
+``CASE_0000.nii.gz``, ``CASE_0001.nii.gz``, ... or the one file ``CASE.nii.gz``; :func:`read_channel`
+reads one channel and checks it lies on the GT's voxel grid (:func:`ccmetrics.io.check_same_geometry`,
+the evaluation's tolerance). The caller reads one channel at a time, cuts the slices it needs and lets
+the array go.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CaseImages",
+    "Channel",
+    "ChannelFile",
     "Component",
+    "ImageFolder",
     "Regions",
     "ResultFolder",
     "find_components",
@@ -39,6 +50,7 @@ __all__ = [
     "load_case",
     "masks_of",
     "primary_metric",
+    "read_channel",
     "read_result_folder",
     "resolve_image",
     "voxel_ml",
@@ -324,6 +336,9 @@ class CaseImages:
     spacing : tuple of float
         Voxel size from the GT header (mm), for drawing.
     lesions, false_positives : list of Component
+    affine : ndarray or None
+        The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.io.Image`): an image drawn under
+        the masks must have the same (:func:`read_channel`).
     """
 
     gt: np.ndarray
@@ -332,6 +347,7 @@ class CaseImages:
     spacing: tuple[float, ...]
     lesions: list[Component] = field(default_factory=list)
     false_positives: list[Component] = field(default_factory=list)
+    affine: np.ndarray | None = None
 
 
 def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> list[Component]:
@@ -441,8 +457,10 @@ def load_case(
     connectivity: int | None = None,
     ignore_label: int | None = None,
     false_positives: Sequence[int] | None = None,
+    reference_images: Any = None,
+    tolerance_mm: float = 1e-3,
 ) -> CaseImages:
-    """Read one case's files and find its components.
+    """Read one case's files, on one grid as the evaluation put them, and find its components.
 
     Parameters
     ----------
@@ -459,25 +477,253 @@ def load_case(
         The evaluation's ignore label: its GT voxels become background in both masks first.
     false_positives : sequence of int, optional
         The false-positive prediction components under the evaluation's rule (:func:`find_components`).
+    reference_images, tolerance_mm
+        The evaluation's ``reference_images`` and ``tolerance_mm``: a DICOM SEG is reoriented or placed on
+        the common grid by :func:`ccmetrics.grids.align_pair`, as the evaluation did.
 
     Raises
     ------
     OSError, ValueError
-        A file cannot be read, or the two images differ in shape.
+        A file cannot be read, or the two images are not on one grid.
     """
     from ..classes import remove_ignored
+    from ..grids import align_pair
     from ..io import load_image
 
-    gt_image = load_image(gt_file)
-    pred_array = np.zeros_like(gt_image.array) if pred_file is None else load_image(pred_file).array
-    if pred_array.shape != gt_image.array.shape:
-        raise ValueError(f"prediction shape {pred_array.shape} differs from the GT's {gt_image.array.shape}")
+    read = None if pred_file is None else load_image(pred_file)
+    gt_image, read, _ = align_pair(load_image(gt_file), read, reference=reference_images, atol_mm=tolerance_mm)
+    pred_array = np.zeros_like(gt_image.array) if read is None else read.array
     gt_array, pred_array, _ = remove_ignored(gt_image.array, pred_array, ignore_label)
     gt, pred = masks_of(gt_array, class_value), masks_of(pred_array, class_value)
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
     regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives)
-    return CaseImages(gt, pred, regions, header, lesions, fps)
+    return CaseImages(gt, pred, regions, header, lesions, fps, np.array(gt_image.affine, dtype=float))
+
+
+# ---------------------------------------------------------------- the scans under the masks
+
+#: nnU-Net's channel suffix of an image file name: ``CASE_0000``, ``CASE_0001``, ...
+CHANNEL = re.compile(r"^(?P<case>.+)_(?P<code>\d{4})$")
+
+
+@dataclass(frozen=True)
+class ChannelFile:
+    """One channel of a case's scan.
+
+    Attributes
+    ----------
+    code : str
+        nnU-Net's channel number, ``"0000"``, ``"0001"``, ..., or ``""`` for a file named by the case id
+        alone (one channel).
+    path : Path
+    """
+
+    code: str
+    path: Path
+
+    def label(self, names: Sequence[str] | None = None) -> str:
+        """What the page calls the channel: ``names[int(code)]`` when given (a file named by the case id:
+        ``names[0]``), else the code (``"image"`` for a file named by the case id).
+
+        >>> pet = ChannelFile("0001", Path("a_0001.nii.gz"))
+        >>> pet.label(), pet.label(["CT", "PET"])
+        ('0001', 'PET')
+        >>> ChannelFile("", Path("a.nii.gz")).label()
+        'image'
+        """
+        number = int(self.code) if self.code else 0
+        if names and number < len(names) and names[number]:
+            return str(names[number])
+        return self.code or "image"
+
+
+@dataclass
+class ImageFolder:
+    """The scans of a data set: a folder listed once, each case's channels looked up by name.
+
+    A case ``CASE`` has the channels ``CASE_0000``, ``CASE_0001``, ... (nnU-Net's ``imagesTr``
+    naming, one file per channel such as CT and PET), or, when there is none, the one channel
+    ``CASE``; each with any extension of :data:`ccmetrics.io.IMAGE_EXTENSIONS` but ``.dcm`` (the name
+    without it is :func:`ccmetrics.io.image_id`), or a sub-folder of that name holding a DICOM image
+    series (:func:`ccmetrics.dicom.read_series`). Other sub-folders are not searched.
+
+    Attributes
+    ----------
+    path : Path
+    files : dict of str to list of Path
+        Image id (file name without extension) to the files of that id.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> for name in ["a_0000.nii.gz", "a_0001.nii.gz", "b.mha", "notes.txt"]:
+    ...     _ = (folder / name).write_bytes(b"")
+    >>> images = ImageFolder.scan(folder)
+    >>> [(c.code, c.path.name) for c in images.channels("a")], [c.path.name for c in images.channels("b")]
+    ([('0000', 'a_0000.nii.gz'), ('0001', 'a_0001.nii.gz')], ['b.mha'])
+    >>> images.channels("c")
+    []
+    """
+
+    path: Path
+    files: dict[str, list[Path]]
+
+    @classmethod
+    def scan(cls, path: os.PathLike) -> ImageFolder:
+        """List the image files of ``path``.
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` is not a folder.
+        ValueError
+            It holds no image file.
+        """
+        from ..io import image_id, is_image_file
+
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"images: no such folder {str(folder)!r}; give the folder that holds the scans, one file per "
+                "case and channel (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ..., or CASE.nii.gz)"
+            )
+        from ..dicom import holds_dicom
+
+        files: dict[str, list[Path]] = {}
+        for entry in sorted(folder.iterdir()):
+            if entry.is_file() and is_image_file(entry) and not entry.name.lower().endswith(".dcm"):
+                files.setdefault(image_id(entry), []).append(entry)
+            elif entry.is_dir() and not entry.name.startswith(".") and holds_dicom(entry):  # a DICOM series
+                files.setdefault(entry.name, []).append(entry)
+        if not files:
+            raise ValueError(
+                f"images: {str(folder)!r} holds no image file (names ending in one of "
+                f"{', '.join(_image_extensions())}); give the folder of the scans"
+            )
+        return cls(folder, files)
+
+    def channels(self, case: str) -> list[ChannelFile]:
+        """The channels of ``case``, in the order of their numbers; empty when none is found.
+
+        Raises
+        ------
+        ValueError
+            A channel has several files (``CASE_0000.nii.gz`` and ``CASE_0000.mha``): which one is meant?
+        """
+        numbered = sorted(
+            (match["code"], paths)
+            for name, paths in self.files.items()
+            if (match := CHANNEL.match(name)) is not None and match["case"] == case
+        )
+        if not numbered and case in self.files:
+            numbered = [("", self.files[case])]
+        for _, paths in numbered:
+            if len(paths) > 1:
+                names = ", ".join(p.name for p in paths)
+                raise ValueError(f"several files for one channel: {names}; keep one of them in {self.path}")
+        return [ChannelFile(code, paths[0]) for code, paths in numbered]
+
+    def expected(self, case: str) -> str:
+        """The names looked for, for a message.
+
+        >>> ImageFolder(Path("images"), {}).expected("a")
+        'a_0000.nii.gz, a_0001.nii.gz, ... or a.nii.gz'
+        """
+        return f"{case}_0000.nii.gz, {case}_0001.nii.gz, ... or {case}.nii.gz"
+
+
+def _image_extensions() -> tuple[str, ...]:
+    from ..io import IMAGE_EXTENSIONS
+
+    return IMAGE_EXTENSIONS
+
+
+@dataclass
+class Channel:
+    """One channel of a case's scan, read and checked against the GT's voxel grid.
+
+    Attributes
+    ----------
+    label : str
+        What the page calls it (:meth:`ChannelFile.label`).
+    array : ndarray
+        The voxels, as :func:`ccmetrics.io.load_image` reads them (shape of the GT).
+    minimum : float
+        The smallest value of the whole channel (NaN ignored): a CT holds air, about -1000 HU
+        (:func:`ccmetrics.report.thumbnails.choose_window`).
+    """
+
+    label: str
+    array: np.ndarray
+    minimum: float
+
+
+def read_channel(
+    file: ChannelFile,
+    images: CaseImages,
+    *,
+    label: str | None = None,
+    tolerance_mm: float = 1e-3,
+) -> tuple[Channel | None, str | None]:
+    """Read one channel of a case's scan if it lies on the GT's voxel grid.
+
+    Parameters
+    ----------
+    file : ChannelFile
+    images : CaseImages
+        The case's masks, with the GT's ``spacing`` and ``affine``.
+    label : str, optional
+        The channel's name in messages (default: :meth:`ChannelFile.label`).
+    tolerance_mm : float
+        Tolerance on the origin (the evaluation's ``tolerance_mm``); spacing and direction as
+        :func:`ccmetrics.io.check_same_geometry` checks them for a prediction.
+
+    Returns
+    -------
+    channel : Channel or None
+        None when the file cannot be read or lies on another grid: it must not be drawn.
+    problem : str or None
+        Why not, naming the channel: ``"channel 0001: shape differs: gt (96, 96, 48), image (48, 48, 48)"``;
+        shape, spacing, origin or direction, with both values.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ccmetrics.io import save_image
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> save_image(folder / "a_0000.nii.gz", np.full((4, 4, 2), -1000, np.int16), spacing=(1.0, 1.0, 2.0))
+    >>> gt = np.zeros((4, 4, 2), bool)
+    >>> case = CaseImages(gt, gt, Regions(gt.astype(int)), (1.0, 1.0, 2.0), affine=np.diag([1.0, 1.0, 2.0, 1.0]))
+    >>> channel, problem = read_channel(ImageFolder.scan(folder).channels("a")[0], case)
+    >>> channel.label, channel.array.shape, channel.minimum, problem
+    ('0000', (4, 4, 2), -1000.0, None)
+    >>> case.affine[2, 3] = 6.0  # the GT starts two slices further: the scan is not drawn
+    >>> read_channel(ImageFolder.scan(folder).channels("a")[0], case)
+    (None, 'channel 0000: origin differs: gt (0.0, 0.0, 6.0) mm, image (0.0, 0.0, 0.0) mm')
+    """
+    from ..dicom import read_series
+    from ..grids import on_grid
+    from ..io import Image, check_same_geometry, load_image
+
+    name = file.label() if label is None else label
+    try:
+        image = read_series(file.path) if file.path.is_dir() else load_image(file.path)
+    except (OSError, ValueError) as exc:
+        return None, f"channel {name}: cannot read {file.path.name}: {exc}"
+    shape = images.gt.shape
+    affine = images.affine if images.affine is not None else np.diag(tuple(images.spacing) + (1.0,))
+    reference = Image(np.broadcast_to(np.zeros((), np.uint8), shape), tuple(images.spacing), affine)
+    problem = check_same_geometry(reference, image, atol_mm=tolerance_mm, names=("gt", "image"))
+    if problem:  # the same grid in another axis order (a DICOM series beside a NIfTI GT) is reoriented
+        try:
+            image = on_grid(image, reference, atol_mm=tolerance_mm)
+        except ValueError:
+            return None, f"channel {name}: {problem}"
+    array = image.array
+    minimum = float(np.nanmin(array)) if array.dtype.kind == "f" else float(array.min())
+    return Channel(name, array, minimum), None
 
 
 def voxel_ml(spacing: Any, header: Sequence[float]) -> float:

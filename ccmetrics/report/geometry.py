@@ -17,10 +17,14 @@ Conventions (the array axes of :mod:`ccmetrics.io`: ``array[i, j, k]``, ``spacin
 * a 2D slice is indexed ``[h, v]`` (horizontal, vertical); lines are drawn on pixel borders, in the
   coordinates of ``imshow(slice.T, origin="lower")`` where pixel ``(h, v)`` covers
   ``[h - 0.5, h + 0.5] × [v - 0.5, v + 0.5]``.
+* a scan drawn under the masks (``ccmetrics report --images``) is cut the same way, one channel at a
+  time (:func:`with_image`): its plane is the scan's voxels on the slice, as floats, NaN outside the
+  image; only these slices are kept, never the scan.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,8 +40,10 @@ __all__ = [
     "crop_box",
     "half_widths",
     "plane_coords",
+    "plane_intensity",
     "plane_regions",
     "thumbnail_geometry",
+    "with_image",
 ]
 
 #: (plane name, the array axis held fixed) of a 3D image, in the order shown
@@ -98,13 +104,15 @@ def crop(array: np.ndarray, box: Box, fill=0) -> np.ndarray:
     return out
 
 
-def boundary_segments(labels: np.ndarray) -> np.ndarray:
+def boundary_segments(labels: np.ndarray, within: np.ndarray | None = None) -> np.ndarray:
     """Pixel borders between neighbouring pixels of different value in a 2D slice.
 
     Parameters
     ----------
     labels : ndarray, shape (n_h, n_v)
         A slice indexed ``[h, v]``: a mask (a contour) or a region map (region borders).
+    within : ndarray of bool, shape (n_h, n_v), optional
+        Only borders between two pixels of ``within`` (e.g. inside the image: no line along its edge).
 
     Returns
     -------
@@ -119,11 +127,16 @@ def boundary_segments(labels: np.ndarray) -> np.ndarray:
     >>> m = np.zeros((3, 3), bool); m[1, 1] = True
     >>> boundary_segments(m).tolist()
     [[[0.5, 0.5], [0.5, 1.5]], [[1.5, 0.5], [1.5, 1.5]], [[0.5, 0.5], [1.5, 0.5]], [[0.5, 1.5], [1.5, 1.5]]]
+    >>> len(boundary_segments(m, within=np.arange(3)[:, None] > 0 + np.zeros((3, 3), bool)))  # not at h = 0.5
+    3
     """
     labels = np.asarray(labels)
-    h, v = np.nonzero(labels[1:, :] != labels[:-1, :])  # between (h, v) and (h + 1, v): a vertical line
+    both = np.ones(labels.shape, bool) if within is None else np.asarray(within, bool)
+    pairs = (labels[1:, :] != labels[:-1, :]) & both[1:, :] & both[:-1, :]
+    h, v = np.nonzero(pairs)  # between (h, v) and (h + 1, v): a vertical line
     vertical = np.stack([np.stack([h + 0.5, v - 0.5], 1), np.stack([h + 0.5, v + 0.5], 1)], 1)
-    h, v = np.nonzero(labels[:, 1:] != labels[:, :-1])  # between (h, v) and (h, v + 1): a horizontal line
+    pairs = (labels[:, 1:] != labels[:, :-1]) & both[:, 1:] & both[:, :-1]
+    h, v = np.nonzero(pairs)  # between (h, v) and (h, v + 1): a horizontal line
     horizontal = np.stack([np.stack([h - 0.5, v + 0.5], 1), np.stack([h + 0.5, v + 0.5], 1)], 1)
     return np.concatenate([vertical, horizontal]).astype(float).reshape(-1, 2, 2)
 
@@ -146,6 +159,9 @@ class PlaneView:
         Voronoi region labels on the slice; -1 outside the image (0 where unknown).
     aspect : float
         ``spacing[v_axis] / spacing[h_axis]``: the height of a pixel on screen relative to its width.
+    intensity : ndarray of float, shape (n_h, n_v), or None
+        The scan's values on the slice (one channel; NaN outside the image), or None: drawn on the
+        empty background.
     """
 
     name: str
@@ -157,6 +173,7 @@ class PlaneView:
     pred: np.ndarray
     regions: np.ndarray
     aspect: float
+    intensity: np.ndarray | None = None
 
     @property
     def caption(self) -> str:
@@ -223,6 +240,42 @@ def _on_plane(a: np.ndarray, axis: int | None) -> np.ndarray:
     return a if axis is None else a.take(0, axis=axis)
 
 
+def _plane_box(box: Box, axis: int | None, index: int) -> Box:
+    """The part of ``box`` on the plane ``axis = index`` (one voxel thick along ``axis``)."""
+    return tuple((index, index + 1) if a == axis else b for a, b in enumerate(box))
+
+
+def plane_intensity(image: np.ndarray, box: Box, axis: int | None, index: int) -> np.ndarray:
+    """The values of a scan on one plane of a box, as float64 of shape ``(n_h, n_v)``; NaN outside the image.
+
+    Parameters
+    ----------
+    image : ndarray
+        One channel of the scan, on the GT's voxel grid (same shape).
+    box : tuple of (start, stop)
+        The crop (:func:`crop_box`); it may reach beyond the image.
+    axis : int or None
+        The fixed axis (None for a 2D image); ``index`` its voxel index.
+
+    Examples
+    --------
+    >>> plane_intensity(np.arange(6).reshape(2, 3), ((0, 2), (-1, 2)), None, 0).tolist()
+    [[nan, 0.0, 1.0], [nan, 3.0, 4.0]]
+    >>> image = np.arange(24).reshape(2, 3, 4)
+    >>> np.array_equal(plane_intensity(image, ((0, 2), (0, 3), (0, 4)), 2, 1), image[:, :, 1])
+    True
+    """
+    plane_box = _plane_box(box, axis, index)
+    out = _on_plane(crop(image, plane_box, 0), axis).astype(np.float64)
+    inside = [
+        (np.arange(start, stop) >= 0) & (np.arange(start, stop) < n)
+        for a, ((start, stop), n) in enumerate(zip(box, image.shape))
+        if a != axis
+    ]
+    out[~(inside[0][:, None] & inside[1][None, :])] = np.nan
+    return out
+
+
 def thumbnail_geometry(
     center: Sequence[int],
     box: Box,
@@ -231,6 +284,7 @@ def thumbnail_geometry(
     regions,
     spacing: Sequence[float],
     own_region: int = 0,
+    image: np.ndarray | None = None,
 ) -> ThumbnailGeometry:
     """Cut the slices of a thumbnail through voxel ``center`` inside ``box``.
 
@@ -249,6 +303,8 @@ def thumbnail_geometry(
         Voxel size along each axis (for the on-screen aspect ratio).
     own_region : int
         The region to highlight.
+    image : ndarray, optional
+        One channel of the scan on the same grid: each plane gets its values (:func:`plane_intensity`).
 
     Examples
     --------
@@ -264,7 +320,7 @@ def thumbnail_geometry(
     for name, axis in PLANES_3D if ndim == 3 else PLANES_2D:
         shown = [a for a in range(ndim) if a != axis]
         index = 0 if axis is None else int(center[axis])
-        plane_box = tuple((index, index + 1) if a == axis else b for a, b in enumerate(box))
+        plane_box = _plane_box(box, axis, index)
         planes.append(
             PlaneView(
                 name,
@@ -276,7 +332,31 @@ def thumbnail_geometry(
                 _on_plane(crop(pred, plane_box, False), axis).astype(bool),
                 plane_regions(regions, box, axis, index, gt.shape),
                 float(spacing[shown[1]]) / float(spacing[shown[0]]),
+                None if image is None else plane_intensity(image, box, axis, index),
             )
         )
     fov = max((stop - start) * float(s) for (start, stop), s in zip(box, spacing))
     return ThumbnailGeometry(tuple(int(c) for c in center), box, int(own_region), fov, planes)
+
+
+def with_image(geometry: ThumbnailGeometry, image: np.ndarray) -> ThumbnailGeometry:
+    """The same thumbnail (crop, masks, regions shared, not copied) with the planes of one channel of a scan.
+
+    One call per channel: the rows of a thumbnail on a CT and a PET are ``with_image(g, ct)`` and
+    ``with_image(g, pet)``.
+
+    Examples
+    --------
+    >>> gt = np.zeros((9, 9, 9), bool); gt[3:6, 3:6, 3:6] = True
+    >>> g = thumbnail_geometry((4, 4, 4), crop_box((4, 4, 4), (2, 2, 2)), gt, gt, gt.astype(int), (1.0, 1.0, 1.0))
+    >>> scan = np.random.default_rng(0).random(gt.shape)
+    >>> on_scan = with_image(g, scan)
+    >>> np.array_equal(on_scan.planes[0].intensity, scan[2:7, 2:7, 4]), on_scan.planes[0].gt is g.planes[0].gt
+    (True, True)
+    """
+    if image.ndim != len(geometry.box):
+        raise ValueError(f"a {len(geometry.box)}D thumbnail cannot show a {image.ndim}D image")
+    planes = [
+        dataclasses.replace(p, intensity=plane_intensity(image, geometry.box, p.axis, p.index)) for p in geometry.planes
+    ]
+    return dataclasses.replace(geometry, planes=planes)

@@ -4,6 +4,15 @@
 :func:`render_html` fills ``templates/report.html.j2`` with them, :func:`write_report` does both and
 writes one self-contained file: images as base64 PNG data URIs, style and script inline, no request
 to a server or the internet.
+
+With ``images=IMAGE_DIR`` (``ccmetrics report --images``) the thumbnails are drawn on the scans: per
+drawn case, the masks are read, then each channel of the scan in turn (:class:`~ccmetrics.report.data.ImageFolder`,
+:func:`~ccmetrics.report.data.read_channel`), its slices cut for every thumbnail of the case
+(:func:`~ccmetrics.report.geometry.with_image`) and the channel let go before the next one is read: at
+most one channel of one case is in memory. A thumbnail gets one row per channel, with the channel's
+window (:func:`~ccmetrics.report.thumbnails.choose_window`). A case whose scan is missing, unreadable or
+on another voxel grid than its GT (any channel) is drawn on the empty background, with a note on the
+page saying why, and counted in :class:`ReportInfo` (``not_on_image``).
 """
 
 from __future__ import annotations
@@ -12,9 +21,10 @@ import datetime
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import pandas as pd
 
@@ -78,6 +88,16 @@ class ReportInfo:
         Rows of the lesion finder (false positives only of cases whose images were read).
     unreadable : list of str
         Cases whose images could not be read, with the reason.
+    images : Path or None
+        The folder of the scans the thumbnails are drawn on (``images=``), None: the empty background.
+    n_on_image : int
+        Cases whose thumbnails are drawn on the scan.
+    channels : list of str
+        The channels drawn, in the order of their rows (their names, or codes such as ``0000``).
+    not_on_image : list of str
+        Cases with thumbnails drawn on the empty background although ``images`` was given, each with
+        the reason: no image found, or a channel on another grid (shape, spacing, origin or direction
+        differs from the GT's), or unreadable.
     """
 
     path: Path
@@ -88,6 +108,10 @@ class ReportInfo:
     n_lesions: int
     n_false_positives: int
     unreadable: list[str] = field(default_factory=list)
+    images: Path | None = None
+    n_on_image: int = 0
+    channels: list[str] = field(default_factory=list)
+    not_on_image: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         size = self.size_bytes
@@ -101,6 +125,13 @@ class ReportInfo:
             text += f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  " + "\n  ".join(
                 self.unreadable
             )
+        if self.images is not None:
+            channels = f" (channels {', '.join(self.channels)})" if self.channels else ""
+            text += f"\nThumbnails drawn on the images in {self.images}: {_count(self.n_on_image, 'case')}{channels}"
+            if self.not_on_image:
+                text += f"; {_count(len(self.not_on_image), 'case')} on the empty background:\n  " + "\n  ".join(
+                    self.not_on_image
+                )
         return text
 
 
@@ -217,6 +248,8 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
             connectivity=folder.options.get("connectivity"),
             ignore_label=folder.options.get("ignore_label"),
             false_positives=false_positives,
+            reference_images=folder.options.get("reference_images"),
+            tolerance_mm=folder.options.get("tolerance_mm", 1e-3),
         )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
@@ -236,18 +269,101 @@ def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> str 
     return None
 
 
-def _thumbnails(images: data.CaseImages, panel_px: int) -> dict[tuple, dict[str, str]]:
-    """(kind, label) → {"src": data URI, "caption": text} for every component of a case."""
-    renderer = thumbnails.Renderer(images.gt.ndim, panel_px=panel_px)
-    out = {}
+#: the ``window`` argument: one window for every channel, or one per channel name or code
+WindowArg = Union[str, tuple[float, float], Mapping[str, Union[str, tuple[float, float]]], None]
+
+
+@dataclass
+class _Scans:
+    """What ``images=`` asked for: the folder, the channels' names and windows, the evaluation's tolerance."""
+
+    folder: data.ImageFolder
+    names: Sequence[str] | None
+    windows: dict[str, thumbnails.WindowSpec]
+    tolerance_mm: float
+
+    def window(self, label: str, code: str) -> thumbnails.WindowSpec:
+        for key in (label, code, "*"):
+            if key in self.windows:
+                return self.windows[key]
+        return "auto"
+
+
+@dataclass
+class _ChannelRows:
+    """One channel of a case, cut for every thumbnail: what is kept of it once its array is let go."""
+
+    label: str
+    geometries: dict[tuple, geometry.ThumbnailGeometry]
+    minimum: float
+    window: thumbnails.WindowSpec
+
+
+def _on_image(
+    images: data.CaseImages, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str
+) -> tuple[list[_ChannelRows], str | None]:
+    """Every channel of a case's scan cut for its thumbnails, one channel in memory at a time; or why not."""
+    try:
+        files = scans.folder.channels(case)
+    except ValueError as exc:
+        return [], str(exc)
+    if not files:
+        return [], f"no image found in {scans.folder.path} (looked for {scans.folder.expected(case)})"
+    rows: list[_ChannelRows] = []
+    problems: list[str] = []
+    for file in files:
+        label = file.label(scans.names)
+        named = f"{file.code} ({label})" if file.code and label != file.code else label
+        channel, problem = data.read_channel(file, images, label=named, tolerance_mm=scans.tolerance_mm)
+        if problem:
+            problems.append(problem)
+        elif channel is not None and not problems:  # one channel off the grid: none is drawn
+            cut = {key: geometry.with_image(g, channel.array) for key, g in geometries.items()}
+            rows.append(_ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
+        channel = None  # only the slices are kept: the array goes before the next channel is read
+    if problems:
+        return [], "; ".join(problems)
+    return rows, None
+
+
+def _thumbnails(
+    images: data.CaseImages, panel_px: int, scans: _Scans | None = None, case: str = ""
+) -> tuple[dict[tuple, dict[str, Any]], str | None, list[str]]:
+    """The thumbnails of every component of a case, why they are not on the scan, and the channels drawn.
+
+    Each thumbnail is ``{"src", "caption", "rows"}``: ``rows`` holds one ``{"label", "src", "scale",
+    "low", "high"}`` per channel of the scan (one row with label None on the empty background), ``src``
+    is the first row's image.
+    """
+    geometries = {}
     for c in images.lesions + images.false_positives:
         center = tuple(int(math.floor(x + 0.5)) for x in c.centroid)
         box = geometry.crop_box(center, geometry.half_widths(c.extent_mm(images.spacing), images.spacing))
-        g = geometry.thumbnail_geometry(
+        geometries[(c.kind, c.label)] = geometry.thumbnail_geometry(
             center, box, images.gt, images.pred, images.regions, images.spacing, own_region=c.region
         )
-        out[(c.kind, c.label)] = {"src": thumbnails.data_uri(renderer.render(g)), "caption": thumbnails.caption(g)}
-    return out
+    channels, note = ([], None) if scans is None or not geometries else _on_image(images, geometries, scans, case)
+    renderer = thumbnails.Renderer(images.gt.ndim, panel_px=panel_px)
+    out = {}
+    for key, g in geometries.items():
+        rows: list[dict[str, str | None]] = []
+        for channel in channels:
+            on_image = channel.geometries[key]
+            window = thumbnails.window_for(on_image, minimum=channel.minimum, spec=channel.window)
+            rows.append(
+                {
+                    "label": channel.label,
+                    "src": thumbnails.data_uri(renderer.render(on_image, window)),
+                    "scale": window.text,
+                    "low": thumbnails.number_text(window.low),
+                    "high": thumbnails.number_text(window.high),
+                }
+            )
+        if not rows:
+            src = thumbnails.data_uri(renderer.render(g))
+            rows.append({"label": None, "src": src, "scale": None, "low": None, "high": None})
+        out[key] = {"src": rows[0]["src"], "caption": thumbnails.caption(g), "rows": rows}
+    return out, note, [c.label for c in channels]
 
 
 def _class_title(row: pd.Series, class_value: Any) -> str:
@@ -267,6 +383,7 @@ def _case_entry(
     image_root,
     panel_px: int,
     unit: str,
+    scans: _Scans | None = None,
 ) -> dict[str, Any]:
     case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     images, problem = _case_images(folder, row, image_root)
@@ -274,7 +391,9 @@ def _case_entry(
         problem = _check_consistent(images, comps)
         if problem:
             images = None
-    thumbs = _thumbnails(images, panel_px) if images is not None and draw else {}
+    thumbs, image_note, channels = (
+        _thumbnails(images, panel_px, scans, case) if images is not None and draw else ({}, None, [])
+    )
     name = anchor(case, class_value, multi_class)
     lesions = []
     comp: Any  # a row of itertuples (its fields are not typed)
@@ -329,6 +448,9 @@ def _case_entry(
         "drawn": bool(thumbs),
         "thumbnails_wanted": draw,
         "problem": problem,
+        "on_image": bool(thumbs) and bool(channels),
+        "channels": channels,
+        "image_note": image_note if thumbs else None,
         "metrics": metrics,
         "scores": scores,
         "lesions": lesions,
@@ -350,6 +472,9 @@ def build_model(
     image_root: os.PathLike | None = None,
     panel_px: int = 120,
     title: str | None = None,
+    images: os.PathLike | None = None,
+    channel_names: Sequence[str] | None = None,
+    window: WindowArg = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as plain Python data (the template's context).
 
@@ -357,9 +482,24 @@ def build_model(
     ``problems``, ``summary`` (the rows of ``summary.json``, each with its metric's display ``name``),
     ``empty_gt``, ``plots``, ``cases`` (in the order of the per-case sections: worst CC value of the
     primary metric first, failed cases last), ``finder`` (every lesion and false positive), ``primary``,
-    ``metrics``, ``unit`` and more.
+    ``metrics``, ``unit``, ``images`` (the scans' folder or None), ``image_notes`` (the drawn cases not
+    drawn on the scan, each with its ``image_note``), ``n_on_image``, ``channels`` and more.
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
+    ValueError
+        ``images`` holds no image file, or ``window`` cannot be read.
     """
+    scans = None
+    if images is not None:  # checked first: a wrong folder fails before any case is read
+        windows = thumbnails.window_specs(window)
+        scans = _Scans(data.ImageFolder.scan(images), list(channel_names or []), windows, 1e-3)
     folder = data.read_result_folder(result_dir)
+    if scans is not None:
+        tolerance = folder.options.get("tolerance_mm")
+        scans.tolerance_mm = 1e-3 if tolerance is None else float(tolerance)  # the evaluation's
     metrics = folder.case_metrics
     primary = data.primary_metric(metrics, folder.columns)
     per_case = data.with_differences(folder.per_case, metrics, folder.columns).reset_index(drop=True)
@@ -391,6 +531,7 @@ def build_model(
                 image_root=image_root,
                 panel_px=panel_px,
                 unit=unit,
+                scans=scans,
             )
         )
     finder = []
@@ -432,7 +573,12 @@ def build_model(
         "n_drawn": sum(c["drawn"] for c in cases),
         "options": folder.options,
         "legend": thumbnails.LEGEND,
+        "legend_on_image": thumbnails.LEGEND_ON_IMAGE,
         "is_distance": {m: folder.is_distance(m) for m in metrics},
+        "images": str(scans.folder.path) if scans is not None else None,
+        "image_notes": [c for c in cases if c["image_note"]],
+        "n_on_image": sum(c["on_image"] for c in cases),
+        "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
     }
 
 
@@ -476,6 +622,9 @@ def write_report(
     image_root: os.PathLike | None = None,
     panel_px: int = 120,
     title: str | None = None,
+    images: os.PathLike | None = None,
+    channel_names: Sequence[str] | None = None,
+    window: WindowArg = None,
 ) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
 
@@ -496,19 +645,73 @@ def write_report(
     panel_px : int
         Size of one thumbnail panel in pixels.
     title : str, optional
+    images : path, optional
+        Folder of the scans to draw the thumbnails on (default: none, the empty background). A case
+        ``CASE`` has the channels ``CASE_0000``, ``CASE_0001``, ... (nnU-Net's naming; e.g. CT and PET),
+        or the one channel ``CASE``, with any extension of :data:`ccmetrics.io.IMAGE_EXTENSIONS`. Each
+        channel is one row of panels. Each channel must lie on its GT's voxel grid (shape, spacing,
+        origin and direction, checked as the evaluation checks a prediction): a case with a channel on
+        another grid, or without a scan, is drawn on the empty background with a note saying why.
+    channel_names : sequence of str, optional
+        Names of the channels in the order of their numbers (``["CT", "PET"]``); default: the codes
+        (``0000``, ``0001``; ``image`` for a file named by the case id).
+    window : str, (level, width) or mapping, optional
+        How a channel's values become grey (see :mod:`ccmetrics.report.thumbnails`). Default ``"auto"``:
+        a channel whose smallest value is below -500 is a CT, shown in the soft-tissue window (level 40,
+        width 400 HU: -160 HU black, 240 HU white); any other channel (PET, ...) from 0 (or the crop's
+        minimum, if negative) black to the crop's maximum white, the scale written beside the row
+        (``0–12.3``). ``"ct"`` or ``"range"`` forces one of these, ``(level, width)`` or ``"-600/1500"``
+        gives a window; a mapping gives one per channel name or code (``{"PET": "range", "*": "ct"}``).
 
     Returns
     -------
     ReportInfo
         The path, its size and what it holds (``str(info)`` is the line the command prints).
 
+    Raises
+    ------
+    FileNotFoundError
+        No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
+    ValueError
+        ``images`` holds no image file, or ``window`` cannot be read.
+
     Notes
     -----
     The images of every evaluated case are read again (to find the false positives and their
     regions). Voronoi regions are found only for the voxels needed (the false positives and the
-    thumbnails' slices), exactly as :func:`ccmetrics.voronoi_partition` would label them.
+    thumbnails' slices), exactly as :func:`ccmetrics.voronoi_partition` would label them. The scans
+    are read only for the cases drawn, one channel at a time; only their slices are kept (in a
+    multi-class evaluation, once per class section of the case).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from ccmetrics import evaluate_dataset
+    >>> from ccmetrics.io import save_image
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for sub in ("gt", "pred", "images"):
+    ...     (root / sub).mkdir()
+    >>> gt = np.zeros((24, 24, 8), np.uint8); gt[8:14, 8:14, 2:6] = 1
+    >>> save_image(root / "gt" / "a.nii.gz", gt, spacing=(2.0, 2.0, 3.0))
+    >>> save_image(root / "pred" / "a.nii.gz", np.roll(gt, 1, 0), spacing=(2.0, 2.0, 3.0))
+    >>> pet = np.where(gt > 0, 8.0, 1.0).astype(np.float32)
+    >>> save_image(root / "images" / "a_0000.nii.gz", pet, spacing=(2.0, 2.0, 3.0))
+    >>> _ = evaluate_dataset(root / "gt", root / "pred", ["dice"], progress=False).write(root / "out", plots=False)
+    >>> info = write_report(root / "out", root / "report.html", images=root / "images", channel_names=["PET"])
+    >>> info.n_on_image, info.channels, info.not_on_image
+    (1, ['PET'], [])
     """
-    model = build_model(result_dir, max_cases=max_cases, image_root=image_root, panel_px=panel_px, title=title)
+    model = build_model(
+        result_dir,
+        max_cases=max_cases,
+        image_root=image_root,
+        panel_px=panel_px,
+        title=title,
+        images=images,
+        channel_names=channel_names,
+        window=window,
+    )
     html = render_html(model)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -522,4 +725,8 @@ def write_report(
         sum(r["kind"] == "lesion" for r in model["finder"]),
         sum(r["kind"] == "false_positive" for r in model["finder"]),
         [f"{c['title']}: {c['problem']}" for c in model["unreadable"]],
+        Path(model["images"]) if model["images"] is not None else None,
+        model["n_on_image"],
+        model["channels"],
+        [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
     )
