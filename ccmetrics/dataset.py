@@ -124,6 +124,7 @@ class EvalOptions:
     ignore_label: int | None = None
     nnunet_counts: bool = False
     reference_images: str | None = None
+    segment_classes: bool = False
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -289,6 +290,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         read, pred_known = _as_image(task.pred) if task.pred is not None else (None, gt_known)
         t_read = time.perf_counter() - t0
         flags: list[str] = []
+        if options.segment_classes:
+            _check_segments(gt, read, options.classes or ())
         if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
             gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
         if read is None:
@@ -367,6 +370,35 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     }
 
 
+def _check_segments(gt: Image, pred: Image | None, classes: Sequence[ClassSpec]) -> None:
+    """With classes made of the DICOM SEGs' segments: a segment number means one thing in both files, and
+    a NIfTI beside a SEG holds no label that is no segment (it would be left out without a word)."""
+    from .dicom import SegImage
+
+    segs = [x for x in (gt, pred) if isinstance(x, SegImage)]
+    if len(segs) == 2:
+        a, b = segs[0].segments, segs[1].segments
+        differ = [n for n in sorted(set(a) & set(b)) if a[n] != b[n]]
+        if differ:
+            n = differ[0]
+            raise _CaseError(
+                f"segment {n} is {a[n]!r} in the GT and {b[n]!r} in the prediction: segments are matched by their "
+                "numbers; number the prediction's segments as the GT's"
+            )
+    known = {label for c in classes for label in c.labels}
+    for image, role in ((gt, "GT"), (pred, "prediction")):
+        if image is None or isinstance(image, SegImage):
+            continue
+        values = np.unique(image.array[image.array != 0])
+        extra = [int(v) for v in values if int(v) not in known]
+        if extra:
+            named = ", ".join(f"{c.value} {c.name!r}" for c in classes)
+            raise _CaseError(
+                f"the {role} holds label(s) {', '.join(map(str, extra))} that are no segment of the DICOM SEGs "
+                f"({named}): labels and segments are matched by number; give the classes (--classes) to choose"
+            )
+
+
 def failed_output(
     task: CaseTask, options: EvalOptions, message: str, read_seconds: float = 0.0, compute_seconds: float = 0.0
 ) -> dict[str, Any]:
@@ -428,7 +460,7 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
     try:
         gt = _header(task.gt)
         pred = _header(task.pred) if task.pred is not None else None
-    except (OSError, ValueError):
+    except Exception:  # any unreadable header: the case's own evaluation reports it, the run goes on
         return 0
     return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0))
 
@@ -1065,8 +1097,10 @@ def evaluate_dataset(
         if pred is not None:
             raise ValueError("with cases given as a mapping or list, leave pred=None")
         tasks, ignored = tasks_from_pairs(gt), []
+    from_segments = classes is None
     if classes is None:
         classes = _segment_classes(tasks)
+    from_segments = from_segments and classes is not None
     if reference_images is not None:
         if not os.path.isdir(reference_images):
             raise NotADirectoryError(f"reference images folder {os.fspath(reference_images)!r} does not exist")
@@ -1088,6 +1122,7 @@ def evaluate_dataset(
         ignore_label,
         bool(nnunet_summary),
         None if reference_images is None else str(reference_images),
+        from_segments,
     )
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -1182,7 +1217,10 @@ def _assemble(
         front = [c for c in schema.PER_CASE_FRONT if c in per_case.columns]
         per_case = per_case[front + [c for c in per_case.columns if c not in front]]
     if schema.EMPTY_GT not in per_case:  # every case failed (or none finished): the columns of an evaluated case
-        per_case = per_case.reindex(columns=registry.table_columns(schema.PER_CASE, ordered))
+        wanted = registry.table_columns(schema.PER_CASE, ordered)
+        if schema.CLASS_NAME in per_case and schema.CLASS_NAME not in wanted:  # the classes' names stay
+            wanted.insert(wanted.index(CLASS) + 1, schema.CLASS_NAME)
+        per_case = per_case.reindex(columns=wanted)
     frames = [o["components"] for o in outputs if o["components"] is not None and len(o["components"])]
     per_component = pd.concat(frames, ignore_index=True) if frames else schema.PER_COMPONENT.empty(names)
     per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)

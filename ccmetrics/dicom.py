@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ __all__ = [
 
 #: a fractional segment holds the voxels whose fraction (0 to 1) is at least this
 DEFAULT_FRACTIONAL_THRESHOLD = 0.5
+_SLICE_RTOL = 0.02  # slice positions may deviate by 2 % of the step (scanners round them; SimpleITK reads such)
 _NOT_IMAGES = ("SEG", "RTSTRUCT", "SR", "KO", "PR", "REG", "RTPLAN", "RTDOSE")  # modalities that are no scan
 _SEG_SOP_CLASSES = ("1.2.840.10008.5.1.4.1.1.66.4", "1.2.840.10008.5.1.4.1.1.66.7")  # Segmentation, Label Map SEG
 _LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
@@ -76,12 +78,18 @@ class SegImage(Image):
         The SeriesInstanceUID of the source series the SEG refers to.
     frame_of_reference : str or None
         The SEG's FrameOfReferenceUID.
+    step_known : bool
+        Whether the distance between planes is known: stated (SpacingBetweenSlices) or read from a
+        complete stack. Without it, highdicom takes the smallest gap between the frames the SEG holds,
+        which is a multiple of the true step when frames are missing: such a SEG is placed frame by frame
+        (by position) on a full grid, and refused without one.
     """
 
     segments: dict[int, str] = field(default_factory=dict)
     complete: bool = True
     series_uid: str | None = None
     frame_of_reference: str | None = None
+    step_known: bool = True
 
     def __repr__(self) -> str:
         return (
@@ -117,7 +125,7 @@ def holds_dicom(folder: Any, look_at: int = 64) -> bool:
     >>> holds_dicom(tempfile.mkdtemp())
     False
     """
-    for n, path in enumerate(p for p in Path(folder).rglob("*") if p.is_file()):
+    for n, path in enumerate(_visible_files(folder)):
         if path.name.lower().endswith(".dcm"):
             return True
         if n < look_at:
@@ -154,7 +162,7 @@ def find_seg_file(path: Any) -> Path:
         return path
     if not path.is_dir():
         raise FileNotFoundError(f"DICOM SEG not found: {str(path)!r}")
-    found = [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".") and _is_seg(p)]
+    found = [p for p in _visible_files(path) if _is_seg(p)]
     if not found:
         raise FileNotFoundError(f"no DICOM SEG file in the folder {str(path)!r} (a SEG has Modality SEG)")
     if len(found) > 1:
@@ -168,6 +176,7 @@ def find_seg_file(path: Any) -> Path:
 
 _SEGMENTS_END = 0x00620002  # SegmentSequence: the last tag segment_classes needs
 _HEADER_END = 0x52009229  # SharedFunctionalGroupsSequence, before the per-frame groups: read_seg_header's last
+_PER_FRAME_GROUPS = 0x52009230  # PerFrameFunctionalGroupsSequence (read only where the shared group lacks sizes)
 
 
 def _dataset(path: Path, *, pixels: bool, upto: int | None = None) -> Any:
@@ -192,7 +201,10 @@ def _dataset(path: Path, *, pixels: bool, upto: int | None = None) -> Any:
 
 
 def _segment_names(ds: Any) -> dict[int, str]:
-    return {int(s.SegmentNumber): str(s.get("SegmentLabel", s.SegmentNumber)) for s in ds.SegmentSequence}
+    """Segment number to label; a Label Map SEG's segment 0 (its background) is no segment."""
+    names = {int(s.SegmentNumber): str(s.get("SegmentLabel", s.SegmentNumber)) for s in ds.SegmentSequence}
+    names.pop(0, None)
+    return names
 
 
 def _referenced(ds: Any) -> tuple[str | None, int]:
@@ -203,16 +215,27 @@ def _referenced(ds: Any) -> tuple[str | None, int]:
     return str(series[0].SeriesInstanceUID), len(series[0].get("ReferencedInstanceSequence", []))
 
 
+def _pixel_measures(ds: Any) -> Any:
+    """The PixelMeasuresSequence item: the shared one, else the first frame's (both are allowed), else {}."""
+    for groups in ("SharedFunctionalGroupsSequence", "PerFrameFunctionalGroupsSequence"):
+        for item in ds.get(groups, [])[:1]:
+            if "PixelMeasuresSequence" in item:
+                return item.PixelMeasuresSequence[0]
+    return {}
+
+
 def read_seg_header(path: Any) -> ImageHeader:
     """A SEG's shape (an upper bound: all listed source images, or all frames), dtype and spacing,
     from its header: no frame is decoded (what :func:`ccmetrics.io.read_header` returns for a SEG)."""
     file = find_seg_file(path)
     ds = _dataset(file, pixels=False, upto=_HEADER_END)
+    if not _pixel_measures(ds):  # spacing given per frame: read the per-frame groups too
+        ds = _dataset(file, pixels=False, upto=_PER_FRAME_GROUPS)
     _, listed = _referenced(ds)
     planes = max(listed, int(ds.get("NumberOfFrames", 1)) // max(1, len(ds.SegmentSequence)))
-    shared = ds.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence[0]
-    row, col = (float(v) for v in shared.PixelSpacing)
-    between = float(shared.get("SpacingBetweenSlices", shared.get("SliceThickness", 1.0)) or 1.0)
+    measures = _pixel_measures(ds)
+    row, col = (float(v) for v in measures.get("PixelSpacing", (1.0, 1.0)))
+    between = float(measures.get("SpacingBetweenSlices", measures.get("SliceThickness", 1.0)) or 1.0)
     dtype = np.dtype(np.uint8 if max(_segment_names(ds), default=0) < 256 else np.uint16)
     return ImageHeader(str(file), (int(ds.Columns), int(ds.Rows), planes), dtype, (col, row, between))
 
@@ -267,7 +290,7 @@ def read_seg(path: Any, *, fractional_threshold: float = DEFAULT_FRACTIONAL_THRE
     affine = np.eye(4)
     for number in sorted(names):
         try:
-            volume = seg.get_volume(segment_numbers=[number], rescale_fractional=True)
+            volume = seg.get_volume(segment_numbers=[number], rescale_fractional=True, rtol=_SLICE_RTOL)
         except (RuntimeError, ValueError) as exc:
             raise ValueError(
                 f"{str(file)!r}: the frames of segment {number} are not one regularly spaced 3D stack ({exc}); "
@@ -296,13 +319,16 @@ def read_seg(path: Any, *, fractional_threshold: float = DEFAULT_FRACTIONAL_THRE
     ras = _LPS_TO_RAS @ affine[:, [2, 1, 0, 3]]
     spacing = tuple(float(s) for s in np.linalg.norm(ras[:3, :3], axis=0))
     series, listed = _referenced(ds)
+    complete = listed in (0, array.shape[2])
+    stated = "SpacingBetweenSlices" in _pixel_measures(ds)
     return SegImage(
         array,
         spacing,
         ras,
         str(file),
         segments=names,
-        complete=listed in (0, array.shape[2]),
+        complete=complete,
+        step_known=stated or (complete and array.shape[2] > 1),
         series_uid=series,
         frame_of_reference=str(ds.get("FrameOfReferenceUID", "")) or None,
     )
@@ -320,9 +346,19 @@ def segment_classes(paths: Any) -> tuple[Any, ...]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     names: dict[int, str] = {}
+    conflicts: dict[int, set[str]] = {}
     for p in paths:
         for number, name in _segment_names(_dataset(find_seg_file(p), pixels=False, upto=_SEGMENTS_END)).items():
-            names.setdefault(number, name)
+            if names.setdefault(number, name) != name:
+                conflicts.setdefault(number, {names[number]}).add(name)
+    if conflicts:
+        warnings.warn(
+            "segment numbers name different segments in different SEG files ("
+            + "; ".join(f"{n}: {', '.join(sorted(v))}" for n, v in sorted(conflicts.items()))
+            + "): classes go by number and are named by the first file; a case whose GT and prediction disagree "
+            "gets an error row",
+            stacklevel=2,
+        )
     return tuple(ClassSpec(n, names[n], (n,)) for n in sorted(names))
 
 
@@ -335,21 +371,42 @@ class _Slice:
     columns: int
 
 
+def _visible_files(folder: Any) -> list[Path]:
+    """The files under ``folder``, sorted, without hidden files and folders (``.DS_Store``, ``.cache/``)."""
+    root = Path(folder)
+    return [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+
+
+def _series_index(folder: str) -> dict[str, list[_Slice]]:
+    """Every image series under ``folder``, by SeriesInstanceUID: each file's geometry (headers only), one
+    entry per SOPInstanceUID (a copy of a file beside it counts once); kept while no file changes."""
+    files = _visible_files(folder)
+    signature = tuple((str(p), p.stat().st_mtime_ns) for p in files)
+    return _indexed(folder, signature)
+
+
 @functools.lru_cache(maxsize=8)
-def _series_index(folder: str, mtime: float) -> dict[str, list[_Slice]]:
-    """Every image series under ``folder``, by SeriesInstanceUID: each file's geometry (headers only)."""
+def _indexed(folder: str, signature: tuple[tuple[str, int], ...]) -> dict[str, list[_Slice]]:
     pydicom = _pydicom()
-    tags = ["SeriesInstanceUID", "ImagePositionPatient", "ImageOrientationPatient", "PixelSpacing", "Rows", "Columns"]
+    tags = ["SeriesInstanceUID", "SOPInstanceUID", "ImagePositionPatient", "ImageOrientationPatient",
+            "PixelSpacing", "Rows", "Columns"]  # fmt: skip
     index: dict[str, list[_Slice]] = {}
-    for p in sorted(Path(folder).rglob("*")):
-        if not p.is_file() or p.name.startswith("."):
-            continue
+    seen: set[str] = set()
+    for name, _ in signature:
         try:
-            ds = pydicom.dcmread(p, stop_before_pixels=True, specific_tags=tags)
+            ds = pydicom.dcmread(name, stop_before_pixels=True, specific_tags=tags)
         except Exception:
             continue
         if "ImagePositionPatient" not in ds or "SeriesInstanceUID" not in ds:
             continue
+        uid = str(ds.get("SOPInstanceUID", name))
+        if uid in seen:
+            continue
+        seen.add(uid)
         index.setdefault(str(ds.SeriesInstanceUID), []).append(
             _Slice(
                 np.array([float(v) for v in ds.ImagePositionPatient]),
@@ -387,10 +444,13 @@ def series_grid(folder: Any, series_uid: str | None = None) -> Image:
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise NotADirectoryError(f"reference images folder {folder!r} does not exist or is not a folder")
-    index = _series_index(os.path.abspath(folder), os.stat(folder).st_mtime)
+    index = _series_index(os.path.abspath(folder))
     if series_uid is None:
         if len(index) != 1:
-            raise ValueError(f"{folder!r} holds {len(index)} image series: say which (series_uid)")
+            raise ValueError(
+                f"{folder!r} holds {len(index)} image series and the SEG names none of them "
+                "(ReferencedSeriesSequence): give a folder holding only its series"
+            )
         series_uid = next(iter(index))
     if series_uid not in index:
         raise ValueError(
@@ -411,7 +471,7 @@ def series_grid(folder: Any, series_uid: str | None = None) -> Image:
     positions = np.array([slices[i].position for _, i in along])
     steps = np.diff(positions, axis=0)
     step = steps.mean(axis=0) if len(steps) else normal * 1.0
-    if len(steps) and not np.allclose(steps, step, atol=1e-3 + 1e-3 * np.linalg.norm(step)):
+    if len(steps) and not np.allclose(steps, step, atol=_SLICE_RTOL * np.linalg.norm(step)):
         raise ValueError(f"the images of series {series_uid} are not evenly spaced: ccmetrics needs a voxel grid")
     lps = np.eye(4)
     lps[:3, 0] = row_dir * first.pixel_spacing[1]  # along a row: the column index grows

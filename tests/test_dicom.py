@@ -509,3 +509,136 @@ def test_report_on_the_dicom_series_of_a_seg_evaluation(tmp_path):
     info = write_report(out, tmp_path / "report.html", images=tmp_path / "ct", channel_names=["CT"])
     assert info.n_on_image == 2 and not info.not_on_image
     assert "L 40 W 400 HU" in (tmp_path / "report.html").read_text()
+
+
+# ---------------------------------------------------------------- SEGs as other writers make them
+
+
+def _edit(path: Path, change) -> Path:
+    import pydicom
+
+    ds = pydicom.dcmread(path)
+    change(ds)
+    ds.save_as(path)
+    return path
+
+
+def _drop_slice_step(ds) -> None:
+    del ds.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence[0].SpacingBetweenSlices
+
+
+def test_seg_whose_frames_skip_slices_and_state_no_step(series, tmp_path):
+    """Frames on slices 3, 5 and 7 without SpacingBetweenSlices: highdicom takes the 4 mm gap for the step.
+    Placed frame by frame on a full grid the masks are right; with no full grid the case is refused."""
+    folder, source, _ = series
+    labels = np.zeros(SHAPE, np.uint8)
+    for k in (3, 5, 7):
+        labels[5:10, 5:10, k] = 1  # three lesions, one slice apart
+    for role in ("gt", "pred"):
+        _edit(_write_seg(tmp_path / role / "c1.dcm", labels, source, {1: "lesion"}), _drop_slice_step)
+    seg = read_seg(tmp_path / "pred" / "c1.dcm")
+    assert not seg.step_known and seg.array.shape[2] == 3 and seg.spacing[2] == pytest.approx(4.0)
+    np.testing.assert_array_equal(on_grid(seg, _sitk_series(folder), pad=True).array, labels[:, :, ::-1])
+    (tmp_path / "nifti").mkdir()
+    save_image(tmp_path / "nifti" / "c1.nii.gz", labels, like=Image(labels, SPACING, _affine()))
+    with_nifti = evaluate_dataset(tmp_path / "nifti", tmp_path / "pred", ["dice"], progress=False).per_case.iloc[0]
+    assert (with_nifti["status"], with_nifti["dice"], with_nifti["n_components"]) == ("ok", 1.0, 3)
+    assert with_nifti["pred_volume_ml"] == pytest.approx(75 * np.prod(SPACING) / 1000)
+    alone = evaluate_dataset(tmp_path / "gt", tmp_path / "pred", ["dice"], progress=False).per_case.iloc[0]
+    assert (
+        alone["status"] == "error"
+        and "SpacingBetweenSlices" in alone["error"]
+        and "--reference-images" in alone["error"]
+    )
+    placed = evaluate_dataset(tmp_path / "gt", tmp_path / "pred", ["dice"], reference_images=folder, progress=False)
+    assert placed.per_case[["status", "dice", "n_components"]].values.tolist() == [["ok", 1.0, 3]]
+
+
+def test_segment_numbers_mean_one_thing(series, tmp_path):
+    """Segments are matched by number: a prediction that numbers them otherwise, or a NIfTI label that is no
+    segment, gives an error row instead of a wrong score."""
+    _, source, _ = series
+    liver = _labels(13)
+    tumour = np.zeros(SHAPE, np.uint8)
+    tumour[18:21, 2:5, 4:6] = 1
+    gt = np.where(tumour > 0, 2, liver).astype(np.uint8)
+    _write_seg(tmp_path / "gt" / "c1.dcm", gt, source, {1: "liver", 2: "tumor"})
+    _write_seg(tmp_path / "pred" / "c1.dcm", tumour, source, {1: "tumor"})
+    with pytest.warns(UserWarning, match="1: liver, tumor"):
+        result = evaluate_dataset(tmp_path / "gt", tmp_path / "pred", ["dice"], progress=False)
+    assert result.per_case["class_name"].tolist() == ["liver", "tumor"]
+    assert set(result.per_case["error"]) == {
+        "segment 1 is 'liver' in the GT and 'tumor' in the prediction: segments are matched by their numbers; "
+        "number the prediction's segments as the GT's"
+    }
+    (tmp_path / "nifti").mkdir()
+    save_image(tmp_path / "nifti" / "c1.nii.gz", gt, like=Image(gt, SPACING, _affine()))
+    row = evaluate_dataset(tmp_path / "nifti", tmp_path / "pred", ["dice"], progress=False).per_case.iloc[0]
+    assert row["status"] == "error" and row["error"].startswith("the GT holds label(s) 2 that are no segment")
+    named = evaluate_dataset(tmp_path / "nifti", tmp_path / "pred", ["dice"], classes=[2], progress=False)
+    assert named.per_case["dice"].tolist() == [0.0]  # the user's choice: label 2 against segment 2 (absent)
+
+
+def test_label_map_seg_and_its_background_segment(series, tmp_path):
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+
+    _, source, _ = series
+    labels = _labels(14, n_labels=3)
+    descriptions = [
+        hd.seg.SegmentDescription(n, f"s{n}", codes.SCT.Tissue, codes.SCT.Tissue, "MANUAL") for n in (1, 2, 3)
+    ]
+    seg = hd.seg.Segmentation(
+        source, np.ascontiguousarray(labels.transpose(2, 1, 0)), "LABELMAP", descriptions, hd.UID(), 2, hd.UID(),
+        1, "m", "m", "1", "1",
+    )  # fmt: skip
+    seg.save_as(tmp_path / "lm.dcm")
+    read = read_seg(tmp_path / "lm.dcm")
+    assert read.segments == {1: "s1", 2: "s2", 3: "s3"}  # the label map's segment 0 is its background
+    np.testing.assert_array_equal(read.array, _frames(labels))
+    assert [c.value for c in segment_classes(tmp_path / "lm.dcm")] == [1, 2, 3]
+
+
+def test_seg_listing_only_its_frames_sources_and_per_frame_sizes(series, tmp_path):
+    """A SEG may list only the images its frames come from (so it looks complete), and give its pixel sizes
+    per frame: placed on the NIfTI's grid all the same, its header read, the run not stopped."""
+    folder, source, _ = series
+    labels = _labels(15)
+
+    def only_sources(ds) -> None:
+        used = {
+            str(f.DerivationImageSequence[0].SourceImageSequence[0].ReferencedSOPInstanceUID)
+            for f in ds.PerFrameFunctionalGroupsSequence
+        }
+        listed = ds.ReferencedSeriesSequence[0].ReferencedInstanceSequence
+        ds.ReferencedSeriesSequence[0].ReferencedInstanceSequence = [
+            r for r in listed if str(r.ReferencedSOPInstanceUID) in used
+        ]
+        measures = ds.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence
+        del ds.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence
+        for frame in ds.PerFrameFunctionalGroupsSequence:
+            frame.PixelMeasuresSequence = measures
+
+    _edit(_write_seg(tmp_path / "pred" / "c1.dcm", labels, source, {1: "lesion"}), only_sources)
+    assert read_seg(tmp_path / "pred" / "c1.dcm").complete  # what the count says
+    header = read_header(tmp_path / "pred" / "c1.dcm")
+    assert header.spacing == pytest.approx(SPACING)
+    (tmp_path / "gt").mkdir()
+    save_image(tmp_path / "gt" / "c1.nii.gz", labels, like=Image(labels, SPACING, _affine()))
+    for workers in (1, 2):
+        row = evaluate_dataset(tmp_path / "gt", tmp_path / "pred", ["dice"], workers=workers, progress=False)
+        assert row.per_case[["status", "dice"]].values.tolist() == [["ok", 1.0]]
+
+
+def test_hidden_files_and_copies_are_not_segs_or_slices(series, tmp_path):
+    folder, source, _ = series
+    case = tmp_path / "case"
+    _write_seg(case / "seg.dcm", _labels(16), source)
+    _write_seg(case / ".cache" / "seg.dcm", _labels(16), source)  # an application's hidden copy
+    assert read_seg(case).path == str(case / "seg.dcm")
+    copies = tmp_path / "series"
+    for f in folder.iterdir():  # the series twice: an export copied beside the original
+        for sub in ("a", "b"):
+            (copies / sub).mkdir(parents=True, exist_ok=True)
+            (copies / sub / f.name).write_bytes(f.read_bytes())
+    assert series_grid(copies).array.shape == SHAPE
