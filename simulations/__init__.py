@@ -8,7 +8,9 @@ Quality, Lesion Dice and the CC variants react:
   targeted components' bounding boxes;
 * :mod:`simulations.run`: scenarios and the runner → tidy tables; medians and quartiles over cases;
 * :mod:`simulations.figures`: the paper's Fig. 2-5 as CSV and PNG;
-* ``python -m simulations {fig2,fig3,fig4,fig5,all,custom} --out DIR``: the command line.
+* :mod:`simulations.paper` (drawn by :mod:`simulations.paper_plots`): every panel of Fig. 2 and 3 with the
+  protocol of the authors' notebooks beside ccmetrics' definitions, number for number;
+* ``python -m simulations {fig2,fig3,fig4,fig5,all,custom,paper} --out DIR``: the command line.
 
 This package imports :mod:`ccmetrics`; ccmetrics never imports it.
 """

@@ -1,8 +1,10 @@
 """Command line: ``python -m simulations SCENARIO --out DIR`` (also the ``ccmetrics-simulations`` script).
 
-Scenarios: ``fig2``, ``fig3``, ``fig4``, ``fig5``, ``all``, and ``custom --gt-dir DIR`` (the Fig. 4/5
-study on a folder of real GT masks). Each writes its tables (CSV) and figure (PNG) into ``--out``.
-``--quick`` runs small phantoms and a 4-case cohort (under a minute; what the tests use).
+Scenarios: ``fig2``, ``fig3``, ``fig4``, ``fig5``, ``all``, ``custom --gt-dir DIR`` (the Fig. 4/5
+study on a folder of real GT masks) and ``paper`` (every panel of Fig. 2 and 3 with the authors'
+notebook protocol beside ccmetrics' definitions: :mod:`simulations.paper`). Each writes its tables (CSV)
+and figure (PNG) into ``--out``. ``--quick`` runs small phantoms and a 4-case cohort (under a minute;
+what the tests use).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["SCENARIOS", "build_parser", "main"]
 
-SCENARIOS = ("fig2", "fig3", "fig4", "fig5", "all", "custom")
+SCENARIOS = ("fig2", "fig3", "fig4", "fig5", "all", "custom", "paper")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         written += figures.fig2(out, quick=args.quick, **common)
     if args.scenario in ("fig3", "all"):
         written += figures.fig3(out, quick=args.quick, **common)
+    if args.scenario == "paper":
+        from . import paper
+
+        written += paper.write(out, quick=args.quick, **common)
     if args.scenario in ("fig4", "fig5", "all", "custom"):
         try:
             if args.scenario == "custom":
