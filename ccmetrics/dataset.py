@@ -1168,23 +1168,14 @@ def _segment_classes(tasks: Sequence[CaseTask]) -> tuple[ClassSpec, ...] | None:
     """One class per segment of the DICOM SEGs among the tasks' files (GT files first for the names), or None."""
     from .dicom import is_dicom_path, segment_classes
 
-    segs = [item for t in tasks if not t.error for item in (t.gt, t.pred) if is_dicom_path(item)]
+    ready = [t for t in tasks if not t.error]
+    segs = [item for item in [t.gt for t in ready] + [t.pred for t in ready] if is_dicom_path(item)]
     if not segs:
         return None
-
-    try:
-        return segment_classes(segs) or None
-    except (OSError, ValueError) as exc:  # an unreadable SEG: its case says so; the others name the classes
-        readable = []
-        for f in segs:
-            try:
-                segment_classes([f])
-                readable.append(f)
-            except (OSError, ValueError):
-                pass
-        if not readable:
-            raise ValueError(f"no DICOM SEG among the inputs can be read: {exc}") from exc
-        return segment_classes(readable) or None
+    try:  # an unreadable SEG: its case says so; the others name the classes
+        return segment_classes(segs, skip_unreadable=True) or None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"no DICOM SEG among the inputs can be read: {exc}") from exc
 
 
 def _memory_limits(max_memory: int | str | None, client: Any) -> tuple[float | None, float | None]:

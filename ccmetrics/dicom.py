@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .io import Image, ImageHeader, ImageReadError, rounded
+from .io import Image, ImageHeader, ImageReadError, rounded, visible_files
 
 __all__ = [
     "DEFAULT_FRACTIONAL_THRESHOLD",
@@ -125,7 +125,7 @@ def holds_dicom(folder: Any, look_at: int = 64) -> bool:
     >>> holds_dicom(tempfile.mkdtemp())
     False
     """
-    for n, path in enumerate(_visible_files(folder)):
+    for n, path in enumerate(visible_files(folder)):
         if path.name.lower().endswith(".dcm"):
             return True
         if n < look_at:
@@ -162,7 +162,7 @@ def find_seg_file(path: Any) -> Path:
         return path
     if not path.is_dir():
         raise FileNotFoundError(f"DICOM SEG not found: {str(path)!r}")
-    found = [p for p in _visible_files(path) if _is_seg(p)]
+    found = [p for p in visible_files(path) if _is_seg(p)]
     if not found:
         raise FileNotFoundError(f"no DICOM SEG file in the folder {str(path)!r} (a SEG has Modality SEG)")
     if len(found) > 1:
@@ -334,9 +334,12 @@ def read_seg(path: Any, *, fractional_threshold: float = DEFAULT_FRACTIONAL_THRE
     )
 
 
-def segment_classes(paths: Any) -> tuple[Any, ...]:
+def segment_classes(paths: Any, *, skip_unreadable: bool = False) -> tuple[Any, ...]:
     """Classes (:class:`ccmetrics.classes.ClassSpec`) for the segments of one or more SEG files, read
     from their headers: one class per segment number, named by the first file's label for it.
+
+    ``skip_unreadable``: leave out files that cannot be read (each case reports its own), unless none can be
+    read (then the first error is raised).
 
     >>> segment_classes([])
     ()
@@ -347,8 +350,18 @@ def segment_classes(paths: Any) -> tuple[Any, ...]:
         paths = [paths]
     names: dict[int, str] = {}
     conflicts: dict[int, set[str]] = {}
+    first_error: Exception | None = None
+    read = 0
     for p in paths:
-        for number, name in _segment_names(_dataset(find_seg_file(p), pixels=False, upto=_SEGMENTS_END)).items():
+        try:
+            found = _segment_names(_dataset(find_seg_file(p), pixels=False, upto=_SEGMENTS_END))
+        except (OSError, ValueError) as exc:
+            if not skip_unreadable:
+                raise
+            first_error = first_error or exc
+            continue
+        read += 1
+        for number, name in found.items():
             if names.setdefault(number, name) != name:
                 conflicts.setdefault(number, {names[number]}).add(name)
     if conflicts:
@@ -359,6 +372,8 @@ def segment_classes(paths: Any) -> tuple[Any, ...]:
             "gets an error row",
             stacklevel=2,
         )
+    if first_error is not None and not read:
+        raise first_error
     return tuple(ClassSpec(n, names[n], (n,)) for n in sorted(names))
 
 
@@ -371,20 +386,10 @@ class _Slice:
     columns: int
 
 
-def _visible_files(folder: Any) -> list[Path]:
-    """The files under ``folder``, sorted, without hidden files and folders (``.DS_Store``, ``.cache/``)."""
-    root = Path(folder)
-    return [
-        p
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
-
-
 def _series_index(folder: str) -> dict[str, list[_Slice]]:
     """Every image series under ``folder``, by SeriesInstanceUID: each file's geometry (headers only), one
     entry per SOPInstanceUID (a copy of a file beside it counts once); kept while no file changes."""
-    files = _visible_files(folder)
+    files = visible_files(folder)
     signature = tuple((str(p), p.stat().st_mtime_ns) for p in files)
     return _indexed(folder, signature)
 

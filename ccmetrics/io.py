@@ -42,6 +42,7 @@ __all__ = [
     "read_header",
     "rounded",
     "save_image",
+    "visible_files",
 ]
 
 #: the image file extensions ccmetrics reads and pairs (case id: the name without them); ``.dcm``: a DICOM SEG
@@ -208,13 +209,35 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
 
 
 def _is_dicom(path, reader: str) -> bool:
-    """A DICOM SEG path (a ``.dcm`` file or a folder holding one), read by :mod:`ccmetrics.dicom`."""
-    p = os.fspath(path)
-    if not (p.lower().endswith(".dcm") or os.path.isdir(p)):
+    """A DICOM SEG path (:func:`ccmetrics.dicom.is_dicom_path`), read by :mod:`ccmetrics.dicom`."""
+    from .dicom import is_dicom_path
+
+    if not is_dicom_path(path):
         return False
     if reader != "auto":
-        raise ValueError(f"{p!r} is read as a DICOM SEG by highdicom: use reader='auto'")
+        raise ValueError(f"{os.fspath(path)!r} is read as a DICOM SEG by highdicom: use reader='auto'")
     return True
+
+
+def visible_files(folder) -> list:
+    """The files under ``folder`` (recursively, sorted), hidden files and folders (``.DS_Store``, ``.cache/``)
+    left out: what a case given as a folder holds.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("seg.dcm", ".DS_Store", ".cache/seg.dcm"):
+    ...     (root / name).parent.mkdir(exist_ok=True); _ = (root / name).write_bytes(b"")
+    >>> [p.name for p in visible_files(root)]
+    ['seg.dcm']
+    """
+    from pathlib import Path
+
+    root = Path(folder)
+    return [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
 
 
 def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -75,12 +75,10 @@ def file_fingerprint(item: Any) -> dict[str, Any] | None:
         except OSError:
             return {"path": path, "size": None, "mtime_ns": None}
         if os.path.isdir(path):  # a case given as a folder (DICOM): each file in it, hidden ones aside
+            from .io import visible_files
+
             root = Path(path)
-            files = [
-                p
-                for p in sorted(root.rglob("*"))
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-            ]
+            files = visible_files(root)
             return {"path": path, "files": [[str(p.relative_to(path)), *_stat(p)] for p in files]}
         return {"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     array = getattr(item, "array", item)  # an Image: its voxels (its geometry comes with its file, if any)

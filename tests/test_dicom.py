@@ -419,22 +419,9 @@ def test_cli_with_folders_per_case_and_reference_images(series, tmp_path, capsys
     for role, labels in (("gt", gt_labels), ("pred", np.roll(gt_labels, 1, axis=0))):
         _write_seg(tmp_path / role / "case_7" / "seg.dcm", labels, source, {1: "lesion"})
     out = tmp_path / "out"
-    code = main(
-        [
-            "evaluate",
-            str(tmp_path / "gt"),
-            str(tmp_path / "pred"),
-            "--out",
-            str(out),
-            "--metrics",
-            "dice",
-            "--reference-images",
-            str(folder),
-            "--no-plots",
-            "--quiet",
-        ]
-    )
-    assert code == 0
+    command = ["evaluate", str(tmp_path / "gt"), str(tmp_path / "pred"), "--out", str(out), "--metrics", "dice",
+               "--reference-images", str(folder), "--no-plots", "--quiet"]  # fmt: skip
+    assert main(command) == 0
     table = pd.read_csv(out / "per_case.csv")
     assert table["case"].tolist() == ["case_7"] and table["status"].tolist() == ["ok"]
     g, p = gt_labels > 0, np.roll(gt_labels, 1, axis=0) > 0
@@ -442,25 +429,7 @@ def test_cli_with_folders_per_case_and_reference_images(series, tmp_path, capsys
     capsys.readouterr()
     # --resume sees a changed file inside a case folder
     _write_seg(tmp_path / "pred" / "case_7" / "seg.dcm", gt_labels, source, {1: "lesion"})
-    assert (
-        main(
-            [
-                "evaluate",
-                str(tmp_path / "gt"),
-                str(tmp_path / "pred"),
-                "--out",
-                str(out),
-                "--metrics",
-                "dice",
-                "--reference-images",
-                str(folder),
-                "--no-plots",
-                "--quiet",
-                "--resume",
-            ]
-        )
-        == 0
-    )
+    assert main([*command, "--resume"]) == 0
     assert pd.read_csv(out / "per_case.csv")["dice"].iloc[0] == 1.0
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _browser import browser
 
 from ccmetrics.report import data, geometry, page, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "data"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SPACING = (2.0, 2.0, 3.0)
 
 
@@ -219,34 +219,6 @@ def test_report_of_the_example_data(example_report, example_result):
 
 
 # ---------------------------------------------------------------- in the browser
-
-
-def browser(tmp):
-    """Headless Chromium with Selenium, or skip with the reason."""
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (Debian: apt-get install chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1200,900",
-        "--hide-scrollbars",
-        f"--user-data-dir={tempfile.mkdtemp(dir=tmp)}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
 
 
 @pytest.fixture(scope="module")

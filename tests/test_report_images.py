@@ -10,15 +10,14 @@ starts them) and is skipped only where these are absent.
 import math
 import os
 import re
-import tempfile
 
 import numpy as np
 import pytest
+from _browser import browser
 
 from ccmetrics.io import Image, load_image, save_image
 from ccmetrics.report import data, geometry, page, thumbnails, write_report
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SHAPE = (48, 48, 24)
 SPACING = (2.0, 2.0, 3.0)
 AFFINE = np.diag(SPACING + (1.0,))
@@ -358,34 +357,6 @@ def test_cli_refuses_a_missing_image_folder_and_bad_options(result, tmp_path, ca
 
 
 # ---------------------------------------------------------------- in the browser
-
-
-def browser(tmp):
-    """Headless Chromium with Selenium, or skip with the reason (as tests/test_report.py starts it)."""
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (Debian: apt-get install chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1200,900",
-        "--hide-scrollbars",
-        f"--user-data-dir={tempfile.mkdtemp(dir=tmp)}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
 
 
 def test_browser_shows_channel_rows_scales_and_the_geometry_note(tmp_path):

@@ -1,0 +1,39 @@
+"""Headless Chromium for the report's browser tests (tests/test_report.py, tests/test_report_images.py)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+#: Debian's chromium and chromium-driver (.ci/run installs them)
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def browser(tmp):
+    """Headless Chromium with Selenium, or skip with the reason."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not installed (Debian: apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,900",
+        "--hide-scrollbars",
+        f"--user-data-dir={tempfile.mkdtemp(dir=tmp)}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
