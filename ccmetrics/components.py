@@ -97,6 +97,23 @@ class Sites:
         """Voxel count of each site (length K)."""
         return np.diff(self.starts)
 
+    def labels_of_sources(self, values: np.ndarray) -> np.ndarray:
+        """The site label (1..K) of each source label value in ``values`` (each one of :attr:`source_label`).
+
+        With ``sites="labels"`` this is the region of a voxel inside the GT, read from the label map
+        itself: the identity when the labels are already 1..K, else a binary search over the K sorted
+        source labels (never over the voxels).
+
+        >>> s = find_sites(np.array([[0, 7, 7, 3]]), sites="labels")
+        >>> s.labels_of_sources(np.array([7, 3, 7])).tolist()
+        [2, 1, 2]
+        """
+        values = np.asarray(values)
+        source = self.source_label
+        if len(source) and int(source[0]) == 1 and int(source[-1]) == len(source):  # sorted and unique: 1..K
+            return values.astype(np.int32)
+        return (np.searchsorted(source, values) + 1).astype(np.int32)
+
     def label_map(self, flat: bool = False) -> np.ndarray:
         """The sites as an int32 label map: site label 1..K at site voxels, 0 elsewhere.
 

@@ -7,8 +7,10 @@ sites), never from an image-sized label map, so time and memory grow with the fo
   axis and, for surface metrics, the edge voxels of the whole mask (face-neighbour look-ups in the
   input mask itself);
 * :class:`CaseRegions`: the region of every prediction voxel (inside the GT: the site it lies in,
-  a look-up in the GT and a binary search over the GT's runs; outside: the nearest site,
-  :func:`ccmetrics.partition.assign_nearest_flat`) and the per-region counts;
+  a look-up in the GT and a binary search over the GT's runs, or, for an instance label map, the
+  label value itself; outside: the nearest site, :func:`ccmetrics.partition.assign_nearest_flat`,
+  or a look-up in the region map the caller kept with :meth:`ccmetrics.GroundTruth.region_map`)
+  and the per-region counts;
 * :class:`CaseSurfaces`, only when a surface metric is asked for: the edge voxels of every
   region's prediction and GT, and the directed edge distances per region and over the whole image.
 
@@ -207,19 +209,28 @@ class CaseRegions:
         self.shape, self.found = truth.shape, found
         self._gt_coords = geometry.coords
         self.pred_flat = pred.flat
-        inside = truth.array.ravel()[self.pred_flat] != 0
+        values = truth.array.ravel()[self.pred_flat]
+        inside = values != 0
         # other work (``beside(pool)``: the whole-image distances) starts beside the nearest-site search, or after
         # it when that search keeps every core busy (many prediction voxels outside the GT)
         late = len(inside) - np.count_nonzero(inside) >= current().global_after
         if beside is not None and not late:
             beside(pool)
-        region = np.zeros(len(self.pred_flat), dtype=np.int32)  # inside: the site, found in the GT's voxel list
-        region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
+        region = np.zeros(len(self.pred_flat), dtype=np.int32)
+        if truth.sites == "labels":  # inside: the site of the label value
+            region[inside] = found.labels_of_sources(values[inside])
+        else:  # inside: the site, found in the GT's voxel list
+            region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
+        del values
         if found.n and not inside.all():
-            own = geometry.own_edge
-            region[~inside] = assign_nearest_flat(
-                self.pred_flat[~inside], self.shape, geometry.coords[own], found.label[own], spacing
-            )
+            kept = truth.kept_region_map(spacing)
+            if kept is not None:  # a region map the caller prepared (GroundTruth.region_map): read, not searched
+                region[~inside] = kept.ravel()[self.pred_flat[~inside]]
+            else:
+                own = geometry.own_edge
+                region[~inside] = assign_nearest_flat(
+                    self.pred_flat[~inside], self.shape, geometry.coords[own], found.label[own], spacing
+                )
         if beside is not None and late:
             beside(pool)
         self.pred_region = region

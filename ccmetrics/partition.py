@@ -334,9 +334,11 @@ def voronoi_partition(
 
     Parameters
     ----------
-    gt : array_like or torch.Tensor
+    gt : array_like, torch.Tensor or Sites
         2D or 3D binary GT mask (``sites="components"``) or instance label map
-        (``sites="labels"``).
+        (``sites="labels"``); or sites already found
+        (:class:`ccmetrics.components.Sites`, e.g. ``GroundTruth(gt).found``),
+        used as they are (``connectivity`` and ``sites`` are then ignored).
     spacing : float or sequence of float, optional
         Voxel spacing (e.g. mm); distances are physical when given, in voxels
         otherwise.
@@ -372,8 +374,9 @@ def voronoi_partition(
     compiled kernels (0.3-0.9 s; all of ccmetrics' kernels compile once after
     install in about 19 s: ``tests/benchmarks/bench_startup.py``).
     Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
-    this map for the whole image: it labels only the prediction voxels outside
-    the GT.
+    this map by itself: it labels only the prediction voxels outside the GT,
+    unless the caller kept the map with :meth:`ccmetrics.GroundTruth.region_map`
+    for many predictions of one GT.
 
     Examples
     --------
@@ -383,7 +386,7 @@ def voronoi_partition(
     >>> voronoi_partition(gt)
     array([[1, 1, 1, 2, 2, 2]], dtype=int32)
     """
-    found = find_sites(gt, sites, connectivity)
+    found = gt if isinstance(gt, Sites) else find_sites(gt, sites, connectivity)
     spacing = as_spacing(spacing, len(found.shape))
     if found.n <= 1:
         return np.full(found.shape, found.n, dtype=np.int32)

@@ -6,6 +6,7 @@ from conftest import brute_force_partition, corner_tie_gt, many_query_case, scip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy import ndimage
 
 from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
 from ccmetrics.components import find_sites
@@ -230,3 +231,73 @@ def test_block_certification_keeps_the_isolated_corner_tie():
     assert result.per_component["dice"].tolist() == pytest.approx(
         [2 * v / (v + c) for v, c in zip(result.per_component["volume"], counts)]
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# the region map a caller keeps on a GroundTruth (GroundTruth.region_map)
+# --------------------------------------------------------------------------------------------------
+
+
+def _same_result(a, b):
+    assert a.per_component.equals(b.per_component)
+    assert a.cc == b.cc and a.standard == b.standard and a.case_scores == b.case_scores
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_region_map_equals_brute_force(seed):
+    """GroundTruth.region_map is the brute-force partition, ties included (seeds 3-5: lattices of exact ties)."""
+    from ccmetrics import GroundTruth
+
+    gt, spacing, *_, expected, tie = many_query_case(seed)
+    truth = GroundTruth(gt)
+    kept = truth.region_map(spacing)
+    np.testing.assert_array_equal(kept, expected)
+    assert seed < 3 or tie.any()
+    assert truth.region_map(spacing) is kept  # computed once
+    assert not kept.flags.writeable
+    np.testing.assert_array_equal(
+        GroundTruth(corner_tie_gt()).region_map(), brute_force_partition(label_components(corner_tie_gt())[0])[0]
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("sites", ["components", "labels"])
+def test_evaluation_with_a_kept_region_map_changes_no_value(monkeypatch, seed, sites):
+    """Many voxels outside the GT, read from the kept map: the same tables bit for bit, and no search."""
+    import ccmetrics.geometry as geometry
+    from ccmetrics import GroundTruth
+
+    gt, spacing, *_ = many_query_case(seed)
+    rng = np.random.default_rng(seed)
+    if sites == "labels":  # instance values neither 1..K nor sorted in raster order
+        labels, n = label_components(gt)
+        values = rng.permutation(np.arange(3, 3 + 5 * n, 5))
+        gt = np.where(labels > 0, values[labels - 1], 0)
+    pred = ndimage.binary_dilation(gt > 0, iterations=2) ^ (rng.random(gt.shape) < 0.05)
+    pred[: gt.shape[0] // 3] = rng.random(pred[: gt.shape[0] // 3].shape) < 0.5  # a foreground-heavy slab
+    metrics = ["dice", "nsd", "hd95", "assd", "pq", "detection"]
+    expected = evaluate(pred, gt, metrics, spacing=spacing, sites=sites)
+    truth = GroundTruth(gt, sites=sites)
+    truth.region_map(spacing)
+    searched = []
+    original = geometry.assign_nearest_flat
+    monkeypatch.setattr(geometry, "assign_nearest_flat", lambda *a: searched.append(1) or original(*a))
+    _same_result(evaluate(pred, truth, metrics, spacing=spacing, sites=sites), expected)
+    assert searched == []  # read from the map
+    other = (2.0,) * gt.ndim  # a map kept for another spacing is not used: searched, and still right
+    with_other = evaluate(pred, truth, metrics, spacing=other, sites=sites)
+    assert searched == [1]
+    _same_result(with_other, evaluate(pred, gt, metrics, spacing=other, sites=sites))
+
+
+def test_instance_values_give_their_site_inside_the_gt():
+    """Inside the GT a label map's region is its value's site (sorted values renumbered 1..K), as the brute force."""
+    gt = np.zeros((12, 12), np.int64)
+    gt[1:4, 1:4], gt[1:4, 4:7], gt[8:11, 2:5] = 900, 7, 40  # touching instances 900 and 7
+    pred = np.zeros(gt.shape, bool)
+    pred[2:10, 2:6] = True
+    result = evaluate(pred, gt, ["dice"], sites="labels")
+    partition, _ = brute_force_partition(np.searchsorted([7, 40, 900], gt) * (gt > 0) + (gt > 0))
+    for k, (value, dice) in enumerate(zip((7, 40, 900), result.per_component["dice"]), 1):
+        p, g = pred & (partition == k), gt == value
+        assert dice == pytest.approx(2 * (p & g).sum() / (p.sum() + g.sum()), abs=0, rel=1e-12)
