@@ -98,7 +98,7 @@ class Sites:
         return np.diff(self.starts)
 
     def labels_of_sources(self, values: np.ndarray) -> np.ndarray:
-        """The site label (1..K) of each source label value in ``values`` (each one of :attr:`source_label`).
+        """The site label (1..K) of each source label value in ``values`` (each one of ``source_label``).
 
         With ``sites="labels"`` this is the region of a voxel inside the GT, read from the label map
         itself: the identity when the labels are already 1..K, else a binary search over the K sorted
