@@ -21,7 +21,8 @@ import pandas as pd
 from . import registry
 from .aggregation import cc_values
 from .records import atomic_write
-from .schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, VOLUME, VOLUME_MM3, WORST_DISTANCE, base, cc
+from .schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, WORST_DISTANCE, base, cc
+from .sizes import lesion_volumes, size_table
 
 __all__ = [
     "plot_case_distribution",
@@ -66,13 +67,6 @@ def _of_class(df, class_value, table):
 
 def _suffix(class_value):
     return "" if class_value is None else f" (class {class_value})"
-
-
-def _volumes(df):
-    if VOLUME_MM3 in df.columns and len(df) and df[VOLUME_MM3].notna().all():
-        return df[VOLUME_MM3].to_numpy(float), "mm³"
-    _require(df, [VOLUME], "per_component", "add the lesion size in voxels (CaseResult.to_frame has it)")
-    return df[VOLUME].to_numpy(float), "voxels"
 
 
 def _usable_cases(per_case, class_value):
@@ -158,7 +152,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     """
     df = _of_class(per_component, class_value, "per_component")
     _require(df, [metric], "per_component", "pass metric= one of its metric columns")
-    vol, unit = _volumes(df)
+    vol, unit = lesion_volumes(df, unit="mm³")
     y = df[metric].to_numpy(float)
     distance = registry.is_distance(metric, columns)
     at_worst = WORST_DISTANCE in df.columns and distance and bool(np.isinf(y).any())
@@ -351,11 +345,9 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     -------
     matplotlib.figure.Figure
     """
-    from .sizes import size_table
-
     df = _of_class(per_component, class_value, "per_component")
     _require(df, [DETECTED], "per_component", "it is True where the lesion overlaps the prediction")
-    _, unit = _volumes(df)
+    _, unit = lesion_volumes(df, unit="mm³")
     if bins is not None and len(bins) >= 2 and bins[0] == 0 and math.isinf(bins[-1]):  # full edges (mm³ or voxels)
         bins = [b / 1000.0 if unit == "mm³" else b for b in bins[1:-1]]
     table = size_table(df if CLASS in df.columns else df.assign(**{CLASS: 1}), bins)

@@ -35,7 +35,14 @@ import pandas as pd
 
 from . import schema
 
-__all__ = ["DEFAULT_SIZE_EDGES_ML", "DEFAULT_SIZE_EDGES_VOXELS", "bin_labels", "parse_size_bins", "size_table"]
+__all__ = [
+    "DEFAULT_SIZE_EDGES_ML",
+    "DEFAULT_SIZE_EDGES_VOXELS",
+    "bin_labels",
+    "lesion_volumes",
+    "parse_size_bins",
+    "size_table",
+]
 
 #: the default inner edges in ml (<0.1, 0.1–1, 1–10, ≥10 ml)
 DEFAULT_SIZE_EDGES_ML = (0.1, 1.0, 10.0)
@@ -72,10 +79,24 @@ def bin_labels(edges: Sequence[float], unit: str) -> list[str]:
     return out + [f"≥{edges[-1]:g} {unit}"]
 
 
-def _volumes(frame: pd.DataFrame) -> tuple[np.ndarray, str]:
-    """Volumes in ml when every row has ``volume_mm3``, else in voxels."""
+def lesion_volumes(frame: pd.DataFrame, unit: str = "ml") -> tuple[np.ndarray, str]:
+    """Each row's volume and its unit: in ``unit`` (``"ml"`` or ``"mm³"``) when every row has ``volume_mm3``
+    (the evaluation had a spacing), else in voxels (``volume``). The one rule the size bins and the plots read.
+
+    >>> lesion_volumes(pd.DataFrame({"volume": [8, 27], "volume_mm3": [4.0, 13.5]}))
+    (array([0.004 , 0.0135]), 'ml')
+    >>> lesion_volumes(pd.DataFrame({"volume": [8, 27], "volume_mm3": [4.0, None]}), unit="mm³")
+    (array([ 8., 27.]), 'voxels')
+    """
+    if unit not in ("ml", "mm³"):
+        raise ValueError(f"unit must be 'ml' or 'mm³', got {unit!r}")
     if schema.VOLUME_MM3 in frame and len(frame) and frame[schema.VOLUME_MM3].notna().all():
-        return frame[schema.VOLUME_MM3].to_numpy(float) / 1000.0, "ml"
+        return frame[schema.VOLUME_MM3].to_numpy(float) / (1000.0 if unit == "ml" else 1.0), unit
+    if schema.VOLUME not in frame:
+        raise ValueError(
+            f"the table has no column {schema.VOLUME!r} (nor {schema.VOLUME_MM3!r} in every row): add the lesion "
+            "size in voxels (CaseResult.to_frame and the per-component tables have it)"
+        )
     return frame[schema.VOLUME].to_numpy(float), "voxels"
 
 
@@ -103,7 +124,7 @@ def size_table(
         Columns ``class``, ``bin``, ``low``, ``high``, ``unit``, ``lesions``, ``detected``,
         ``detection_rate``, ``cc_dice``, and ``false_positives`` with ``per_prediction``.
     """
-    _, unit = _volumes(per_component) if len(per_component) else ("", "ml")
+    _, unit = lesion_volumes(per_component) if len(per_component) else ("", "ml")
     if edges is None:
         edges = DEFAULT_SIZE_EDGES_ML if unit == "ml" else DEFAULT_SIZE_EDGES_VOXELS
     edges = parse_size_bins(edges)
@@ -113,7 +134,7 @@ def size_table(
     rows = []
     for c in classes:
         comps = per_component[per_component[schema.CLASS] == c] if len(per_component) else per_component
-        volumes = _volumes(comps)[0] if len(comps) else np.zeros(0)
+        volumes = lesion_volumes(comps)[0] if len(comps) else np.zeros(0)
         where = np.searchsorted(full, volumes, side="right") - 1
         detected = comps[schema.DETECTED].to_numpy(bool) if len(comps) else np.zeros(0, bool)
         dice = comps["dice"].to_numpy(float) if "dice" in comps else np.full(len(comps), math.nan)
@@ -122,7 +143,7 @@ def size_table(
             preds = per_prediction[
                 (per_prediction[schema.CLASS] == c) & (per_prediction[schema.OUTCOME] == schema.FALSE_POSITIVE)
             ]
-            fp_volumes, fp_unit = _volumes(preds) if len(preds) else (np.zeros(0), unit)
+            fp_volumes, fp_unit = lesion_volumes(preds) if len(preds) else (np.zeros(0), unit)
             if fp_unit != unit:
                 raise ValueError("per_component and per_prediction give volumes in different units")
             fp_where = np.searchsorted(full, fp_volumes, side="right") - 1

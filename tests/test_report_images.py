@@ -409,3 +409,87 @@ def test_browser_shows_channel_rows_scales_and_the_geometry_note(tmp_path):
         d.quit()
     html = out.read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html)  # still self-contained
+
+
+# ---------------------------------------------------------------- several classes of one case
+
+
+def write_region_cases(root, cases=("case_a", "case_b")):
+    """Label maps (1 = tumour rim, 2 = its core) with a CT and a PET per case, evaluated as two regions:
+    ``all=1+2`` (the whole tumour; a missed second lesion) and ``core=2``."""
+    gt, pred = masks()
+    gt[10:14, 10:14, 5:8] = 2  # the core inside lesion 1
+    pred[10:13, 10:14, 5:8] = 2  # the predicted core, one slice short
+    ct, pet = scans(gt > 0)
+    for sub in ("gt", "pred", "images"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for case in cases:
+        save_image(root / "gt" / f"{case}.nii.gz", gt, like=LIKE)
+        save_image(root / "pred" / f"{case}.nii.gz", pred, like=LIKE)
+        save_image(root / "images" / f"{case}_0000.nii.gz", ct, like=LIKE)
+        save_image(root / "images" / f"{case}_0001.nii.gz", pet, like=LIKE)
+    from ccmetrics.cli import main
+
+    out = root / "results"
+    command = ["evaluate", str(root / "gt"), str(root / "pred"), "--out", str(out), "--metrics", "dice,detection"]
+    assert main([*command, "--classes", "all=1+2,core=2", "--quiet"]) == 0
+    return out, root / "images"
+
+
+def test_each_scan_and_mask_file_is_read_once_per_case_for_all_its_classes(tmp_path, monkeypatch):
+    import ccmetrics.io
+
+    folder, image_dir = write_region_cases(tmp_path)
+    plain = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])  # before counting
+    channels, masks = [], []
+    read_channel, load_image_ = data.read_channel, ccmetrics.io.load_image
+    monkeypatch.setattr(
+        data, "read_channel", lambda f, *a, **k: channels.append(f.path.name) or read_channel(f, *a, **k)
+    )
+    monkeypatch.setattr(ccmetrics.io, "load_image", lambda p, *a, **k: masks.append(str(p)) or load_image_(p, *a, **k))
+    model = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])
+    assert sorted(channels) == sorted(p.name for p in image_dir.iterdir())  # 2 cases x 2 channels, once each
+    masks = [m for m in masks if "images" not in m]  # the channels are read by load_image too
+    assert len(masks) == 4 and len(set(masks)) == 4  # a GT and a prediction per case, once each
+    assert len(model["cases"]) == 4 and all(c["on_image"] and c["channels"] == ["CT", "PET"] for c in model["cases"])
+    # the same page as before, and each class drawn from its own masks
+    for a, b in zip(plain["cases"], model["cases"]):
+        assert [les["thumb"] for les in a["lesions"]] == [les["thumb"] for les in b["lesions"]]
+    whole = next(c for c in model["cases"] if c["case"] == "case_a" and c["title"].endswith("(all)"))
+    core = next(c for c in model["cases"] if c["case"] == "case_a" and c["title"].endswith("(core)"))
+    assert (whole["n_lesions"], whole["n_missed"], core["n_lesions"], core["n_missed"]) == (2, 1, 1, 0)
+    whole_1, core_1 = whole["lesions"][0]["thumb"], core["lesions"][0]["thumb"]
+    assert whole_1["caption"] != core_1["caption"] and whole_1["rows"][0]["src"] != core_1["rows"][0]["src"]
+    # every class alone gives the thumbnails the page shows for it
+    for name, spec in (("all", "all=1+2"), ("core", "core=2")):
+        from ccmetrics.cli import main
+
+        alone = tmp_path / f"alone_{name}"
+        command = ["evaluate", str(tmp_path / "gt"), str(tmp_path / "pred"), "--out", str(alone)]
+        assert main([*command, "--metrics", "dice,detection", "--classes", spec, "--quiet"]) == 0
+        single = by_case(page.build_model(alone, images=image_dir, channel_names=["CT", "PET"]))["case_a"]
+        shown = whole if name == "all" else core
+        assert [les["thumb"] for les in single["lesions"]] == [les["thumb"] for les in shown["lesions"]]
+        assert [fp["thumb"] for fp in single["false_positives"]] == [fp["thumb"] for fp in shown["false_positives"]]
+
+
+def test_browser_shows_a_region_class_on_the_scan(tmp_path):
+    folder, image_dir = write_region_cases(tmp_path, cases=("case_a",))
+    out = tmp_path / "report.html"
+    info = write_report(folder, out, images=image_dir, channel_names=["CT", "PET"])
+    assert info.n_on_image == 2 and not info.not_on_image
+    d = browser(tmp_path)
+    try:
+        d.get(out.as_uri())
+        d.find_element("id", "expand-all").click()
+        titles = [e.text for e in d.find_elements("css selector", "details.case > summary strong")]
+        assert sorted(titles) == ["case_a (all)", "case_a (core)"]
+        rows = d.find_elements("css selector", "#case-case_a-class2-lesion-1 .thumb-row")  # the core's lesion
+        assert [r.get_attribute("data-channel") for r in rows] == ["CT", "PET"]
+        assert all(r.find_element("css selector", "img.thumb").get_attribute("naturalWidth") != "0" for r in rows)
+        assert rows[1].find_element("css selector", ".scale").text == "0–12.3"
+        images = d.execute_script("return [...document.images].map(i => [i.complete, i.naturalWidth]);")
+        assert images and all(complete and width > 0 for complete, width in images)
+        assert [e for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        d.quit()

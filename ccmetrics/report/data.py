@@ -33,6 +33,7 @@ import pandas as pd
 
 from .. import registry, schema
 from ..aggregation import cc_values
+from ..io import Image
 
 if TYPE_CHECKING:
     from ..dataset import DatasetResult
@@ -51,6 +52,7 @@ __all__ = [
     "masks_of",
     "primary_metric",
     "read_channel",
+    "read_pair",
     "read_result_folder",
     "resolve_image",
     "voxel_ml",
@@ -349,6 +351,18 @@ class CaseImages:
     false_positives: list[Component] = field(default_factory=list)
     affine: np.ndarray | None = None
 
+    def grid(self) -> Image:
+        """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.io.Image` holding no voxels
+        (a read-only zero-stride array): what :func:`read_channel` checks a scan against, kept without the masks.
+
+        >>> gt = np.zeros((4, 4, 2), bool)
+        >>> grid = CaseImages(gt, gt, Regions(gt.astype(int)), (1.0, 1.0, 2.0)).grid()
+        >>> grid.array.shape, grid.spacing, grid.affine.diagonal().tolist(), grid.array.strides
+        ((4, 4, 2), (1.0, 1.0, 2.0), [1.0, 1.0, 2.0, 1.0], (0, 0, 0))
+        """
+        affine = self.affine if self.affine is not None else np.diag(tuple(self.spacing) + (1.0,))
+        return Image(np.broadcast_to(np.zeros((), np.uint8), self.gt.shape), tuple(self.spacing), affine)
+
 
 def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> list[Component]:
     from scipy import ndimage
@@ -459,6 +473,7 @@ def load_case(
     false_positives: Sequence[int] | None = None,
     reference_images: Any = None,
     tolerance_mm: float = 1e-3,
+    pair: tuple[Image, np.ndarray] | None = None,
 ) -> CaseImages:
     """Read one case's files, on one grid as the evaluation put them, and find its components.
 
@@ -480,6 +495,9 @@ def load_case(
     reference_images, tolerance_mm
         The evaluation's ``reference_images`` and ``tolerance_mm``: a DICOM SEG is reoriented or placed on
         the common grid by :func:`ccmetrics.grids.align_pair`, as the evaluation did.
+    pair : (Image, ndarray), optional
+        The two files already read by :func:`read_pair` (one read for every class of a case); the files
+        are then not read again.
 
     Raises
     ------
@@ -487,18 +505,35 @@ def load_case(
         A file cannot be read, or the two images are not on one grid.
     """
     from ..classes import remove_ignored
-    from ..grids import align_pair
-    from ..io import load_image
 
-    read = None if pred_file is None else load_image(pred_file)
-    gt_image, read, _ = align_pair(load_image(gt_file), read, reference=reference_images, atol_mm=tolerance_mm)
-    pred_array = np.zeros_like(gt_image.array) if read is None else read.array
+    if pair is None:
+        pair = read_pair(gt_file, pred_file, reference_images=reference_images, tolerance_mm=tolerance_mm)
+    gt_image, pred_array = pair
     gt_array, pred_array, _ = remove_ignored(gt_image.array, pred_array, ignore_label)
     gt, pred = masks_of(gt_array, class_value), masks_of(pred_array, class_value)
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
     regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives)
     return CaseImages(gt, pred, regions, header, lesions, fps, np.array(gt_image.affine, dtype=float))
+
+
+def read_pair(
+    gt_file: Path | None, pred_file: Path | None, *, reference_images: Any = None, tolerance_mm: float = 1e-3
+) -> tuple[Image, np.ndarray]:
+    """A case's GT image and prediction array on one grid, as the evaluation put them
+    (:func:`ccmetrics.grids.align_pair`); a missing prediction (``pred_file`` None) is all zeros.
+
+    Raises
+    ------
+    OSError, ValueError
+        A file cannot be read, or the two images are not on one grid.
+    """
+    from ..grids import align_pair
+    from ..io import load_image
+
+    read = None if pred_file is None else load_image(pred_file)
+    gt_image, read, _ = align_pair(load_image(gt_file), read, reference=reference_images, atol_mm=tolerance_mm)
+    return gt_image, (np.zeros_like(gt_image.array) if read is None else read.array)
 
 
 # ---------------------------------------------------------------- the scans under the masks
@@ -662,7 +697,7 @@ class Channel:
 
 def read_channel(
     file: ChannelFile,
-    images: CaseImages,
+    images: CaseImages | Image,
     *,
     label: str | None = None,
     tolerance_mm: float = 1e-3,
@@ -672,8 +707,9 @@ def read_channel(
     Parameters
     ----------
     file : ChannelFile
-    images : CaseImages
-        The case's masks, with the GT's ``spacing`` and ``affine``.
+    images : CaseImages or Image
+        The case's masks, with the GT's ``spacing`` and ``affine``, or their grid alone
+        (:meth:`CaseImages.grid`).
     label : str, optional
         The channel's name in messages (default: :meth:`ChannelFile.label`).
     tolerance_mm : float
@@ -705,16 +741,14 @@ def read_channel(
     """
     from ..dicom import read_series
     from ..grids import on_grid
-    from ..io import Image, check_same_geometry, load_image
+    from ..io import check_same_geometry, load_image
 
     name = file.label() if label is None else label
     try:
         image = read_series(file.path) if file.path.is_dir() else load_image(file.path)
     except (OSError, ValueError) as exc:
         return None, f"channel {name}: cannot read {file.path.name}: {exc}"
-    shape = images.gt.shape
-    affine = images.affine if images.affine is not None else np.diag(tuple(images.spacing) + (1.0,))
-    reference = Image(np.broadcast_to(np.zeros((), np.uint8), shape), tuple(images.spacing), affine)
+    reference = images.grid() if isinstance(images, CaseImages) else images
     problem = check_same_geometry(reference, image, atol_mm=tolerance_mm, names=("gt", "image"))
     if problem:  # the same grid in another axis order (a DICOM series beside a NIfTI GT) is reoriented
         try:

@@ -6,8 +6,9 @@ writes one self-contained file: images as base64 PNG data URIs, style and script
 to a server or the internet.
 
 With ``images=IMAGE_DIR`` (``ccmetrics report --images``) the thumbnails are drawn on the scans: per
-drawn case, the masks are read, then each channel of the scan in turn (:class:`~ccmetrics.report.data.ImageFolder`,
-:func:`~ccmetrics.report.data.read_channel`), its slices cut for every thumbnail of the case
+drawn case, its mask files are read once for all its classes, each class's crops cut and its masks let go,
+then each channel of the scan is read once (:class:`~ccmetrics.report.data.ImageFolder`,
+:func:`~ccmetrics.report.data.read_channel`), its slices cut for every thumbnail of every class of the case
 (:func:`~ccmetrics.report.geometry.with_image`) and the channel let go before the next one is read: at
 most one channel of one case is in memory. A thumbnail gets one row per channel, with the channel's
 window (:func:`~ccmetrics.report.thumbnails.choose_window`). A case whose scan is missing, unreadable or
@@ -212,8 +213,12 @@ def _plot_caption(path: Path, label: Callable[[str], str]) -> str:
 # ---------------------------------------------------------------- one case
 
 
-def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple:
-    """(CaseImages or None, problem text or None) for one per-case row."""
+def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: dict | None = None) -> tuple:
+    """(CaseImages or None, problem text or None) for one per-case row.
+
+    ``pairs``: the files already read for another class of the case (:func:`ccmetrics.report.data.read_pair`,
+    by file names), filled as files are read.
+    """
     if row[schema.STATUS] == schema.FAILED:
         return None, None
     gt_file = data.resolve_image(row.get(schema.GT_FILE), folder.path, image_root)
@@ -240,6 +245,10 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
             false_positives = mine[schema.PREDICTION].astype(int).tolist()
         elif predictions is not None:
             false_positives = []
+        key = (str(gt_file), str(pred_file))
+        reference, tolerance = folder.options.get("reference_images"), folder.options.get("tolerance_mm", 1e-3)
+        if pairs is not None and key not in pairs:
+            pairs[key] = data.read_pair(gt_file, pred_file, reference_images=reference, tolerance_mm=tolerance)
         images = data.load_case(
             gt_file,
             pred_file,
@@ -248,8 +257,9 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root) -> tuple
             connectivity=folder.options.get("connectivity"),
             ignore_label=folder.options.get("ignore_label"),
             false_positives=false_positives,
-            reference_images=folder.options.get("reference_images"),
-            tolerance_mm=folder.options.get("tolerance_mm", 1e-3),
+            reference_images=reference,
+            tolerance_mm=tolerance,
+            pair=None if pairs is None else pairs[key],
         )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
@@ -300,9 +310,10 @@ class _ChannelRows:
 
 
 def _on_image(
-    images: data.CaseImages, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str
+    grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str
 ) -> tuple[list[_ChannelRows], str | None]:
-    """Every channel of a case's scan cut for its thumbnails, one channel in memory at a time; or why not."""
+    """Every channel of a case's scan cut for the thumbnails of all its classes, one channel in memory at a
+    time, each read once; or why not. ``grid``: the GT's (:meth:`ccmetrics.report.data.CaseImages.grid`)."""
     try:
         files = scans.folder.channels(case)
     except ValueError as exc:
@@ -314,7 +325,7 @@ def _on_image(
     for file in files:
         label = file.label(scans.names)
         named = f"{file.code} ({label})" if file.code and label != file.code else label
-        channel, problem = data.read_channel(file, images, label=named, tolerance_mm=scans.tolerance_mm)
+        channel, problem = data.read_channel(file, grid, label=named, tolerance_mm=scans.tolerance_mm)
         if problem:
             problems.append(problem)
         elif channel is not None and not problems:  # one channel off the grid: none is drawn
@@ -326,15 +337,8 @@ def _on_image(
     return rows, None
 
 
-def _thumbnails(
-    images: data.CaseImages, panel_px: int, scans: _Scans | None = None, case: str = ""
-) -> tuple[dict[tuple, dict[str, Any]], str | None, list[str]]:
-    """The thumbnails of every component of a case, why they are not on the scan, and the channels drawn.
-
-    Each thumbnail is ``{"src", "caption", "rows"}``: ``rows`` holds one ``{"label", "src", "scale",
-    "low", "high"}`` per channel of the scan (one row with label None on the empty background), ``src``
-    is the first row's image.
-    """
+def _geometries(images: data.CaseImages) -> dict[tuple, geometry.ThumbnailGeometry]:
+    """The crop of every component of a case, keyed ``(kind, label)``: small arrays, kept without the masks."""
     geometries = {}
     for c in images.lesions + images.false_positives:
         center = tuple(int(math.floor(x + 0.5)) for x in c.centroid)
@@ -342,17 +346,32 @@ def _thumbnails(
         geometries[(c.kind, c.label)] = geometry.thumbnail_geometry(
             center, box, images.gt, images.pred, images.regions, images.spacing, own_region=c.region
         )
-    channels, note = ([], None) if scans is None or not geometries else _on_image(images, geometries, scans, case)
-    renderer = thumbnails.Renderer(images.gt.ndim, panel_px=panel_px)
+    return geometries
+
+
+def _thumbnails(
+    geometries: dict[tuple, geometry.ThumbnailGeometry],
+    channels: Sequence[tuple[str, dict[tuple, geometry.ThumbnailGeometry], float, thumbnails.WindowSpec]],
+    ndim: int,
+    panel_px: int,
+) -> dict[tuple, dict[str, Any]]:
+    """The thumbnails of every component of a case, drawn on each channel of ``channels`` (label, the
+    geometries cut from it, its minimum, its window) or on the empty background without one.
+
+    Each thumbnail is ``{"src", "caption", "rows"}``: ``rows`` holds one ``{"label", "src", "scale",
+    "low", "high"}`` per channel of the scan (one row with label None on the empty background), ``src``
+    is the first row's image.
+    """
+    renderer = thumbnails.Renderer(ndim, panel_px=panel_px)
     out = {}
     for key, g in geometries.items():
         rows: list[dict[str, str | None]] = []
-        for channel in channels:
-            on_image = channel.geometries[key]
-            window = thumbnails.window_for(on_image, minimum=channel.minimum, spec=channel.window)
+        for label, cut, minimum, spec in channels:
+            on_image = cut[key]
+            window = thumbnails.window_for(on_image, minimum=minimum, spec=spec)
             rows.append(
                 {
-                    "label": channel.label,
+                    "label": label,
                     "src": thumbnails.data_uri(renderer.render(on_image, window)),
                     "scale": window.text,
                     "low": thumbnails.number_text(window.low),
@@ -363,7 +382,73 @@ def _thumbnails(
             src = thumbnails.data_uri(renderer.render(g))
             rows.append({"label": None, "src": src, "scale": None, "low": None, "high": None})
         out[key] = {"src": rows[0]["src"], "caption": thumbnails.caption(g), "rows": rows}
-    return out, note, [c.label for c in channels]
+    return out
+
+
+@dataclass
+class _Pending:
+    """A drawn case and class whose entry waits for the scan: its thumbnails' crops and the GT's grid and ndim."""
+
+    entry: dict[str, Any]
+    geometries: dict[tuple, geometry.ThumbnailGeometry]
+    grid: Any = None
+    ndim: int = 3
+
+
+def _drawn_case(
+    folder: data.ResultFolder,
+    items: Sequence[tuple[int, pd.Series, pd.DataFrame]],
+    *,
+    scans: _Scans | None,
+    image_root,
+    panel_px: int,
+    **entry_options: Any,
+) -> dict[int, dict[str, Any]]:
+    """The entries of every drawn class of one case (``(position, row, components)`` each), by position.
+
+    The case's files are read once for all its classes (``pairs``), each class's masks let go once its crops
+    are cut, then each channel of the scan is read once and cut for the thumbnails of every class.
+    """
+    pairs: dict = {}
+    pending: list[_Pending] = []
+    for position, row, comps in items:
+        images, problem = _loaded(folder, row, comps, image_root, pairs)
+        entry = _case_entry(folder, row, comps, images, problem, rank=position + 1, draw=True, **entry_options)
+        if images is None:
+            pending.append(_Pending(entry, {}))
+        else:
+            pending.append(_Pending(entry, _geometries(images), images.grid(), images.gt.ndim))
+        images = None  # the masks go before the next class is read
+    pairs.clear()
+    merged = {(i, *key): g for i, p in enumerate(pending) for key, g in p.geometries.items()}
+    grid = next((p.grid for p in pending if p.grid is not None), None)
+    case = str(items[0][1][schema.CASE])
+    channels, note = ([], None) if scans is None or not merged else _on_image(grid, merged, scans, case)
+    out = {}
+    for i, ((position, _, _), p) in enumerate(zip(items, pending)):
+        mine = [
+            (c.label, {key[1:]: g for key, g in c.geometries.items() if key[0] == i}, c.minimum, c.window)
+            for c in channels
+        ]
+        thumbs = _thumbnails(p.geometries, mine, p.ndim, panel_px) if p.geometries else {}
+        _attach(p.entry, thumbs, note, [c.label for c in channels])
+        out[position] = p.entry
+    return out
+
+
+def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], note: str | None, channels: list[str]) -> None:
+    """Put a case entry's thumbnails in place (each lesion's and false positive's ``thumb``)."""
+    for lesion in entry["lesions"]:
+        lesion["thumb"] = thumbs.get(("lesion", lesion["label"]))
+    for fp in entry["false_positives"] or []:
+        fp["thumb"] = thumbs.get(("false_positive", fp["label"]))
+    channels = channels if thumbs else []
+    entry.update(
+        drawn=bool(thumbs),
+        on_image=bool(thumbs) and bool(channels),
+        channels=channels,
+        image_note=note if thumbs else None,
+    )
 
 
 def _class_title(row: pd.Series, class_value: Any) -> str:
@@ -372,28 +457,32 @@ def _class_title(row: pd.Series, class_value: Any) -> str:
     return str(name) if isinstance(name, str) and name else f"class {class_value}"
 
 
-def _case_entry(
-    folder: data.ResultFolder,
-    row: pd.Series,
-    comps: pd.DataFrame,
-    *,
-    multi_class: bool,
-    draw: bool,
-    rank: int | None,
-    image_root,
-    panel_px: int,
-    unit: str,
-    scans: _Scans | None = None,
-) -> dict[str, Any]:
-    case, class_value = str(row[schema.CASE]), row[schema.CLASS]
-    images, problem = _case_images(folder, row, image_root)
+def _loaded(
+    folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, image_root, pairs: dict | None = None
+) -> tuple[data.CaseImages | None, str | None]:
+    """A case's masks when they still hold the lesions of ``per_component.csv``, else None and why."""
+    images, problem = _case_images(folder, row, image_root, pairs)
     if images is not None:
         problem = _check_consistent(images, comps)
         if problem:
             images = None
-    thumbs, image_note, channels = (
-        _thumbnails(images, panel_px, scans, case) if images is not None and draw else ({}, None, [])
-    )
+    return images, problem
+
+
+def _case_entry(
+    folder: data.ResultFolder,
+    row: pd.Series,
+    comps: pd.DataFrame,
+    images: data.CaseImages | None,
+    problem: str | None,
+    *,
+    multi_class: bool,
+    draw: bool,
+    rank: int | None,
+    unit: str,
+) -> dict[str, Any]:
+    """A case's section without thumbnails (:func:`_attach` puts them in)."""
+    case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     name = anchor(case, class_value, multi_class)
     lesions = []
     comp: Any  # a row of itertuples (its fields are not typed)
@@ -407,7 +496,7 @@ def _case_entry(
                 "volume": volume,
                 "detected": bool(comp.detected),
                 "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
-                "thumb": thumbs.get(("lesion", k)),
+                "thumb": None,
             }
         )
     fps = None
@@ -419,7 +508,7 @@ def _case_entry(
                 "label": c.label,
                 "volume": c.voxels * ml if unit == "ml" else c.voxels,
                 "region": c.region or None,
-                "thumb": thumbs.get(("false_positive", c.label)),
+                "thumb": None,
             }
             for c in images.false_positives
         ]
@@ -445,12 +534,12 @@ def _case_entry(
         "gt_file": row.get(schema.GT_FILE) if isinstance(row.get(schema.GT_FILE), str) else "",
         "pred_file": row.get(schema.PRED_FILE) if isinstance(row.get(schema.PRED_FILE), str) else "",
         "rank": rank,
-        "drawn": bool(thumbs),
+        "drawn": False,
         "thumbnails_wanted": draw,
         "problem": problem,
-        "on_image": bool(thumbs) and bool(channels),
-        "channels": channels,
-        "image_note": image_note if thumbs else None,
+        "on_image": False,
+        "channels": [],
+        "image_note": None,
         "metrics": metrics,
         "scores": scores,
         "lesions": lesions,
@@ -515,25 +604,27 @@ def build_model(
         if len(components)
         else {}
     )
-    cases = []
+    entries: dict[int, dict[str, Any]] = {}
+    drawn: dict[tuple[str, str], list[tuple[int, pd.Series, pd.DataFrame]]] = {}  # by case and GT file
     for position, i in enumerate(order):
         row = per_case.iloc[i]
         evaluated = row[schema.STATUS] != schema.FAILED
         comps = by_case.get((str(row[schema.CASE]), row[schema.CLASS]), components.iloc[:0])
-        cases.append(
-            _case_entry(
-                folder,
-                row,
-                comps,
-                multi_class=multi_class,
-                draw=evaluated and position < n_draw,
-                rank=position + 1 if evaluated else None,
-                image_root=image_root,
-                panel_px=panel_px,
-                unit=unit,
-                scans=scans,
+        if evaluated and position < n_draw:  # drawn: with the other classes of its case, after this loop
+            drawn.setdefault((str(row[schema.CASE]), str(row.get(schema.GT_FILE))), []).append((position, row, comps))
+            continue
+        masks, problem = _loaded(folder, row, comps, image_root)
+        rank = position + 1 if evaluated else None
+        entries[position] = _case_entry(
+            folder, row, comps, masks, problem, multi_class=multi_class, draw=False, rank=rank, unit=unit
+        )
+    for items in drawn.values():
+        entries.update(
+            _drawn_case(
+                folder, items, scans=scans, image_root=image_root, panel_px=panel_px, multi_class=multi_class, unit=unit
             )
         )
+    cases = [entries[position] for position in range(len(order))]
     finder = []
     for case in cases:
         for les in case["lesions"]:
