@@ -274,6 +274,8 @@ def evaluate(
         n_pred,
         per_prediction,
         str(rule),
+        gt_volume=len(found.flat_index),
+        overlap_volume=int(regions.intersection.sum()),
     )
 
 

@@ -52,7 +52,7 @@ from ._inputs import as_spacing
 from .aggregation import cc_values
 from .campaign import EvaluationInterrupted, RunInfo, Stopped, prepare_out_dir, run_cases
 from .case import evaluate
-from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json, remove_ignored
+from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json
 from .config import EngineConfig, engine_config
 from .config import current as current_engine
 from .detection_rules import DetectionRule
@@ -336,7 +336,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     rows, frames, predictions = [], [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     names = {c.value: c.name for c in options.classes} if options.classes else {}
-    counts = _nnunet_counts(gt.array, pred.array, options) if options.nnunet_counts else {}
+    counts = _nnunet_counts(results, gt.array, options) if options.nnunet_counts else {}
     for c, result in results.items():
         case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
         row: dict[str, Any] = {
@@ -417,17 +417,18 @@ def failed_output(
     }
 
 
-def _nnunet_counts(gt: np.ndarray, pred: np.ndarray, options: EvalOptions) -> dict[int, dict[str, int]]:
+def _nnunet_counts(results: dict[int, Any], gt: np.ndarray, options: EvalOptions) -> dict[int, dict[str, int]]:
     """Per class: nnU-Net's voxel counts TP, FP, FN and TN, with the ignore label's voxels left out of all four
-    (as ``nnunetv2.evaluation.evaluate_predictions.compute_tp_fp_fn_tn`` counts them)."""
+    (as ``nnunetv2.evaluation.evaluate_predictions.compute_tp_fp_fn_tn`` counts them), from the evaluation's own
+    counts (:class:`ccmetrics.CaseResult` ``gt_volume``, ``pred_volume``, ``overlap_volume``: the class masks
+    after the ignore label was removed); one pass over the GT for the ignored voxels."""
     total = int(gt.size)
-    gt, pred, ignored = remove_ignored(gt, pred, options.ignore_label)
+    ignored = 0 if options.ignore_label is None else int(np.count_nonzero(gt == options.ignore_label))
     out = {}
-    for spec in options.classes or (ClassSpec(1, "1", (1,)),):
-        g, p = spec.mask(gt), spec.mask(pred)
-        tp = int(np.count_nonzero(g & p))
-        fp, fn = int(np.count_nonzero(p)) - tp, int(np.count_nonzero(g)) - tp
-        out[spec.value] = {
+    for c, result in results.items():
+        tp = int(result.overlap_volume)
+        fp, fn = int(result.pred_volume) - tp, int(result.gt_volume) - tp
+        out[int(c)] = {
             schema.TP_VOXELS: tp,
             schema.FP_VOXELS: fp,
             schema.FN_VOXELS: fn,

@@ -67,6 +67,9 @@ class CaseResult:
         (, ``centroid_k``) in voxels. None without the detection metric.
     detection_rule : str
         The rule ``detected`` follows (:mod:`ccmetrics.detection_rules`).
+    gt_volume, overlap_volume : int
+        GT voxels in the image, and prediction voxels inside the GT (``|GT ∩ prediction|``): with
+        ``pred_volume``, the voxel counts TP, FP and FN of the whole image without another pass over it.
     """
 
     per_component: pd.DataFrame
@@ -82,6 +85,8 @@ class CaseResult:
     pred_volume: int = 0
     per_prediction: pd.DataFrame | None = None
     detection_rule: str = "overlap"
+    gt_volume: int = 0
+    overlap_volume: int = 0
 
     def summary(self) -> pd.DataFrame:
         """Table with one row per score and columns ``standard`` and ``cc`` (NaN where not defined).

@@ -254,3 +254,37 @@ def test_dataset_json_refuses_classes_too(brats_dataset):
         evaluate_dataset(brats_dataset["gt"], brats_dataset["pred"], dataset_json=brats_dataset["json"], classes=[1])
     with pytest.raises(ValueError, match="give the classes too"):
         evaluate_dataset(brats_dataset["gt"], brats_dataset["pred"], ignore_label=4)
+
+
+def test_voxel_counts_of_binary_masks_and_labels_equal_a_direct_count(tmp_path):
+    """TP/FP/FN/TN come from the evaluation's own counts: checked by counting the masks here, for binary masks
+    (an empty GT, a missing prediction) and for labels 1 and 2 of label maps."""
+    rng = np.random.default_rng(5)
+    shape = (20, 18, 12)
+    for kind in ("binary", "labels"):
+        gt_dir, pred_dir = tmp_path / kind / "gt", tmp_path / kind / "pred"
+        gt_dir.mkdir(parents=True)
+        pred_dir.mkdir(parents=True)
+        top = 2 if kind == "binary" else 3
+        cases = {}
+        for i in range(4):
+            gt = (rng.random(shape) < 0.2) * rng.integers(1, top, shape)
+            pred = (rng.random(shape) < 0.2) * rng.integers(1, top, shape)
+            if i == 1:
+                gt[:] = 0  # an empty GT
+            cases[f"c{i}"] = (gt.astype(np.uint8), pred.astype(np.uint8))
+            write_nifti(gt_dir / f"c{i}.nii.gz", cases[f"c{i}"][0])
+            if i != 2:  # c2: no prediction, evaluated as empty
+                write_nifti(pred_dir / f"c{i}.nii.gz", cases[f"c{i}"][1])
+            else:
+                cases["c2"] = (cases["c2"][0], np.zeros(shape, np.uint8))
+        classes = None if kind == "binary" else [1, 2]
+        result = evaluate_dataset(gt_dir, pred_dir, ["dice"], classes=classes, nnunet_summary=True, progress=False)
+        assert len(result.per_case) == (4 if kind == "binary" else 8)
+        for _, row in result.per_case.iterrows():
+            gt, pred = cases[row["case"]]
+            c = row["class"]
+            g, p = (gt > 0, pred > 0) if kind == "binary" else (gt == c, pred == c)
+            expected = (np.sum(g & p), np.sum(~g & p), np.sum(g & ~p), np.sum(~g & ~p))
+            counts = tuple(row[f"{n}_voxels"] for n in ("tp", "fp", "fn", "tn"))
+            assert counts == expected, (kind, row["case"], c)
