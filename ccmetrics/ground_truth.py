@@ -147,7 +147,7 @@ class GroundTruth:
         Returns
         -------
         ndarray of int32
-            Region label 1..K of every voxel (all zeros without sites); read-only.
+            Region label 1..K of every voxel (all zeros without sites); a read-only view of the kept map.
 
         Examples
         --------
@@ -166,9 +166,12 @@ class GroundTruth:
         key = as_spacing(spacing, self.array.ndim)
         if key not in self._region_maps:
             partition = voronoi_partition(self.found, key)
-            partition.flags.writeable = False
+            owner = partition
+            while isinstance(owner.base, np.ndarray):  # the array that owns the memory: read-only too
+                owner = owner.base
+            owner.flags.writeable = partition.flags.writeable = False
             self._region_maps[key] = partition
-        return self._region_maps[key]
+        return self._region_maps[key].view()  # a view of a read-only array cannot be made writeable
 
     def kept_region_map(self, spacing: tuple[float, ...] | None) -> np.ndarray | None:
         """The region map :meth:`region_map` kept for this (validated) ``spacing``, or None."""
