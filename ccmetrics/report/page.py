@@ -23,7 +23,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Union
 
@@ -219,6 +219,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
     ``pairs``: the files already read for another class of the case (:func:`ccmetrics.report.data.read_pair`,
     by file names), filled as files are read.
     """
+    pairs = {} if pairs is None else pairs
     if row[schema.STATUS] == schema.FAILED:
         return None, None
     gt_file = data.resolve_image(row.get(schema.GT_FILE), folder.path, image_root)
@@ -247,7 +248,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
             false_positives = []
         key = (str(gt_file), str(pred_file))
         reference, tolerance = folder.options.get("reference_images"), folder.options.get("tolerance_mm", 1e-3)
-        if pairs is not None and key not in pairs:
+        if key not in pairs:
             pairs[key] = data.read_pair(gt_file, pred_file, reference_images=reference, tolerance_mm=tolerance)
         images = data.load_case(
             gt_file,
@@ -259,7 +260,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
             false_positives=false_positives,
             reference_images=reference,
             tolerance_mm=tolerance,
-            pair=None if pairs is None else pairs[key],
+            pair=pairs[key],
         )
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
@@ -350,13 +351,10 @@ def _geometries(images: data.CaseImages) -> dict[tuple, geometry.ThumbnailGeomet
 
 
 def _thumbnails(
-    geometries: dict[tuple, geometry.ThumbnailGeometry],
-    channels: Sequence[tuple[str, dict[tuple, geometry.ThumbnailGeometry], float, thumbnails.WindowSpec]],
-    ndim: int,
-    panel_px: int,
+    geometries: dict[tuple, geometry.ThumbnailGeometry], channels: Sequence[_ChannelRows], ndim: int, panel_px: int
 ) -> dict[tuple, dict[str, Any]]:
-    """The thumbnails of every component of a case, drawn on each channel of ``channels`` (label, the
-    geometries cut from it, its minimum, its window) or on the empty background without one.
+    """The thumbnails of every component of a case, drawn on each of ``channels`` (the same keys cut from
+    each) or on the empty background without one.
 
     Each thumbnail is ``{"src", "caption", "rows"}``: ``rows`` holds one ``{"label", "src", "scale",
     "low", "high"}`` per channel of the scan (one row with label None on the empty background), ``src``
@@ -366,12 +364,12 @@ def _thumbnails(
     out = {}
     for key, g in geometries.items():
         rows: list[dict[str, str | None]] = []
-        for label, cut, minimum, spec in channels:
-            on_image = cut[key]
-            window = thumbnails.window_for(on_image, minimum=minimum, spec=spec)
+        for channel in channels:
+            on_image = channel.geometries[key]
+            window = thumbnails.window_for(on_image, minimum=channel.minimum, spec=channel.window)
             rows.append(
                 {
-                    "label": label,
+                    "label": channel.label,
                     "src": thumbnails.data_uri(renderer.render(on_image, window)),
                     "scale": window.text,
                     "low": thumbnails.number_text(window.low),
@@ -387,12 +385,11 @@ def _thumbnails(
 
 @dataclass
 class _Pending:
-    """A drawn case and class whose entry waits for the scan: its thumbnails' crops and the GT's grid and ndim."""
+    """A drawn case and class whose entry waits for the scan: its thumbnails' crops and the GT's grid."""
 
     entry: dict[str, Any]
     geometries: dict[tuple, geometry.ThumbnailGeometry]
     grid: Any = None
-    ndim: int = 3
 
 
 def _drawn_case(
@@ -417,7 +414,7 @@ def _drawn_case(
         if images is None:
             pending.append(_Pending(entry, {}))
         else:
-            pending.append(_Pending(entry, _geometries(images), images.grid(), images.gt.ndim))
+            pending.append(_Pending(entry, _geometries(images), images.grid()))
         images = None  # the masks go before the next class is read
     pairs.clear()
     merged = {(i, *key): g for i, p in enumerate(pending) for key, g in p.geometries.items()}
@@ -426,11 +423,8 @@ def _drawn_case(
     channels, note = ([], None) if scans is None or not merged else _on_image(grid, merged, scans, case)
     out = {}
     for i, ((position, _, _), p) in enumerate(zip(items, pending)):
-        mine = [
-            (c.label, {key[1:]: g for key, g in c.geometries.items() if key[0] == i}, c.minimum, c.window)
-            for c in channels
-        ]
-        thumbs = _thumbnails(p.geometries, mine, p.ndim, panel_px) if p.geometries else {}
+        mine = [replace(c, geometries={key[1:]: g for key, g in c.geometries.items() if key[0] == i}) for c in channels]
+        thumbs = _thumbnails(p.geometries, mine, p.grid.array.ndim, panel_px) if p.geometries else {}
         _attach(p.entry, thumbs, note, [c.label for c in channels])
         out[position] = p.entry
     return out
