@@ -41,8 +41,8 @@ each step changes the degraded ball in its bounding box only (an erosion is a th
 transform), and one :func:`ccmetrics.evaluate` gives both views; the shifts of the r 100 ball (4 million voxels
 outside the GT each step) and the dilations read the region of those voxels from one kept Voronoi partition
 (:meth:`ccmetrics.GroundTruth.region_map`); the notebook's 6-connected PQ labels the GT once. The eight tasks of
-:data:`TASKS` run in ``workers`` processes: the whole run takes about two minutes in one process on a 2-core
-machine, 1.5 minutes with two. The
+:data:`TASKS` run in ``workers`` processes: the whole run took 101 s in one process on a 2-core machine, 69 s
+with two. The
 drawing is in :mod:`simulations.paper_plots`; ``python -m simulations paper --out DIR`` runs it all.
 """
 
