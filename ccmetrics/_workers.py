@@ -8,6 +8,11 @@ pipe, so the parent always knows which case a process holds. Then:
   extension, ``os._exit``) costs only its case: the process is replaced, the case is tried once more
   *alone* (no other case runs beside it, so it has the machine's memory), and if it dies again it
   is reported failed with how the process ended;
+* a process that dies while it waits for its next job (idle, or between two jobs) costs nothing: it is
+  found dead before a job is handed to it (or the hand-over fails), replaced, and the job goes to
+  another process without counting as an attempt;
+* a job whose function raises, whose payload cannot be sent or whose result cannot be received is
+  reported failed with the exception; its process goes on with the next job;
 * a case that runs longer than ``timeout`` seconds has its process killed and is reported failed;
 * jobs carry an estimate of their peak memory: a job starts only while the running jobs' estimates
   plus its own fit the ``budget`` (or when nothing else runs), so a large case runs with fewer cases
@@ -88,6 +93,13 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@dataclass
+class _Raised:
+    """What a worker sends back when the job's function raised: the exception in words."""
+
+    message: str
+
+
 def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
@@ -97,7 +109,16 @@ def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any) ->
             return
         if payload is None:
             return
-        conn.send(function(payload, shared))
+        try:
+            result = function(payload, shared)
+        except Exception as exc:  # this job's failure, not the process's: it takes the next job
+            result = _Raised(f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(result)
+        except (EOFError, OSError):  # the parent is gone
+            return
+        except Exception as exc:  # the result cannot be pickled
+            conn.send(_Raised(f"its result cannot be sent back: {type(exc).__name__}: {exc}"))
 
 
 class _Worker:
@@ -111,9 +132,11 @@ class _Worker:
         self.started = 0.0
 
     def give(self, job: Job) -> None:
+        """Hand the job over. Raises ``OSError`` (``BrokenPipeError``) when the process has died, and the
+        pickling error when the payload cannot be sent; neither counts as an attempt."""
+        self.conn.send(job.payload)
         self.job, self.started = job, time.monotonic()
         job.attempts += 1
-        self.conn.send(job.payload)
 
     def stop(self, kill: bool = False) -> None:
         if self.process.is_alive():
@@ -155,11 +178,35 @@ def run_jobs(
     waited: set[int] = set()
 
     def worker() -> _Worker:
-        return idle.pop() if idle else _Worker(context, function, shared)
+        while idle:
+            w = idle.pop()
+            if w.process.is_alive():
+                return w
+            lost(w)
+        return _Worker(context, function, shared)
+
+    def lost(w: _Worker) -> None:
+        """A process that died holding no job (the out-of-memory killer may pick an idle one): replaced."""
+        w.process.join(timeout=5)
+        note(f"a worker process died while waiting for a case ({exit_description(w.process.exitcode)}); replaced")
+        w.stop(kill=True)
 
     def start(job: Job) -> None:
+        for _ in range(3):  # a process that dies at the hand-over is replaced; three in a row: not by chance
+            w = worker()
+            try:
+                w.give(job)
+            except (EOFError, OSError):
+                lost(w)
+                continue
+            except Exception as exc:  # the payload cannot be pickled: this job's failure
+                idle.append(w)
+                on_failed(job, f"cannot be sent to a worker process: {type(exc).__name__}: {exc}")
+                return
+            busy.append(w)
+            return
         w = worker()
-        w.give(job)
+        w.give(job)  # a fourth failure is the pool's, not a case's: it reaches the caller
         busy.append(w)
 
     def finish(w: _Worker) -> None:
@@ -214,8 +261,15 @@ def run_jobs(
                     except (EOFError, OSError):  # died before or while answering
                         died(w)
                         continue
+                    except Exception as exc:  # a whole message that does not unpickle: the pipe is still in step
+                        finish(w)
+                        on_failed(current, f"its result could not be received: {type(exc).__name__}: {exc}")
+                        continue
                     finish(w)
-                    on_done(current, result)
+                    if isinstance(result, _Raised):
+                        on_failed(current, f"raised in its worker process: {result.message}")
+                    else:
+                        on_done(current, result)
                 elif not w.process.is_alive():
                     died(w)
                 elif timeout is not None and now - w.started >= timeout:

@@ -4,8 +4,9 @@
 
 1. on ``resume``, takes the case's record from ``OUT_DIR/cases/`` (:mod:`ccmetrics.records`) when
    its fingerprint (file sizes and modification times, value-changing options, version) still
-   matches and its last attempt did not fail for a reason that may not repeat; every other case is
-   evaluated, and the reason is said (new, changed and how, failed last time);
+   matches, its checksum holds and its last attempt did not fail for a reason that may not repeat;
+   every other case is evaluated, and the reason is said (new, changed and how, failed last time,
+   record damaged or edited);
 2. estimates its peak memory from the image headers, before any voxel is read
    (:func:`ccmetrics.resources.estimate_case_bytes`): over ``max_memory`` it becomes an error row
    that names the option;
@@ -16,9 +17,14 @@
 4. writes its record the moment it is done (atomically), so the record folder grows as the run
    goes and a run killed at any moment keeps every finished case.
 
-Ctrl-C (``KeyboardInterrupt``) stops the workers and raises :class:`EvaluationInterrupted`
-carrying what is finished; ``ccmetrics evaluate`` then writes the tables of the finished cases and
-says how to resume.
+Ctrl-C (``KeyboardInterrupt``) stops the workers and raises :class:`Stopped` carrying what is
+finished (:func:`ccmetrics.evaluate_dataset` turns it into :class:`EvaluationInterrupted`);
+``ccmetrics evaluate`` then writes the tables of the finished cases and says how to resume. A record
+that cannot be written (a full disk: :class:`ccmetrics.records.OutputWriteError`, naming the path) or a
+failure of the scheduler itself stops the workers and raises :class:`Failed`, likewise carrying what
+is finished (:class:`EvaluationFailed` to the caller): no such error ends a run without its finished
+cases and the way to resume. The output folder is held by one run at a time
+(:func:`ccmetrics.output_folder.locked`, taken by :func:`ccmetrics.evaluate_dataset`).
 
 Every output, fresh or from a record, goes through the records' exact JSON encoding, so the final
 tables do not depend on which cases were resumed, on the scheduler or on the worker count.
@@ -31,26 +37,23 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import schema
-from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
+from .output_folder import OUTPUT_NAMES, prepare_out_dir
+from .records import CaseRecord, OutputWriteError, RecordStore, changes, decode_output, encode_output
 from .resources import over_limit
 
-__all__ = ["EvaluationInterrupted", "RunInfo", "Stopped", "prepare_out_dir", "run_cases"]
-
-#: files and folders that ccmetrics writes into an output folder (what ``overwrite`` removes)
-OUTPUT_NAMES = (
-    "cases",
-    "per_case.csv",
-    "per_component.csv",
-    "per_prediction.csv",
-    "summary.json",
-    "nnunet_summary.json",
-    "plots",
-    "report.html",
-)
+__all__ = [
+    "EvaluationFailed",
+    "EvaluationInterrupted",
+    "Failed",
+    "OUTPUT_NAMES",
+    "RunInfo",
+    "Stopped",
+    "prepare_out_dir",
+    "run_cases",
+]
 
 
 @dataclass
@@ -79,6 +82,30 @@ class Stopped(KeyboardInterrupt):
         self.outputs, self.run = outputs, run
 
 
+class Failed(RuntimeError):
+    """The run could not go on (:func:`run_cases`): a record could not be written, or the scheduler failed.
+    Carries the finished outputs and what the run did, for the caller; the cause is chained."""
+
+    def __init__(self, message: str, outputs: list[dict[str, Any]], run: RunInfo) -> None:
+        super().__init__(message)
+        self.outputs, self.run = outputs, run
+
+
+class EvaluationFailed(RuntimeError):
+    """:func:`ccmetrics.evaluate_dataset` could not go on: a record could not be written (a full disk, a folder
+    that became read-only: ``__cause__`` is the :class:`~ccmetrics.records.OutputWriteError`, whose message
+    names the path), or the scheduler itself failed (a bug: please report it).
+
+    ``result`` is a :class:`~ccmetrics.DatasetResult` of the finished cases (``result.run.pending`` lists the
+    others); their records are kept in ``out_dir``, so that, the cause fixed, the same call with
+    ``resume=True`` evaluates only the rest.
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class EvaluationInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`ccmetrics.evaluate_dataset`: the finished cases are in ``result``.
 
@@ -91,39 +118,6 @@ class EvaluationInterrupted(KeyboardInterrupt):
     def __init__(self, result: Any) -> None:
         super().__init__(f"interrupted: {len(result.run.pending)} case(s) not evaluated")
         self.result = result
-
-
-def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
-    """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
-
-    ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``), nothing else.
-
-    Raises
-    ------
-    ValueError
-        The folder holds files and neither ``resume`` nor ``overwrite`` is set, or both are.
-    """
-    if resume and overwrite:
-        raise ValueError("choose one of --resume (resume=True) and --overwrite (overwrite=True), not both")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"output folder {out} is a file: give a folder")
-    entries = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    if entries and not (resume or overwrite):
-        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise ValueError(
-            f"output folder {out} is not empty ({shown}): run with --resume (resume=True) to continue the "
-            f"run recorded there, or --overwrite (overwrite=True) to replace its results"
-        )
-    if overwrite:
-        import shutil
-
-        for name in OUTPUT_NAMES:
-            path = out / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
 
 
 def _note(text: str) -> None:
@@ -167,12 +161,13 @@ def run_cases(
     prints = {t.case: fingerprint(t) for t in tasks}
     outputs: dict[str, dict[str, Any]] = {}
     if store is not None and resume:
-        records = store.read_all()
-        found = len(records)
+        records, problems = store.scan()
+        damaged = {p.case: p.reason for p in problems if p.case is not None}
+        found = len(records) + len(problems)
         for task in tasks:
             record = records.pop(task.case, None)
             if record is None:
-                info.reasons[task.case] = "new"
+                info.reasons[task.case] = f"record {damaged[task.case]}" if task.case in damaged else "new"
             elif record.retry:
                 info.reasons[task.case] = "failed last time: " + _first_error(record.output)
             elif record.fingerprint != prints[task.case]:
@@ -180,13 +175,12 @@ def run_cases(
             else:
                 outputs[task.case] = record.output
         info.dropped_records = sorted(records)  # cases no longer in the folders
-        store.remove(records)
+        store.remove(records, [p.path for p in problems])
         info.reused = len(outputs)
         if found:
             counts: dict[str, int] = {}
             for reason in info.reasons.values():
-                kind = "new" if reason == "new" else "failed last time" if reason.startswith("failed") else "changed"
-                counts[kind] = counts.get(kind, 0) + 1
+                counts[_kind(reason)] = counts.get(_kind(reason), 0) + 1
             detail = ", ".join(f"{n} {k}" for k, n in counts.items())
             _note(
                 f"resuming from {store.folder}: {info.reused} case(s) kept, {len(info.reasons)} to evaluate"
@@ -200,7 +194,10 @@ def run_cases(
             )
             for case, reason in info.reasons.items():
                 if reason != "new":
-                    _note(f"  {case}: {reason}")
+                    _note(f"  {case}: {reason}" + (": evaluated again" if reason.startswith("record ") else ""))
+            for problem in problems:
+                if problem.case is None:
+                    _note(f"  record file {problem.path.name}: {problem.reason}; removed")
     todo = [t for t in tasks if t.case not in outputs]
     bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
     failed = [0]
@@ -220,14 +217,14 @@ def run_cases(
     def fail(task: Any, message: str) -> None:
         keep(task, encode_output(failure(task, message)), retry=True)
 
-    runnable = []
-    for task in todo:
-        need = estimate(task)
-        if max_memory is not None and need > max_memory:
-            fail(task, over_limit(need, max_memory, "by its headers, before reading", at_least=True))
-        else:
-            runnable.append((task, need))
     try:
+        runnable = []
+        for task in todo:
+            need = estimate(task)
+            if max_memory is not None and need > max_memory:
+                fail(task, over_limit(need, max_memory, "by its headers, before reading", at_least=True))
+            else:
+                runnable.append((task, need))
         if client is not None:
             _run_dask(client, runnable, options, keep, fail)
         elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
@@ -251,9 +248,25 @@ def run_cases(
     except KeyboardInterrupt:
         info.pending = sorted(t.case for t in tasks if t.case not in outputs)
         raise Stopped(list(outputs.values()), info) from None
+    except OutputWriteError as exc:
+        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
+        raise Failed(str(exc), list(outputs.values()), info) from exc
+    except Exception as exc:  # the scheduler's own failure: the finished cases stay kept, the run says how to go on
+        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
+        message = f"the run's scheduler failed: {type(exc).__name__}: {exc} (please report this as a bug)"
+        raise Failed(message, list(outputs.values()), info) from exc
     finally:
         bar.close()
     return list(outputs.values()), info
+
+
+def _kind(reason: str) -> str:
+    """The kind of a reason to evaluate a case again, for the resume note's counts."""
+    if reason == "new":
+        return "new"
+    if reason.startswith("failed"):
+        return "failed last time"
+    return "record damaged" if reason.startswith("record ") else "changed"
 
 
 def _first_error(output: dict[str, Any]) -> str:

@@ -14,25 +14,31 @@ Sub-commands:
 
 Exit codes: 0 success; 1 when a case failed (its error row says why);
 2 for a usage error or input that cannot be evaluated at all (a missing
-folder, an unknown metric); 130 when ``evaluate`` was stopped with Ctrl-C
-(143: SIGTERM) — the finished cases are kept, ``--resume`` continues.
+folder, an unknown metric, an output folder another run writes into);
+3 when ``evaluate`` could not go on (a full disk, a folder that became
+read-only: the message names the path) — the finished cases are kept,
+``--resume`` continues once the cause is fixed; 130 when ``evaluate`` was
+stopped with Ctrl-C (143: SIGTERM), at any moment, the writing of the tables
+included — the finished cases are kept, ``--resume`` continues.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
     "EXIT_CASE_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_RUN_FAILED",
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "build_parser",
@@ -41,6 +47,8 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
+#: exit code of an ``evaluate`` that could not go on (a full disk, ...): finished cases kept, ``--resume`` continues
+EXIT_RUN_FAILED = 3
 #: exit codes of a stopped ``evaluate``: 128 + the signal's number, as shells report it
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -325,21 +333,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (0, 1 or 2)."""
+    """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (module docstring)."""
     args = build_parser().parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]  # to print the command that resumes a run
+    stops: list[int] = []  # the signals received (SIGINT, SIGTERM): each raises KeyboardInterrupt
+    args.stops = stops
     try:
-        return {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}[args.command](
-            args
-        )
-    except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
-        print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        with _stop_signals(stops):
+            try:
+                command = {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}
+                return command[args.command](args)
+            except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
+                print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+    except KeyboardInterrupt:  # wherever it came: no traceback, and for `evaluate` the way to go on
+        with _signals_ignored():
+            if args.command == "evaluate":
+                _say_stopped(args, "Stopped", _recorded(args.out))
+            else:
+                print(f"ccmetrics {args.command}: stopped", file=sys.stderr)
+        return _stop_code(stops)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .campaign import EvaluationInterrupted
+    from .campaign import EvaluationFailed, EvaluationInterrupted
     from .dataset import evaluate_dataset
+    from .output_folder import locked
     from .registry import load_plugin
 
     for plugin in args.plugin:  # they register their metrics before the names are looked up
@@ -366,43 +385,54 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
     start = time.perf_counter()
-    terminated: list[int] = []
-    previous = _stop_on_sigterm(terminated)
     try:
-        result = evaluate_dataset(
-            args.gt_dir,
-            args.pred_dir,
-            args.metrics,
-            classes=args.classes,
-            spacing=args.spacing,
-            nsd_tolerance=args.nsd_tolerance,
-            worst_distance=args.worst_distance,
-            connectivity=args.connectivity,
-            detection_rule=args.detection_rule,
-            ignore_label=args.ignore_label,
-            dataset_json=args.dataset_json,
-            nnunet_summary=args.nnunet_summary,
-            reference_images=args.reference_images,
-            gt_suffix=args.gt_suffix,
-            pred_suffix=args.pred_suffix,
-            tolerance_mm=args.tolerance_mm,
-            workers=args.workers,
-            client=client,
-            progress=not args.quiet,
-            out_dir=args.out,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            case_timeout=args.case_timeout,
-            max_memory=args.max_memory,
-        )
-    except EvaluationInterrupted as stop:
-        return _interrupted(stop, args, time.perf_counter() - start, bool(terminated))
+        with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
+            try:
+                result = evaluate_dataset(
+                    args.gt_dir,
+                    args.pred_dir,
+                    args.metrics,
+                    classes=args.classes,
+                    spacing=args.spacing,
+                    nsd_tolerance=args.nsd_tolerance,
+                    worst_distance=args.worst_distance,
+                    connectivity=args.connectivity,
+                    detection_rule=args.detection_rule,
+                    ignore_label=args.ignore_label,
+                    dataset_json=args.dataset_json,
+                    nnunet_summary=args.nnunet_summary,
+                    reference_images=args.reference_images,
+                    gt_suffix=args.gt_suffix,
+                    pred_suffix=args.pred_suffix,
+                    tolerance_mm=args.tolerance_mm,
+                    workers=args.workers,
+                    client=client,
+                    progress=not args.quiet,
+                    out_dir=args.out,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    case_timeout=args.case_timeout,
+                    max_memory=args.max_memory,
+                )
+            except EvaluationInterrupted as stop:
+                return _interrupted(stop, args, time.perf_counter() - start)
+            except EvaluationFailed as failed:
+                return _failed(args, failed, failed.result)
+            try:
+                return _finish(args, result, time.perf_counter() - start, meta, by)
+            except KeyboardInterrupt:  # after the last case: every case is kept, the tables are not all written
+                with _signals_ignored():
+                    _say_stopped(args, "Stopped while writing the tables", result.counts()["cases"], 0)
+                return _stop_code(args.stops)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         if client is not None:
             client.close()
-    seconds = time.perf_counter() - start
+
+
+def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str]) -> int:
+    """The final phase of ``evaluate``: summary, tables and plots (one set: see ``DatasetResult.write``), the report."""
+    from .records import OutputWriteError
+
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
     groups = None
     if meta is not None:
@@ -416,7 +446,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         from .sizes import parse_size_bins
 
         size_bins = parse_size_bins(args.size_bins)
-    written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
+    try:
+        written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
+    except OutputWriteError as exc:
+        return _failed(args, exc, result)
     print(report(result, seconds, summary=summary))
     if groups is not None:
         print(_group_report(groups[0], groups[1]))
@@ -427,7 +460,19 @@ def _evaluate(args: argparse.Namespace) -> int:
         f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
         + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
     )
+    _say_removed(written["removed"])
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _say_removed(removed: list[str]) -> None:
+    """Name the files of an earlier run that this run's options do not produce (removed by ``DatasetResult.write``)."""
+    if not removed:
+        return
+    shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")
+    print(
+        f"Removed {shown}: written by an earlier run into this folder, not produced with these options"
+        + (" (run `ccmetrics report` again for a report of these tables)" if "report.html" in removed else "")
+    )
 
 
 def _with_ci_text(table):
@@ -475,36 +520,134 @@ def _size_report(result, edges) -> str:
     return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
 
 
-def _stop_on_sigterm(received: list[int]):
-    """Handle SIGTERM as Ctrl-C (the finished cases are kept, the tables of what is done written); returns
-    the previous handler, or None where signals cannot be handled (not the main thread)."""
+@contextlib.contextmanager
+def _stop_signals(received: list[int]) -> Iterator[None]:
+    """For the whole command: SIGINT and SIGTERM raise ``KeyboardInterrupt`` (the finished cases are kept, the
+    way to go on is printed), each signal's number noted in ``received`` for the exit code. Nothing changes
+    where signals cannot be handled (not the main thread)."""
 
     def handler(signum, frame):
         received.append(signum)
         raise KeyboardInterrupt
 
+    previous = {}
     try:
-        return signal.signal(signal.SIGTERM, handler)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while the last words of a stopped run are printed (a further Ctrl-C would
+    only cut them)."""
+    previous = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, signal.SIG_IGN)
     except ValueError:
-        return None
+        pass
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
-def _interrupted(stop, args: argparse.Namespace, seconds: float, terminated: bool) -> int:
-    """Write the tables of the finished cases, say what is left and how to resume; 130 (Ctrl-C) or 143 (SIGTERM)."""
-    result = stop.result
-    pending = result.run.pending
-    if len(result.per_case):
-        summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
-        result.write(args.out, plots=False, summary=summary)
-        print(report(result, seconds, summary=summary))
-    resume = shlex.join(["ccmetrics", *(a for a in args.argv if a not in ("--resume", "--overwrite"))])
+def _stop_code(received: list[int]) -> int:
+    """130 after Ctrl-C (SIGINT), 143 after SIGTERM: the first signal received decides."""
+    return EXIT_TERMINATED if received and received[0] == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def _command(args: argparse.Namespace) -> str:
+    return shlex.join(["ccmetrics", *args.argv])
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    return shlex.join(["ccmetrics", *(a for a in args.argv if a not in ("--resume", "--overwrite"))]) + " --resume"
+
+
+def _recorded(out: str) -> int:
+    """Records in the output folder (finished cases of this run and earlier ones), counted by their files."""
+    from .records import RECORDS_FOLDER
+
+    folder = Path(out) / RECORDS_FOLDER
+    try:
+        return sum(1 for p in folder.glob("*.json") if not p.name.startswith("."))
+    except OSError:
+        return 0
+
+
+def _say_stopped(args: argparse.Namespace, what: str, finished: int, pending: int | None = None) -> None:
+    """The last words of a stopped ``evaluate``: what is kept, what is left, the command that goes on."""
+    left = "" if pending is None else f", {pending} not evaluated"
     print(
-        f"\nStopped: {result.counts()['cases'] if len(result.per_case) else 0} case(s) finished and kept in "
-        f"{Path(args.out) / 'cases'}, {len(pending)} not evaluated. The tables written cover the finished cases "
-        f"only. To finish, run:\n  {resume} --resume",
+        f"\n{what}: {finished} case(s) finished and kept in {Path(args.out) / 'cases'}{left}. To finish, run:\n"
+        f"  {_resume_command(args)}",
         file=sys.stderr,
     )
-    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
+    """Write the tables of the finished cases (a second Ctrl-C skips them), say what is left and how to resume;
+    130 (Ctrl-C) or 143 (SIGTERM)."""
+    from .records import OutputWriteError
+
+    result = stop.result
+    finished = result.counts()["cases"] if len(result.per_case) else 0
+    note = "The tables written cover the finished cases only"
+    if len(result.per_case):
+        try:
+            summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
+            written = result.write(args.out, plots=False, summary=summary)
+            print(report(result, seconds, summary=summary))
+            _say_removed(written["removed"])
+        except KeyboardInterrupt:  # a second Ctrl-C: no tables, still the way to go on
+            note = "Stopped again while writing the tables of the finished cases: not written"
+        except OutputWriteError as exc:
+            note = f"The tables of the finished cases could not be written ({exc})"
+    with _signals_ignored():
+        _say_stopped(args, "Stopped", finished, len(result.run.pending))
+        print(f"({note}.)" if len(result.per_case) else "", file=sys.stderr)
+    return _stop_code(args.stops)
+
+
+def _failed(args: argparse.Namespace, exc: BaseException, result) -> int:
+    """The run could not go on (a full disk, ...): say why, what is kept and how to go on; exit 3."""
+    import errno
+
+    cause = {
+        errno.ENOSPC: "free space on that disk",
+        getattr(errno, "EDQUOT", -1): "free space within your disk quota",
+        errno.EACCES: "make the output folder writable",
+        errno.EPERM: "make the output folder writable",
+        errno.EROFS: "give an output folder on a writable file system (or remount it)",
+    }
+    os_error = next((e for e in _causes(exc) if isinstance(e, OSError)), None)
+    fix = cause.get(os_error.errno if os_error is not None else None, "fix the cause")
+    finished = result.counts()["cases"] if len(result.per_case) else 0
+    pending = len(result.run.pending)
+    with _signals_ignored():
+        print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
+        print(
+            f"{finished} case(s) finished and kept in {Path(args.out) / 'cases'}"
+            + (f", {pending} not evaluated" if pending else "; the tables were not (all) written")
+            + f". {fix[0].upper() + fix[1:]}, then run:\n  {_resume_command(args)}",
+            file=sys.stderr,
+        )
+    return EXIT_RUN_FAILED
+
+
+def _causes(exc: BaseException | None) -> Iterator[BaseException]:
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
 
 def report(result, seconds: float, *, summary=None, **summary_options) -> str:

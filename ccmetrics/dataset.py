@@ -33,6 +33,7 @@ file for the memory estimate, and one small record file per case.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -50,7 +51,7 @@ import pandas as pd
 from . import registry, schema
 from ._inputs import as_spacing
 from .aggregation import cc_values
-from .campaign import EvaluationInterrupted, RunInfo, Stopped, prepare_out_dir, run_cases
+from .campaign import EvaluationFailed, EvaluationInterrupted, Failed, RunInfo, Stopped, run_cases
 from .case import evaluate
 from .classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json
 from .config import EngineConfig, engine_config
@@ -59,6 +60,7 @@ from .detection_rules import DetectionRule
 from .dicom import holds_dicom
 from .grids import align_pair
 from .io import Image, image_id, is_image_file, load_image
+from .output_folder import begin_tables, check_tables, finish_tables, locked, prepare_out_dir
 from .records import atomic_write, file_fingerprint
 from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
@@ -774,12 +776,25 @@ class DatasetResult:
         -------
         dict
             The paths written, by name (``per_component``, ``per_case``, ``summary``, ``plots``, and
-            ``per_prediction`` when there is that table).
+            ``per_prediction`` when there is that table), and ``removed``: the files of an earlier run
+            in ``out_dir`` that this one does not produce (e.g. ``per_prediction.csv`` after a run
+            without ``detection``, plots of other metrics, a ``report.html`` drawn from earlier tables),
+            removed so that every file there belongs to these tables.
 
         Raises
         ------
         ValueError
             Both ``summary`` and ``summary_options`` given.
+        ccmetrics.records.OutputWriteError
+            A file cannot be written (a full disk, no permission): the message names it.
+        ccmetrics.output_folder.FolderInUse
+            Another process writes into ``out_dir``.
+
+        Notes
+        -----
+        The files are written as one set (:mod:`ccmetrics.output_folder`): ``manifest.json`` says
+        ``writing`` before the first is replaced and lists every file with its checksum once all are
+        written, so :meth:`read` never takes tables of two runs side by side, whenever the writing stops.
         """
         if summary is not None and summary_options:
             raise ValueError(
@@ -787,7 +802,22 @@ class DatasetResult:
                 f"not both: pass the options to summary() instead"
             )
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        with locked(out):  # no other run writes here meanwhile
+            begin_tables(out)  # until finish_tables, a reader refuses the folder
+            written = self._write_tables(out, plots, summary, size_bins, groups, summary_options)
+            files = [p for key, p in written.items() if key != "plots"] + written["plots"]
+            written["removed"] = finish_tables(out, files)
+        return written
+
+    def _write_tables(
+        self,
+        out: Path,
+        plots: bool,
+        summary: pd.DataFrame | None,
+        size_bins: Sequence[float] | None,
+        groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None,
+        summary_options: dict[str, Any],
+    ) -> dict[str, Any]:
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
         # each file replaced whole (temporary file, then rename): never a half-written table over a good one
         atomic_write(paths[schema.PER_COMPONENT.name], lambda tmp: self.per_component.to_csv(tmp, index=False))
@@ -847,15 +877,22 @@ class DatasetResult:
     def read(cls, out_dir: _PathLike) -> DatasetResult:
         """Load a result folder written by :meth:`write` (or by ``ccmetrics evaluate``), validated against the schema.
 
+        Only a whole set of tables is read: with a ``manifest.json`` (written since records carry checksums), its state
+        must be complete and every file it lists must match its checksum; a file it does not list (left by
+        someone else) is not read.
+
         Raises
         ------
         FileNotFoundError
             The folder holds no ``per_case.csv``.
         ValueError
-            A table lacks a column of :mod:`ccmetrics.schema` (the message names it).
+            A table lacks a column of :mod:`ccmetrics.schema` (the message names it), or the tables are not
+            one run's whole set (being written, their writer stopped, a file changed since): the message
+            says to run the evaluation again with ``--resume``.
         """
         out = Path(out_dir)
         case_file, component_file = out / schema.PER_CASE.file, out / schema.PER_COMPONENT.file
+        listed = check_tables(out)  # None: written by an earlier ccmetrics, without a manifest
         if not case_file.is_file():
             raise FileNotFoundError(
                 f"{out} holds no {schema.PER_CASE.file}: give a folder written by `ccmetrics evaluate`"
@@ -878,7 +915,8 @@ class DatasetResult:
         if component_file.is_file():
             per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
         prediction_file = out / schema.PER_PREDICTION.file
-        per_prediction = schema.PER_PREDICTION.read(prediction_file) if prediction_file.is_file() else None
+        taken = prediction_file.is_file() and (listed is None or schema.PER_PREDICTION.file in listed)
+        per_prediction = schema.PER_PREDICTION.read(prediction_file) if taken else None
         return cls(per_component, per_case, options=options, columns=columns, saved=doc, per_prediction=per_prediction)
 
 
@@ -1132,9 +1170,7 @@ def evaluate_dataset(
             "case_timeout (--case-timeout) takes seconds > 0 and works with local worker processes, not on a Dask "
             f"cluster (got {case_timeout!r}{' with a client' if client is not None else ''})"
         )
-    if out_dir is not None:
-        prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
-    elif resume or overwrite:
+    if out_dir is None and (resume or overwrite):
         raise ValueError("resume and overwrite need out_dir, the folder that keeps the case records")
     key = options.key()  # the value-changing options, then how the files were paired
     tolerance = key.pop("tolerance_mm")
@@ -1144,24 +1180,29 @@ def evaluate_dataset(
     def assemble(outputs: list[dict[str, Any]], run: RunInfo) -> DatasetResult:
         return _assemble(outputs, ordered, ignored, record, columns, run)
 
-    try:
-        outputs, run = run_cases(
-            tasks,
-            options,
-            fingerprint=lambda t: fingerprint(t, options),
-            failure=lambda t, message: failed_output(t, options, message),
-            estimate=lambda t: estimate_bytes(t, options),
-            workers=workers,
-            client=client,
-            progress=progress,
-            out_dir=out_dir,
-            resume=resume,
-            case_timeout=case_timeout,
-            max_memory=limit,
-            memory_budget=budget,
-        )
-    except Stopped as stop:
-        raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
+    with locked(out_dir) if out_dir is not None else contextlib.nullcontext():  # one run per folder
+        if out_dir is not None:
+            prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+        try:
+            outputs, run = run_cases(
+                tasks,
+                options,
+                fingerprint=lambda t: fingerprint(t, options),
+                failure=lambda t, message: failed_output(t, options, message),
+                estimate=lambda t: estimate_bytes(t, options),
+                workers=workers,
+                client=client,
+                progress=progress,
+                out_dir=out_dir,
+                resume=resume,
+                case_timeout=case_timeout,
+                max_memory=limit,
+                memory_budget=budget,
+            )
+        except Stopped as stop:
+            raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
+        except Failed as failed:
+            raise EvaluationFailed(str(failed), assemble(failed.outputs, failed.run)) from failed.__cause__
     return assemble(outputs, run)
 
 

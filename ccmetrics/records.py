@@ -1,26 +1,36 @@
 """Durable per-case records: what makes a long evaluation survive a crash, a kill or Ctrl-C.
 
-Every finished case is written at once into ``OUT_DIR/cases/`` as one small JSON file, written to a
+Every finished case is written at once into ``OUT_DIR/cases/`` as one small file, written to a
 temporary name, flushed, fsync'd and renamed over its final name (then the folder is fsync'd), so a
-record is either absent or whole, whatever moment the run is killed. The final tables of
+record is either absent or whole, whatever moment the run is killed. A write that fails (a full disk,
+a folder that became read-only) removes its temporary file and raises :class:`OutputWriteError`,
+which names the path. The final tables of
 :func:`ccmetrics.evaluate_dataset` are built from the records' contents, so a run resumed from them
 (``resume=True``, ``ccmetrics evaluate --resume``) gives the same tables, bit for bit, as one that
 was never interrupted: floats are written with Python's shortest round-trip ``repr`` and each
 component table keeps its dtypes.
 
-A record holds the case's **fingerprint**: for each input file its path, size and modification
-time (for an array given directly: a SHA-1 of its bytes), the evaluation options that change values
+A record is two lines of JSON: a head ``{"format": 2, "sha256": ...}`` and the body, whose bytes the
+SHA-256 covers, so a record edited by hand (still valid JSON) or damaged on disk is told from a good
+one (:meth:`RecordStore.scan` names it) and its case is evaluated again. The body holds the case's
+output and its **fingerprint**: for each input file its path, size and modification time (for an array
+given directly: a SHA-1 of its bytes), the evaluation options that change values
 (:meth:`ccmetrics.dataset.EvalOptions.key`) and the ccmetrics version. On resume a case is evaluated
-again when its record is missing, unreadable, when its fingerprint differs (:func:`changes` says how), or when its last
-attempt failed for a reason that may not repeat (a worker that died, a time-out, the memory limit:
-``retry`` in the record).
+again when its record is missing, unreadable or fails its checksum, when its fingerprint differs
+(:func:`changes` says how), or when its last attempt failed for a reason that may not repeat (a worker
+that died, a time-out, the memory limit: ``retry`` in the record).
+
+What the fingerprint does not see: a file rewritten with the same size within the file system's
+time resolution, or given an old modification time on purpose (``touch -d``); such a file is taken as
+unchanged. Give ``--overwrite`` after replacing inputs that way.
 
 Cost: one small file per case (a few kB per lesion table), written once; reading a folder of records
-costs one JSON parse each.
+costs one SHA-256 and one JSON parse each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,16 +47,39 @@ __all__ = [
     "RECORDS_FOLDER",
     "atomic_write",
     "CaseRecord",
+    "OutputWriteError",
+    "RecordProblem",
     "RecordStore",
     "changes",
     "decode_output",
     "encode_output",
     "file_fingerprint",
+    "is_temporary",
+    "remove_temporaries",
 ]
 
 #: the sub-folder of the output folder that holds one record per finished case
 RECORDS_FOLDER = "cases"
-_FORMAT = 1
+_FORMAT = 2  # 1: one JSON document without checksum (ccmetrics 0.1.0 and before: evaluated again)
+
+
+class OutputWriteError(OSError):
+    """A file of the output folder could not be written (a full disk, no permission, a read-only folder):
+    an ``OSError`` with the original ``errno`` and ``strerror`` whose message names the path.
+
+    Examples
+    --------
+    >>> import errno
+    >>> str(OutputWriteError("out/per_case.csv", OSError(errno.ENOSPC, "No space left on device")))
+    'cannot write out/per_case.csv: No space left on device (errno 28)'
+    """
+
+    def __init__(self, path: str | os.PathLike, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), os.fspath(path))
+        self.path = os.fspath(path)
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.strerror}" + (f" (errno {self.errno})" if self.errno else "")
 
 
 def _stat(path: Path) -> list[int]:
@@ -192,8 +225,17 @@ class CaseRecord:
     retry: bool = False
 
 
+@dataclass(frozen=True)
+class RecordProblem:
+    """A record file that cannot be taken: its path, its case (when the file still names one) and why."""
+
+    path: Path
+    case: str | None
+    reason: str
+
+
 class RecordStore:
-    """The ``cases/`` folder of an output folder: one atomically written JSON record per finished case.
+    """The ``cases/`` folder of an output folder: one atomically written, checksummed record per finished case.
 
     Examples
     --------
@@ -214,54 +256,139 @@ class RecordStore:
         return self.folder / f"{safe}-{hashlib.sha1(case.encode()).hexdigest()[:10]}.json"
 
     def write(self, record: CaseRecord) -> None:
-        """Write a case's record atomically: a temporary file, flushed and fsync'd, renamed over the record."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        doc = {
-            "format": _FORMAT,
-            "case": record.case,
-            "retry": record.retry,
-            "fingerprint": record.fingerprint,
-            "output": encode_output(record.output),
-        }
+        """Write a case's record atomically: a temporary file, flushed and fsync'd, renamed over the record.
+
+        Raises
+        ------
+        OutputWriteError
+            The record could not be written (its temporary file is removed; an earlier record stays).
+        """
+        body = json.dumps(
+            {
+                "case": record.case,
+                "retry": record.retry,
+                "fingerprint": record.fingerprint,
+                "output": encode_output(record.output),
+            }
+        ).encode()
+        head = json.dumps({"format": _FORMAT, "sha256": hashlib.sha256(body).hexdigest()}).encode()
         final = self.path(record.case)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(head + b"\n" + body + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise OutputWriteError(final, exc) from exc
         _fsync_folder(self.folder)
 
     def read_all(self) -> dict[str, CaseRecord]:
-        """Every readable record, by case id. A file that is not a whole record (e.g. a stray temporary) is skipped."""
-        out: dict[str, CaseRecord] = {}
-        if not self.folder.is_dir():
-            return out
-        for path in sorted(self.folder.glob("*.json")):
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                if doc.get("format") != _FORMAT:
-                    continue
-                record = CaseRecord(doc["case"], doc["fingerprint"], decode_output(doc["output"]), doc["retry"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # evaluated again, as if missing
-            if self.path(record.case) == path:
-                out[record.case] = record
-        return out
+        """Every good record, by case id (:meth:`scan` without the problems)."""
+        return self.scan()[0]
 
-    def remove(self, cases: Iterable[str] | None = None) -> None:
-        """Remove the records of these cases (all records, and stray temporaries, when None)."""
+    def scan(self) -> tuple[dict[str, CaseRecord], list[RecordProblem]]:
+        """Every good record by case id, and the record files that cannot be taken and why: unreadable,
+        not a record, written by another format, or failing its checksum (edited by hand or damaged).
+
+        Temporary files of an interrupted write are neither (:func:`remove_temporaries`).
+        """
+        out: dict[str, CaseRecord] = {}
+        problems: list[RecordProblem] = []
+        if not self.folder.is_dir():
+            return out, problems
+        for path in sorted(self.folder.glob("*.json")):
+            if path.name.startswith("."):
+                continue
+            record, why = self._read(path)
+            if record is None:
+                problems.append(RecordProblem(path, _case_named(path), why))
+            elif self.path(record.case) != path:
+                problems.append(RecordProblem(path, None, "its name does not match the case it holds"))
+            else:
+                out[record.case] = record
+        return out, problems
+
+    @staticmethod
+    def _read(path: Path) -> tuple[CaseRecord | None, str]:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return None, f"unreadable ({exc.strerror or exc})"
+        head_bytes, _, body = data.partition(b"\n")
+        try:
+            head = json.loads(head_bytes)
+            if not isinstance(head, dict) or "format" not in head:
+                raise ValueError
+        except ValueError:
+            return None, "not a ccmetrics record (damaged?)"
+        if head["format"] != _FORMAT:
+            return None, f"written in record format {head['format']} (this ccmetrics writes {_FORMAT})"
+        body = body.rstrip(b"\n")
+        if hashlib.sha256(body).hexdigest() != head.get("sha256"):
+            return None, "fails its checksum (edited or damaged)"
+        try:
+            doc = json.loads(body)
+            record = CaseRecord(doc["case"], doc["fingerprint"], decode_output(doc["output"]), doc["retry"])
+        except (ValueError, KeyError, TypeError) as exc:
+            return None, f"not a whole record ({type(exc).__name__}: {exc})"
+        return record, ""
+
+    def remove(self, cases: Iterable[str] | None = None, paths: Iterable[Path] = ()) -> None:
+        """Remove the records of these cases (all records, and stray temporaries, when None) and these files."""
         if not self.folder.is_dir():
             return
-        paths = self.folder.glob("*") if cases is None else (self.path(c) for c in cases)
-        for path in paths:
+        chosen = self.folder.glob("*") if cases is None else (self.path(c) for c in cases)
+        for path in [*chosen, *paths]:
             if path.is_file():
                 path.unlink()
+
+
+def _case_named(path: Path) -> str | None:
+    """The case a damaged record file belongs to, when its body still says (else None)."""
+    try:
+        body = path.read_bytes().partition(b"\n")[2]
+        case = json.loads(body).get("case")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return case if isinstance(case, str) else None
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of the temporary names :meth:`RecordStore.write` and :func:`atomic_write` use.
+
+    >>> is_temporary(".per_case.4242.tmp.csv"), is_temporary(".case_01-ab12.json.4242.tmp"), is_temporary("a.csv")
+    (True, True, False)
+    """
+    return name.startswith(".") and re.search(r"\.\d+\.tmp(\.|$)", name) is not None
+
+
+def remove_temporaries(*folders: str | os.PathLike) -> int:
+    """Remove the temporary files that a write stopped half-way left in these folders (run while no other
+    process writes there: under the output folder's lock); returns how many."""
+    removed = 0
+    for folder in folders:
+        try:
+            names = [entry.name for entry in os.scandir(os.fspath(folder)) if entry.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for name in names:
+            if is_temporary(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(os.fspath(folder), name))
+                    removed += 1
+    return removed
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
     """Write a file so that it is never seen half-written: ``write(tmp)`` to a temporary file beside it
     (same extension, so writers that pick a format by name still do), fsync, then rename over ``path``.
+    An ``OSError`` (a full disk, no permission) removes the temporary file and is raised as
+    :class:`OutputWriteError`, which names ``path``.
 
     Examples
     --------
@@ -277,9 +404,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, final)
+    except OSError as exc:
+        raise OutputWriteError(final, exc) from exc
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(OSError):
+            if tmp.exists():
+                tmp.unlink()
     _fsync_folder(final.parent)
     return final
 

@@ -127,7 +127,9 @@ def test_evaluate_writes_tables_summary_and_plots(data):
     assert data["code"] == 0  # flagged cases (missing prediction, empty GT) are not failures
     out = data["out"]
     assert sorted(p.name for p in out.iterdir()) == [
+        ".ccmetrics.lock",
         "cases",
+        "manifest.json",
         "per_case.csv",
         "per_component.csv",
         "plots",

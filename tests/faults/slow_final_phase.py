@@ -1,0 +1,41 @@
+"""Test-only plugin (``ccmetrics evaluate --plugin``): slows a step of the final phase, so that a test can send a
+real signal, or fill a real disk, while the step runs.
+
+``CCM_SLOW_PLOTS`` (seconds): the plots wait that long before they are drawn (the tables are written by then,
+``manifest.json`` says ``writing``); ``CCM_SLOW_WRITE`` (seconds): ``DatasetResult.write`` waits that long
+before writing anything (the final write and the write of a stopped run's finished cases alike).
+``CCM_FINAL_MARKER`` (a path): touched when the wait begins. Without these variables nothing changes.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import ccmetrics.dataset
+import ccmetrics.plots
+
+
+def _wait(variable: str) -> None:
+    marker = os.environ.get("CCM_FINAL_MARKER")
+    if marker:
+        Path(marker).touch()
+    time.sleep(float(os.environ[variable]))
+
+
+if os.environ.get("CCM_SLOW_PLOTS"):
+    _write_plots = ccmetrics.plots.write_plots
+
+    def slow_write_plots(*args, **kwargs):
+        _wait("CCM_SLOW_PLOTS")
+        return _write_plots(*args, **kwargs)
+
+    ccmetrics.plots.write_plots = slow_write_plots
+
+if os.environ.get("CCM_SLOW_WRITE"):
+    _write = ccmetrics.dataset.DatasetResult.write
+
+    def slow_write(self, *args, **kwargs):
+        _wait("CCM_SLOW_WRITE")
+        return _write(self, *args, **kwargs)
+
+    ccmetrics.dataset.DatasetResult.write = slow_write  # type: ignore[method-assign]

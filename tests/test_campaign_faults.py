@@ -1,0 +1,373 @@
+"""Campaigns keep every promise under real faults (issue 27), each tested with the fault itself:
+
+* a worker process killed by SIGKILL while it waits for its next case (the parent stopped with SIGSTOP to make
+  the window certain);
+* SIGINT and SIGTERM while the tables and plots are written, and a second Ctrl-C while a stopped run writes the
+  tables of its finished cases (a test plugin, ``tests/faults/slow_final_phase.py``, slows that step);
+* a second process on the same output folder (a second ``--resume``, an ``--overwrite``), and a first run
+  killed by SIGKILL, whose lock the kernel releases;
+* a narrower ``--resume`` after a run that wrote more files;
+* a real full disk (a small tmpfs, where this machine lets the tests mount one), during the cases and during the
+  final tables;
+* a record edited by hand that is still valid JSON;
+* the scheduler's own failures: a job function that raises, a payload that cannot be pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_campaign import (  # the shared fixtures and helpers of the campaign tests
+    FAULTS,
+    ROOT,
+    cli,
+    data,  # noqa: F401  (a fixture)
+    evaluate_args,
+    faults,  # noqa: F401  (a fixture)
+    make_dataset,
+    tables,
+    wait_for_records,
+)
+
+from ccmetrics import DatasetResult
+from ccmetrics._workers import Job, run_jobs
+from ccmetrics.records import RecordStore
+
+SLOW = FAULTS / "slow_final_phase.py"
+
+
+def run_in_background(args, env=None):
+    """``python -m ccmetrics ARGS`` in its own session (its own process group), not waited for."""
+    full_env = {**os.environ, "CCM_FAULT_SLEEP": "0", **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ccmetrics", *map(str, args)],
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for(path, process, limit=120):
+    start = time.monotonic()
+    while not Path(path).exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() - start < limit, f"{path} did not appear in {limit} s"
+        time.sleep(0.02)
+
+
+def worker_pids(parent):
+    """The worker processes of a run (``multiprocessing`` spawn children of ``parent``)."""
+    pids = []
+    for task in Path(f"/proc/{parent}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"spawn_main" in cmdline:
+                pids.append(int(child))
+    return pids
+
+
+def state(pid):
+    """The process state letter of /proc/PID/stat (R running, S sleeping, T stopped, Z zombie)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def with_plots(args):
+    return [a for a in args if a != "--no-plots"]
+
+
+# ---------------------------------------------------------------- 1. a worker that dies while idle
+
+
+def test_a_worker_killed_while_waiting_for_its_next_case_costs_nothing(data):
+    gt, pred, reference = data
+    out = Path(str(reference) + f"-idle-{uuid.uuid4().hex[:6]}")
+    run = run_in_background(evaluate_args(gt, pred, out, "--workers", "2"), env={"CCM_FAULT_SLEEP": "0.05"})
+    try:
+        wait_for_records(out, 2, run)
+        os.kill(run.pid, signal.SIGSTOP)  # the parent cannot hand out the next case now
+        deadline = time.monotonic() + 30
+        workers = worker_pids(run.pid)
+        while time.monotonic() < deadline and (len(workers) < 2 or any(state(p) != "S" for p in workers)):
+            time.sleep(0.2)  # each worker finishes its case, sends the result and waits for the next
+            workers = worker_pids(run.pid)
+        time.sleep(1.0)
+        assert len(workers) == 2 and all(state(p) == "S" for p in workers)
+        for pid in workers:  # both idle workers die, as the out-of-memory killer may pick them
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+    finally:
+        os.kill(run.pid, signal.SIGCONT)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stderr
+    assert "Broken pipe" not in stderr and "Traceback" not in stderr
+    assert "a worker process died while waiting for a case (worker killed by signal 9 (SIGKILL)" in stderr
+    assert tables(out) == tables(reference)  # every case, once, with the values of an undisturbed run
+
+
+def test_a_job_that_raises_or_cannot_be_sent_fails_alone():
+    import faulty_metrics
+
+    done, failed = {}, {}
+    jobs = [Job("a", ("a", 0.01)), Job("boom", ("boom", -1.0)), Job("lambda", lambda: None), Job("b", ("b", 0.01))]
+    run_jobs(
+        jobs,
+        faulty_metrics.timed_sleep,
+        0.0,
+        workers=2,
+        on_done=lambda job, result: done.setdefault(job.name, result),
+        on_failed=lambda job, message: failed.setdefault(job.name, message),
+        note=lambda text: None,
+    )
+    assert sorted(done) == ["a", "b"]
+    assert failed["boom"].startswith("raised in its worker process: ValueError: sleep length must be non-negative")
+    assert failed["lambda"].startswith("cannot be sent to a worker process:")
+
+
+# ---------------------------------------------------------------- 2. signals in the final phase
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_tables_are_written_stops_cleanly(data, tmp_path, signum):
+    gt, pred, reference = data
+    out, marker = tmp_path / "out", tmp_path / "plotting"
+    args = with_plots(evaluate_args(gt, pred, out, "--plugin", SLOW))
+    run = run_in_background(args, env={"CCM_SLOW_PLOTS": "60", "CCM_FINAL_MARKER": str(marker)})
+    wait_for(marker, run)  # every case done, tables written, the plots about to be drawn
+    os.killpg(run.pid, signum)
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], stderr
+    assert "Traceback" not in stderr
+    assert "Stopped while writing the tables: 10 case(s) finished and kept" in stderr
+    assert f"--resume" in stderr.splitlines()[-1]
+    assert json.loads((out / "manifest.json").read_text())["state"] == "writing"
+    with pytest.raises(ValueError, match="incomplete: the run writing them was stopped.*--resume"):
+        DatasetResult.read(out)
+    report = cli("report", out)
+    assert report.returncode == 2 and "--resume" in report.stderr
+    again = cli(*with_plots(evaluate_args(gt, pred, out, "--resume")))
+    assert again.returncode == 0, again.stderr
+    assert "10 case(s) kept, 0 to evaluate" in again.stderr
+    assert tables(out) == tables(reference)
+    assert len(DatasetResult.read(out).per_case) == 10
+
+
+def test_a_stopped_resume_never_leaves_tables_of_two_runs(tmp_path):
+    """The issue's case: a run of 4 cases, 2 cases added, the resume stopped while writing: a reader must not
+    take the new per_case.csv beside the old summary.json."""
+    gt, pred = make_dataset(tmp_path, 6, seed=11)
+    hidden = tmp_path / "later"
+    hidden.mkdir()
+    for folder in (gt, pred):
+        for name in ("case_04.nii.gz", "case_05.nii.gz"):
+            (hidden / folder.name).mkdir(exist_ok=True)
+            shutil.move(folder / name, hidden / folder.name / name)
+    out = tmp_path / "out"
+    assert cli(*with_plots(evaluate_args(gt, pred, out))).returncode == 0
+    assert len(DatasetResult.read(out).per_case) == 4
+    for folder in (gt, pred):
+        for name in ("case_04.nii.gz", "case_05.nii.gz"):
+            shutil.move(hidden / folder.name / name, folder / name)
+    marker = tmp_path / "plotting"
+    args = with_plots(evaluate_args(gt, pred, out, "--resume", "--plugin", SLOW))
+    run = run_in_background(args, env={"CCM_SLOW_PLOTS": "60", "CCM_FINAL_MARKER": str(marker)})
+    wait_for(marker, run)
+    os.killpg(run.pid, signal.SIGKILL)  # no chance to clean up at all
+    run.communicate(timeout=60)
+    assert len(pd.read_csv(out / "per_case.csv")) == 6  # the new table is there ...
+    with pytest.raises(ValueError, match="incomplete"):  # ... and is not taken beside the old files
+        DatasetResult.read(out)
+    assert cli(*with_plots(evaluate_args(gt, pred, out, "--resume"))).returncode == 0
+    result = DatasetResult.read(out)
+    assert len(result.per_case) == 6 and result.saved["counts"]["cases"] == 6
+
+
+def test_a_second_ctrl_c_while_the_finished_cases_are_written(data, tmp_path):
+    gt, pred, reference = data
+    out, marker = tmp_path / "out", tmp_path / "writing"
+    args = evaluate_args(gt, pred, out, "--workers", "2", "--plugin", SLOW)
+    run = run_in_background(args, env={"CCM_FAULT_SLEEP": "0.05", "CCM_SLOW_WRITE": "60", "CCM_FINAL_MARKER": marker})
+    wait_for_records(out, 2, run)
+    os.killpg(run.pid, signal.SIGINT)  # the first Ctrl-C: the run stops and writes its finished cases' tables
+    wait_for(marker, run)
+    os.killpg(run.pid, signal.SIGINT)  # the second, while they are written
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "Stopped again while writing the tables of the finished cases: not written" in stderr
+    assert "--resume" in stderr
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert tables(out) == tables(reference)
+
+
+# ---------------------------------------------------------------- 3. one run per output folder
+
+
+def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_run_leaves_no_lock(data, tmp_path):
+    gt, pred, reference = data
+    out = tmp_path / "out"
+    first = run_in_background(evaluate_args(gt, pred, out), env={"CCM_FAULT_SLEEP": "0.3"})
+    try:
+        wait_for_records(out, 1, first)
+        second = cli(*evaluate_args(gt, pred, out, "--resume"))
+        assert second.returncode == 2
+        assert f"another ccmetrics run (pid {first.pid}, started " in second.stderr
+        assert "is writing into" in second.stderr and "--out" in second.stderr
+        kept = len(RecordStore(out).read_all())
+        overwrite = cli(*evaluate_args(gt, pred, out, "--overwrite"))
+        assert overwrite.returncode == 2 and f"pid {first.pid}" in overwrite.stderr
+        assert len(RecordStore(out).read_all()) >= kept  # nothing of the live run removed
+        assert first.poll() is None
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the kernel releases its lock
+        first.communicate(timeout=60)
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert tables(out) == tables(reference)
+
+
+def test_refused_input_leaves_no_folder_behind(tmp_path):
+    out = tmp_path / "out"
+    done = cli("evaluate", tmp_path / "nowhere", tmp_path / "nowhere", "--out", out, "--quiet")
+    assert done.returncode == 2 and not out.exists()
+
+
+# ---------------------------------------------------------------- 4. a narrower resume
+
+
+def test_a_narrower_resume_removes_the_files_it_does_not_produce(tmp_path):
+    gt, pred = make_dataset(tmp_path, 4, seed=7)
+    out = tmp_path / "out"
+    wide = ["evaluate", gt, pred, "--out", out, "--metrics", "dice,nsd,detection", "--nnunet-summary", "--quiet"]
+    assert cli(*wide, "--bootstrap", "50").returncode == 0
+    assert cli("report", out).returncode == 0
+    before = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"} <= before
+    narrow = cli("evaluate", gt, pred, "--out", out, "--metrics", "dice", "--quiet", "--bootstrap", "50", "--resume")
+    assert narrow.returncode == 0, narrow.stderr
+    after = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    for stale in ("per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"):
+        assert stale not in after and stale in narrow.stdout
+    assert "run `ccmetrics report` again" in narrow.stdout
+    assert "plots/standard_vs_cc_dice.png" in after
+    result = DatasetResult.read(out)
+    assert result.per_prediction is None and "nsd" not in result.per_case
+    # a file of another run put back beside the tables is not taken
+    (out / "per_prediction.csv").write_text("case,class\n")
+    assert DatasetResult.read(out).per_prediction is None
+
+
+# ---------------------------------------------------------------- 6. a full disk
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real tmpfs of 96 KiB (24 pages; grown by remounting), where this machine allows mounting; skipped elsewhere."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip() or done.returncode}): needs root")
+
+    def resize(size):
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(mount)], check=True)
+
+    yield mount, resize
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def temporaries(out):
+    return [p for p in Path(out).rglob("*") if ".tmp" in p.name]
+
+
+def test_a_full_disk_names_the_path_and_the_resume_command(tmp_path, small_disk):
+    mount, resize = small_disk
+    gt, pred = make_dataset(tmp_path, 40, seed=3)
+    out = mount / "out"
+    args = evaluate_args(gt, pred, out)
+    full = cli(*args)
+    assert full.returncode == 3, full.stderr
+    assert "No space left on device" in full.stderr and f"cannot write {out}" in full.stderr
+    assert "Free space on that disk, then run:" in full.stderr and full.stderr.rstrip().endswith("--resume")
+    assert "Traceback" not in full.stderr
+    kept = RecordStore(out).read_all()
+    assert 0 < len(kept) < 40 and not temporaries(out)
+    resize("64m")
+    # a temporary file left by a write that a kill cut short is cleaned by the next run
+    (out / "cases" / f".case_00-0123456789.json.{os.getpid()}.tmp").write_text("{")
+    done = cli(*args, "--resume")
+    assert done.returncode == 0, done.stderr
+    assert f"{len(kept)} case(s) kept, {40 - len(kept)} to evaluate" in done.stderr
+    assert not temporaries(out)
+    reference = tmp_path / "reference"
+    assert cli(*evaluate_args(gt, pred, reference)).returncode == 0
+    assert tables(out) == tables(reference)
+
+
+def test_a_disk_that_fills_while_the_tables_are_written(tmp_path, small_disk):
+    mount, resize = small_disk
+    resize("16m")
+    gt, pred = make_dataset(tmp_path, 6, seed=4)
+    out, marker = mount / "out", tmp_path / "writing"
+    args = evaluate_args(gt, pred, out, "--plugin", SLOW)
+    run = run_in_background(args, env={"CCM_SLOW_WRITE": "2", "CCM_FINAL_MARKER": str(marker)})
+    wait_for(marker, run)
+    filler = mount / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)  # until the disk is full
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 3, stderr
+    assert f"cannot write {out}" in stderr and "No space left on device" in stderr
+    assert "6 case(s) finished and kept" in stderr and stderr.rstrip().endswith("--resume")
+    assert not temporaries(out)
+    filler.unlink()
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert len(DatasetResult.read(out).per_case) == 6
+
+
+# ---------------------------------------------------------------- 7. an edited record
+
+
+def test_an_edited_record_is_evaluated_again(data, tmp_path):
+    gt, pred, reference = data
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    path = RecordStore(out).path("case_03")
+    value = RecordStore(out).read_all()["case_03"].output["rows"][0]["dice"]
+    text = path.read_text()
+    assert text.count(repr(value)) >= 1
+    path.write_text(text.replace(repr(value), repr(round(value + 0.25, 6))))  # still valid JSON
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert "case_03: record fails its checksum (edited or damaged): evaluated again" in done.stderr
+    assert "9 case(s) kept, 1 to evaluate (1 record damaged)" in done.stderr
+    assert tables(out) == tables(reference)
+
+
+def test_garbled_record_files_are_named_and_replaced(data, tmp_path):
+    gt, pred, reference = data
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    store = RecordStore(out)
+    store.path("case_05").write_bytes(b"\x00\x01 not json")
+    (store.folder / "stray.json").write_text('{"format": 2, "sha256": "0"}\n{}\n')
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert "record file stray.json: fails its checksum (edited or damaged); removed" in done.stderr
+    assert not (store.folder / "stray.json").exists()
+    assert np.array_equal(sorted(store.read_all()), [f"case_{i:02d}" for i in range(10)])
+    assert tables(out) == tables(reference)
