@@ -1045,8 +1045,9 @@ def evaluate_dataset(
     out_dir : path, optional
         Keep a durable record of every finished case in ``out_dir/cases/`` the moment it is done
         (:mod:`ccmetrics.records`), so that a crash, a kill or Ctrl-C loses no finished case. The
-        folder must be empty unless ``resume`` or ``overwrite`` is set. (Write the final tables there
-        with :meth:`DatasetResult.write`.)
+        folder must be empty unless ``resume`` or ``overwrite`` is set, and is held by this run alone
+        while it runs (:func:`ccmetrics.output_folder.locked`). (Write the final tables there with
+        :meth:`DatasetResult.write`.)
     resume : bool
         Take every case whose record in ``out_dir`` still matches its files and the options; evaluate
         the missing, changed and earlier-crashed ones (which and why is printed, and kept in
@@ -1073,6 +1074,12 @@ def evaluate_dataset(
     ccmetrics.campaign.EvaluationInterrupted
         On Ctrl-C, after stopping the workers: a ``KeyboardInterrupt`` whose ``result`` holds the
         finished cases (and ``result.run.pending`` the others).
+    ccmetrics.campaign.EvaluationFailed
+        The run could not go on: a record could not be written (a full disk, no permission; its
+        ``__cause__`` names the path) or the scheduler failed. Its ``result`` holds the finished cases,
+        whose records are kept: fix the cause and call again with ``resume=True``.
+    ccmetrics.output_folder.FolderInUse
+        Another run writes into ``out_dir`` (it holds the folder's lock): the message names it.
 
     Notes
     -----

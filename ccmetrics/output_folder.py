@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import schema
 from .records import RECORDS_FOLDER, atomic_write, remove_temporaries
 
 try:
@@ -220,7 +221,8 @@ def _busy_message(out_dir: str | os.PathLike, holder: dict[str, Any]) -> str:
 def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
     """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
 
-    ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``), nothing else. Call it while
+    ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``; in ``plots/`` the figures it draws),
+    nothing else. Call it while
     holding the folder's lock (:func:`locked`), so that no live run's files are removed.
 
     Raises
@@ -241,7 +243,11 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
             f"run recorded there, or --overwrite (overwrite=True) to replace its results"
         )
     if overwrite:
-        _remove(out, OUTPUT_NAMES)
+        plots = out / "plots"
+        figures = [f"plots/{p.name}" for p in plots.iterdir() if _figure(p)] if plots.is_dir() else []
+        _remove(out, [n for n in OUTPUT_NAMES if n != "plots"] + figures)
+        with contextlib.suppress(OSError):
+            plots.rmdir()  # when empty: only the user's own files keep it
 
 
 def _remove(out: Path, names: Iterable[str]) -> list[str]:
@@ -270,7 +276,9 @@ def begin_tables(out_dir: str | os.PathLike) -> None:
 
 def stale_outputs(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
     """The outputs of an earlier run in the folder that this run did not write (names relative to the folder;
-    a plot as ``plots/name.png``): what :func:`finish_tables` removes."""
+    a figure as ``plots/name.png``): what :func:`finish_tables` removes. Only ccmetrics' own names count: its
+    tables, ``report.html`` and, in ``plots/``, the figures it draws (:data:`ccmetrics.schema.PLOT_PREFIXES`);
+    other files there are left alone."""
     out = Path(out_dir)
     return _stale(out, {_relative(out, p) for p in written})
 
@@ -280,10 +288,15 @@ def _stale(out: Path, mine: set[str]) -> list[str]:
     for name in TABLE_OUTPUTS:
         path = out / name
         if name == "plots" and path.is_dir() and not path.is_symlink():
-            stale += [f"plots/{p.name}" for p in sorted(path.iterdir()) if f"plots/{p.name}" not in mine]
+            stale += [f"plots/{p.name}" for p in sorted(path.iterdir()) if _figure(p) and f"plots/{p.name}" not in mine]
         elif (path.exists() or path.is_symlink()) and name not in mine:
             stale.append(name)
     return stale
+
+
+def _figure(path: Path) -> bool:
+    """Whether a file of ``plots/`` is a figure ccmetrics draws (other files there are the user's: kept)."""
+    return path.is_file() and path.suffix == ".png" and path.name.startswith(schema.PLOT_PREFIXES)
 
 
 def finish_tables(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
@@ -294,7 +307,7 @@ def finish_tables(out_dir: str | os.PathLike, written: Iterable[str | os.PathLik
     removed = _stale(out, set(files))
     _remove(out, removed)
     plots = out / "plots"
-    if plots.is_dir() and not any(plots.iterdir()):
+    if plots.is_dir() and not plots.is_symlink() and not any(plots.iterdir()):
         plots.rmdir()
     doc = {
         "format": _MANIFEST_FORMAT,

@@ -98,6 +98,10 @@ CI_HIGH = "ci_high"
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
 
+#: the figures ccmetrics draws into ``OUT_DIR/plots`` (:func:`ccmetrics.plots.write_plots`, ``by_group_cc_<m>.png``)
+#: are PNG files whose names begin with one of these; a later run removes an earlier run's figure only by them
+PLOT_PREFIXES = ("metric_vs_volume_", "detection_by_size", "standard_vs_cc_", "case_distribution", "by_group_")
+
 # ---------------------------------------------------------------- values
 
 #: ``status`` of a per-case row: evaluated, evaluated with a flag, or not evaluated (``error`` says why)

@@ -32,15 +32,15 @@ from test_campaign import (  # the shared fixtures and helpers of the campaign t
     FAULTS,
     ROOT,
     cli,
-    data,  # noqa: F401  (a fixture)
+    data,  # a fixture
     evaluate_args,
-    faults,  # noqa: F401  (a fixture)
+    faults,  # a fixture
     make_dataset,
     tables,
     wait_for_records,
 )
 
-from ccmetrics import DatasetResult
+from ccmetrics import DatasetResult, schema
 from ccmetrics._workers import Job, run_jobs
 from ccmetrics.records import RecordStore
 
@@ -152,7 +152,7 @@ def test_a_signal_while_the_tables_are_written_stops_cleanly(data, tmp_path, sig
     assert run.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], stderr
     assert "Traceback" not in stderr
     assert "Stopped while writing the tables: 10 case(s) finished and kept" in stderr
-    assert f"--resume" in stderr.splitlines()[-1]
+    assert "--resume" in stderr.splitlines()[-1]
     assert json.loads((out / "manifest.json").read_text())["state"] == "writing"
     with pytest.raises(ValueError, match="incomplete: the run writing them was stopped.*--resume"):
         DatasetResult.read(out)
@@ -257,13 +257,16 @@ def test_a_narrower_resume_removes_the_files_it_does_not_produce(tmp_path):
     assert cli("report", out).returncode == 0
     before = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert {"per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"} <= before
+    figures = [p.name for p in (out / "plots").iterdir()]
+    assert all(name.startswith(schema.PLOT_PREFIXES) for name in figures), figures  # how they are told apart
+    (out / "plots" / "my_figure.png").write_bytes(b"the user's own")  # files that are not ccmetrics' stay
     narrow = cli("evaluate", gt, pred, "--out", out, "--metrics", "dice", "--quiet", "--bootstrap", "50", "--resume")
     assert narrow.returncode == 0, narrow.stderr
     after = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     for stale in ("per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"):
         assert stale not in after and stale in narrow.stdout
     assert "run `ccmetrics report` again" in narrow.stdout
-    assert "plots/standard_vs_cc_dice.png" in after
+    assert "plots/standard_vs_cc_dice.png" in after and "plots/my_figure.png" in after
     result = DatasetResult.read(out)
     assert result.per_prediction is None and "nsd" not in result.per_case
     # a file of another run put back beside the tables is not taken
