@@ -16,17 +16,27 @@ as a label map of segment numbers in the same axis order and RAS convention.
 
 Cost: a load reads (and decompresses) the whole file once and keeps its dtype: no
 float64 copy.  nibabel and SimpleITK are imported on first use only.
+
+Size checks: a header that claims more voxels than the file holds is refused before the claimed
+array is resident (:func:`read_header`'s notes say what each format checks).  A ``.nii.gz`` read
+with nibabel (the default) is inflated by ccmetrics itself, 1 MiB at a time, straight into an
+``np.empty`` buffer whose pages are committed only as they are written, member by member with each
+gzip trailer checked; the stream's end, not its trailer (which can be forged), decides: a stream
+shorter than the header's size is refused where it ends, at the cost of the data it really holds.
+nibabel's scaling (``scl_slope``, ``scl_inter``) is then applied as nibabel applies it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import struct
 import warnings
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -195,7 +205,7 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     if reader not in _READERS:
         raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"image file not found: {path!r}")
+        raise FileNotFoundError(_not_a_file(path))
     ext = _extension(path)
     if ext is None:
         raise ValueError(
@@ -206,6 +216,38 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     if reader == "nibabel" and not nifti:
         raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: use reader='auto' or 'sitk'")
     return path, nifti
+
+
+def _not_a_file(path: str) -> str:
+    """Why ``path`` (not a file) cannot be read: a symbolic link in a loop or to a missing target is named as
+    such (``os.path.isfile`` is False for both, as for a path that does not exist)."""
+    if not os.path.islink(path):
+        return f"image file not found: {path!r}"
+    chain = [path]  # the links followed, each target joined to its link's folder
+    while os.path.islink(chain[-1]) and len(chain) <= 40:  # 40: the kernel's limit (ELOOP)
+        target = os.path.normpath(os.path.join(os.path.dirname(chain[-1]), os.readlink(chain[-1])))
+        looped = target in chain
+        chain.append(target)
+        if looped:
+            break
+    try:
+        os.stat(path)
+        error = 0
+    except OSError as e:
+        error = e.errno or 0
+    if error == errno.ELOOP or chain[-1] in chain[:-1]:
+        if len(chain) == 2 and chain[1] == path:
+            what = "a symbolic link that points to itself (a loop)"
+        else:
+            what = "a symbolic link in a loop: " + " -> ".join(map(repr, chain))
+        return f"cannot read {path!r}: it is {what}; replace it with the image file or a link to it"
+    if error == errno.ENOENT:
+        via = f" (via {' -> '.join(map(repr, chain[1:-1]))})" if len(chain) > 2 else ""
+        return (
+            f"cannot read {path!r}: it is a dangling symbolic link to {chain[-1]!r}{via} (the target does not exist); "
+            "restore the target, point the link at the image file, or remove the link"
+        )
+    return f"image file not found: {path!r} (a symbolic link to {os.path.realpath(path)!r}, which is not a file)"
 
 
 def _is_dicom(path, reader: str) -> bool:
@@ -286,9 +328,10 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     Raises
     ------
     FileNotFoundError, ValueError, ImageReadError
-        As :func:`load_image` does, for a missing file, an unknown extension, an image that is not
-        2D or 3D, vector pixels, or a broken header; and :class:`ImageReadError` for a header that
-        claims more voxels than the file holds (see the notes).
+        As :func:`load_image` does, for a missing file (a symbolic link in a loop or to a missing
+        target named as such), an unknown extension, an image that is not 2D or 3D, vector pixels,
+        or a broken header; and :class:`ImageReadError` for a header that claims more voxels than
+        the file holds (see the notes).
 
     Notes
     -----
@@ -298,9 +341,11 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
 
     * ``.nii``, and raw MHA/MHD/NRRD/NHDR data: the size of the (data) file;
     * ``.nii.gz`` and gzip-encoded NRRD: deflate never compresses more than 1032:1, then the
-      gzip trailer (the uncompressed size mod 2**32); when that disagrees with the header
-      (several gzip members, or truncation), the data are decompressed one MiB at a time and
-      counted, stopping as soon as the header's size is reached;
+      gzip trailer (the uncompressed size mod 2**32 of the last member); when that disagrees with
+      the header (several gzip members, or truncation), the data are decompressed one MiB at a
+      time and counted, stopping as soon as the header's size is reached.  An agreeing trailer is
+      taken at its word here (no voxel is read); it can be forged, and :func:`load_image` does not
+      rely on it for a ``.nii.gz`` read with nibabel (it stops where the stream ends);
     * zlib-compressed MHA/MHD: only the 1032:1 bound (counting would decompress the whole
       file again); bzip2 NRRD, and data split over several files (``LIST``, ``%d`` patterns)
       are not checked, and a lying header there is found by SimpleITK after it allocated.
@@ -356,19 +401,27 @@ def load_image(path, reader: str = "auto") -> Image:
     Raises
     ------
     FileNotFoundError
-        If the file does not exist.
+        If the file does not exist; a symbolic link in a loop, or one whose target does not exist,
+        is named as such (with the chain of links, or the missing target).
     ValueError
         For an unknown extension, an image with more than 3 non-singleton axes, or vector pixels.
     ImageReadError
         (a ValueError) for a truncated or corrupt file, a zero or non-finite voxel size, or a
         header that claims more voxels than the file holds: checked before the voxels are
         allocated (as :func:`read_header` does; see its notes for what each format checks).
+        A ``.nii.gz`` read with nibabel is refused where its gzip stream ends, even when its
+        trailer was forged to the header's size (scaled files too): the claimed array is never
+        resident, only the data the file holds.
 
     Notes
     -----
     The readers differ on NIfTI headers whose qform and sform disagree: nibabel uses the
     sform, ITK the qform unless sform_code is 1 (scanner); a warning is issued for such files.
     A NIfTI with ``scl_slope`` other than 1 gives floats (float64 in nibabel, float32 in ITK).
+
+    Cost: with nibabel, a ``.nii.gz`` is inflated once by :func:`_gunzip_array`, faster than
+    nibabel's ``GzipFile`` (the same array, bit for bit and in dtype, scaled or not), in one pass
+    also when it holds several gzip members.
 
     Examples
     --------
@@ -386,8 +439,9 @@ def load_image(path, reader: str = "auto") -> Image:
 
         return read_seg(path)
     path, nifti = _prepare(path, reader)
-    if nifti:
-        _, lazy = _check_nifti(path, warn=True)  # the size too: before either reader allocates
+    if nifti:  # the size too, before either reader allocates: SimpleITK allocates the header's size at once,
+        # nibabel's path (_gunzip_array) commits the pages it writes only, and stops where the stream ends
+        _, lazy = _check_nifti(path, warn=True, count=reader == "sitk")
     if nifti and reader != "sitk":
         array, affine = _read_nibabel(path, lazy)
     else:
@@ -401,17 +455,19 @@ def load_image(path, reader: str = "auto") -> Image:
 def _read_nibabel(path: str, img: Any):
     """The voxels and affine of the NIfTI ``path``, whose image nibabel has loaded lazily as ``img``.
 
-    A gzip-compressed file without intensity scaling is decompressed by :func:`_gunzip_array`
-    (2-3x faster than nibabel's ``GzipFile`` on 400 x 400 x 300 masks, the same array); any
-    other file is read by nibabel itself.
+    A gzip-compressed file is decompressed by :func:`_gunzip_array` (2-3x faster than nibabel's
+    ``GzipFile`` on 400 x 400 x 300 masks, and refused where its stream ends before the header's size,
+    the claimed array never resident), then scaled as nibabel scales (:func:`_nibabel_scaling`): the
+    same array as ``np.asanyarray(img.dataobj)``, bit for bit and in dtype.  An uncompressed file is read
+    by nibabel itself (its size was checked exactly before).
     """
     try:
         proxy = img.dataobj
-        array = None
-        if path.lower().endswith(".gz") and (proxy.slope, proxy.inter) == (1, 0) and proxy.order == "F":
-            array = _gunzip_array(path, proxy.shape, np.dtype(proxy.dtype), proxy.offset)
-        if array is None:
-            array = np.asanyarray(proxy)  # reads all the data now: truncation fails here
+        if path.lower().endswith(".gz"):
+            raw = _gunzip_array(path, proxy.shape, np.dtype(proxy.dtype), proxy.offset, order=proxy.order)
+            array = _nibabel_scaling(raw, proxy)
+        else:
+            array = np.asanyarray(proxy)  # reads all the data now
         return array, np.array(img.affine, dtype=float)
     except ImageReadError:
         raise
@@ -419,47 +475,123 @@ def _read_nibabel(path: str, img: Any):
         raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
 
 
-def _gunzip_array(path: str, shape: tuple[int, ...], dtype: np.dtype, offset: int) -> np.ndarray:
-    """The Fortran-ordered array of ``shape`` and ``dtype`` at byte ``offset`` of the gzip file ``path``.
+def _nibabel_scaling(raw: np.ndarray, proxy: Any) -> np.ndarray:
+    """``raw`` (the stored voxels) scaled as nibabel's ``ArrayProxy`` scales what it reads.
+
+    The steps of ``ArrayProxy._get_scaled`` with no dtype asked: slope and intercept as 0-d arrays, the
+    intercept cast to the slope's dtype where that is safe, then ``volumeutils.apply_read_scaling`` (which
+    returns ``raw`` itself for a slope of 1 and an intercept of 0, and picks a float type that cannot overflow
+    for integer data): ``np.asanyarray(img.dataobj)``'s values and dtype, bit for bit.
+    """
+    from nibabel.volumeutils import apply_read_scaling
+
+    slope, inter = np.asanyarray(proxy.slope), np.asanyarray(proxy.inter)
+    if np.can_cast(inter, slope.dtype):  # (nibabel casts the slope to its own dtype too: nothing to do)
+        inter = inter.astype(slope.dtype)
+    return apply_read_scaling(raw, slope, inter)
+
+
+_WINDOW = 1 << 16  # compressed bytes given to zlib at a time (what it keeps back is copied on each call)
+_NOT_ZERO = re.compile(rb"[^\0]")
+
+
+def _gunzip_array(
+    path: str, shape: tuple[int, ...], dtype: np.dtype, offset: int, order: Literal["C", "F"] = "F"
+) -> np.ndarray:
+    """The array of ``shape`` and ``dtype`` (``order``: nibabel's, Fortran for NIfTI) at byte ``offset``
+    of the decompressed gzip file ``path``, unscaled.
 
     What nibabel's ``np.asanyarray(img.dataobj)`` returns for a file without scaling, bit for bit,
-    decompressed faster: the compressed file is read in one call and inflated 1 MiB at a time
-    straight into the array's buffer, which stays in the CPU cache (``GzipFile`` grows one large
-    ``bytes`` object per read and copies it again). Gzip files of several members (``bgzip``,
-    concatenated files, zero padding between them) are followed member by member. Decompression
-    stops once the array is full; a stream that ends before raises :class:`ImageReadError`
-    (nibabel: ``EOFError``). Cost: one pass over the file, memory of the compressed file plus the array.
+    decompressed faster and safer: the compressed file is read in one call and inflated 1 MiB at a time
+    straight into the array's buffer, which stays in the CPU cache (``GzipFile`` grows one large ``bytes``
+    object per read and copies it again).  The buffer is ``np.empty``: its pages are committed only as
+    they are written, so a header that claims more voxels than the stream holds costs no more memory
+    than the stream's own data.
+
+    Gzip files of several members (``bgzip``, concatenated files, zero padding between them) are
+    followed member by member (RFC 1952: each member's header parsed here, its deflate data inflated
+    raw, its CRC-32 and size checked against its trailer when its end is reached).  Decompression
+    stops once the array is full (data after it are ignored, as nibabel does); a stream that ends
+    before, a member whose trailer disagrees with its data (a forged size, a corrupt CRC), or bytes
+    that start no member raise :class:`ImageReadError` (nibabel: ``EOFError``, ``BadGzipFile``).
+    Cost: one pass over the file, memory of the compressed file plus the array.
     """
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    need = offset + nbytes  # bytes of the decompressed stream
     out = np.empty(nbytes, np.uint8)
+    buffer = out.data  # a writable memoryview of the array
     with open(path, "rb") as f:
         data = f.read()
-    member = zlib.decompressobj(31)  # 31: a gzip header and trailer around the deflate stream
-    buffer = out.data  # a writable memoryview of the array
-    skip, pos = offset, 0
+    view = memoryview(data)
+    skip, pos, inflated = offset, 0, 0  # header bytes still to skip, voxel bytes written, bytes inflated
+    at = 0  # the next compressed byte
+    lie = ""  # what the last member's trailer claimed, when it disagreed with the member
+
+    def fail(why: str) -> ImageReadError:
+        return ImageReadError(f"cannot read {path!r}: {_claim(shape, dtype)}, but {why}{_HINT}")
+
     while pos < nbytes:
-        piece = memoryview(member.decompress(data, _CHUNK))
-        if member.eof:
-            data = member.unused_data
-            if data[:1] == b"\0":  # zero padding between members, as gzip and GzipFile allow
-                data = data.lstrip(b"\0")
-            if data:  # another gzip member follows
-                member = zlib.decompressobj(31)
-            elif not len(piece):
-                break
-        else:
-            data = member.unconsumed_tail  # input kept back by the 1 MiB output limit
-            if not len(piece) and not data:
-                break
-        if skip:  # the header and extensions before the voxels
-            cut = min(skip, len(piece))
-            piece, skip = piece[cut:], skip - cut
-        take = min(len(piece), nbytes - pos)
-        buffer[pos : pos + take] = piece[:take]
-        pos += take
+        found = _NOT_ZERO.search(data, at)  # zero padding between members, as gzip and GzipFile allow
+        if found is None:
+            break  # the end of the file
+        at = _gzip_body(data, found.start())
+        if at < 0:
+            raise fail(
+                f"the file decompresses to {inflated:,} bytes, {need:,} needed: byte {found.start():,} "
+                f"starts no gzip member (nor zero padding between members); the file is corrupt"
+            )
+        member, crc, size = zlib.decompressobj(-zlib.MAX_WBITS), 0, 0  # raw deflate: the trailer checked here
+        while pos < nbytes and not member.eof:
+            window = view[at : at + _WINDOW]
+            piece = memoryview(member.decompress(window, _CHUNK))
+            at += len(window) - len(member.unused_data if member.eof else member.unconsumed_tail)  # input left
+            if not len(piece) and not len(window):
+                break  # the file ends inside the member
+            crc, size, inflated = zlib.crc32(piece, crc), size + len(piece), inflated + len(piece)
+            if skip:  # the header and extensions before the voxels
+                cut = min(skip, len(piece))
+                piece, skip = piece[cut:], skip - cut
+            take = min(len(piece), nbytes - pos)
+            buffer[pos : pos + take] = piece[:take]
+            pos += take
+        if not member.eof or len(data) < at + 8:
+            break  # the array is full, or the file ends before the member's trailer
+        want_crc, want_size = struct.unpack_from("<II", data, at)
+        at += 8
+        if want_size != size % 2**32:
+            lie = f"its gzip trailer claims {want_size:,} bytes for a member that holds {size:,} (forged or corrupt)"
+            if pos < nbytes and _NOT_ZERO.search(data, at) is None:
+                break  # nothing follows: the short stream is the error, the trailer named in it
+            raise fail(f"the file is corrupt: {lie}")
+        if want_crc != crc:
+            raise fail(
+                f"the file is corrupt: a gzip member's data have CRC-32 {crc:08x}, its trailer says {want_crc:08x}"
+            )
     if pos < nbytes:
-        raise ImageReadError(f"{path!r} ends after {pos} of the {nbytes} bytes of voxels its header declares{_HINT}")
-    return np.ndarray(shape, dtype=dtype, buffer=out, order="F")
+        raise fail(f"the file decompresses to {inflated:,} bytes, {need:,} needed" + (f"; {lie}" if lie else ""))
+    return np.ndarray(shape, dtype=dtype, buffer=out, order=order)
+
+
+def _gzip_body(data: bytes, at: int) -> int:
+    """Where the deflate data of the gzip member whose header starts at byte ``at`` of ``data`` begin (RFC 1952:
+    10 bytes, then the optional extra field, name, comment and header CRC); ``len(data)`` when the file ends
+    inside the header, -1 when ``at`` starts no gzip member (not its magic bytes and deflate method, or
+    reserved flags set, as zlib refuses)."""
+    head = data[at : at + 10]
+    if head[:3] != b"\x1f\x8b\x08"[: len(head)] or (len(head) > 3 and head[3] & 0xE0):
+        return -1
+    if len(head) < 10:
+        return len(data)
+    flags, body = head[3], at + 10
+    if flags & 4:  # FEXTRA: a 2-byte length, then the field
+        body += 2 + int.from_bytes(data[body : body + 2], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            end = data.find(b"\0", body)
+            body = len(data) if end < 0 else end + 1
+    if flags & 2:  # FHCRC
+        body += 2
+    return min(body, len(data))
 
 
 @dataclass(frozen=True, eq=False)
@@ -531,11 +663,13 @@ def _read_sitk(path: str):
     return array, info.affine
 
 
-def _check_nifti(path: str, warn: bool) -> tuple[Any, Any]:
+def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
     """Checks on the raw NIfTI header that the readers skip (both silently read a zero pixdim
     as 1 mm, ITK also NaN), and of the file's size against the header (neither reader checks it
     before allocating; ITK reads a truncated file without any error).  Returns the header and
-    nibabel's lazily loaded image (no voxel read)."""
+    nibabel's lazily loaded image (no voxel read).  ``count``: of a ``.nii.gz`` whose trailer disagrees
+    with the header, count the inflated bytes (False: only deflate's bound, for :func:`_gunzip_array`,
+    which stops where the stream ends; see :func:`_check_data_size`)."""
     import nibabel as nib
     from nibabel.openers import ImageOpener
 
@@ -556,7 +690,7 @@ def _check_nifti(path: str, warn: bool) -> tuple[Any, Any]:
     raw = np.dtype(hdr.get_data_dtype())
     offset = int(hdr.get_data_offset())
     gz = path.lower().endswith(".gz")
-    _check_data_size(path, shape, raw, have_at=offset, gzip_stream=0 if gz else None, includes_offset=gz)
+    _check_data_size(path, shape, raw, have_at=offset, gzip_stream=0 if gz else None, includes_offset=gz, count=count)
     (q, qcode), (s, scode) = hdr.get_qform(coded=True), hdr.get_sform(coded=True)
     if warn and qcode and scode and not np.allclose(q, s, atol=1e-3):
         warnings.warn(
@@ -586,6 +720,7 @@ def _check_data_size(
     data_file: str | None = None,
     encoding: str = "raw",
     reader: str = "",
+    count: bool = True,
 ) -> None:
     """Raise ImageReadError when the header's ``shape`` and ``dtype`` claim more bytes than the file
     holds, without allocating them.
@@ -596,12 +731,19 @@ def _check_data_size(
     ``"gzip"`` (then ``gzip_stream`` is set), ``"deflate"`` (zlib, not counted: only the 1032:1
     bound), ``"hex"`` (2 characters a byte) or ``"ascii"`` (a value and a separator a voxel).
     ``reader``: the reader that would have read it, for the message.
+
+    A gzip stream is checked against deflate's 1032:1 bound, then (``count``) against its trailer, the
+    uncompressed size mod 2**32 of its last member: agreeing, it is taken as it is (one seek; a trailer
+    can be forged, and it only tells the last member's size); disagreeing (several members, bytes after
+    the stream, truncation, a lie), the stream is inflated and counted up to the header's size.  Without
+    ``count`` only the bound is checked: for a caller that inflates the stream into the array itself and
+    refuses it where it ends (:func:`_gunzip_array`), for which counting would be a second pass.
     """
     data_file = path if data_file is None else data_file
     voxels = int(np.prod(shape, dtype=np.int64)) if shape else 1
     data = voxels * dtype.itemsize
     size = os.path.getsize(data_file)
-    claim = f"its header claims {'x'.join(map(str, shape))} voxels of {dtype} ({data:,} bytes of data)"
+    claim = _claim(shape, dtype)
     where = (f" with {reader}" if reader else "") + ("" if data_file == path else f" (data in {data_file!r})")
 
     def fail(holds: str) -> None:
@@ -615,6 +757,8 @@ def _check_data_size(
                 f"the file holds {compressed:,} compressed bytes, which decompress to at most "
                 f"{_DEFLATE_RATIO_BOUND * compressed:,} (deflate compresses at most {_DEFLATE_RATIO_BOUND}:1)"
             )
+        if not count:
+            return  # the caller inflates the stream itself and stops where it ends (_gunzip_array)
         with open(data_file, "rb") as f:  # gzip's last 4 bytes: the uncompressed size mod 2**32
             f.seek(-4, os.SEEK_END)
             if int.from_bytes(f.read(4), "little") == need % 2**32:
@@ -639,6 +783,12 @@ def _check_data_size(
         fail(f"the file holds {max(have, 0):,} hex characters, 2 a byte")
     elif encoding == "ascii" and 2 * voxels - 1 > have:
         fail(f"the file holds {max(have, 0):,} characters, at least 2 a voxel (a digit and a separator)")
+
+
+def _claim(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    """What a header claims, for messages: ``its header claims 4x5x6 voxels of uint8 (120 bytes of data)``."""
+    data = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * dtype.itemsize
+    return f"its header claims {'x'.join(map(str, shape))} voxels of {dtype} ({data:,} bytes of data)"
 
 
 def _inflated_size(path: str, offset: int, limit: int) -> int:

@@ -165,6 +165,9 @@ def test_schema_names_every_column_written(tmp_path):
     pd.testing.assert_frame_equal(back.summary(), result.summary())
     table = pd.read_csv(tmp_path / "per_case.csv").drop(columns=["status"])
     table.to_csv(tmp_path / "per_case.csv", index=False)
+    with pytest.raises(ValueError, match=r"per_case.csv is not the file its run wrote"):  # the manifest's checksum
+        ccmetrics.DatasetResult.read(tmp_path)
+    (tmp_path / "manifest.json").unlink()  # tables without a manifest (an earlier ccmetrics): the schema checks them
     with pytest.raises(ValueError, match=r"per_case.csv has no column 'status' \(ok, flagged or error\)"):
         ccmetrics.DatasetResult.read(tmp_path)
     table = pd.read_csv(tmp_path / "per_component.csv").drop(columns=["detected"])
