@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .io import Image, ImageHeader, ImageReadError, rounded, visible_files
+from .io import Image, ImageHeader, ImageReadError, missing_file_message, rounded, visible_files
 
 __all__ = [
     "DEFAULT_FRACTIONAL_THRESHOLD",
@@ -161,7 +161,7 @@ def find_seg_file(path: Any) -> Path:
     if path.is_file():
         return path
     if not path.is_dir():
-        raise FileNotFoundError(f"DICOM SEG not found: {str(path)!r}")
+        raise FileNotFoundError(missing_file_message(path, "DICOM SEG"))
     found = [p for p in visible_files(path) if _is_seg(p)]
     if not found:
         raise FileNotFoundError(f"no DICOM SEG file in the folder {str(path)!r} (a SEG has Modality SEG)")

@@ -49,6 +49,7 @@ __all__ = [
     "image_id",
     "is_image_file",
     "load_image",
+    "missing_file_message",
     "read_header",
     "rounded",
     "save_image",
@@ -205,7 +206,7 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     if reader not in _READERS:
         raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
     if not os.path.isfile(path):
-        raise FileNotFoundError(_not_a_file(path))
+        raise FileNotFoundError(missing_file_message(path))
     ext = _extension(path)
     if ext is None:
         raise ValueError(
@@ -218,11 +219,23 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     return path, nifti
 
 
-def _not_a_file(path: str) -> str:
-    """Why ``path`` (not a file) cannot be read: a symbolic link in a loop or to a missing target is named as
-    such (``os.path.isfile`` is False for both, as for a path that does not exist)."""
+def missing_file_message(path: str | os.PathLike, what: str = "image file") -> str:
+    """Why ``path``, which is not a file, cannot be read: a symbolic link in a loop or to a missing target is
+    named as such (``os.path.isfile`` is False for both, as for a path that does not exist).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> os.symlink("gone.nii.gz", os.path.join(folder, "case.nii.gz"))
+    >>> missing_file_message(os.path.join(folder, "case.nii.gz")).split(": ", 1)[1][:33]
+    'it is a dangling symbolic link to'
+    >>> missing_file_message("nowhere.nii.gz")
+    "image file not found: 'nowhere.nii.gz'"
+    """
+    path = os.fspath(path)
     if not os.path.islink(path):
-        return f"image file not found: {path!r}"
+        return f"{what} not found: {path!r}"
     chain = [path]  # the links followed, each target joined to its link's folder
     while os.path.islink(chain[-1]) and len(chain) <= 40:  # 40: the kernel's limit (ELOOP)
         target = os.path.normpath(os.path.join(os.path.dirname(chain[-1]), os.readlink(chain[-1])))
@@ -247,7 +260,7 @@ def _not_a_file(path: str) -> str:
             f"cannot read {path!r}: it is a dangling symbolic link to {chain[-1]!r}{via} (the target does not exist); "
             "restore the target, point the link at the image file, or remove the link"
         )
-    return f"image file not found: {path!r} (a symbolic link to {os.path.realpath(path)!r}, which is not a file)"
+    return f"{what} not found: {path!r} (a symbolic link to {os.path.realpath(path)!r}, which is not a file)"
 
 
 def _is_dicom(path, reader: str) -> bool:

@@ -300,3 +300,11 @@ def test_dangling_prediction_link_is_an_error_row(tmp_path):
     assert rows.loc["case_002", "status"] == "error"
     error = rows.loc["case_002", "error"]
     assert "dangling symbolic link" in error and str(target) in error, error
+
+
+def test_dangling_dicom_seg_link_is_named(tmp_path):
+    pytest.importorskip("highdicom")
+    link = tmp_path / "case.dcm"
+    os.symlink(tmp_path / "moved" / "seg.dcm", link)
+    with pytest.raises(FileNotFoundError, match="it is a dangling symbolic link to .*seg.dcm"):
+        load_image(link)
