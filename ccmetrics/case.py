@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from . import registry, schema
+from ._budget import MemoryGuard
+from ._budget import active as memory_guard_in_force
 from ._engines import case_values, region_values
 from ._inputs import (
     as_binary_mask,
@@ -221,10 +223,14 @@ def evaluate(
     per_region = sorted((m for m in chosen if m.per_region), key=lambda m: m.name not in order)
     case_level = sorted((m for m in chosen if not m.per_region), key=lambda m: order.get(m.name, len(order)))
     edges = any(m.engine == "surface" for m in per_region)
+    guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
     with worker_threads(truth.shape) as pool:
         pending = submit(pool, PredictionVoxels, pred_mask, edges)  # 2. voxel lists
         truth.prepare()
         voxels = pending.result()
+        pred_cc = ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
+        if guard is not None:  # the counts are known now, the per-component work is still to come
+            _check_memory(guard, chosen, case_level, rule, truth, voxels, pred_cc)
         surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
         beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside step 3
         regions = CaseRegions(voxels, truth, spacing, pool, beside)  # 3. regions
@@ -235,7 +241,6 @@ def evaluate(
     found = truth.found
     table = component_table(found, spacing, truth.sites)
     with_detection = any(m.name == "detection" for m in case_level)
-    pred_cc = ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
     detections: LesionDetections | None = None
     per_prediction = None
     if with_detection or rule.kind != "overlap":
@@ -276,6 +281,34 @@ def evaluate(
         str(rule),
         gt_volume=len(found.flat_index),
         overlap_volume=int(regions.intersection.sum()),
+    )
+
+
+def _check_memory(
+    guard: MemoryGuard,
+    chosen: Sequence[registry.Metric],
+    case_level: Sequence[registry.Metric],
+    rule: DetectionRule,
+    truth: GroundTruth,
+    voxels: PredictionVoxels,
+    pred_cc: ComponentCache,
+) -> None:
+    """Check the case's counts against the memory limit in force (:mod:`ccmetrics._budget`): the GT's components
+    and both masks' runs (known by now), and the prediction's components where the metrics label them anyway
+    (PQ and detection at the evaluation's connectivity, Lesion Dice at the full one, any rule but "overlap"):
+    labelled here, a little earlier than they would be, and kept for them. Raises
+    :class:`~ccmetrics._budget.MemoryLimitError` over the limit."""
+    names = {m.name for m in case_level}
+    labelled: list[int | None] = [truth.connectivity] if rule.kind != "overlap" or names & {"pq", "detection"} else []
+    if "lesion_dice" in names:
+        labelled.append(None)  # the full connectivity
+    guard.check(
+        [m.name for m in chosen],
+        gt=truth.found.n,
+        pred=max((pred_cc(c).n for c in labelled), default=0),
+        runs=len(truth.geometry.runs) + len(voxels.runs),
+        voxels=int(truth.array.size),
+        ndim=truth.array.ndim,
     )
 
 

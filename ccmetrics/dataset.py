@@ -280,7 +280,14 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     (a per-component DataFrame or None), ``predictions`` (the per-prediction
     DataFrame with the ``detection`` metric, else None) and ``timing``
     (seconds reading and computing).
+
+    With ``options.max_case_bytes`` (``--max-memory``), a case whose estimated peak exceeds it is refused
+    before the memory is taken: once read, by its foreground; while evaluated, by its counts of components
+    and runs of voxels, as soon as the engine has labelled them (:mod:`ccmetrics._budget`). Either way its
+    output is an error row that names the option, with ``retry`` set.
     """
+    from ._budget import MemoryLimitError, memory_guard
+
     gt_file, pred_file = task.file_names()
     base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
     t0 = time.perf_counter()
@@ -303,7 +310,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             pred = read
         if gt.array.shape != pred.array.shape:
             raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
-        too_much = _over_memory(gt, pred, options.max_case_bytes)
+        too_much, need = _over_memory(gt, pred, options.max_case_bytes)
         if too_much:
             output = failed_output(task, options, too_much, t_read, time.perf_counter() - t0 - t_read)
             return {**output, "retry": True}
@@ -319,7 +326,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             detection_rule=options.detection_rule,
         )
         results: dict[int, CaseResult]
-        with engine_config(options.engine):
+        # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
+        with engine_config(options.engine), memory_guard(options.max_case_bytes, base=need):
             if options.classes:
                 results = evaluate(
                     pred.array,
@@ -331,6 +339,9 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                 )
             else:
                 results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
+    except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
+        output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
+        return {**output, "retry": True}
     except Exception as exc:  # one case's failure must never stop the data set
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
@@ -454,8 +465,9 @@ def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
 
 def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
     """A case's least estimated peak memory from its headers, before any voxel is read: the estimate with
-    no foreground (the engine's memory grows with the foreground, which only the voxels tell; the case is
-    checked again once they are read). 0: unknown (the case's own evaluation reports an unreadable file)."""
+    no foreground (the engine's memory grows with the foreground, which only the voxels tell, and with the
+    counts of components and runs, which only the labelling tells; the case is checked again once read, and
+    by the engine once it has counted them). 0: unknown (the case's own evaluation reports an unreadable file)."""
     from .resources import estimate_case_bytes
 
     if task.error or task.gt is None:
@@ -468,17 +480,18 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
     return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0))
 
 
-def _over_memory(gt: Image, pred: Image, limit: float | None) -> str:
-    """Why a read case exceeds the memory limit by its estimated peak with its foreground counted, or ''."""
+def _over_memory(gt: Image, pred: Image, limit: float | None) -> tuple[str, int]:
+    """Why a read case exceeds the memory limit by its estimated peak with its foreground counted (or ''), and
+    that estimate (0 without a limit): the engine adds what its counts need (:mod:`ccmetrics._budget`)."""
     from .resources import estimate_case_bytes, over_limit
 
     if limit is None:
-        return ""
+        return "", 0
     foreground = int(np.count_nonzero(gt.array)) + int(np.count_nonzero(pred.array))
     need = estimate_case_bytes(_header(gt), _header(pred), foreground=foreground)
     if need <= limit:
-        return ""
-    return over_limit(need, limit, f"for its {foreground} foreground voxels")
+        return "", need
+    return over_limit(need, limit, f"for its {foreground} foreground voxels"), need
 
 
 def _header(item: Any) -> Any:

@@ -257,6 +257,9 @@ def detection_from_components(
 
 #: points per leaf of those trees (small leaves: thin shells of candidates around the percentile)
 _TREE_LEAF = 8
+#: a lesion touching more prediction components than this gets one k-d tree of all their edge voxels for its
+#: GT -> prediction distances (fewer: the shared trees, queried one by one, the minimum kept in place)
+_UNION_TREE_FROM = 8
 
 
 @dataclass(frozen=True)
@@ -557,6 +560,23 @@ class _PredictionTrees:
         kernel(*self._local[t], np.ascontiguousarray(source), np.inf, out)
         return out
 
+    def nearest_of(self, trees: list[int], source: np.ndarray) -> np.ndarray:
+        """Distance (float64) from each source point to the nearest point of any of ``trees``: the minimum kept in
+        place over a few trees (memory: one array of distances, not one per tree), one tree of their points
+        together for many (time: one query per source point, not one per tree)."""
+        from ._kdtree import build, query
+
+        if len(trees) <= _UNION_TREE_FROM:
+            out = self.nearest(trees[0], source)
+            for t in trees[1:]:
+                np.minimum(out, self.nearest(t, source), out=out)
+            return out
+        kernel: Any = query  # a numba dispatcher: its call signature is not annotated
+        union = build(np.concatenate([self._local[t][0] for t in trees]), _TREE_LEAF)
+        out = np.empty(len(source))
+        kernel(*union, np.ascontiguousarray(source), np.inf, out)
+        return out
+
     def order_statistics(self, trees: list[int], target: np.ndarray, k_lo: int, k_hi: int) -> tuple[float, float]:
         """The ``k_lo``-th and ``k_hi``-th smallest (from 0) distances from the points of ``trees`` to ``target``."""
         from ._kdtree import build
@@ -803,7 +823,7 @@ def _lesion_hd95(
         if big[i]:
             assert trees is not None
             mine = [tree_of[c] for c in comps]
-            d_gp = np.minimum.reduce([trees.nearest(t, g) for t in mine]).astype(np.float32)
+            d_gp = trees.nearest_of(mine, g).astype(np.float32)
             low, high = trees.order_statistics(mine, g, below_p[i], above_p[i])
             p_lo[i], p_hi[i] = np.float32(low), np.float32(high)
         else:

@@ -1,12 +1,19 @@
 """Memory limits before allocation: the machine's available memory and the estimated peak of a case.
 
-A data-set run checks each case against its memory budget from the files' headers alone
-(:func:`ccmetrics.io.read_header`), before a voxel is read:
+A data-set run checks each case against its memory limit (``--max-memory``, ``max_memory=``) three
+times, each before the memory it is about is taken:
+
+1. from the files' headers alone (:func:`ccmetrics.io.read_header`), before a voxel is read;
+2. after reading, with the foreground counted (:func:`ccmetrics.dataset.evaluate_task`);
+3. in the engine, once it has labelled the components (:mod:`ccmetrics._budget`), with the counts
+   that the per-component tables, distances and encodings grow with.
 
 * :func:`available_memory_bytes`: what the machine (and the process's cgroup, in a container)
   can still give;
-* :func:`estimate_case_bytes`: the peak memory that reading a GT and a prediction and
-  evaluating them (:func:`ccmetrics.evaluate`) adds to a running worker;
+* :func:`estimate_case_bytes`: the peak memory that reading a GT and a prediction, evaluating them
+  (:func:`ccmetrics.evaluate`) and encoding the result for the parent (what a worker process of
+  :func:`ccmetrics.evaluate_dataset` does) adds to a running worker;
+* :func:`component_bytes`: its part that grows with the counts (:class:`ComponentCounts`);
 * :func:`parse_memory`: a command-line value (``"8G"``, ``"512MiB"``) in bytes;
 * :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use.
 
@@ -15,9 +22,19 @@ peak: :data:`FIXED_BYTES` (256 MiB: numba's compilation on a worker's first case
 :data:`BYTES_PER_VOXEL` (167) bytes per voxel from the headers alone, or, when the foreground counts
 are known (after reading, before evaluating), :data:`BYTES_PER_IMAGE_VOXEL` (5) per voxel plus
 :data:`BYTES_PER_FOREGROUND_VOXEL` (270) per foreground voxel; plus the copies that inputs wider than
-one byte cost on their way to boolean masks, and at least the readers' transient copies.
+one byte cost on their way to boolean masks, and at least the readers' transient copies.  With the
+counts (``components=``) it adds :func:`component_bytes`:
 
-Measured (``python tests/benchmarks/bench_memory.py --half``; the table is in
+* :data:`BYTES_PER_GT_COMPONENT` (700) per GT component (Voronoi site);
+* :data:`BYTES_PER_PRED_COMPONENT` (2000) per predicted component, where the metrics label them
+  (``pq``, ``lesion_dice``, ``detection``);
+* :data:`BYTES_PER_RUN` (360) per run of voxels of both masks (fragmentation: specks and lines cost
+  more per foreground voxel than blobs, one run a voxel against one per row of a blob);
+* with ``lesion_dice``: :data:`BYTES_PER_DILATED_VOXEL` (60) per voxel of every component's BraTS
+  dilation, a component counted as one voxel's (:data:`LESION_DILATION_VOXELS`: 263 in 3D), and
+  :data:`BYTES_PER_UNION_VOXEL` (110) per voxel of their union (at most the image).
+
+Foreground factors (``python tests/benchmarks/bench_memory.py --half``; the table is in
 :data:`BYTES_PER_VOXEL`'s comment): two uint8 ``.nii.gz`` files read and evaluated with every metric
 group (dice, nsd, hd95, pq, lesion_dice, detection) as the first case of a fresh process, sparse
 lesions from 128³ to 512³ and smooth blobs of 30 % and 50 % foreground at 128³ and 256³.  The
@@ -25,9 +42,62 @@ engine's memory grows with the foreground (about 5 bytes per voxel with sparse l
 with 30-50 % foreground), so the factor from headers alone assumes 30 % foreground in each mask
 (:data:`ASSUMED_FOREGROUND`), the worst measured times 1.5: it covers every measured case, the 50 %
 ones included, and overestimates sparse cases about 40 times (512³: 23 GB estimated, 0.5 GB
-measured); pass ``foreground=`` for a close estimate.  Not an upper bound for every input; measure
-again (the bench script) after the engine changes.  Not counted: the worker's own interpreter and
-imports (about 200 MB per process, there before its first case).
+measured); pass ``foreground=`` for a close estimate.
+
+Count factors: the same, through the worker's path (:func:`ccmetrics.dataset.evaluate_task`,
+:func:`ccmetrics.records.encode_output`, ``pickle.dumps``), on adversarial cases where the counts, not
+the foreground, grow (``python tests/benchmarks/bench_memory.py --half --adversarial``, then
+``--kinds lesions missed spread fragments false-positives crossings huge --sizes 128 192`` with
+``--metrics dice,nsd,hd95,pq,detection`` and with ``--metrics dice,nsd,hd95``; 2 cores; the grid of a
+size n is n x n x 3n/4; peak: VmHWM above the process after its imports, MB; the estimates, MB, with
+the foreground counted and with the counts too; metrics: 6 all six groups, 5 without lesion_dice, 3
+the command line's default; checked as with ``--max-memory``, a limit of half the machine's memory)::
+
+    case                 metrics  gt cc    pred cc   runs       fg          peak    with fg  with counts
+    lesions 128            3    196,608        0    393,216    393,216   306.2     385.6     664.8
+    lesions 128            5    196,608  196,608    393,216    393,216   567.3     385.6    1058.0
+    lesions 192            5    663,552  663,552  1,327,104  1,327,104  1533.1     663.9    2933.3
+    missed 128             6    196,608        0    196,608    196,608  2218.9     332.5    3816.4
+    missed 192             5    663,552        0    663,552    663,552   549.1     484.8    1188.1
+    spread 128             6      3,072    3,072      6,144      6,144    83.1     281.1     429.0
+    huge 128               6          1        2     24,984  1,572,736   288.9     704.1     713.1
+    huge 192               5          1        2     56,136  5,307,952   546.8    1738.7    1759.0
+    fragments 128          6          1   98,296    110,788    884,664   193.9     518.3     754.8
+    fragments 192          5          1  331,747    359,815  2,985,723   588.1    1111.7    1904.8
+    false-positives 128    6          1  184,817    186,277    216,305   216.9     337.8     774.6
+    false-positives 192    5          1  623,772    627,048    730,012   763.5     502.7    1976.0
+    crossings 192          3      6,912        0  2,654,208  2,654,208   866.7    1022.2    1982.6
+    crossings 192          5      6,912    6,912  2,654,208  2,654,208   905.2    1022.2    1996.4
+    lesions 128            6    196,608  196,608    393,216    393,216 11721.3*    385.6    4333.5
+    crossings 128          6      3,072    3,072    786,432    786,432 10333.7*    491.8     920.5
+    sparse 512³            6         20       19     16,941    453,479   510.4    1330.4    1337.4
+    heavy 256³             6         47      119    514,816 10,066,884  2080.3    3103.9    3291.6
+    half 256³              6         15       58    598,166 16,777,672  2306.5    4915.8    5132.0
+
+``lesions``: a one-voxel GT lesion at every voxel whose indices are all even, predicted exactly;
+``missed``: the same, nothing predicted; ``spread``: one-voxel lesions 8 apart (one BraTS lesion
+each); ``huge``: one ellipsoid over half the image; ``fragments``: it, predicted as its even-index
+voxels; ``false-positives``: a 2 % ellipsoid, even-index voxels outside a 6 % one predicted;
+``crossings``: GT lines crossed by predicted lines.  ``*``: a ``MemoryError`` where the bench capped
+the address space (see below).  The estimate with the foreground alone fell short by up to 6.7
+times (``missed 128``, all six groups).  Fit: the smallest factors (a linear program) that cover 86
+such measurements beyond the foreground estimate without its fixed part (these kinds at sizes
+64-192 and the sparse and heavy cases; dice alone, the three default metrics, five and six groups;
+without the engine's check, which changes the peaks by at most 5 %): ~450 B per GT component,
+~1,300 per predicted component, ~240 per run, ~39 per dilated and ~73 per union voxel; each times
+about 1.5.  The estimates with the counts, less the fixed 256 MiB (numba's compilation, which its
+cache spares a machine that has compiled before), are 1.3-3.5 times the measured peaks of the
+adversarial cases; the sparse and heavy cases keep their estimates (the runs add 0.5-6 %).
+
+Not in the model: Lesion Dice where one GT lesion touches many predicted components and its edge
+voxels and the components' reach ccmetrics' own k-d tree threshold (``own_tree_from``):
+``ccmetrics.lesions`` then stacks one distance per GT edge voxel of the lesion and touching
+component (``crossings 128``, all six groups: a 3,072 x 393,216 float64 array, 9 GiB;
+``lesions 128``: over 11 GB before the bench's cap), so such a case can exceed the limit;
+:meth:`ccmetrics._budget.MemoryGuard.check_bytes` is there for that step to call.  Not an upper
+bound for every input either; measure again (the bench script) after the engine changes, and with
+more threads (measured with 2).  Not counted: the worker's own interpreter and imports (about
+200 MB per process, there before its first case).
 """
 
 from __future__ import annotations
@@ -35,6 +105,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -51,7 +122,15 @@ __all__ = [
     "BYTES_PER_VOXEL",
     "DEFAULT_MEMORY_FRACTION",
     "FIXED_BYTES",
+    "BYTES_PER_DILATED_VOXEL",
+    "BYTES_PER_GT_COMPONENT",
+    "BYTES_PER_PRED_COMPONENT",
+    "BYTES_PER_RUN",
+    "BYTES_PER_UNION_VOXEL",
+    "LESION_DILATION_VOXELS",
+    "ComponentCounts",
     "available_memory_bytes",
+    "component_bytes",
     "estimate_case_bytes",
     "parse_memory",
 ]
@@ -74,8 +153,9 @@ BYTES_PER_FOREGROUND_VOXEL = 270.0
 ASSUMED_FOREGROUND = 0.6
 
 #: engine bytes per voxel from the headers alone: ``BYTES_PER_IMAGE_VOXEL + ASSUMED_FOREGROUND *
-#: BYTES_PER_FOREGROUND_VOXEL``.  Measured with ``python tests/benchmarks/bench_memory.py --half``
-#: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports)::
+#: BYTES_PER_FOREGROUND_VOXEL``.  Measured with ``python tests/benchmarks/bench_memory.py --half --path evaluate``
+#: (uint8 .nii.gz, all six metric groups, the first case of a fresh process; peak above its imports; on
+#: the worker's path, the bench's default since, the module docstring's table)::
 #:
 #:     case        voxels       fg gt/pred %  peak MB  B/voxel  estimate MB  with foreground=
 #:     sparse 128³   2,097,152   0.3 / 0.3       28.3    13.47        622.9       286.6
@@ -184,14 +264,119 @@ def _read_copies_bytes(header: ImageHeader) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class ComponentCounts:
+    """What a case's memory grows with beyond its voxels and foreground: counts the engine knows once it has
+    labelled the components, before it builds anything per component (:func:`component_bytes`).
+
+    Attributes
+    ----------
+    gt : int
+        GT components (the Voronoi sites: components, or instance labels with ``sites="labels"``).
+    pred : int
+        Predicted components, where the metrics label them (``pq``, ``lesion_dice``, ``detection``, a
+        detection rule other than ``"overlap"``); 0 otherwise.
+    runs : int
+        Runs of voxels along the last axis in the GT and the prediction together
+        (:class:`ccmetrics.components.Runs`): how fragmented the masks are (a run per voxel for specks
+        and lines, far fewer for blobs).
+    voxels : int
+        Voxels of the image (0: unknown).
+    ndim : int
+        Dimensions of the image (2 or 3).
+
+    Examples
+    --------
+    >>> ComponentCounts(gt=196_608, pred=196_608, runs=393_216).describe()
+    '196,608 GT components, 196,608 predicted components and 393,216 voxel runs'
+    """
+
+    gt: int
+    pred: int = 0
+    runs: int = 0
+    voxels: int = 0
+    ndim: int = 3
+
+    def describe(self) -> str:
+        """The counts in words, for messages."""
+        return f"{self.gt:,} GT components, {self.pred:,} predicted components and {self.runs:,} voxel runs"
+
+
+#: engine, tables and encoding bytes per GT component (per-component table rows, per-region values and
+#: distances, the worker's encoded rows and their pickle), beyond what the foreground costs: measured at most
+#: ~450 (196,608 to 663,552 one-voxel lesions), times about 1.5
+BYTES_PER_GT_COMPONENT = 700.0
+
+#: bytes per predicted component where the metrics label them (PQ's matching, the detection's per-prediction
+#: table, its encoding): measured at most ~1,300 (predicted lattices of one-voxel components), times about 1.5
+BYTES_PER_PRED_COMPONENT = 2000.0
+
+#: bytes per run of voxels (GT and prediction): fragmented masks (lines, specks) cost more per foreground voxel
+#: than blobs (run graphs, edge voxels, tied nearest-site candidates): measured at most ~240, times 1.5
+BYTES_PER_RUN = 360.0
+
+#: voxels of the BraTS dilation of a one-voxel component (3 iterations of the 2-connectivity cross, as
+#: ``lesion_dice`` dilates every GT component), by the number of dimensions
+LESION_DILATION_VOXELS = {2: 49, 3: 263}
+
+#: ``lesion_dice``: bytes per voxel of the GT components' dilations (their voxel lists, one component after
+#: the other): measured at most ~39, times 1.5
+BYTES_PER_DILATED_VOXEL = 60.0
+
+#: ``lesion_dice``: bytes per voxel of the union of the dilations (labelled on its runs to form the lesions;
+#: at most the image): measured at most ~73, times 1.5
+BYTES_PER_UNION_VOXEL = 110.0
+
+
+def component_bytes(counts: ComponentCounts, metrics: str | Sequence[Any] = _METRICS_ALL) -> int:
+    """Estimated bytes a case needs for its counts, beyond :func:`estimate_case_bytes` with ``foreground=``.
+
+    ``BYTES_PER_GT_COMPONENT * gt + BYTES_PER_PRED_COMPONENT * pred + BYTES_PER_RUN * runs``, and with the
+    ``lesion_dice`` metric ``BYTES_PER_DILATED_VOXEL * D * gt + BYTES_PER_UNION_VOXEL * min(D * gt, voxels)``
+    (``D``: :data:`LESION_DILATION_VOXELS`, each component's dilation counted as at least one voxel's).
+    The module docstring has the measurements behind the factors.
+
+    Parameters
+    ----------
+    counts : ComponentCounts
+        The case's counts.
+    metrics : str or sequence
+        The metrics (names, registry records): only ``lesion_dice`` changes the estimate.
+
+    Returns
+    -------
+    int
+        Bytes.
+
+    Examples
+    --------
+    196,608 one-voxel GT lesions, each predicted, with the detection metric: about 0.6 GiB for the counts;
+    with Lesion Dice, its dilations add about 3 GiB:
+
+    >>> counts = ComponentCounts(gt=196_608, pred=196_608, runs=393_216, voxels=128 * 128 * 96)
+    >>> round(component_bytes(counts, ["dice", "detection"]) / 2**30, 2)
+    0.63
+    >>> round(component_bytes(counts, ["dice", "lesion_dice"]) / 2**30, 2)
+    3.68
+    """
+    names = {str(getattr(m, "name", m)) for m in ([metrics] if isinstance(metrics, str) else metrics)}
+    total = BYTES_PER_GT_COMPONENT * counts.gt + BYTES_PER_PRED_COMPONENT * counts.pred + BYTES_PER_RUN * counts.runs
+    if "lesion_dice" in names:
+        dilated = LESION_DILATION_VOXELS.get(counts.ndim, LESION_DILATION_VOXELS[3]) * counts.gt
+        union = min(dilated, counts.voxels) if counts.voxels else dilated
+        total += BYTES_PER_DILATED_VOXEL * dilated + BYTES_PER_UNION_VOXEL * union
+    return int(np.ceil(total))
+
+
 def estimate_case_bytes(
     gt: ImageHeader,
     pred: ImageHeader | None,
     metrics: str | Sequence[Any] = _METRICS_ALL,
     *,
     foreground: int | None = None,
+    components: ComponentCounts | None = None,
 ) -> int:
-    """Estimated peak memory of reading a case's two files and evaluating it, from their headers.
+    """Estimated peak memory of reading a case's two files, evaluating it and encoding its result, from their headers.
 
     Parameters
     ----------
@@ -200,20 +385,25 @@ def estimate_case_bytes(
     pred : ImageHeader or None
         The prediction's; None when there is none (counted as a boolean mask of the GT's shape).
     metrics : str or sequence
-        The metrics to evaluate, as :func:`ccmetrics.evaluate` takes them.  Accepted for the
-        callers' sake; the factors are the ones measured with all six metric groups, the largest
-        (metrics of the user's or MONAI objects run on one region's crop at a time).
+        The metrics to evaluate, as :func:`ccmetrics.evaluate` takes them.  The voxel and foreground
+        factors are the ones measured with all six metric groups, the largest (metrics of the user's
+        or MONAI objects run on one region's crop at a time); with ``components``, ``lesion_dice``
+        adds its own part (:func:`component_bytes`).
     foreground : int, optional
         The foreground voxels of the GT plus those of the prediction, when known (after reading
         the arrays, before evaluating them); default: :data:`ASSUMED_FOREGROUND` of the voxels.
+    components : ComponentCounts, optional
+        The counts, when known (the engine knows them once it has labelled the components): adds
+        :func:`component_bytes`.
 
     Returns
     -------
     int
         Bytes: ``gt.nbytes + pred.nbytes`` (the arrays) + the boolean masks of inputs wider than
         one byte + ``FIXED_BYTES + BYTES_PER_IMAGE_VOXEL * voxels + BYTES_PER_FOREGROUND_VOXEL *
-        foreground`` (the engine; without ``foreground``: ``BYTES_PER_VOXEL * voxels``), and at
-        least the readers' transient copies.  See the module docstring for what the factors cover;
+        foreground`` (the engine; without ``foreground``: ``BYTES_PER_VOXEL * voxels``) + the
+        counts' part, and at least the readers' transient copies.  See the module docstring for what
+        the factors cover;
         the worker's own baseline (interpreter, imports) is not included.
 
     Examples
@@ -225,8 +415,10 @@ def estimate_case_bytes(
     True
     >>> round(estimate_case_bytes(h, h) / 2**30, 1), round(estimate_case_bytes(h, h, foreground=10**6) / 2**30, 1)
     (7.8, 0.8)
+    >>> counts = ComponentCounts(gt=20_000, pred=20_000, runs=60_000, voxels=h.voxels)
+    >>> round(estimate_case_bytes(h, h, ["dice", "pq"], foreground=10**6, components=counts) / 2**30, 2)
+    0.88
     """
-    del metrics  # one set of factors for every choice: see the docstring
     if pred is None:
         pred = ImageHeader(None, gt.shape, np.dtype(bool), gt.spacing)
     voxels = max(gt.voxels, pred.voxels)
@@ -234,7 +426,7 @@ def estimate_case_bytes(
         per_voxel = BYTES_PER_VOXEL * voxels
     else:
         per_voxel = BYTES_PER_IMAGE_VOXEL * voxels + BYTES_PER_FOREGROUND_VOXEL * max(int(foreground), 0)
-    engine = FIXED_BYTES + int(np.ceil(per_voxel))
+    engine = FIXED_BYTES + int(np.ceil(per_voxel)) + (component_bytes(components, metrics) if components else 0)
     inputs = gt.nbytes + pred.nbytes + _conversion_bytes(gt) + _conversion_bytes(pred)
     reading = max(gt.nbytes + _read_copies_bytes(gt), gt.nbytes + pred.nbytes + _read_copies_bytes(pred))
     return int(max(inputs + engine, reading))

@@ -1,17 +1,25 @@
-"""Measure the peak memory of one case, per voxel: the factor of :mod:`ccmetrics.resources`.
+"""Measure the peak memory of one case: the factors of :mod:`ccmetrics.resources`.
 
 Run from the repository root with the project's environment active::
 
-    python tests/benchmarks/bench_memory.py --half               # sparse 128³-512³, heavy 128³-256³
+    python tests/benchmarks/bench_memory.py --half               # sparse 128³-512³, heavy 128³-256³, half
     python tests/benchmarks/bench_memory.py --sizes 128 256      # some of them
+    python tests/benchmarks/bench_memory.py --adversarial        # many lesions, one huge component, fragments
+    python tests/benchmarks/bench_memory.py --kinds lesions missed --sizes 64 96 128   # slopes per count
+    python tests/benchmarks/bench_memory.py --kinds crossings --json rows.jsonl    # also one JSON object a row
     python tests/benchmarks/bench_memory.py --metrics dice       # other metrics (default: all six groups)
 
 For each size and kind of case, two uint8 ``.nii.gz`` files (GT and prediction, 1 mm voxels) are
 written, then a fresh Python process imports ccmetrics, nibabel and SimpleITK, takes its resident memory
-(VmRSS) as the baseline, reads both files with :func:`ccmetrics.io.load_image` and runs
-:func:`ccmetrics.evaluate`.  The case's peak is the larger of ``ru_maxrss`` (getrusage) and VmHWM, minus
-the baseline: what the first case adds to a worker, numba's compilation of the paths it takes
-included (about 190 MB for the heavy cases; a later case reuses the compiled code).  Kinds of case:
+(VmRSS) as the baseline and does what a worker of :func:`ccmetrics.evaluate_dataset` does with a case
+(``--path worker``, the default): :func:`ccmetrics.dataset.evaluate_task` (read both files, evaluate,
+build the rows and tables; with ``--skip-above`` as its memory limit, so that the engine's checks of
+:mod:`ccmetrics._budget` run as with ``--max-memory``), :func:`ccmetrics.records.encode_output` and
+``pickle.dumps`` of the encoded output (what crosses the pipe); ``--path evaluate``: only
+:func:`ccmetrics.io.load_image` and :func:`ccmetrics.evaluate`, as the measurements of earlier releases.
+The case's peak is VmHWM minus the baseline: what the first case adds to a worker, numba's compilation
+of the paths it takes included (about 190 MB for the heavy cases; a later case reuses the compiled
+code, and numba's cache spares it on a machine that has compiled before).  Kinds of case:
 
 * ``sparse``: :func:`ccmetrics.synthetic.lesion_case` with 20 lesions (radii scaled with the size;
   0.2-2 % foreground), the data sets' usual case;
@@ -20,14 +28,32 @@ included (about 190 MB for the heavy cases; a later case reuses the compiled cod
 * ``half`` (128³ and 256³ only, ``--half``): the same at about 50 %, to show how the factor grows
   with the foreground.
 
-Heavy cases stop at ``--heavy-max`` (256³): they need about 130-160 bytes per voxel and a minute from
-320³ on. An earlier engine crashed (SIGSEGV) on a 320³ heavy case; the engine of this release ran it
-(``--sizes 320 --kinds heavy --heavy-max 320``: 4696 MB above the imports, 143 B per voxel, 67 s, covered
-by both estimates).
+Adversarial kinds (``--adversarial``: each at ``--adversarial-sizes``, default 128, on an n x n x 3n/4
+grid: 128 x 128 x 96 for 128), for what grows with the counts rather than the foreground:
 
-Printed: one row per case with the peak above the baseline in MB, bytes per voxel (peak / voxels),
-the estimates of :func:`ccmetrics.resources.estimate_case_bytes` from the headers alone and with the
-foreground counts (``foreground=``), and whether both cover the peak.
+* ``lesions``: a one-voxel GT lesion at every voxel whose indices are all even (196,608 at 128), the
+  prediction the same: as many GT components, predicted components and overlap pairs as possible;
+* ``missed``: the same GT, an empty prediction (GT components alone);
+* ``spread``: one-voxel lesions 8 voxels apart (their BraTS dilations stay apart: one lesion each);
+* ``huge``: one ellipsoid over half the image, the prediction shifted by 2 voxels (one huge component);
+* ``fragments``: the same GT, the prediction its voxels whose indices are all even (many predicted
+  fragments over one GT lesion);
+* ``false-positives``: a GT ellipsoid of 2 %, the prediction the even-index voxels outside an
+  ellipsoid of 6 % (many false-positive fragments);
+* ``crossings``: GT lines along the first axis, predicted lines along the second (every predicted
+  line crosses every GT line of its plane: overlap pairs beyond the components).
+
+Heavy cases stop at ``--heavy-max`` (256³): they need about 130-160 bytes per voxel and a minute from
+320³ on.  A case whose estimate (:func:`ccmetrics.resources.estimate_case_bytes` with the counts) is
+above ``--skip-above`` (default: half the available memory) is not run: the estimate is printed, with
+``skipped``; the process of a case that runs may take that much address space above its imports, and a
+case that needs more ends in a ``MemoryError`` (printed) instead of exhausting the machine.
+
+Printed: one row per case with its counts (foreground voxels, GT components, predicted components as
+the metrics label them, runs of both masks), the peak above the baseline in MB, and the estimates of
+:func:`ccmetrics.resources.estimate_case_bytes` from the headers alone, with the foreground counted
+(what ``_over_memory`` checks before evaluating) and with the component counts too (what the engine
+checks once it has labelled the components), and whether the last covers the peak.
 """
 
 from __future__ import annotations
@@ -43,13 +69,16 @@ import time
 import numpy as np
 
 ALL_METRICS = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
+ADVERSARIAL = ["lesions", "missed", "spread", "huge", "fragments", "false-positives", "crossings"]
 
 CHILD = r"""
-import gc, json, resource, sys, time
+import gc, json, pickle, resource, sys, time
 import numpy as np
 import ccmetrics, nibabel, SimpleITK  # the imports: in the baseline
 from ccmetrics import evaluate
+from ccmetrics.dataset import CaseTask, EvalOptions, evaluate_task
 from ccmetrics.io import load_image
+from ccmetrics.records import encode_output
 
 def status_bytes(field):
     with open("/proc/self/status") as f:
@@ -58,19 +87,23 @@ def status_bytes(field):
                 return int(line.split()[1]) * 1024
     return 0
 
-def case():
-    start = time.perf_counter()
-    gt, pred = load_image(gt_path), load_image(pred_path)
-    read = time.perf_counter() - start
-    evaluate(pred.array, gt.array, metrics, spacing=gt.spacing)
-    fg = (int(np.count_nonzero(gt.array)), int(np.count_nonzero(pred.array)))
-    return read, time.perf_counter() - start, fg, int(gt.array.size)
-
-gt_path, pred_path, metrics = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+gt_path, pred_path, metrics, path, cap = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4], int(sys.argv[5])
+gc.collect()
 base = status_bytes("VmRSS")  # after the imports: the first case pays numba's compilation
-read, total, fg, voxels = case()
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, status_bytes("VmHWM")) - base
-print(json.dumps({"base": base, "peak": peak, "read_s": read, "total_s": total, "fg": fg, "voxels": voxels}))
+# address space capped above the imports: a case beyond the model fails with MemoryError instead of the machine
+resource.setrlimit(resource.RLIMIT_AS, (status_bytes("VmSize") + cap, resource.RLIM_INFINITY))
+start = time.perf_counter()
+error, sent = "", 0
+if path == "worker":  # what a worker does: evaluate_task, encode_output, pickle over the pipe
+    options = EvalOptions(metrics=tuple(metrics), max_case_bytes=cap)  # checked as with --max-memory, the cap
+    encoded = encode_output(evaluate_task(CaseTask("case", gt_path, pred_path), options))
+    sent = len(pickle.dumps(encoded, protocol=pickle.HIGHEST_PROTOCOL))
+    error = encoded["rows"][0].get("error", "")
+else:
+    gt, pred = load_image(gt_path), load_image(pred_path)
+    evaluate(pred.array, gt.array, metrics, spacing=gt.spacing)
+peak = status_bytes("VmHWM") - base  # own peak: ru_maxrss carries the parent's RSS across exec
+print(json.dumps({"base": base, "peak": peak, "total_s": time.perf_counter() - start, "sent": sent, "error": error}))
 """
 
 
@@ -91,74 +124,154 @@ def heavy_case(n: int, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.n
     return gt, pred
 
 
+def lattice(shape: tuple[int, ...], step: int = 2) -> np.ndarray:
+    """The voxels whose indices are all multiples of ``step``: one-voxel components (26-connectivity) for step 2."""
+    mask = np.zeros(shape, bool)
+    mask[tuple(slice(0, None, step) for _ in shape)] = True
+    return mask
+
+
+def ellipsoid(shape: tuple[int, ...], fraction: float) -> np.ndarray:
+    """The centred ellipsoid (semi-axes in proportion to the shape) of about ``fraction`` of the image."""
+    axes = np.ogrid[tuple(slice(0, s) for s in shape)]
+    r2 = sum(((a - (s - 1) / 2) / (s / 2)) ** 2 for a, s in zip(axes, shape))
+    return r2 <= (fraction * 6 / np.pi) ** (2 / 3)
+
+
+def adversarial_case(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The adversarial cases of the module docstring, on an n x n x 3n/4 grid."""
+    shape = (n, n, 3 * n // 4)
+    if kind in ("lesions", "missed"):
+        gt = lattice(shape)
+        return gt, (gt.copy() if kind == "lesions" else np.zeros(shape, bool))
+    if kind == "spread":
+        gt = lattice(shape, 8)
+        return gt, gt.copy()
+    if kind == "huge":
+        gt = ellipsoid(shape, 0.5)
+        return gt, np.roll(gt, 2, axis=0)
+    if kind == "fragments":
+        gt = ellipsoid(shape, 0.5)
+        return gt, gt & lattice(shape)
+    if kind == "false-positives":
+        return ellipsoid(shape, 0.02), lattice(shape) & ~ellipsoid(shape, 0.06)
+    if kind == "crossings":
+        gt, pred = np.zeros(shape, bool), np.zeros(shape, bool)
+        gt[:, ::2, ::2] = True  # lines along axis 0
+        pred[::2, :, ::2] = True  # lines along axis 1: each crosses every GT line of its plane
+        return gt, pred
+    raise ValueError(f"unknown kind {kind!r}")
+
+
 def make_case(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     from ccmetrics.synthetic import lesion_case
 
     if kind == "sparse":
         scale = n / 400
         return lesion_case((n, n, n), 20, radius_range=(1.5 * max(scale, 1), 22 * scale), seed=1)
-    return heavy_case(n, {"heavy": 0.3, "half": 0.5}[kind])
+    if kind in ("heavy", "half"):
+        return heavy_case(n, {"heavy": 0.3, "half": 0.5}[kind])
+    return adversarial_case(kind, n)
 
 
-def measure(kind: str, n: int, metrics: list[str], folder: str) -> dict:
+def case_counts(gt: np.ndarray, pred: np.ndarray, metrics: list[str]):
+    """The counts the engine's memory check sees (:class:`ccmetrics.resources.ComponentCounts`), counted here
+    from the arrays: GT components, the prediction's components where the metrics label them (pq,
+    lesion_dice, detection), the runs of both masks."""
+    from ccmetrics.components import ComponentCache, Runs
+    from ccmetrics.ground_truth import GroundTruth
+    from ccmetrics.resources import ComponentCounts
+
+    truth = GroundTruth(gt)
+    labelled = bool({"pq", "lesion_dice", "detection"} & set(metrics))
+    return ComponentCounts(
+        gt=truth.found.n,
+        pred=ComponentCache(pred)().n if labelled else 0,
+        runs=len(truth.geometry.runs) + len(Runs(np.flatnonzero(pred), pred.shape)),
+        voxels=int(gt.size),
+        ndim=gt.ndim,
+    )
+
+
+def measure(kind: str, n: int, metrics: list[str], folder: str, path: str, skip_above: float) -> dict:
     from ccmetrics.io import read_header, save_image
     from ccmetrics.resources import estimate_case_bytes
 
     gt, pred = make_case(kind, n)
     paths = [os.path.join(folder, f"{kind}_{n}_{name}.nii.gz") for name in ("gt", "pred")]
-    for path, mask in zip(paths, (gt, pred)):
-        save_image(path, mask.view(np.uint8))
+    for p, mask in zip(paths, (gt, pred)):
+        save_image(p, mask.view(np.uint8))
+    row: dict = {"fg": (int(np.count_nonzero(gt)), int(np.count_nonzero(pred))), "voxels": int(gt.size)}
+    row["counts"] = counts = case_counts(gt, pred, metrics)
     del gt, pred
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, *paths, ",".join(metrics)], capture_output=True, text=True, check=True
-    )
-    row = json.loads(out.stdout.strip().splitlines()[-1])
     headers = read_header(paths[0]), read_header(paths[1])
     row["estimate"] = estimate_case_bytes(*headers, metrics)
     row["estimate_fg"] = estimate_case_bytes(*headers, metrics, foreground=sum(row["fg"]))
-    for path in paths:
-        os.remove(path)
+    row["estimate_cc"] = estimate_case_bytes(*headers, metrics, foreground=sum(row["fg"]), components=counts)
+    if row["estimate_cc"] <= skip_above:
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, *paths, ",".join(metrics), path, str(int(skip_above))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        row.update(json.loads(out.stdout.strip().splitlines()[-1]))
+    for p in paths:
+        os.remove(p)
     return row
 
 
 def main() -> None:
+    from ccmetrics.resources import available_memory_bytes
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 384, 512])
-    parser.add_argument("--kinds", nargs="+", default=["sparse", "heavy"])
+    parser.add_argument("--kinds", nargs="+", default=["sparse", "heavy"], choices=["sparse", "heavy", *ADVERSARIAL])
     parser.add_argument(
         "--heavy-max", type=int, default=256, help="largest size of the heavy cases (256³: about 2.2 GB at its peak)"
     )
     parser.add_argument("--half", action="store_true", help="also about 50 %% foreground at 128³ and 256³")
+    parser.add_argument("--adversarial", action="store_true", help="also the adversarial kinds (module docstring)")
+    parser.add_argument("--adversarial-sizes", type=int, nargs="+", default=[128])
     parser.add_argument("--metrics", default=",".join(ALL_METRICS))
+    parser.add_argument("--path", choices=["worker", "evaluate"], default="worker")
+    parser.add_argument("--skip-above", type=float, default=None, help="bytes; default: half the available memory")
+    parser.add_argument("--json", help="also append each row to this file, one JSON object a line")
     args = parser.parse_args()
     metrics = args.metrics.split(",")
-    plan = [(kind, n) for n in args.sizes for kind in args.kinds if kind == "sparse" or n <= args.heavy_max]
+    skip_above = args.skip_above if args.skip_above is not None else available_memory_bytes() / 2
+    plan = [(kind, n) for n in args.sizes for kind in args.kinds if kind != "heavy" or n <= args.heavy_max]
     if args.half:
         plan += [("half", n) for n in (128, 256)]
-    print(f"metrics: {','.join(metrics)}; uint8 .nii.gz files; peak memory above the process after its imports")
+    if args.adversarial:
+        plan += [(kind, n) for n in args.adversarial_sizes for kind in ADVERSARIAL]
+    print(f"metrics: {','.join(metrics)}; uint8 .nii.gz files; path: {args.path}; peak above the process's imports")
     print(
-        f"{'case':>12} {'voxels':>11} {'fg gt %':>7} {'fg pred %':>9} {'peak MB':>8} {'B/voxel':>8} "
-        f"{'estimate MB':>11} {'with fg':>8} {'covers':>6} {'read s':>6} {'case s':>6}"
+        f"{'case':>20} {'voxels':>11} {'fg gt+pred':>11} {'gt cc':>7} {'pred cc':>7} {'runs':>9} "
+        f"{'peak MB':>8} {'headers':>8} {'with fg':>8} {'with cc':>8} {'covers':>6} {'case s':>6}"
     )
-    worst = 0.0
     with tempfile.TemporaryDirectory() as folder:
         for kind, n in plan:
             start = time.perf_counter()
-            row = measure(kind, n, metrics, folder)
-            v = row["voxels"]
-            per_voxel = row["peak"] / v
-            worst = max(worst, per_voxel)
-            covered = min(row["estimate"], row["estimate_fg"]) >= row["peak"]
+            row = measure(kind, n, metrics, folder, args.path, skip_above)
+            c = row["counts"]
+            ran = "peak" in row
+            peak = f"{row['peak'] / 1e6:>8.1f}" if ran else f"{'skipped':>8}"
+            covered = ("yes" if row["estimate_cc"] >= row["peak"] else "NO") if ran else "-"
+            label = kind + " " + (f"{n}³" if kind in ("sparse", "heavy", "half") else f"{n}x{n}x{3 * n // 4}")
             print(
-                f"{kind + ' ' + str(n) + '³':>12} {v:>11,} "
-                f"{100 * row['fg'][0] / v:>7.1f} {100 * row['fg'][1] / v:>9.1f} "
-                f"{row['peak'] / 1e6:>8.1f} {per_voxel:>8.2f} {row['estimate'] / 1e6:>11.1f} "
-                f"{row['estimate_fg'] / 1e6:>8.1f} {'yes' if covered else 'NO':>6} "
-                f"{row['read_s']:>6.2f} {row['total_s']:>6.2f}"
-                f"   (after imports {row['base'] / 1e6:.0f} MB; {time.perf_counter() - start:.0f} s in all)",
+                f"{label:>20} {row['voxels']:>11,} {sum(row['fg']):>11,} {c.gt:>7,} {c.pred:>7,} {c.runs:>9,} "
+                f"{peak} {row['estimate'] / 1e6:>8.1f} {row['estimate_fg'] / 1e6:>8.1f} "
+                f"{row['estimate_cc'] / 1e6:>8.1f} {covered:>6} {row.get('total_s', 0.0):>6.2f}"
+                + (f"   error: {row['error'][:80]}" if row.get("error") else "")
+                + f"   ({time.perf_counter() - start:.0f} s in all)",
                 flush=True,
             )
-    print(f"worst: {worst:.2f} bytes per voxel")
+            if args.json:
+                with open(args.json, "a") as f:
+                    record = {k: v for k, v in row.items() if k != "counts"}
+                    record.update(kind=kind, n=n, metrics=metrics, path=args.path, counts=vars(c))
+                    f.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":
