@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import schema
+from ._interrupts import critical, raise_if_stopped
 from .output_folder import OUTPUT_NAMES, prepare_out_dir
 from .records import CaseRecord, OutputWriteError, RecordStore, changes, decode_output, encode_output
 from .resources import over_limit
@@ -123,7 +124,8 @@ class EvaluationInterrupted(KeyboardInterrupt):
 def _note(text: str) -> None:
     from tqdm.auto import tqdm
 
-    tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
+    with critical():  # tqdm creates its lock on first use: a stop signal there would leave it half-made
+        tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
 
 
 def _evaluate_encoded(task: Any, options: Any) -> dict[str, Any]:
@@ -160,64 +162,31 @@ def run_cases(
     store = RecordStore(out_dir) if out_dir is not None else None
     prints = {t.case: fingerprint(t) for t in tasks}
     outputs: dict[str, dict[str, Any]] = {}
-    if store is not None and resume:
-        records, problems = store.scan()
-        damaged = {p.case: p.reason for p in problems if p.case is not None}
-        found = len(records) + len(problems)
-        for task in tasks:
-            record = records.pop(task.case, None)
-            if record is None:
-                info.reasons[task.case] = f"record {damaged[task.case]}" if task.case in damaged else "new"
-            elif record.retry:
-                info.reasons[task.case] = "failed last time: " + _first_error(record.output)
-            elif record.fingerprint != prints[task.case]:
-                info.reasons[task.case] = "; ".join(changes(record.fingerprint, prints[task.case])) or "changed"
-            else:
-                outputs[task.case] = record.output
-        info.dropped_records = sorted(records)  # cases no longer in the folders
-        store.remove(records, [p.path for p in problems])
-        info.reused = len(outputs)
-        if found:
-            counts: dict[str, int] = {}
-            for reason in info.reasons.values():
-                counts[_kind(reason)] = counts.get(_kind(reason), 0) + 1
-            detail = ", ".join(f"{n} {k}" for k, n in counts.items())
-            _note(
-                f"resuming from {store.folder}: {info.reused} case(s) kept, {len(info.reasons)} to evaluate"
-                + (f" ({detail})" if detail else "")
-                + (
-                    f"; records of {len(info.dropped_records)} case(s) no longer in the folders removed: "
-                    f"{', '.join(info.dropped_records)}"
-                    if info.dropped_records
-                    else ""
-                )
-            )
-            for case, reason in info.reasons.items():
-                if reason != "new":
-                    _note(f"  {case}: {reason}" + (": evaluated again" if reason.startswith("record ") else ""))
-            for problem in problems:
-                if problem.case is None:
-                    _note(f"  record file {problem.path.name}: {problem.reason}; removed")
-    todo = [t for t in tasks if t.case not in outputs]
-    bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
     failed = [0]
+    bar: Any = None
 
     def keep(task: Any, encoded: dict[str, Any], retry: bool = False) -> None:
         output = decode_output(encoded)
         retry = retry or bool(output.get("retry"))  # e.g. over the memory limit once its voxels were counted
-        if store is not None:
-            store.write(CaseRecord(task.case, prints[task.case], output, retry=retry))
-        outputs[task.case] = output
-        info.evaluated += 1
+        with critical():  # the record and the run's account of it: both or neither
+            if store is not None:
+                store.write(CaseRecord(task.case, prints[task.case], output, retry=retry))
+            outputs[task.case] = output
+            info.evaluated += 1
         if any(row.get(schema.STATUS) == schema.FAILED for row in output["rows"]):
             failed[0] += 1
         bar.set_postfix_str(f"failed {failed[0]}", refresh=False)
         bar.update()
+        raise_if_stopped()  # a stop signal whose exception something swallowed: stop now, between cases
 
     def fail(task: Any, message: str) -> None:
         keep(task, encode_output(failure(task, message)), retry=True)
 
     try:
+        if store is not None and resume:
+            _take_records(store, tasks, prints, info, outputs)
+        todo = [t for t in tasks if t.case not in outputs]
+        bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
         runnable = []
         for task in todo:
             need = estimate(task)
@@ -256,8 +225,59 @@ def run_cases(
         message = f"the run's scheduler failed: {type(exc).__name__}: {exc} (please report this as a bug)"
         raise Failed(message, list(outputs.values()), info) from exc
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     return list(outputs.values()), info
+
+
+def _take_records(
+    store: RecordStore,
+    tasks: list[Any],
+    prints: dict[str, dict[str, Any]],
+    info: RunInfo,
+    outputs: dict[str, dict[str, Any]],
+) -> None:
+    """Resume: put into ``outputs`` the output of every case whose record still stands; note in ``info`` why each
+    other case is evaluated; remove the records of cases no longer in the folders and the damaged ones."""
+    records, problems = store.scan()
+    by_path = {store.path(t.case): t.case for t in tasks}
+    damaged = {(p.case if p.case is not None else by_path.get(p.path)): p.reason for p in problems}
+    found = len(records) + len(problems)
+    for task in tasks:
+        record = records.pop(task.case, None)
+        if record is None:
+            info.reasons[task.case] = f"record {damaged[task.case]}" if task.case in damaged else "new"
+        elif record.retry:
+            info.reasons[task.case] = "failed last time: " + _first_error(record.output)
+        elif record.fingerprint != prints[task.case]:
+            info.reasons[task.case] = "; ".join(changes(record.fingerprint, prints[task.case])) or "changed"
+        else:
+            outputs[task.case] = record.output
+    info.dropped_records = sorted(records)  # cases no longer in the folders
+    store.remove(records, [p.path for p in problems])
+    info.reused = len(outputs)
+    if not found:
+        return
+    counts: dict[str, int] = {}
+    for reason in info.reasons.values():
+        counts[_kind(reason)] = counts.get(_kind(reason), 0) + 1
+    detail = ", ".join(f"{n} {k}" for k, n in counts.items())
+    dropped = info.dropped_records
+    _note(
+        f"resuming from {store.folder}: {info.reused} case(s) kept, {len(info.reasons)} to evaluate"
+        + (f" ({detail})" if detail else "")
+        + (
+            f"; records of {len(dropped)} case(s) no longer in the folders removed: {', '.join(dropped)}"
+            if dropped
+            else ""
+        )
+    )
+    for case, reason in info.reasons.items():
+        if reason != "new":
+            _note(f"  {case}: {reason}" + (": evaluated again" if reason.startswith("record ") else ""))
+    for problem in problems:
+        if problem.case is None and problem.path not in by_path:
+            _note(f"  record file {problem.path.name}: {problem.reason}; removed")
 
 
 def _kind(reason: str) -> str:

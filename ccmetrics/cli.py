@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate a folder of predictions against a folder of GT images",
         description="Pair GT and prediction files by case id, evaluate every case, write tables, summary and plots.",
     )
+    ev.set_defaults(parser=ev)  # its options, to write the command that resumes a run in full
     ev.add_argument(
         "gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd, DICOM SEG .dcm or a folder per case)"
     )
@@ -333,29 +334,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (module docstring)."""
-    args = build_parser().parse_args(argv)
-    args.argv = list(argv) if argv is not None else sys.argv[1:]  # to print the command that resumes a run
-    stops: list[int] = []  # the signals received (SIGINT, SIGTERM): each raises KeyboardInterrupt
-    args.stops = stops
-    try:
-        with _stop_signals(stops):
+    """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (module docstring).
+
+    SIGINT and SIGTERM stop the command cleanly from the first line on (see :mod:`ccmetrics._interrupts`); on
+    the real command line (``argv`` None) they stay ignored after it returns, while the interpreter shuts down,
+    so that the exit code is the one returned; a caller that passes ``argv`` gets its handlers back.
+    """
+    from . import _interrupts
+
+    _interrupts.received.clear()
+    with _stop_signals(restore=argv is not None):
+        args = argparse.Namespace(command=None, out=None)
+        try:
+            args = build_parser().parse_args(argv)
+            args.argv = list(argv) if argv is not None else sys.argv[1:]  # to print the command that resumes
             try:
                 command = {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}
                 return command[args.command](args)
             except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
                 print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
                 return EXIT_USAGE
-    except KeyboardInterrupt:  # wherever it came: no traceback, and for `evaluate` the way to go on
-        with _signals_ignored():
-            if args.command == "evaluate":
-                _say_stopped(args, "Stopped", _recorded(args.out))
-            else:
-                print(f"ccmetrics {args.command}: stopped", file=sys.stderr)
-        return _stop_code(stops)
+        except KeyboardInterrupt:  # wherever it came: no traceback, and for `evaluate` the way to go on
+            with _signals_ignored():
+                if args.command == "evaluate" and args.out is not None and hasattr(args, "argv"):
+                    _say_stopped(args, "Stopped", _recorded(args.out))
+                else:
+                    print(f"ccmetrics{' ' + args.command if args.command else ''}: stopped", file=sys.stderr)
+            return _stop_code()
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from ._interrupts import raise_if_stopped
     from .campaign import EvaluationFailed, EvaluationInterrupted
     from .dataset import evaluate_dataset
     from .output_folder import locked
@@ -419,11 +428,12 @@ def _evaluate(args: argparse.Namespace) -> int:
             except EvaluationFailed as failed:
                 return _failed(args, failed, failed.result)
             try:
+                raise_if_stopped()  # a stop whose exception was swallowed during the cases
                 return _finish(args, result, time.perf_counter() - start, meta, by)
             except KeyboardInterrupt:  # after the last case: every case is kept, the tables are not all written
                 with _signals_ignored():
                     _say_stopped(args, "Stopped while writing the tables", result.counts()["cases"], 0)
-                return _stop_code(args.stops)
+                return _stop_code()
     finally:
         if client is not None:
             client.close()
@@ -431,7 +441,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str]) -> int:
     """The final phase of ``evaluate``: summary, tables and plots (one set: see ``DatasetResult.write``), the report."""
-    from .records import OutputWriteError
+    from ._interrupts import raise_if_stopped
 
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
     groups = None
@@ -446,21 +456,28 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         from .sizes import parse_size_bins
 
         size_bins = parse_size_bins(args.size_bins)
+    raise_if_stopped()
     try:
         written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
-    except OutputWriteError as exc:
+    except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
-    print(report(result, seconds, summary=summary))
-    if groups is not None:
-        print(_group_report(groups[0], groups[1]))
-    if size_bins is not None:
-        print(_size_report(result, size_bins))
-    tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
-    print(
-        f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
-        + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
-    )
-    _say_removed(written["removed"])
+    try:  # the tables are whole now: a stop while the report is printed says so
+        raise_if_stopped()
+        print(report(result, seconds, summary=summary))
+        if groups is not None:
+            print(_group_report(groups[0], groups[1]))
+        if size_bins is not None:
+            print(_size_report(result, size_bins))
+        tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
+        print(
+            f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
+            + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
+        )
+        _say_removed(written["removed"])
+    except KeyboardInterrupt:
+        with _signals_ignored():
+            print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
+        return _stop_code()
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
 
 
@@ -521,14 +538,27 @@ def _size_report(result, edges) -> str:
 
 
 @contextlib.contextmanager
-def _stop_signals(received: list[int]) -> Iterator[None]:
-    """For the whole command: SIGINT and SIGTERM raise ``KeyboardInterrupt`` (the finished cases are kept, the
-    way to go on is printed), each signal's number noted in ``received`` for the exit code. Nothing changes
-    where signals cannot be handled (not the main thread)."""
+def _stop_signals(restore: bool = True) -> Iterator[None]:
+    """For the whole command: SIGINT and SIGTERM raise :class:`ccmetrics._interrupts.Stop` (a
+    ``KeyboardInterrupt``: the finished cases are kept, the way to go on is printed), or, inside a critical section
+    (a record or table being written), are kept for its end; each is noted in ``_interrupts.received`` (the exit
+    code, and the checks that find a stop whose exception was swallowed). On exit the previous handlers come back
+    (``restore``) or the signals stay ignored. Nothing changes where signals cannot be handled (not the main
+    thread)."""
+    from . import _interrupts
 
     def handler(signum, frame):
-        received.append(signum)
-        raise KeyboardInterrupt
+        _interrupts.received.append(signum)
+        if _interrupts.deferring():
+            _interrupts.defer(signum)
+        else:
+            raise _interrupts.Stop(signum)
+
+    hook = sys.unraisablehook
+
+    def quiet_about_stops(unraisable):  # a stop raised where Python cannot raise it (a __del__, a weakref callback)
+        if not isinstance(unraisable.exc_value, _interrupts.Stop):  # is dropped without a traceback: the checks
+            hook(unraisable)  # between the steps find it (raise_if_stopped); any other such error is shown
 
     previous = {}
     try:
@@ -536,11 +566,13 @@ def _stop_signals(received: list[int]) -> Iterator[None]:
             previous[signum] = signal.signal(signum, handler)
     except ValueError:  # not the main thread
         pass
+    sys.unraisablehook = quiet_about_stops
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for signum, old in previous.items():
-            signal.signal(signum, old)
+            signal.signal(signum, old if restore else signal.SIG_IGN)
 
 
 @contextlib.contextmanager
@@ -560,8 +592,10 @@ def _signals_ignored() -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _stop_code(received: list[int]) -> int:
+def _stop_code() -> int:
     """130 after Ctrl-C (SIGINT), 143 after SIGTERM: the first signal received decides."""
+    from ._interrupts import received
+
     return EXIT_TERMINATED if received and received[0] == signal.SIGTERM else EXIT_INTERRUPTED
 
 
@@ -570,7 +604,18 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _resume_command(args: argparse.Namespace) -> str:
-    return shlex.join(["ccmetrics", *(a for a in args.argv if a not in ("--resume", "--overwrite"))]) + " --resume"
+    """The command that continues this run: the same arguments, options written out in full (argparse takes
+    unique prefixes such as ``--overw``), without ``--resume`` and ``--overwrite``, then ``--resume``."""
+    known = [o for action in args.parser._actions for o in action.option_strings if o.startswith("--")]
+    out = []
+    for arg in args.argv:
+        name, eq, value = arg.partition("=")
+        if name.startswith("--") and name not in known:
+            matches = [o for o in known if o.startswith(name)]
+            name = matches[0] if len(matches) == 1 else name
+        if name not in ("--resume", "--overwrite"):
+            out.append(name + eq + value)
+    return shlex.join(["ccmetrics", *out]) + " --resume"
 
 
 def _recorded(out: str) -> int:
@@ -597,11 +642,9 @@ def _say_stopped(args: argparse.Namespace, what: str, finished: int, pending: in
 def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
     """Write the tables of the finished cases (a second Ctrl-C skips them), say what is left and how to resume;
     130 (Ctrl-C) or 143 (SIGTERM)."""
-    from .records import OutputWriteError
-
     result = stop.result
     finished = result.counts()["cases"] if len(result.per_case) else 0
-    note = "The tables written cover the finished cases only"
+    note = "The tables written cover the finished cases only."
     if len(result.per_case):
         try:
             summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
@@ -609,13 +652,13 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
             print(report(result, seconds, summary=summary))
             _say_removed(written["removed"])
         except KeyboardInterrupt:  # a second Ctrl-C: no tables, still the way to go on
-            note = "Stopped again while writing the tables of the finished cases: not written"
-        except OutputWriteError as exc:
-            note = f"The tables of the finished cases could not be written ({exc})"
+            note = "Stopped again while writing the tables of the finished cases: not written."
+        except OSError as exc:  # OutputWriteError: a full disk, no permission
+            note = f"The tables of the finished cases could not be written ({exc})."
     with _signals_ignored():
+        print(f"\n{note}" if len(result.per_case) else "", file=sys.stderr)
         _say_stopped(args, "Stopped", finished, len(result.run.pending))
-        print(f"({note}.)" if len(result.per_case) else "", file=sys.stderr)
-    return _stop_code(args.stops)
+    return _stop_code()
 
 
 def _failed(args: argparse.Namespace, exc: BaseException, result) -> int:

@@ -34,6 +34,7 @@ file for the memory estimate, and one small record file per case.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -60,7 +61,7 @@ from .detection_rules import DetectionRule
 from .dicom import holds_dicom
 from .grids import align_pair
 from .io import Image, image_id, is_image_file, load_image
-from .output_folder import begin_tables, check_tables, finish_tables, locked, prepare_out_dir
+from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
 from .records import atomic_write, file_fingerprint
 from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
@@ -904,15 +905,16 @@ class DatasetResult:
             says to run the evaluation again with ``--resume``.
         """
         out = Path(out_dir)
-        case_file, component_file = out / schema.PER_CASE.file, out / schema.PER_COMPONENT.file
-        listed = check_tables(out)  # None: written by an earlier ccmetrics, without a manifest
-        if not case_file.is_file():
+        tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION)
+        data, _ = read_tables(out, [schema.SUMMARY.file, *(t.file for t in tables)])  # one run's set, checked
+        case_file = out / schema.PER_CASE.file
+        if schema.PER_CASE.file not in data:
             raise FileNotFoundError(
                 f"{out} holds no {schema.PER_CASE.file}: give a folder written by `ccmetrics evaluate`"
             )
-        doc = json.loads((out / schema.SUMMARY.file).read_text()) if (out / schema.SUMMARY.file).is_file() else {}
+        doc = json.loads(data[schema.SUMMARY.file]) if schema.SUMMARY.file in data else {}
         options = doc.get("options", {})
-        per_case = schema.PER_CASE.read(case_file)
+        per_case = schema.PER_CASE.read(case_file, source=io.BytesIO(data[schema.PER_CASE.file]))
         columns = (
             {name: registry.Column.from_facts(name, facts) for name, facts in doc["columns"].items()}
             if "columns" in doc
@@ -925,11 +927,16 @@ class DatasetResult:
             [name for m, c in columns.items() if c.cc or evaluated for name in ((m, schema.cc(m)) if c.cc else (m,))],
         )
         per_component = pd.DataFrame()
-        if component_file.is_file():
-            per_component = schema.PER_COMPONENT.read(component_file, [m for m, c in columns.items() if c.cc])
-        prediction_file = out / schema.PER_PREDICTION.file
-        taken = prediction_file.is_file() and (listed is None or schema.PER_PREDICTION.file in listed)
-        per_prediction = schema.PER_PREDICTION.read(prediction_file) if taken else None
+        if schema.PER_COMPONENT.file in data:
+            per_component = schema.PER_COMPONENT.read(
+                out / schema.PER_COMPONENT.file,
+                [m for m, c in columns.items() if c.cc],
+                source=io.BytesIO(data[schema.PER_COMPONENT.file]),
+            )
+        per_prediction = None
+        if schema.PER_PREDICTION.file in data:
+            source = io.BytesIO(data[schema.PER_PREDICTION.file])
+            per_prediction = schema.PER_PREDICTION.read(out / schema.PER_PREDICTION.file, source=source)
         return cls(per_component, per_case, options=options, columns=columns, saved=doc, per_prediction=per_prediction)
 
 

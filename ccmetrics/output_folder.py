@@ -12,12 +12,13 @@ Three rules keep ``OUT_DIR`` consistent whatever happens to the processes that w
   file it locked is still the one at that name (the same inode), and tries again otherwise, so two runs
   never lock two different files of one name. Where ``fcntl`` does not exist (Windows) there is no lock.
   Within one process the lock is re-entrant for the thread that holds it.
-* **A manifest names the set** (:func:`begin_tables`, :func:`finish_tables`, :func:`check_tables`):
+* **A manifest names the set** (:func:`begin_tables`, :func:`finish_tables`, :func:`read_tables`):
   before the first table is replaced, ``manifest.json`` says ``"state": "writing"``; when every file
   is written and the files of an earlier run that this run does not produce are removed, it lists each
   file with its size and SHA-256 and the run's id, ``"state": "complete"``. A reader
-  (:meth:`ccmetrics.DatasetResult.read`) takes only a complete set whose files match their checksums,
-  so it never takes a ``per_case.csv`` of one run beside the ``summary.json`` of another. A folder
+  (:meth:`ccmetrics.DatasetResult.read`, through :func:`read_tables`) takes only a complete set whose files
+  match their checksums, each file's checksum checked on the very bytes it parses, so it never takes a
+  ``per_case.csv`` of one run beside the ``summary.json`` of another, even while another run rewrites them. A folder
   without a manifest was written by an earlier ccmetrics and is read as before.
 * **Temporaries are cleaned** when a run takes the lock (:func:`ccmetrics.records.remove_temporaries`):
   no other process can be writing them then.
@@ -44,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from . import schema
-from .records import RECORDS_FOLDER, atomic_write, remove_temporaries
+from ._interrupts import critical
+from .records import RECORDS_FOLDER, OutputWriteError, atomic_write, remove_temporaries
 
 try:
     import fcntl
@@ -57,10 +59,10 @@ __all__ = [
     "OUTPUT_NAMES",
     "FolderInUse",
     "begin_tables",
-    "check_tables",
     "finish_tables",
     "locked",
     "prepare_out_dir",
+    "read_tables",
     "stale_outputs",
 ]
 
@@ -167,8 +169,13 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
 def _acquire(out_dir: str | os.PathLike, path: str, command: str | None) -> int:
     lock_path = os.path.join(path, LOCK_NAME)
     for _ in range(100):
-        os.makedirs(path, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes
+        try:
+            os.makedirs(path, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes
+        except FileNotFoundError:  # the folder was removed meanwhile by a run that created it and wrote nothing
+            continue
+        except OSError as exc:  # a read-only file system, no permission: before anything was done
+            raise OutputWriteError(lock_path, exc) from exc
         if fcntl is None:
             return fd
         try:
@@ -205,6 +212,8 @@ def _acquire(out_dir: str | os.PathLike, path: str, command: str | None) -> int:
 
 
 def _busy_message(out_dir: str | os.PathLike, holder: dict[str, Any]) -> str:
+    if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
+        holder = {}  # the details of an earlier holder: the new one has not written its own yet
     if holder.get("pid"):
         host = holder.get("host")
         where = f"pid {holder['pid']}" + (f" on {host}" if host and host != socket.gethostname() else "")
@@ -216,6 +225,17 @@ def _busy_message(out_dir: str | os.PathLike, holder: dict[str, Any]) -> str:
         f"{who} is writing into {out_dir}: wait until it ends, {stop}, or give another output folder (--out); "
         f"two runs into one folder would evaluate every case twice and could remove each other's files"
     )
+
+
+def _alive(pid: Any) -> bool:
+    """Whether a process of this host has that id (signal 0 tests it without sending anything)."""
+    try:
+        os.kill(int(pid), 0)
+    except PermissionError:  # it exists, under another user
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
 
 
 def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
@@ -251,15 +271,20 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
 
 
 def _remove(out: Path, names: Iterable[str]) -> list[str]:
+    """Remove these outputs of the folder; an OS error is an :class:`~ccmetrics.records.OutputWriteError` naming
+    the path."""
     removed = []
     for name in names:
         path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-        else:
-            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            else:
+                continue
+        except OSError as exc:
+            raise OutputWriteError(path, exc, "remove") from exc
         removed.append(name)
     return removed
 
@@ -277,7 +302,7 @@ def begin_tables(out_dir: str | os.PathLike) -> None:
 def stale_outputs(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
     """The outputs of an earlier run in the folder that this run did not write (names relative to the folder;
     a figure as ``plots/name.png``): what :func:`finish_tables` removes. Only ccmetrics' own names count: its
-    tables, ``report.html`` and, in ``plots/``, the figures it draws (:data:`ccmetrics.schema.PLOT_PREFIXES`);
+    tables, ``report.html`` and, in ``plots/``, the figures it draws (:data:`ccmetrics.schema.PLOT_FILE`);
     other files there are left alone."""
     out = Path(out_dir)
     return _stale(out, {_relative(out, p) for p in written})
@@ -295,8 +320,8 @@ def _stale(out: Path, mine: set[str]) -> list[str]:
 
 
 def _figure(path: Path) -> bool:
-    """Whether a file of ``plots/`` is a figure ccmetrics draws (other files there are the user's: kept)."""
-    return path.is_file() and path.suffix == ".png" and path.name.startswith(schema.PLOT_PREFIXES)
+    """Whether a file of ``plots/`` is a figure ccmetrics draws, by its name (other files there are the user's)."""
+    return path.is_file() and schema.PLOT_FILE.fullmatch(path.name) is not None
 
 
 def finish_tables(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
@@ -305,59 +330,91 @@ def finish_tables(out_dir: str | os.PathLike, written: Iterable[str | os.PathLik
     out = Path(out_dir)
     files = sorted({_relative(out, p) for p in written})
     removed = _stale(out, set(files))
-    _remove(out, removed)
-    plots = out / "plots"
-    if plots.is_dir() and not plots.is_symlink() and not any(plots.iterdir()):
-        plots.rmdir()
+    with critical():  # the removals and the manifest: one step that a stop signal does not cut
+        _remove(out, removed)
+        plots = out / "plots"
+        with contextlib.suppress(OSError):
+            if plots.is_dir() and not plots.is_symlink() and not any(plots.iterdir()):
+                plots.rmdir()
+        _write_manifest(out, files)
+    return removed
+
+
+def _write_manifest(out: Path, files: list[str]) -> None:
     doc = {
         "format": _MANIFEST_FORMAT,
         "state": "complete",
         "run": uuid.uuid4().hex,
         "written": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "files": {name: _digest(out / name) for name in files},
+        "files": {name: _digest((out / name).read_bytes()) for name in files},
     }
     atomic_write(out / MANIFEST_NAME, lambda tmp: tmp.write_text(json.dumps(doc, indent=2)))
-    return removed
 
 
-def check_tables(out_dir: str | os.PathLike) -> set[str] | None:
-    """The files of the folder's complete set of tables (names relative to the folder), checked against the
-    manifest; None when the folder has no manifest (written by an earlier ccmetrics).
+def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[str, bytes], bool]:
+    """The bytes of these files of the folder's tables, as one run wrote them, and whether a manifest vouched
+    for them.
+
+    Each file is read once, and its checksum is checked on the bytes read, not on the file again (a writer may
+    replace it in between); the manifest is read before and after, and the whole is read again if it changed
+    meanwhile. A file the manifest does not list is not returned (it is not the run's). Without a manifest (an
+    earlier ccmetrics wrote the folder) the files present are returned as they are, with ``False``.
 
     Raises
     ------
     ValueError
-        The tables are being written or their writer was stopped, or a file is missing or differs from the
-        file the run wrote: the message says how to rebuild them.
+        The tables are being written or their writer was stopped, a file is missing or differs from the
+        file the run wrote, or the tables keep changing while read: the message says how to rebuild them.
     """
     out = Path(out_dir)
-    path = out / MANIFEST_NAME
-    if not path.is_file():
-        return None
+    wanted = list(names)
     fix = (
         "run the same `ccmetrics evaluate` again with --resume (resume=True): it takes every finished case "
         f"from {out / RECORDS_FOLDER} and rewrites the tables"
     )
-    try:
-        doc = json.loads(path.read_text())
-        state, files = doc["state"], doc["files"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path} cannot be read ({exc}): {fix}") from None
-    if state != "complete":
-        raise ValueError(
-            f"the tables in {out} are incomplete: the run writing them was stopped before it finished, or is "
-            f"writing them now; {fix}"
-        )
-    for name, facts in files.items():
-        target = out / name
-        if not target.is_file():
-            raise ValueError(f"{target} is missing from the tables its run wrote (manifest.json lists it): {fix}")
-        if _digest(target) != facts:
+    for _ in range(5):
+        before = _manifest_bytes(out)
+        if before is None:
+            return {n: (out / n).read_bytes() for n in wanted if (out / n).is_file()}, False
+        try:
+            doc = json.loads(before)
+            state, files = doc["state"], doc["files"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{out / MANIFEST_NAME} cannot be read ({exc}): {fix}") from None
+        if state != "complete":
             raise ValueError(
-                f"{target} is not the file its run wrote (its size or SHA-256 differs from manifest.json: changed "
-                f"since, or copied from another run): {fix}"
+                f"the tables in {out} are incomplete: the run writing them was stopped before it finished, or is "
+                f"writing them now; {fix}"
             )
-    return set(files)
+        got, problem = {}, ""
+        for name in (n for n in wanted if n in files):
+            try:
+                data = (out / name).read_bytes()
+            except OSError:
+                problem = f"{out / name} is missing from the tables its run wrote (manifest.json lists it): {fix}"
+                break
+            if _digest(data) != files[name]:
+                problem = (
+                    f"{out / name} is not the file its run wrote (its size or SHA-256 differs from manifest.json: "
+                    f"changed since, or copied from another run): {fix}"
+                )
+                break
+            got[name] = data
+        if _manifest_bytes(out) != before:
+            continue  # rewritten while read: read the new set
+        if problem:
+            raise ValueError(problem)
+        return got, True
+    raise ValueError(f"the tables in {out} kept changing while they were read: another run is writing them")
+
+
+def _manifest_bytes(out: Path) -> bytes | None:
+    try:
+        return (out / MANIFEST_NAME).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ValueError(f"{out / MANIFEST_NAME} cannot be read: {exc}") from None
 
 
 def _relative(out: Path, path: str | os.PathLike) -> str:
@@ -365,11 +422,5 @@ def _relative(out: Path, path: str | os.PathLike) -> str:
     return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(out))).as_posix()
 
 
-def _digest(path: Path) -> dict[str, Any]:
-    sha = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-            size += len(block)
-    return {"bytes": size, "sha256": sha.hexdigest()}
+def _digest(data: bytes) -> dict[str, Any]:
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}

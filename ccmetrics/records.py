@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ._interrupts import critical
 
 __all__ = [
     "RECORDS_FOLDER",
@@ -74,12 +77,13 @@ class OutputWriteError(OSError):
     'cannot write out/per_case.csv: No space left on device (errno 28)'
     """
 
-    def __init__(self, path: str | os.PathLike, cause: OSError) -> None:
+    def __init__(self, path: str | os.PathLike, cause: OSError, action: str = "write") -> None:
         super().__init__(cause.errno, cause.strerror or str(cause), os.fspath(path))
-        self.path = os.fspath(path)
+        self.path, self.action = os.fspath(path), action
 
     def __str__(self) -> str:
-        return f"cannot write {self.path}: {self.strerror}" + (f" (errno {self.errno})" if self.errno else "")
+        errno = f" (errno {self.errno})" if self.errno else ""
+        return f"cannot {self.action} {self.path}: {self.strerror}{errno}"
 
 
 def _stat(path: Path) -> list[int]:
@@ -274,18 +278,19 @@ class RecordStore:
         head = json.dumps({"format": _FORMAT, "sha256": hashlib.sha256(body).hexdigest()}).encode()
         final = self.path(record.case)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(head + b"\n" + body + b"\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, final)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise OutputWriteError(final, exc) from exc
-        _fsync_folder(self.folder)
+        with critical():  # a stop signal waits until the record is whole (or its temporary file gone)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                with open(tmp, "wb") as f:
+                    f.write(head + b"\n" + body + b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, final)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise OutputWriteError(final, exc) from exc
+            _fsync_folder(self.folder)
 
     def read_all(self) -> dict[str, CaseRecord]:
         """Every good record, by case id (:meth:`scan` without the problems)."""
@@ -344,8 +349,13 @@ class RecordStore:
             return
         chosen = self.folder.glob("*") if cases is None else (self.path(c) for c in cases)
         for path in [*chosen, *paths]:
-            if path.is_file():
-                path.unlink()
+            try:
+                if path.is_dir() and not path.is_symlink():  # a folder where a record belongs: in the way
+                    shutil.rmtree(path)
+                elif path.is_file() or path.is_symlink():
+                    path.unlink()
+            except OSError as exc:
+                raise OutputWriteError(path, exc, "remove") from exc
 
 
 def _case_named(path: Path) -> str | None:
@@ -399,18 +409,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
     """
     final = Path(path)
     tmp = final.with_name(f".{final.stem}.{os.getpid()}.tmp{final.suffix}")
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except OSError as exc:
-        raise OutputWriteError(final, exc) from exc
-    finally:
-        with contextlib.suppress(OSError):
-            if tmp.exists():
-                tmp.unlink()
-    _fsync_folder(final.parent)
+    with critical():  # a stop signal waits until the file is replaced (or its temporary file gone)
+        try:
+            write(tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        except OSError as exc:
+            raise OutputWriteError(final, exc) from exc
+        finally:
+            with contextlib.suppress(OSError):
+                if tmp.exists():
+                    tmp.unlink()
+        _fsync_folder(final.parent)
     return final
 
 

@@ -32,8 +32,10 @@ Examples
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -98,9 +100,13 @@ CI_HIGH = "ci_high"
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
 
-#: the figures ccmetrics draws into ``OUT_DIR/plots`` (:func:`ccmetrics.plots.write_plots`, ``by_group_cc_<m>.png``)
-#: are PNG files whose names begin with one of these; a later run removes an earlier run's figure only by them
-PLOT_PREFIXES = ("metric_vs_volume_", "detection_by_size", "standard_vs_cc_", "case_distribution", "by_group_")
+#: the names of the figures ccmetrics draws into ``OUT_DIR/plots`` (:func:`ccmetrics.plots.write_plots`, and
+#: ``by_group_cc_<m>.png``), ``_class<k>`` for each class of several: a later run removes an earlier run's figure
+#: only by these names (other files there are the user's)
+PLOT_FILE = re.compile(
+    r"(?:metric_vs_volume_\w+|standard_vs_cc_\w+|by_group_cc_\w+|detection_by_size(?:_class\d+)?"
+    r"|case_distribution(?:_class\d+)?)\.png"
+)
 
 # ---------------------------------------------------------------- values
 
@@ -225,8 +231,11 @@ class TableSchema:
                 )
         return frame
 
-    def read(self, path: os.PathLike[str] | str, metric_columns: Iterable[str] = ()) -> pd.DataFrame:
-        """Read the table from its CSV file, then :meth:`validate` it.
+    def read(
+        self, path: os.PathLike[str] | str, metric_columns: Iterable[str] = (), *, source: Any = None
+    ) -> pd.DataFrame:
+        """Read the table from its CSV file (or from ``source``, a file object holding the bytes of the file
+        at ``path``, e.g. bytes already checked against a manifest), then :meth:`validate` it.
 
         ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
         :class:`Field`); the other columns are pandas' reading of the values (``inf`` is infinity, an
@@ -237,7 +246,8 @@ class TableSchema:
                 f"the {self.name} table is not kept as a CSV file ({self.file}): read {path} as what it is"
             )
         fields = self.fields + self.tail
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={f.name: str for f in fields if f.text})
+        text = {f.name: str for f in fields if f.text}
+        frame = pd.read_csv(path if source is None else source, keep_default_na=False, na_values=[""], dtype=text)
         for f in fields:
             if f.filled and f.name in frame:
                 frame[f.name] = frame[f.name].astype(object).fillna("")  # an all-empty column is read as float NaN

@@ -258,15 +258,18 @@ def test_a_narrower_resume_removes_the_files_it_does_not_produce(tmp_path):
     before = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert {"per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"} <= before
     figures = [p.name for p in (out / "plots").iterdir()]
-    assert all(name.startswith(schema.PLOT_PREFIXES) for name in figures), figures  # how they are told apart
-    (out / "plots" / "my_figure.png").write_bytes(b"the user's own")  # files that are not ccmetrics' stay
+    assert all(schema.PLOT_FILE.fullmatch(name) for name in figures), figures  # how they are told apart
+    for mine in ("my_figure.png", "case_distribution_mine.png", "notes.txt"):  # files that are not ccmetrics' stay
+        (out / "plots" / mine).write_bytes(b"the user's own")
     narrow = cli("evaluate", gt, pred, "--out", out, "--metrics", "dice", "--quiet", "--bootstrap", "50", "--resume")
     assert narrow.returncode == 0, narrow.stderr
     after = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     for stale in ("per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"):
         assert stale not in after and stale in narrow.stdout
     assert "run `ccmetrics report` again" in narrow.stdout
-    assert "plots/standard_vs_cc_dice.png" in after and "plots/my_figure.png" in after
+    assert "plots/standard_vs_cc_dice.png" in after
+    assert {"plots/my_figure.png", "plots/case_distribution_mine.png", "plots/notes.txt"} <= after
+    assert "case_distribution_mine" not in narrow.stdout
     result = DatasetResult.read(out)
     assert result.per_prediction is None and "nsd" not in result.per_case
     # a file of another run put back beside the tables is not taken
@@ -371,6 +374,184 @@ def test_garbled_record_files_are_named_and_replaced(data, tmp_path):
     done = cli(*evaluate_args(gt, pred, out, "--resume"))
     assert done.returncode == 0, done.stderr
     assert "record file stray.json: fails its checksum (edited or damaged); removed" in done.stderr
+    assert "case_05: record not a ccmetrics record (damaged?): evaluated again" in done.stderr
+    assert "(1 record damaged)" in done.stderr
     assert not (store.folder / "stray.json").exists()
     assert np.array_equal(sorted(store.read_all()), [f"case_{i:02d}" for i in range(10)])
     assert tables(out) == tables(reference)
+
+
+def test_a_folder_where_a_record_belongs_is_replaced(data, tmp_path):
+    gt, pred, reference = data
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    path = RecordStore(out).path("case_03")
+    path.unlink()
+    (path / "inside").mkdir(parents=True)
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 0, done.stderr
+    assert "case_03: record unreadable" in done.stderr
+    assert path.is_file() and tables(out) == tables(reference)
+
+
+# ---------------------------------------------------------------- signals, continued
+
+
+def test_a_stop_signal_inside_a_critical_section_waits_for_its_end():
+    """A real SIGINT to this process while a record is written (the CLI's handler installed): the write finishes,
+    the stop is raised at the section's end; outside a section it is raised at once."""
+    from ccmetrics import _interrupts
+    from ccmetrics.cli import _stop_signals
+
+    _interrupts.received.clear()
+    steps = []
+    with _stop_signals():
+        with pytest.raises(_interrupts.Stop):
+            with _interrupts.critical():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # the handler has run by now: deferred, not raised
+                steps.append("written")
+        assert steps == ["written"]
+        with pytest.raises(_interrupts.Stop):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+    assert _interrupts.received == [signal.SIGINT, signal.SIGINT]
+    _interrupts.received.clear()
+
+
+@pytest.mark.parametrize("where", ["del", "exec"])
+def test_a_stop_that_python_swallows_or_misreads_still_ends_the_run_cleanly(data, tmp_path, where):
+    """SIGTERM while the plots are drawn, landing inside an object's __del__ (Python prints "Exception ignored"
+    and drops the exception) or inside code run by exec (CPython then ends a process by SIGINT if an exact
+    KeyboardInterrupt left it): still exit 143, no traceback, and the result as it stands."""
+    gt, pred, reference = data
+    out, marker = tmp_path / "out", tmp_path / "plotting"
+    args = with_plots(evaluate_args(gt, pred, out, "--plugin", SLOW))
+    env = {"CCM_SLOW_PLOTS": "20", "CCM_FINAL_MARKER": str(marker), "CCM_WAIT_IN": where}
+    run = run_in_background(args, env=env)
+    wait_for(marker, run)
+    time.sleep(0.2)
+    os.kill(run.pid, signal.SIGTERM)
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 143, (run.returncode, stderr)
+    assert "Traceback" not in stderr
+    if where == "del":  # the exception was dropped inside __del__; the run finished the plots, then stopped
+        assert "Stopped after the tables were written" in stderr
+        assert len(DatasetResult.read(out).per_case) == 10
+    else:
+        assert "Stopped while writing the tables" in stderr and "--resume" in stderr
+
+
+def test_the_command_line_ignores_signals_once_it_has_returned():
+    """After `ccmetrics` returns its exit code, the interpreter's shutdown is not cut by a late signal."""
+    code = (
+        "import signal, sys\n"
+        "sys.argv = ['ccmetrics', 'report', '/nonexistent-folder']\n"
+        "from ccmetrics.cli import main\n"
+        "code = main()\n"
+        "ignored = [signal.getsignal(s) is signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)]\n"
+        "print(code, *ignored)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.split() == ["2", "True", "True"], done.stderr
+
+
+def test_the_resume_command_writes_abbreviated_options_in_full():
+    from ccmetrics.cli import _resume_command, build_parser
+
+    argv = ["evaluate", "gt", "pred", "--out", "o", "--metr", "dice", "--overw", "--work=2"]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    assert _resume_command(args) == "ccmetrics evaluate gt pred --out o --metrics dice --workers=2 --resume"
+
+
+def test_workers_die_with_a_parent_killed_by_sigkill(faults, tmp_path):
+    gt, pred = make_dataset(tmp_path, 4, {1: faults.HANG, 2: faults.HANG}, seed=2)
+    run = run_in_background(evaluate_args(gt, pred, tmp_path / "out", "--workers", "2"))
+    deadline = time.monotonic() + 60
+    while len(worker_pids(run.pid)) < 2 or len(RecordStore(tmp_path / "out").read_all()) < 1:
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.1)
+    time.sleep(2.0)  # case_00 is done: both workers now hang, in case_01 and case_02
+    workers = worker_pids(run.pid)
+    assert len(workers) == 2
+    os.kill(run.pid, signal.SIGKILL)  # the parent only: no chance to stop its workers
+    run.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() and state(pid) != "Z" for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived its killed parent"
+        time.sleep(0.1)
+
+
+def test_reading_while_another_process_rewrites_never_mixes_two_runs(tmp_path):
+    """A real second process rewrites the tables of one folder over and over, alternately with 6 cases and with
+    3; every read in between is one run's whole set or an error that says so."""
+    gt, pred = make_dataset(tmp_path, 6, seed=12)
+    out = tmp_path / "out"
+    assert cli(*evaluate_args(gt, pred, out)).returncode == 0
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from ccmetrics import DatasetResult\n"
+            "full = DatasetResult.read(sys.argv[1])\n"
+            "part = full.subset(['case_00', 'case_01', 'case_02'])\n"
+            "for i in range(60):\n"
+            "    (full if i % 2 else part).write(sys.argv[1], plots=False, n_resamples=20)\n",
+            str(out),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    whole, refused = 0, 0
+    while writer.poll() is None:
+        try:
+            result = DatasetResult.read(out)
+        except ValueError as exc:
+            assert "incomplete" in str(exc) or "kept changing" in str(exc), exc
+            refused += 1
+            continue
+        n = len(result.per_case)
+        assert n in (3, 6)
+        assert result.saved["counts"]["cases"] == n and result.per_component["case"].nunique() <= n
+        assert set(result.per_prediction["case"]) <= set(result.per_case["case"])
+        whole += 1
+    assert writer.returncode == 0, writer.stderr.read()
+    assert whole > 0
+
+
+# ---------------------------------------------------------------- permissions
+
+
+def as_unprivileged(args):
+    """The command without root's power to ignore file permissions (``setpriv`` drops the capabilities), so that
+    a folder without write permission refuses it for real; skipped where that cannot be done."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run without the capability to ignore permissions")
+    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"]
+    if os.geteuid() != 0:
+        prefix = []  # a normal user: permissions hold already
+    return [*prefix, sys.executable, "-m", "ccmetrics", *map(str, args)]
+
+
+def test_a_folder_without_write_permission_names_the_path_and_the_resume_command(data, tmp_path):
+    gt, pred, _ = data
+    out = tmp_path / "out"
+    assert cli(*with_plots(evaluate_args(gt, pred, out))).returncode == 0
+    plots = out / "plots"
+    plots.chmod(0o555)  # the figures cannot be removed now
+    try:
+        done = subprocess.run(
+            as_unprivileged(evaluate_args(gt, pred, out, "--resume")), capture_output=True, text=True, cwd=ROOT
+        )
+    finally:
+        plots.chmod(0o755)
+    assert done.returncode == 3, done.stderr
+    assert f"cannot remove {plots}" in done.stderr and "Permission denied" in done.stderr
+    assert "Make the output folder writable, then run:" in done.stderr and done.stderr.rstrip().endswith("--resume")
+    assert "Traceback" not in done.stderr
+    again = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert again.returncode == 0, again.stderr
+    assert "Removed plots/" in again.stdout and len(DatasetResult.read(out).per_case) == 10
