@@ -102,6 +102,12 @@ class EngineConfig:
     pair_batch_entries : int
         Padded point-to-point distance entries per batch when the nuclei metrics measure many small
         pairs at once (memory: 8 bytes each). Default 2**22.
+    query_chunk : int
+        Query voxels per KD-tree batch of the nearest-site search (memory: about 100 bytes each). Default
+        2**18.
+    tie_candidates : int
+        Surface voxels examined at first for a query voxel whose nearest site may be tied (then 4, 16, ...
+        times as many while all are within the tie margin); at least 2. Default 8.
     union_tree_from : int
         A BraTS lesion touching this many prediction components or more (on the shared k-d trees) gets one
         tree of all their edge voxels for its distances, instead of a query of each component's tree with
@@ -126,6 +132,8 @@ class EngineConfig:
     pad_below: int = 1 << 20
     dense_runs: int = 256
     pair_batch_entries: int = 1 << 22
+    query_chunk: int = 1 << 18
+    tie_candidates: int = 8
     union_tree_from: int = 8
 
     def __post_init__(self) -> None:
@@ -135,8 +143,10 @@ class EngineConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"EngineConfig.{f.name} must be a whole number >= 0, got {value!r}")
-        if self.max_threads < 1 or self.pair_batch_entries < 1:
-            raise ValueError("EngineConfig: max_threads and pair_batch_entries must be at least 1")
+        least = {"max_threads": 1, "pair_batch_entries": 1, "query_chunk": 1, "tie_candidates": 2, "union_tree_from": 1}
+        for name, low in least.items():  # tie_candidates: a tie is told by at least two
+            if getattr(self, name) < low:
+                raise ValueError(f"EngineConfig.{name} must be at least {low}, got {getattr(self, name)!r}")
 
     def replace(self, **changes: Any) -> EngineConfig:
         """A copy with some fields changed; an unknown name is an error that lists the fields.

@@ -165,13 +165,13 @@ class GroundTruth:
         """
         key = as_spacing(spacing, self.array.ndim)
         if key not in self._region_maps:
-            partition = voronoi_partition(self.found, key)
-            owner = partition
-            while isinstance(owner.base, np.ndarray):  # the array that owns the memory: read-only too
-                owner = owner.base
-            owner.flags.writeable = partition.flags.writeable = False
-            self._region_maps[key] = partition
-        return self._region_maps[key].view()  # a view of a read-only array cannot be made writeable
+            partition = np.ascontiguousarray(voronoi_partition(self.found, key))
+            # kept in an immutable bytes object: no array on the way to it (``.base``) can be made writeable
+            # again, so no caller can change what later evaluations read (one copy of the map, once)
+            kept = np.frombuffer(partition.tobytes(), dtype=partition.dtype).reshape(partition.shape)
+            del partition
+            self._region_maps[key] = kept
+        return self._region_maps[key].view()  # read-only for good: its memory belongs to a bytes object
 
     def kept_region_map(self, spacing: tuple[float, ...] | None) -> np.ndarray | None:
         """The region map :meth:`region_map` kept for this (validated) ``spacing``, or None."""

@@ -41,8 +41,6 @@ from .surface import physical
 
 __all__ = ["assign_nearest", "assign_nearest_flat", "site_surfaces", "voronoi_partition"]
 
-_CANDIDATES = 8  # surface voxels examined per possibly tied query (then 32, 128, ...)
-_CHUNK = 1 << 18  # queries per KD-tree batch (bounds memory)
 _REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum are re-checked exactly
 _BLOCK_SIDES = (8, 4, 2)  # block sides tried by _certify_blocks (engine thresholds: ccmetrics.config)
 
@@ -228,8 +226,9 @@ def _assign_exact(
     if len(todo) == 0:
         return
     tree = cKDTree(physical(surface_coords, spacing), leafsize=32)
-    for start in range(0, len(todo), _CHUNK):
-        chunk = todo[start : start + _CHUNK]
+    size = current().query_chunk
+    for start in range(0, len(todo), size):
+        chunk = todo[start : start + size]
         out[chunk] = _assign_chunk(tree, query[chunk], surface_coords, surface_labels, spacing)
 
 
@@ -274,7 +273,7 @@ def _certify_blocks(
     todo = np.arange(len(query))
     min_queries = current().block_min_queries
     for side in _BLOCK_SIDES:
-        if len(todo) < min_queries // 4:
+        if len(todo) == 0 or len(todo) < min_queries // 4:  # nothing left (every block certain), or too few
             break
         cell = query[todo] // side
         grid = cell.max(axis=0) + 1
@@ -304,7 +303,7 @@ def _assign_chunk(
     bound = dist[:, 0] * (1 + _REL_TOL) + 1e-12
     out = surface_labels[idx[:, 0]].astype(np.int32)
     pending = np.flatnonzero(dist[:, 1] <= bound)  # another surface voxel within the margin: maybe a tie
-    k = _CANDIDATES
+    k = current().tie_candidates
     while pending.size:
         k = min(k, len(surface_coords))
         d, i = tree.query(points[pending], k=k, workers=-1)
