@@ -401,7 +401,7 @@ def test_a_stop_signal_inside_a_critical_section_waits_for_its_end():
     """A real SIGINT to this process while a record is written (the CLI's handler installed): the write finishes,
     the stop is raised at the section's end; outside a section it is raised at once."""
     from ccmetrics import _interrupts
-    from ccmetrics.cli import _stop_signals
+    from ccmetrics.cli._stop import _stop_signals
 
     _interrupts.received.clear()
     steps = []
@@ -457,7 +457,8 @@ def test_the_command_line_ignores_signals_once_it_has_returned():
 
 
 def test_the_resume_command_writes_abbreviated_options_in_full():
-    from ccmetrics.cli import _resume_command, build_parser
+    from ccmetrics.cli import build_parser
+    from ccmetrics.cli._stop import _resume_command
 
     argv = ["evaluate", "gt", "pred", "--out", "o", "--metr", "dice", "--overw", "--work=2"]
     args = build_parser().parse_args(argv)

@@ -1,0 +1,71 @@
+"""What the sub-commands share: the exit codes, argument types, and the state of a stop (the signals received)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+from collections.abc import Iterator
+
+__all__ = [
+    "EXIT_CASE_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_RUN_FAILED",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+]
+
+EXIT_OK, EXIT_CASE_FAILED, EXIT_USAGE = 0, 1, 2
+#: exit code of an ``evaluate`` that could not go on (a full disk, ...): finished cases kept, ``--resume`` continues
+EXIT_RUN_FAILED = 3
+#: exit codes of a stopped ``evaluate``: 128 + the signal's number, as shells report it
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+def _classes_arg(text: str):
+    from ..classes import parse_classes
+
+    try:
+        return parse_classes(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (e.g. 1,2 or 'wt=1+2+3,tc=2+3,et=3')") from None
+
+
+def _name_list(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _spacing_arg(text: str):
+    if text in ("header", "voxel"):
+        return text
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--spacing takes 'header', 'voxel' or numbers like 0.8,0.8,3, got {text!r}"
+        ) from None
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while the last words of a stopped run are printed (a further Ctrl-C would
+    only cut them)."""
+    previous = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, signal.SIG_IGN)
+    except ValueError:
+        pass
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _stop_code() -> int:
+    """130 after Ctrl-C (SIGINT), 143 after SIGTERM: the first signal received decides."""
+    from .._interrupts import received
+
+    return EXIT_TERMINATED if received and received[0] == signal.SIGTERM else EXIT_INTERRUPTED

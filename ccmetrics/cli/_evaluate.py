@@ -1,0 +1,317 @@
+"""``ccmetrics evaluate GT_DIR PRED_DIR --out OUT_DIR``: :func:`ccmetrics.evaluate_dataset` under the output
+folder's lock, then the summary, the tables and plots as one set, and the report (:func:`run`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ._common import (
+    EXIT_CASE_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    _classes_arg,
+    _name_list,
+    _signals_ignored,
+    _spacing_arg,
+    _stop_code,
+)
+from ._stop import _command, _failed, _interrupted, _say_removed, _say_stopped
+from ._text import _group_report, _size_report, report
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The ``evaluate`` sub-command and its options, in the order ``--help`` lists them."""
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate a folder of predictions against a folder of GT images",
+        description="Pair GT and prediction files by case id, evaluate every case, write tables, summary and plots.",
+    )
+    ev.set_defaults(parser=ev)  # its options, to write the command that resumes a run in full
+    ev.add_argument(
+        "gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd, DICOM SEG .dcm or a folder per case)"
+    )
+    ev.add_argument("pred_dir", help="folder of predictions, same case ids")
+    ev.add_argument(
+        "--out",
+        required=True,
+        help="output folder (created; each finished case is recorded in OUT/cases/ at once). A non-empty "
+        "folder needs --resume or --overwrite",
+    )
+    ev.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded in --out: evaluate only the cases that are missing, changed (files or "
+        "options) or failed by a crash/time-out/memory limit; the tables equal an uninterrupted run's",
+    )
+    ev.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    ev.add_argument(
+        "--case-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds a case may take; a case still running then is stopped and gets an error row (runs the "
+        "cases in worker processes; not with --dask)",
+    )
+    ev.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="SIZE",
+        help="largest estimated peak memory of one case, e.g. 16G (default: 80%% of the available memory, shared "
+        "by the workers: a larger case runs with fewer beside it); a case over it, judged from its headers "
+        "before reading, gets an error row",
+    )
+    _what_options(ev)
+    _how_options(ev)
+    _where_options(ev)
+    return ev
+
+
+def _what_options(ev: argparse.ArgumentParser) -> None:
+    """What to evaluate and report: metrics, plug-ins, classes, sizes, subgroups, nnU-Net's summary."""
+    from .. import registry
+
+    ev.add_argument(
+        "--metrics",
+        type=_name_list,
+        default=list(registry.DEFAULT_METRICS),
+        help=f"comma-separated: {','.join(registry.names())} (default {','.join(registry.DEFAULT_METRICS)}; "
+        f"--plugin adds metrics of your own)",
+    )
+    ev.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import a Python module (e.g. mylab.metrics) or a .py file before evaluating, to register "
+        "metrics of your own with ccmetrics.register_metric (repeatable)",
+    )
+    ev.add_argument(
+        "--classes",
+        type=_classes_arg,
+        default=None,
+        help="labels or regions to evaluate one by one in label maps, e.g. 1,2 or 'wt=1+2+3,tc=2+3,et=3' "
+        "(named; a region is the union of its labels) (default: binary masks)",
+    )
+    ev.add_argument(
+        "--ignore-label",
+        type=int,
+        default=None,
+        metavar="LABEL",
+        help="GT voxels of this label are set to background in both masks first (nnU-Net's ignore label)",
+    )
+    ev.add_argument(
+        "--dataset-json",
+        default=None,
+        metavar="FILE",
+        help="an nnU-Net v2 dataset.json: its labels and regions are the classes (named by their keys), its "
+        "'ignore' label is ignored, only files with its file_ending are paired",
+    )
+    ev.add_argument(
+        "--size-bins",
+        default=None,
+        metavar="ML",
+        help="inner edges of the lesion-size bins in ml, e.g. 0.1,1,10 (the default): detection rate, CC-Dice, "
+        "lesion and false-positive counts per bin, printed and in summary.json's by_size",
+    )
+    ev.add_argument(
+        "--metadata",
+        default=None,
+        metavar="TABLE.csv",
+        help="a table with one row per case (a 'case' column, or the first column) for --group-by",
+    )
+    ev.add_argument(
+        "--group-by",
+        default=None,
+        metavar="COLUMN[,COLUMN]",
+        help="summarise each group of cases of the --metadata table too (e.g. scanner or site,sex); cases "
+        "missing from the table form the group '(not in metadata)'",
+    )
+    ev.add_argument(
+        "--nnunet-summary",
+        action="store_true",
+        help="also write OUT_DIR/nnunet_summary.json in nnU-Net's structure (Dice, IoU, TP/FP/FN/TN per "
+        "label or region), with the CC and lesion-wise scores added",
+    )
+
+
+def _how_options(ev: argparse.ArgumentParser) -> None:
+    """How the cases are paired, read and compared: spacing, tolerances, connectivity, the detection rule."""
+    ev.add_argument(
+        "--spacing",
+        type=_spacing_arg,
+        default="header",
+        help="'header' (default: mm from each GT file), 'voxel' (index units), or numbers for all cases",
+    )
+    ev.add_argument("--nsd-tolerance", type=float, default=1.0, metavar="MM", help="NSD tolerance (default 1.0)")
+    ev.add_argument(
+        "--worst-distance",
+        type=float,
+        default=None,
+        metavar="MM",
+        help="distance counted for a missed lesion in means (default: each image's diagonal)",
+    )
+    ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
+    ev.add_argument(
+        "--detection-rule",
+        default="overlap",
+        metavar="RULE",
+        help="what counts as a detected lesion: overlap (default: any overlap), iou:T, dice:T, coverage:T "
+        "(T in (0, 1], e.g. iou:0.1) or centroid; the detection metric and the 'detected' column follow it",
+    )
+    ev.add_argument(
+        "--reference-images",
+        default=None,
+        metavar="DIR",
+        help="DICOM image series (searched recursively): the grid on which two DICOM SEGs without their empty "
+        "frames are placed (default: the span of their frames, and the case is flagged extent_inferred)",
+    )
+    ev.add_argument("--gt-suffix", default=None, help="regex removed from GT file names to form case ids, e.g. _gt")
+    ev.add_argument(
+        "--pred-suffix",
+        default=None,
+        help="regex removed from prediction file names to form case ids, e.g. _pred or _0000",
+    )
+    ev.add_argument(
+        "--tolerance-mm",
+        type=float,
+        default=1e-3,
+        metavar="MM",
+        help="largest accepted GT/prediction difference of the origin, in mm (default 0.001; spacings "
+        "must agree to a relative 1e-4)",
+    )
+
+
+def _where_options(ev: argparse.ArgumentParser) -> None:
+    """Where and how the run goes: workers, Dask, the bootstrap, plots, progress."""
+    ev.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
+    ev.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)",
+    )
+    ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    ev.add_argument("--no-plots", action="store_true", help="write no figures")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar (for logs); notes and errors still shown")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._interrupts import raise_if_stopped
+    from ..campaign import EvaluationFailed, EvaluationInterrupted
+    from ..dataset import evaluate_dataset
+    from ..output_folder import locked
+    from ..registry import load_plugin
+
+    for plugin in args.plugin:  # they register their metrics before the names are looked up
+        load_plugin(plugin)
+
+    client = None
+    if args.dask:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise ImportError('--dask needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
+        client = Client(args.dask)
+    meta, by = None, []
+    if (args.metadata is None) != (args.group_by is None):
+        print("ccmetrics evaluate: error: --metadata and --group-by go together", file=sys.stderr)
+        return EXIT_USAGE
+    if args.metadata is not None:  # checked before a case is evaluated
+        from ..subgroups import case_groups, read_metadata
+
+        try:
+            meta, by = read_metadata(args.metadata), _name_list(args.group_by)
+            case_groups(meta, by, [])
+        except (OSError, ValueError) as exc:
+            print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    start = time.perf_counter()
+    try:
+        with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
+            try:
+                result = evaluate_dataset(
+                    args.gt_dir,
+                    args.pred_dir,
+                    args.metrics,
+                    classes=args.classes,
+                    spacing=args.spacing,
+                    nsd_tolerance=args.nsd_tolerance,
+                    worst_distance=args.worst_distance,
+                    connectivity=args.connectivity,
+                    detection_rule=args.detection_rule,
+                    ignore_label=args.ignore_label,
+                    dataset_json=args.dataset_json,
+                    nnunet_summary=args.nnunet_summary,
+                    reference_images=args.reference_images,
+                    gt_suffix=args.gt_suffix,
+                    pred_suffix=args.pred_suffix,
+                    tolerance_mm=args.tolerance_mm,
+                    workers=args.workers,
+                    client=client,
+                    progress=not args.quiet,
+                    out_dir=args.out,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    case_timeout=args.case_timeout,
+                    max_memory=args.max_memory,
+                )
+            except EvaluationInterrupted as stop:
+                return _interrupted(stop, args, time.perf_counter() - start)
+            except EvaluationFailed as failed:
+                return _failed(args, failed, failed.result)
+            try:
+                raise_if_stopped()  # a stop whose exception was swallowed during the cases
+                return _finish(args, result, time.perf_counter() - start, meta, by)
+            except KeyboardInterrupt:  # after the last case: every case is kept, the tables are not all written
+                with _signals_ignored():
+                    _say_stopped(args, "Stopped while writing the tables", result.counts()["cases"], 0)
+                return _stop_code()
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str]) -> int:
+    """The final phase of ``evaluate``: summary, tables and plots (one set: see ``DatasetResult.write``), the report."""
+    from .._interrupts import raise_if_stopped
+
+    summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
+    groups = None
+    if meta is not None:
+        from .. import schema
+        from ..subgroups import case_groups
+
+        table = result.group_summary(meta, by, n_resamples=args.bootstrap, seed=args.seed)
+        groups = (by, table, case_groups(meta, by, result.per_case[schema.CASE].astype(str).unique().tolist()))
+    size_bins = None
+    if args.size_bins is not None:
+        from ..sizes import parse_size_bins
+
+        size_bins = parse_size_bins(args.size_bins)
+    raise_if_stopped()
+    try:
+        written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
+    except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
+        return _failed(args, exc, result)
+    try:  # the tables are whole now: a stop while the report is printed says so
+        raise_if_stopped()
+        print(report(result, seconds, summary=summary))
+        if groups is not None:
+            print(_group_report(groups[0], groups[1]))
+        if size_bins is not None:
+            print(_size_report(result, size_bins))
+        tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
+        print(
+            f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
+            + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
+        )
+        _say_removed(written["removed"])
+    except KeyboardInterrupt:
+        with _signals_ignored():
+            print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
+        return _stop_code()
+    return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK

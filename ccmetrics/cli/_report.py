@@ -1,0 +1,97 @@
+"""``ccmetrics report RESULT_DIR``: :func:`ccmetrics.report.write_report`, one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._common import EXIT_OK, EXIT_USAGE, _name_list
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The ``report`` sub-command and its options."""
+    re_ = sub.add_parser(
+        "report",
+        help="write a per-lesion HTML report of a `ccmetrics evaluate` folder",
+        description="One self-contained HTML page: the summary, the cases ranked by standard - CC "
+        "difference, every lesion and false positive with thumbnails, sortable and "
+        "filterable tables. Opens from disk, needs no server or network.",
+    )
+    re_.add_argument("result_dir", help="output folder of `ccmetrics evaluate`")
+    re_.add_argument("--out", default=None, help="HTML file to write (default: RESULT_DIR/report.html)")
+    re_.add_argument(
+        "--max-cases",
+        type=int,
+        default=20,
+        metavar="N",
+        help="draw thumbnails for the N cases with the worst CC score (default 20; every case and "
+        "lesion is listed in the tables whatever N)",
+    )
+    re_.add_argument(
+        "--image-root",
+        default=None,
+        metavar="DIR",
+        help="folder the relative GT and prediction paths of per_case.csv start from (default: the "
+        "current folder, then the result folder and its parent)",
+    )
+    re_.add_argument("--title", default=None, help="page title")
+    re_.add_argument(
+        "--images",
+        default=None,
+        metavar="IMAGE_DIR",
+        help="draw the thumbnails on the scans of this folder: CASE_0000.nii.gz, CASE_0001.nii.gz, ... "
+        "(nnU-Net's naming, one row per channel, e.g. CT and PET) or CASE.nii.gz; a case whose scan is "
+        "missing or lies on another voxel grid than its GT is drawn on the empty background, with a note",
+    )
+    re_.add_argument(
+        "--channel-names",
+        type=_name_list,
+        default=None,
+        metavar="NAMES",
+        help="names of the channels of --images in the order of their numbers, e.g. CT,PET (default: 0000, 0001)",
+    )
+    re_.add_argument(
+        "--window",
+        action="append",
+        default=None,
+        metavar="[CHANNEL=]WINDOW",
+        help="grey scale of the scans: auto (default: a channel with values below -500 is a CT, shown at "
+        "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, range, or LEVEL/WIDTH such "
+        "as --window=-600/1500; CHANNEL= (a name or a code such as 0001) sets one channel's; repeatable",
+    )
+    return re_
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
+    if args.max_cases < 0:
+        raise ValueError(f"--max-cases must be 0 or more, got {args.max_cases}")
+    if args.images is not None and not Path(args.images).is_dir():
+        print(
+            f"ccmetrics report: error: --images {args.images}: no such folder; give the folder that holds the "
+            "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if (args.channel_names or args.window) and args.images is None:
+        print("ccmetrics report: error: --channel-names and --window go with --images IMAGE_DIR", file=sys.stderr)
+        return EXIT_USAGE
+    window: dict[str, str] = {}
+    for given in args.window or []:
+        channel, _, spec = given.rpartition("=")
+        window[channel or "*"] = spec
+    out = args.out if args.out is not None else Path(args.result_dir) / "report.html"
+    info = write_report(
+        args.result_dir,
+        out,
+        max_cases=args.max_cases,
+        image_root=args.image_root,
+        title=args.title,
+        images=args.images,
+        channel_names=args.channel_names,
+        window=window or None,
+    )
+    print(info)
+    return EXIT_OK

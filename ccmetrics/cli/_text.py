@@ -1,0 +1,110 @@
+"""The text ``ccmetrics evaluate`` prints: counts, problems, the summary table, subgroups and lesion sizes."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["report"]
+
+
+def report(result, seconds: float, *, summary=None, **summary_options) -> str:
+    """The text ``ccmetrics evaluate`` prints: counts, problems, and the summary table.
+
+    ``summary``: the ``result.summary()`` frame when computed already, else computed with ``summary_options``.
+    """
+    import pandas as pd
+
+    from .. import schema
+
+    n = result.counts()
+    lines = [
+        f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
+        f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"
+    ]
+    table = result.per_case
+    problems = table[table[schema.STATUS] != schema.OK].drop_duplicates(schema.CASE)
+    for row in problems.itertuples():
+        text = row.error if row.status == schema.FAILED else row.flags
+        lines.append(f"  {row.status:<8}{row.case}: {text}")
+    for name in result.ignored_files:
+        lines.append(
+            f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
+        )
+    if summary is None:
+        summary = result.summary(**summary_options)
+    if len(summary):
+        table = summary.reset_index()
+        table = _with_class_names(table, result.class_names)
+        table = _with_ci_text(table)
+        with pd.option_context("display.width", 200):
+            text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        units = (
+            "distances and volumes in voxels"
+            if result.options.get("spacing") == "voxel"
+            else "distances in mm, volumes in ml"
+        )
+        rule = result.options.get("detection_rule", "overlap")
+        detected = f"; detected: {rule}" if "detection" in result.options.get("metrics", ()) else ""
+        lines += [
+            "",
+            f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
+            f"all lesions; a missed lesion's distance = the worst distance{detected}):",
+            text,
+        ]
+    empty = result.empty_gt_summary()
+    for c, row in empty.iterrows():
+        if row[schema.N]:
+            ml = row[schema.FP_VOLUME_ML_MEAN]
+            volume = f"{ml:.4g} ml" if ml == ml else f"{row[schema.FP_VOLUME_VOXELS_MEAN]:.4g} voxels"
+            n_empty = int(row[schema.N])
+            lines.append(
+                f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
+                f"{int(row[schema.WITH_FALSE_POSITIVE])} with a false positive (mean false-positive volume "
+                f"{volume}); not in the means above"
+            )
+    return "\n".join(lines)
+
+
+def _with_ci_text(table):
+    """The table with its two interval columns shown as one ``95% CI`` text column."""
+    from .. import schema
+
+    table = table.copy()
+    table["95% CI"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(table[schema.CI_LOW], table[schema.CI_HIGH])]
+    return table.drop(columns=[schema.CI_LOW, schema.CI_HIGH])
+
+
+def _with_class_names(table, names: dict[int, str]):
+    """The table with a ``class_name`` column after ``class`` when the classes have names."""
+    from .. import schema
+
+    if names:
+        table = table.copy()
+        table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
+    return table
+
+
+def _group_report(by: list[str], table) -> str:
+    """The subgroup summaries as text (``--metadata``, ``--group-by``)."""
+    import pandas as pd
+
+    if table.empty:
+        return "\nSummary by " + ", ".join(by) + ": no group"
+    table = _with_ci_text(table)
+    with pd.option_context("display.width", 200):
+        text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return f"\nSummary by {', '.join(by)} (each group's cases alone; n_cases: cases of the group):\n{text}"
+
+
+def _size_report(result, edges) -> str:
+    """The lesion-size table as text (``--size-bins``)."""
+    import pandas as pd
+
+    table = result.size_table(edges)
+    if table.empty:
+        return "\nDetection by lesion size: no lesion table (no case evaluated)"
+    table = _with_class_names(table, result.class_names)
+    shown = table.drop(columns=["low", "high", "unit"])
+    with pd.option_context("display.width", 200):
+        text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
