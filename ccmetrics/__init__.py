@@ -13,6 +13,7 @@ import importlib
 _EXPORTS = {
     "label_components": "components",
     "DatasetResult": "dataset",
+    "EvalOptions": "dataset",
     "evaluate_dataset": "dataset",
     "BUILTIN_METRICS": "case",
     "CaseResult": "results",

@@ -128,16 +128,18 @@ def _note(text: str) -> None:
         tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
 
 
-def _evaluate_encoded(task: Any, options: Any) -> dict[str, Any]:
-    from .dataset import evaluate_task
-
-    return encode_output(evaluate_task(task, options))
+def _evaluate_encoded(task: Any, shared: tuple[Callable[[Any, Any], dict[str, Any]], Any]) -> dict[str, Any]:
+    """One case, wherever it runs (this process, a worker process, a Dask worker): ``evaluate(task, options)``
+    (the data-set module's, handed in: this module never imports it), encoded as its record will hold it."""
+    evaluate, options = shared
+    return encode_output(evaluate(task, options))
 
 
 def run_cases(
     tasks: list[Any],
     options: Any,
     *,
+    evaluate: Callable[[Any, Any], dict[str, Any]],
     fingerprint: Callable[[Any], dict[str, Any]],
     failure: Callable[[Any, str], dict[str, Any]],
     estimate: Callable[[Any], int],
@@ -152,8 +154,9 @@ def run_cases(
 ) -> tuple[list[dict[str, Any]], RunInfo]:
     """Evaluate the tasks (see the module docstring); return their outputs (any order) and what the run did.
 
-    ``fingerprint(task)``, ``failure(task, message)`` (the output of a case that could not run) and
-    ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.dataset`. On Ctrl-C raises
+    ``evaluate(task, options)`` (one case's output; a top-level function, so that worker processes and Dask
+    can import it), ``fingerprint(task)``, ``failure(task, message)`` (the output of a case that could not
+    run) and ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.dataset`. On Ctrl-C raises
     :class:`Stopped` with the finished outputs and ``info.pending``: the caller builds the partial result.
     """
     from tqdm.auto import tqdm
@@ -195,7 +198,7 @@ def run_cases(
             else:
                 runnable.append((task, need))
         if client is not None:
-            _run_dask(client, runnable, options, keep, fail)
+            _run_dask(client, runnable, (evaluate, options), keep, fail)
         elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
             from ._workers import Job, run_jobs
 
@@ -203,7 +206,7 @@ def run_cases(
             run_jobs(
                 [Job(t.case, t, need) for t, need in runnable],
                 _evaluate_encoded,
-                options,
+                (evaluate, options),
                 workers=workers,
                 on_done=lambda job, encoded: keep(by_name[job.name], encoded),
                 on_failed=lambda job, message: fail(by_name[job.name], message),
@@ -213,7 +216,7 @@ def run_cases(
             )
         else:
             for task, _ in runnable:
-                keep(task, _evaluate_encoded(task, options))
+                keep(task, _evaluate_encoded(task, (evaluate, options)))
     except KeyboardInterrupt:
         info.pending = sorted(t.case for t in tasks if t.case not in outputs)
         raise Stopped(list(outputs.values()), info) from None
@@ -296,7 +299,7 @@ def _first_error(output: dict[str, Any]) -> str:
     return "an error"
 
 
-def _run_dask(client: Any, runnable: list[tuple[Any, int]], options: Any, keep: Callable, fail: Callable) -> None:
+def _run_dask(client: Any, runnable: list[tuple[Any, int]], shared: Any, keep: Callable, fail: Callable) -> None:
     """Each case a Dask task. A case whose workers died (``KilledWorker``: the scheduler counts every task a
     dying worker held, innocent ones queued beside the culprit included) is tried once more alone at the
     end, then becomes an error row; a task that raises is an error row at once."""
@@ -304,7 +307,7 @@ def _run_dask(client: Any, runnable: list[tuple[Any, int]], options: Any, keep: 
 
     def submit(task: Any) -> Any:
         key = f"ccmetrics-{task.case}-{uuid.uuid4().hex[:8]}"
-        future = client.submit(_evaluate_encoded, task, options, pure=False, key=key)
+        future = client.submit(_evaluate_encoded, task, shared, pure=False, key=key)
         futures[future] = task
         return future
 

@@ -34,6 +34,7 @@ file for the memory estimate, and one small record file per case.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -105,12 +106,46 @@ class CaseTask:
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """Everything a worker needs besides the case: the arguments of :func:`evaluate_dataset`.
+    """The options of a data-set evaluation, as one frozen object: what :func:`evaluate_dataset` makes of its
+    arguments (:meth:`build`), and what every case gets, in this process, in worker processes and on Dask.
 
-    ``records`` carries the registry records of metrics registered by the user (built-in ones go by
-    name), so that worker processes compute them without importing the code that registered them
-    (their ``compute`` must be importable there); ``engine`` the caller's engine configuration, which
-    worker processes apply too (a context variable does not cross processes).
+    Attributes
+    ----------
+    metrics : tuple of str
+        The metric names, per-region metrics first.
+    classes : tuple of ClassSpec or None
+        The classes of label maps (None: binary masks).
+    spacing : {"header", "voxel"} or numbers
+        Where each case's voxel spacing comes from.
+    nsd_tolerance, worst_distance, connectivity, detection_rule
+        As in :func:`ccmetrics.evaluate` (``detection_rule`` in its text form, e.g. ``"iou:0.5"``).
+    tolerance_mm : float
+        Largest origin difference between a case's GT and prediction.
+    records : tuple of ccmetrics.registry.Metric
+        The registry records of metrics registered by the user (built-in ones go by name), so that worker
+        processes compute them without importing the code that registered them (their ``compute`` must be
+        importable there).
+    engine : EngineConfig
+        The caller's engine configuration, which worker processes apply too (a context variable does not
+        cross processes).
+    max_case_bytes : float or None
+        The memory limit of one case (``max_memory``).
+    ignore_label : int or None
+        nnU-Net's ignore label of label maps.
+    nnunet_counts : bool
+        Count nnU-Net's TP/FP/FN/TN voxels too (``nnunet_summary``).
+    reference_images : str or None
+        The folder of DICOM series that places DICOM SEGs.
+    segment_classes : bool
+        The classes are the segments found in DICOM SEGs (checked per case).
+
+    Examples
+    --------
+    >>> options = EvalOptions.build(["dice", "detection"], spacing="voxel")
+    >>> options.metrics, options.detection_rule
+    (('dice', 'detection'), 'overlap')
+    >>> options.key()["metrics"]
+    ['dice', 'detection']
     """
 
     metrics: tuple[str, ...] = registry.DEFAULT_METRICS
@@ -128,6 +163,78 @@ class EvalOptions:
     nnunet_counts: bool = False
     reference_images: str | None = None
     segment_classes: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        metrics: str | Sequence[Any] = registry.DEFAULT_METRICS,
+        *,
+        classes: Any = None,
+        spacing: Any = "header",
+        nsd_tolerance: float = 1.0,
+        worst_distance: float | None = None,
+        connectivity: int | None = None,
+        tolerance_mm: float = 1e-3,
+        max_case_bytes: float | None = None,
+        detection_rule: Any = None,
+        ignore_label: int | None = None,
+        nnunet_summary: bool = False,
+        reference_images: _PathLike | None = None,
+    ) -> EvalOptions:
+        """The options from :func:`evaluate_dataset`'s arguments, checked (the messages name the options).
+
+        The engine configuration is the one in force here. ``classes=None`` means binary masks, unless the
+        cases hold DICOM SEGs: see :meth:`with_segment_classes`.
+        """
+        records = registry.resolve(metrics)
+        if any(isinstance(m.compute, registry.MonaiRegionMetric) and m.name not in registry.names() for m in records):
+            raise ValueError(
+                "evaluate_dataset takes metric names only (a MONAI metric object has no name that the "
+                "tables of every worker share): register the object first, e.g. "
+                "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
+                "and pass its name"
+            )
+        if isinstance(spacing, str) and spacing not in ("header", "voxel"):
+            raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
+        parsed = parse_classes(classes) if classes is not None else None
+        ignore_label = _checked_ignore_label(ignore_label, parsed)
+        if reference_images is not None:
+            if not os.path.isdir(reference_images):
+                raise NotADirectoryError(f"reference images folder {os.fspath(reference_images)!r} does not exist")
+            reference_images = os.path.abspath(reference_images)
+        ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
+        return cls(
+            tuple(m.name for m in ordered),
+            parsed,
+            spacing,
+            float(nsd_tolerance),
+            worst_distance,
+            connectivity,
+            float(tolerance_mm),
+            tuple(m for m in ordered if not m.builtin),
+            current_engine(),
+            max_case_bytes,
+            str(DetectionRule.parse(detection_rule)),
+            ignore_label,
+            bool(nnunet_summary),
+            None if reference_images is None else str(reference_images),
+        )
+
+    def with_segment_classes(self, tasks: Sequence[CaseTask]) -> EvalOptions:
+        """Without classes, and with DICOM SEGs among the tasks' files: one class per segment number found in them,
+        named by the segment's label (:func:`ccmetrics.dicom.segment_classes`), checked per case; else itself."""
+        found = _segment_classes(tasks) if self.classes is None else None
+        return self if found is None else dataclasses.replace(self, classes=found, segment_classes=True)
+
+    def ordered_metrics(self) -> list[registry.Metric]:
+        """The registry records of the metrics, in the tables' order."""
+        return registry.resolve(self.metric_arguments())
+
+    def record(self, gt_suffix: str | None = None, pred_suffix: str | None = None) -> dict[str, Any]:
+        """The options as ``summary.json`` keeps them: those that change values, then how the files were paired."""
+        key = self.key()
+        tolerance = key.pop("tolerance_mm")
+        return {**key, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix, "tolerance_mm": tolerance}
 
     def metric_arguments(self) -> list[Any]:
         """The ``metrics`` argument of :func:`ccmetrics.evaluate`: names, and records of the user's metrics."""
@@ -1124,74 +1231,103 @@ def evaluate_dataset(
     >>> result.counts()["flagged"]
     1
     """
-    records = registry.resolve(metrics)
-    if any(isinstance(m.compute, registry.MonaiRegionMetric) and m.name not in registry.names() for m in records):
-        raise ValueError(
-            "evaluate_dataset takes metric names only (a MONAI metric object has no name that the "
-            "tables of every worker share): register the object first, e.g. "
-            "ccmetrics.register_metric('masd', SurfaceDistanceMetric(symmetric=True), kind='distance'), "
-            "and pass its name"
-        )
-    file_ending = None
-    if dataset_json is not None:
-        if classes is not None or ignore_label is not None:
-            raise ValueError(
-                "dataset_json (--dataset-json) sets the classes and the ignore label: "
-                "leave classes and ignore_label out"
-            )
-        spec = dataset_json if isinstance(dataset_json, DatasetJson) else read_dataset_json(dataset_json)
-        classes, ignore_label, file_ending = spec.classes, spec.ignore_label, spec.file_ending
-    if classes is not None:
-        classes = parse_classes(classes)
-    if ignore_label is not None:
-        if classes is None:
-            raise ValueError("ignore_label (--ignore-label) works on label maps: give the classes too (--classes)")
-        if isinstance(ignore_label, bool) or not isinstance(ignore_label, (int, np.integer)) or ignore_label <= 0:
-            raise ValueError(f"ignore_label must be a label value > 0, got {ignore_label!r}")
-        if any(int(ignore_label) in c.labels for c in classes):
-            raise ValueError(f"the ignore label {ignore_label} is also one of the classes' labels")
-        ignore_label = int(ignore_label)
-    if isinstance(spacing, str) and spacing not in ("header", "voxel"):
-        raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    if isinstance(gt, (str, os.PathLike)):
-        if pred is None:
-            raise ValueError("give the predictions folder too: evaluate_dataset(gt_dir, pred_dir)")
-        tasks, ignored = pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
+    if dataset_json is not None:  # nnU-Net's dataset.json: the classes, the ignore label, the file ending
+        classes, ignore_label, file_ending = _from_dataset_json(dataset_json, classes, ignore_label)
     else:
-        if pred is not None:
-            raise ValueError("with cases given as a mapping or list, leave pred=None")
-        tasks, ignored = tasks_from_pairs(gt), []
-    from_segments = classes is None
-    if classes is None:
-        classes = _segment_classes(tasks)
-    from_segments = from_segments and classes is not None
-    if reference_images is not None:
-        if not os.path.isdir(reference_images):
-            raise NotADirectoryError(f"reference images folder {os.fspath(reference_images)!r} does not exist")
-        reference_images = os.path.abspath(reference_images)
-    ordered = [m for m in records if m.per_region] + [m for m in records if not m.per_region]
+        file_ending = None
+    _check_run(workers, client, case_timeout, out_dir, resume, overwrite)
     limit, budget = _memory_limits(max_memory, client)
-    options = EvalOptions(
-        tuple(m.name for m in ordered),
-        classes,
-        spacing,
-        float(nsd_tolerance),
-        worst_distance,
-        connectivity,
-        float(tolerance_mm),
-        tuple(m for m in ordered if not m.builtin),
-        current_engine(),
-        limit,
-        str(DetectionRule.parse(detection_rule)),
-        ignore_label,
-        bool(nnunet_summary),
-        None if reference_images is None else str(reference_images),
-        from_segments,
+    options = EvalOptions.build(
+        metrics,
+        classes=classes,
+        spacing=spacing,
+        nsd_tolerance=nsd_tolerance,
+        worst_distance=worst_distance,
+        connectivity=connectivity,
+        tolerance_mm=tolerance_mm,
+        max_case_bytes=limit,
+        detection_rule=detection_rule,
+        ignore_label=ignore_label,
+        nnunet_summary=nnunet_summary,
+        reference_images=reference_images,
     )
+    tasks, ignored = _tasks(gt, pred, gt_suffix, pred_suffix, file_ending)
+    options = options.with_segment_classes(tasks)
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
+    run = dict(workers=workers, client=client, progress=progress, case_timeout=case_timeout, max_memory=limit)
+    return _run_campaign(
+        tasks, ignored, options, options.record(gt_suffix, pred_suffix), out_dir, resume, overwrite, run, budget
+    )
+
+
+def _run_campaign(
+    tasks: list[CaseTask],
+    ignored: list[str],
+    options: EvalOptions,
+    record: dict[str, Any],
+    out_dir: _PathLike | None,
+    resume: bool,
+    overwrite: bool,
+    run: dict[str, Any],
+    budget: float | None,
+) -> DatasetResult:
+    """The cases run by :func:`ccmetrics.campaign.run_cases` under the output folder's lock, assembled into the
+    tables; a stop or a failure raises with the finished cases' tables."""
+
+    def assemble(outputs: list[dict[str, Any]], info: RunInfo) -> DatasetResult:
+        return _assemble(outputs, options.ordered_metrics(), ignored, record, info)
+
+    with locked(out_dir) if out_dir is not None else contextlib.nullcontext():  # one run per folder
+        if out_dir is not None:
+            prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+        try:
+            outputs, info = run_cases(
+                tasks,
+                options,
+                evaluate=evaluate_task,
+                fingerprint=lambda t: fingerprint(t, options),
+                failure=lambda t, message: failed_output(t, options, message),
+                estimate=lambda t: estimate_bytes(t, options),
+                out_dir=out_dir,
+                resume=resume,
+                memory_budget=budget,
+                **run,
+            )
+        except Stopped as stop:
+            raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
+        except Failed as failed:
+            raise EvaluationFailed(str(failed), assemble(failed.outputs, failed.run)) from failed.__cause__
+    return assemble(outputs, info)
+
+
+def _from_dataset_json(dataset_json: Any, classes: Any, ignore_label: Any) -> tuple[Any, Any, str | None]:
+    """The classes, ignore label and file ending of an nnU-Net ``dataset.json`` (not with ``classes``)."""
+    if classes is not None or ignore_label is not None:
+        raise ValueError(
+            "dataset_json (--dataset-json) sets the classes and the ignore label: leave classes and ignore_label out"
+        )
+    spec = dataset_json if isinstance(dataset_json, DatasetJson) else read_dataset_json(dataset_json)
+    return spec.classes, spec.ignore_label, spec.file_ending
+
+
+def _checked_ignore_label(ignore_label: Any, classes: tuple[ClassSpec, ...] | None) -> int | None:
+    """The ignore label as an int, checked against the classes (it needs them and must not be one of theirs)."""
+    if ignore_label is None:
+        return None
+    if classes is None:
+        raise ValueError("ignore_label (--ignore-label) works on label maps: give the classes too (--classes)")
+    if isinstance(ignore_label, bool) or not isinstance(ignore_label, (int, np.integer)) or ignore_label <= 0:
+        raise ValueError(f"ignore_label must be a label value > 0, got {ignore_label!r}")
+    if any(int(ignore_label) in c.labels for c in classes):
+        raise ValueError(f"the ignore label {ignore_label} is also one of the classes' labels")
+    return int(ignore_label)
+
+
+def _check_run(workers: Any, client: Any, case_timeout: Any, out_dir: Any, resume: bool, overwrite: bool) -> None:
+    """The options of how the run goes, checked before anything is read."""
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
     if case_timeout is not None and (client is not None or not case_timeout > 0):
         raise ValueError(
             "case_timeout (--case-timeout) takes seconds > 0 and works with local worker processes, not on a Dask "
@@ -1199,38 +1335,19 @@ def evaluate_dataset(
         )
     if out_dir is None and (resume or overwrite):
         raise ValueError("resume and overwrite need out_dir, the folder that keeps the case records")
-    key = options.key()  # the value-changing options, then how the files were paired
-    tolerance = key.pop("tolerance_mm")
-    record = {**key, "gt_suffix": gt_suffix, "pred_suffix": pred_suffix, "tolerance_mm": tolerance}
-    columns = {c.name: c for m in ordered for c in m.columns}
 
-    def assemble(outputs: list[dict[str, Any]], run: RunInfo) -> DatasetResult:
-        return _assemble(outputs, ordered, ignored, record, columns, run)
 
-    with locked(out_dir) if out_dir is not None else contextlib.nullcontext():  # one run per folder
-        if out_dir is not None:
-            prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
-        try:
-            outputs, run = run_cases(
-                tasks,
-                options,
-                fingerprint=lambda t: fingerprint(t, options),
-                failure=lambda t, message: failed_output(t, options, message),
-                estimate=lambda t: estimate_bytes(t, options),
-                workers=workers,
-                client=client,
-                progress=progress,
-                out_dir=out_dir,
-                resume=resume,
-                case_timeout=case_timeout,
-                max_memory=limit,
-                memory_budget=budget,
-            )
-        except Stopped as stop:
-            raise EvaluationInterrupted(assemble(stop.outputs, stop.run)) from None
-        except Failed as failed:
-            raise EvaluationFailed(str(failed), assemble(failed.outputs, failed.run)) from failed.__cause__
-    return assemble(outputs, run)
+def _tasks(
+    gt: Any, pred: Any, gt_suffix: str | None, pred_suffix: str | None, file_ending: str | None
+) -> tuple[list[CaseTask], list[str]]:
+    """The cases: two folders paired by case id, or the mapping or list given; and the files ignored."""
+    if isinstance(gt, (str, os.PathLike)):
+        if pred is None:
+            raise ValueError("give the predictions folder too: evaluate_dataset(gt_dir, pred_dir)")
+        return pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
+    if pred is not None:
+        raise ValueError("with cases given as a mapping or list, leave pred=None")
+    return tasks_from_pairs(gt), []
 
 
 def _segment_classes(tasks: Sequence[CaseTask]) -> tuple[ClassSpec, ...] | None:
@@ -1265,7 +1382,6 @@ def _assemble(
     ordered: list[registry.Metric],
     ignored: list[str],
     record: dict[str, Any],
-    columns: dict[str, registry.Column],
     run: RunInfo,
 ) -> DatasetResult:
     """The tidy tables from the cases' outputs, sorted so that they do not depend on completion order."""
@@ -1291,6 +1407,7 @@ def _assemble(
         per_prediction = per_prediction.sort_values(list(schema.PER_PREDICTION.key), kind="stable")
         per_prediction = per_prediction.reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
+    columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(
         per_component, per_case, ignored, timings, record, columns, run=run, per_prediction=per_prediction
     )
