@@ -57,9 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scenario in ("fig3", "all"):
         written += figures.fig3(out, quick=args.quick, **common)
     if args.scenario == "paper":
-        from . import paper
+        from . import paper_plots
 
-        written += paper.write(out, quick=args.quick, **common)
+        written += paper_plots.write(out, quick=args.quick, **common)
     if args.scenario in ("fig4", "fig5", "all", "custom"):
         try:
             if args.scenario == "custom":

@@ -43,7 +43,8 @@ outside the GT each step) and the dilations read the region of those voxels from
 (:meth:`ccmetrics.GroundTruth.region_map`); the notebook's 6-connected PQ labels the GT once. The eight tasks of
 :data:`TASKS` run in ``workers`` processes: the whole run took 101 s in one process on a 2-core machine, 69 s
 with two. The
-drawing is in :mod:`simulations.paper_plots`; ``python -m simulations paper --out DIR`` runs it all.
+drawing, and :func:`simulations.paper_plots.write` that runs it all, in :mod:`simulations.paper_plots`
+(``python -m simulations paper --out DIR``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,7 +85,6 @@ __all__ = [
     "score",
     "shift_clipped",
     "views",
-    "write",
 ]
 
 #: the protocols: the notebooks', ccmetrics' definitions, our reading of the text (Fig. 2 middle)
@@ -799,18 +798,3 @@ def run_paper(
     finally:
         bar.close()
     return _table(rows, STEP_COLUMNS), _table(comps, COMPONENT_COLUMNS)
-
-
-def write(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> list[Path]:
-    """Run :func:`run_paper` and write ``paper_per_step.csv``, ``paper_per_component.csv``,
-    ``paper_fig2.png`` and ``paper_fig3.png`` into ``out``; return the paths."""
-    from .paper_plots import draw
-
-    steps = Steps.quick() if quick else Steps()
-    per_step, per_component = run_paper(steps, workers=workers, progress=progress)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "paper_per_step.csv", out / "paper_per_component.csv"]
-    per_step.to_csv(paths[0], index=False)
-    per_component.to_csv(paths[1], index=False)
-    return paths + draw(per_step, per_component, steps, out)

@@ -3,7 +3,7 @@
 ``paper_fig2.png`` (3 rows) and ``paper_fig3.png`` (2 rows): the left column draws the notebook's
 protocol as the notebooks plotted it (their steps, curves, legend and axis labels, their red step
 markers), the right column the same panel with ccmetrics' definitions (:mod:`simulations.paper`). Drawn
-on matplotlib's Agg canvas, never pyplot.
+on matplotlib's Agg canvas, never pyplot. :func:`write` runs the paper and writes its tables and figures.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .paper import CORRECTED, NOTEBOOK, TEXT, Steps
+from .paper import CORRECTED, NOTEBOOK, TEXT, Steps, run_paper
 
 __all__ = ["PANEL_SIZE", "draw"]
 
@@ -170,3 +170,16 @@ def draw(per_step: pd.DataFrame, per_component: pd.DataFrame, steps: Steps, out:
     fig.suptitle("CC-Metrics paper, Fig. 3: the authors' notebooks (left) and ccmetrics' definitions (right)")
     fig.savefig(paths[1], dpi=100)
     return paths
+
+
+def write(out: Path, *, quick: bool = False, workers: int = 1, progress: bool = True) -> list[Path]:
+    """Run :func:`simulations.paper.run_paper` and write ``paper_per_step.csv``, ``paper_per_component.csv``,
+    ``paper_fig2.png`` and ``paper_fig3.png`` into ``out``; return the paths."""
+    steps = Steps.quick() if quick else Steps()
+    per_step, per_component = run_paper(steps, workers=workers, progress=progress)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "paper_per_step.csv", out / "paper_per_component.csv"]
+    per_step.to_csv(paths[0], index=False)
+    per_component.to_csv(paths[1], index=False)
+    return paths + draw(per_step, per_component, steps, out)
