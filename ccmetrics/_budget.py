@@ -1,7 +1,8 @@
 """A memory limit handed down to the engine, checked once the component counts are known.
 
 A case's memory grows with its voxels and foreground, which are known before it is evaluated, and
-with its counts (GT components, predicted components, runs of voxels), which only the labelling tells:
+with its counts (GT components, predicted components, runs of voxels and, with Lesion Dice, the voxels
+of the GT components' dilations), which only the labelling tells:
 :func:`ccmetrics.dataset.evaluate_task` checks the first part itself and hands the limit down in a
 :class:`MemoryGuard` (:func:`memory_guard`, a context variable, as :func:`ccmetrics.engine_config`
 hands down the engine configuration); :func:`ccmetrics.evaluate` looks it up once and, after labelling
@@ -21,11 +22,11 @@ Examples
 >>> import numpy as np
 >>> from ccmetrics import evaluate
 >>> gt = np.zeros((40, 40), bool); gt[::2, ::2] = True  # 400 one-pixel lesions
->>> with memory_guard(2**19) as guard:  # 512 KiB for everything the counts cost  # doctest: +ELLIPSIS
+>>> with memory_guard(2**18) as guard:  # 256 KiB for everything the counts cost  # doctest: +ELLIPSIS
 ...     evaluate(gt, gt, ["dice"])
 Traceback (most recent call last):
 ...
-ccmetrics._budget.MemoryLimitError: needs about 555 KiB for its 400 GT components, ...: raise --max-memory ...
+ccmetrics._budget.MemoryLimitError: needs about 363 KiB for its 400 GT components, ...: raise --max-memory ...
 >>> with memory_guard(2**30) as guard:
 ...     evaluate(gt, gt, ["dice"]).n_components, guard.checks[0][0].gt
 (400, 400)
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .ground_truth import PreparedSites
     from .resources import ComponentCounts
 
 __all__ = ["MemoryGuard", "MemoryLimitError", "active", "memory_guard"]
@@ -77,7 +79,15 @@ class MemoryGuard:
     checks: list[tuple[ComponentCounts, int]] = field(default_factory=list)
 
     def check(
-        self, metrics: Sequence[Any], *, gt: int, pred: int = 0, runs: int = 0, voxels: int = 0, ndim: int = 3
+        self,
+        metrics: Sequence[Any],
+        *,
+        gt: int,
+        pred: int = 0,
+        runs: int = 0,
+        voxels: int = 0,
+        ndim: int = 3,
+        gt_sites: PreparedSites | None = None,
     ) -> None:
         """Refuse the evaluation if ``base + charged`` and what these counts need exceed the limit.
 
@@ -87,15 +97,25 @@ class MemoryGuard:
             The metrics being evaluated (names or registry records).
         gt, pred, runs, voxels, ndim : int
             The counts (:class:`ccmetrics.resources.ComponentCounts`).
+        gt_sites : PreparedSites, optional
+            The GT's prepared sites (:attr:`ccmetrics.GroundTruth.geometry`): they count the GT's voxels and,
+            with ``lesion_dice``, bound its components' dilations (:func:`ccmetrics.resources.dilated_voxels`:
+            one pass over the site voxels' coordinates, no copy of them). Without them each component counts
+            as one voxel's dilation.
 
         Raises
         ------
         MemoryLimitError
             Naming the estimate, the counts, the limit and ``--max-memory (max_memory=)``.
         """
-        from .resources import ComponentCounts, component_bytes, over_limit
+        from .resources import ComponentCounts, component_bytes, dilated_voxels, over_limit
 
-        counts = ComponentCounts(gt=gt, pred=pred, runs=runs, voxels=voxels, ndim=ndim)
+        gt_voxels = dilated = 0
+        if gt_sites is not None:
+            gt_voxels = len(gt_sites.coords)
+            if "lesion_dice" in {str(getattr(m, "name", m)) for m in metrics}:
+                dilated = dilated_voxels(gt_sites.coords, gt_sites.found.starts, gt_sites.found.shape)
+        counts = ComponentCounts(gt, pred, runs, voxels, ndim, gt_voxels=gt_voxels, dilated=dilated)
         extra = component_bytes(counts, metrics)
         self.checks.append((counts, extra))
         need = self.base + self.charged + extra

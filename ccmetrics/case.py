@@ -309,6 +309,7 @@ def _check_memory(
         runs=len(truth.geometry.runs) + len(voxels.runs),
         voxels=int(truth.array.size),
         ndim=truth.array.ndim,
+        gt_sites=truth.geometry,
     )
 
 

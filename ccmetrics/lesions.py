@@ -257,9 +257,6 @@ def detection_from_components(
 
 #: points per leaf of those trees (small leaves: thin shells of candidates around the percentile)
 _TREE_LEAF = 8
-#: a lesion touching more prediction components than this gets one k-d tree of all their edge voxels for its
-#: GT -> prediction distances (fewer: the shared trees, queried one by one, the minimum kept in place)
-_UNION_TREE_FROM = 8
 
 
 @dataclass(frozen=True)
@@ -532,24 +529,70 @@ def _kernels() -> Any:
 class _PredictionTrees:
     """One k-d tree of the edge voxels of each (large-union) prediction component, built once and shared by
     every lesion the component touches: the nodes of all trees in one forest (tight node boxes, the points of
-    node ``i`` are ``pts[nodes[i, 0]:nodes[i, 1]]``, as :func:`ccmetrics._kdtree.build` makes them)."""
+    node ``i`` are ``pts[nodes[i, 0]:nodes[i, 1]]``, as :func:`ccmetrics._kdtree.build` makes them).
 
-    def __init__(self, points: list[np.ndarray]):
+    A component of at most ``_TREE_LEAF`` points is one leaf, the tree ``build`` makes of it (its points in
+    their order, one node, their box): made for all such components at once, with no array of their own (a
+    tree a component cost about 4 KB: 1.5 GB for 331,747 one-voxel fragments over one lesion). A larger one
+    keeps only its own nodes (``build``'s child numbering, for :meth:`nearest`); its points and boxes are views
+    of the forest's.
+    """
+
+    def __init__(self, points: Sequence[np.ndarray]):
+        sizes = np.array([len(p) for p in points], dtype=np.int64)
+        self._plant(np.concatenate(points) if len(points) else np.zeros((0, 3)), np.cumsum(sizes) - sizes, sizes)
+
+    @classmethod
+    def of_ranges(cls, points: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> _PredictionTrees:
+        """The trees of ``points[starts[t]:stops[t]]`` for each t (one point array, no list of views)."""
+        self = cls.__new__(cls)
+        starts = np.asarray(starts, dtype=np.int64)
+        self._plant(points, starts, np.asarray(stops, dtype=np.int64) - starts)
+        return self
+
+    def _plant(self, points: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
         from ._kdtree import build
 
-        trees = [build(np.ascontiguousarray(p), _TREE_LEAF) for p in points]
-        self.point_start = np.cumsum([0] + [len(t[0]) for t in trees])
-        self.node_start = np.cumsum([0] + [len(t[1]) for t in trees])
-        self.pts = np.concatenate([t[0] for t in trees])
-        shifted = []
-        for (_, nodes, _box), p0, n0 in zip(trees, self.point_start, self.node_start):
-            nodes = nodes.copy()
-            nodes[:, :2] += p0
-            nodes[:, 2] = np.where(nodes[:, 2] >= 0, nodes[:, 2] + n0, -1)
-            shifted.append(nodes)
-        self.nodes = np.concatenate(shifted)
-        self.box = np.concatenate([t[2] for t in trees])
-        self._local = trees
+        n_trees, m = len(sizes), points.shape[1]
+        leaf = (sizes >= 1) & (sizes <= _TREE_LEAF)  # one node: build's tree, made here for all at once
+        grown = {
+            t: build(np.ascontiguousarray(points[starts[t] : starts[t] + sizes[t]]), _TREE_LEAF)
+            for t in np.flatnonzero(~leaf).tolist()
+        }
+        n_nodes = np.ones(n_trees, dtype=np.int64)
+        for t, (_, nodes, _box) in grown.items():
+            n_nodes[t] = len(nodes)
+        self.point_start = np.concatenate([[0], np.cumsum(sizes)])
+        self.node_start = np.concatenate([[0], np.cumsum(n_nodes)])
+        self.pts = np.zeros((int(self.point_start[-1]), 4))
+        self.nodes = np.empty((int(self.node_start[-1]), 3), dtype=np.int64)
+        self.box = np.zeros((int(self.node_start[-1]), 8))
+        if leaf.any():
+            at, node, size = self.point_start[:-1][leaf], self.node_start[:-1][leaf], sizes[leaf]
+            first = np.cumsum(size) - size  # each leaf's first row among the leaves' points
+            within = np.arange(int(size.sum())) - np.repeat(first, size)
+            own = points[np.repeat(starts[leaf], size) + within]
+            self.pts[np.repeat(at, size) + within, :m] = own
+            self.nodes[node] = np.stack([at, at + size, np.full(len(at), -1)], axis=1)
+            self.box[node, :m] = np.minimum.reduceat(own, first, axis=0)
+            self.box[node, 4 : 4 + m] = np.maximum.reduceat(own, first, axis=0)
+        self._own_nodes: dict[int, np.ndarray] = {}
+        for t, (pts, nodes, box) in grown.items():
+            p0, n0 = int(self.point_start[t]), int(self.node_start[t])
+            self.pts[p0 : p0 + len(pts)] = pts
+            self.box[n0 : n0 + len(box)] = box
+            self.nodes[n0 : n0 + len(nodes), :2] = nodes[:, :2] + p0
+            self.nodes[n0 : n0 + len(nodes), 2] = np.where(nodes[:, 2] >= 0, nodes[:, 2] + n0, -1)
+            self._own_nodes[t] = nodes
+
+    def _tree(self, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tree ``t`` as :func:`ccmetrics._kdtree.build` returns it: its points, its nodes (numbered from 0) and
+        their boxes (the points and boxes: views of the forest's)."""
+        p0, p1, n0, n1 = self.point_start[t], self.point_start[t + 1], self.node_start[t], self.node_start[t + 1]
+        nodes = self._own_nodes.get(int(t))
+        if nodes is None:  # one leaf
+            nodes = np.array([[0, p1 - p0, -1]], dtype=np.int64)
+        return self.pts[p0:p1], nodes, self.box[n0:n1]
 
     def nearest(self, t: int, source: np.ndarray) -> np.ndarray:
         """Distance (float64) from each source point to the nearest point of tree ``t``."""
@@ -557,27 +600,33 @@ class _PredictionTrees:
 
         kernel: Any = query  # a numba dispatcher: its call signature is not annotated
         out = np.empty(len(source))
-        kernel(*self._local[t], np.ascontiguousarray(source), np.inf, out)
+        kernel(*self._tree(t), np.ascontiguousarray(source), np.inf, out)
         return out
 
-    def nearest_of(self, trees: list[int], source: np.ndarray) -> np.ndarray:
+    def nearest_of(self, trees: Sequence[int] | np.ndarray, source: np.ndarray) -> np.ndarray:
         """Distance (float64) from each source point to the nearest point of any of ``trees``: the minimum kept in
         place over a few trees (memory: one array of distances, not one per tree), one tree of their points
-        together for many (time: one query per source point, not one per tree)."""
+        together for many (``union_tree_from`` of :class:`ccmetrics.EngineConfig`; time: one query per source
+        point, not one per tree). The same distances either way."""
         from ._kdtree import build, query
 
-        if len(trees) <= _UNION_TREE_FROM:
+        if len(trees) < current().union_tree_from:
             out = self.nearest(trees[0], source)
             for t in trees[1:]:
                 np.minimum(out, self.nearest(t, source), out=out)
             return out
         kernel: Any = query  # a numba dispatcher: its call signature is not annotated
-        union = build(np.concatenate([self._local[t][0] for t in trees]), _TREE_LEAF)
+        first, stop = self.point_start[np.asarray(trees)], self.point_start[np.asarray(trees) + 1]
+        size = stop - first  # their points, tree after tree (one gather, no list of views)
+        rows = np.repeat(first - (np.cumsum(size) - size), size) + np.arange(int(size.sum()))
+        union = build(self.pts[rows], _TREE_LEAF)
         out = np.empty(len(source))
         kernel(*union, np.ascontiguousarray(source), np.inf, out)
         return out
 
-    def order_statistics(self, trees: list[int], target: np.ndarray, k_lo: int, k_hi: int) -> tuple[float, float]:
+    def order_statistics(
+        self, trees: Sequence[int] | np.ndarray, target: np.ndarray, k_lo: int, k_hi: int
+    ) -> tuple[float, float]:
         """The ``k_lo``-th and ``k_hi``-th smallest (from 0) distances from the points of ``trees`` to ``target``."""
         from ._kdtree import build
 
@@ -807,27 +856,27 @@ def _lesion_hd95(
         )
     else:
         big = np.zeros(0, dtype=bool)
-    trees, tree_of = None, {}
+    trees, tree_of = None, np.zeros(0, dtype=np.int64)
     if big.any():
         from ._kdtree import matches_scipy
 
         if matches_scipy():  # the trees' distances are scipy's, bit for bit, on this machine
             shared = np.unique(np.concatenate([touching[i] for i in np.flatnonzero(big)]))
-            trees = _PredictionTrees([p_all[p_bounds[c - 1] : p_bounds[c]] for c in shared.tolist()])
-            tree_of = {c: i for i, c in enumerate(shared.tolist())}
+            trees = _PredictionTrees.of_ranges(p_all, p_bounds[shared - 1], p_bounds[shared])
+            tree_of = np.full(pred_sites.n + 1, -1, dtype=np.int64)  # a component's tree (an array: no dict)
+            tree_of[shared] = np.arange(len(shared))
         else:
             big[:] = False
     for i in np.flatnonzero(n_p > 0).tolist():
         g = g_all[g_bounds[i] : g_bounds[i + 1]]
-        comps = touching[i].tolist()
         if big[i]:
             assert trees is not None
-            mine = [tree_of[c] for c in comps]
+            mine = tree_of[touching[i]]
             d_gp = trees.nearest_of(mine, g).astype(np.float32)
             low, high = trees.order_statistics(mine, g, below_p[i], above_p[i])
             p_lo[i], p_hi[i] = np.float32(low), np.float32(high)
         else:
-            p = np.concatenate([p_all[p_bounds[c - 1] : p_bounds[c]] for c in comps])
+            p = np.concatenate([p_all[p_bounds[c - 1] : p_bounds[c]] for c in touching[i].tolist()])
             d_pg = np.sort(directed_distances(p, g))
             d_gp = directed_distances(g, p)
             p_lo[i], p_hi[i] = d_pg[below_p[i]], d_pg[above_p[i]]

@@ -1,4 +1,4 @@
-"""Memory limits before allocation: the machine's available memory and the estimated peak of a case.
+r"""Memory limits before allocation: the machine's available memory and the estimated peak of a case.
 
 A data-set run checks each case against its memory limit (``--max-memory``, ``max_memory=``) three
 times, each before the memory it is about is taken:
@@ -14,6 +14,7 @@ times, each before the memory it is about is taken:
   (:func:`ccmetrics.evaluate`) and encoding the result for the parent (what a worker process of
   :func:`ccmetrics.evaluate_dataset` does) adds to a running worker;
 * :func:`component_bytes`: its part that grows with the counts (:class:`ComponentCounts`);
+* :func:`dilated_voxels`: the bound of the voxels of Lesion Dice's dilations, one of those counts;
 * :func:`parse_memory`: a command-line value (``"8G"``, ``"512MiB"``) in bytes;
 * :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use.
 
@@ -25,14 +26,16 @@ are known (after reading, before evaluating), :data:`BYTES_PER_IMAGE_VOXEL` (5) 
 one byte cost on their way to boolean masks, and at least the readers' transient copies.  With the
 counts (``components=``) it adds :func:`component_bytes`:
 
-* :data:`BYTES_PER_GT_COMPONENT` (700) per GT component (Voronoi site);
+* :data:`BYTES_PER_GT_COMPONENT` (450) per GT component (Voronoi site);
 * :data:`BYTES_PER_PRED_COMPONENT` (2000) per predicted component, where the metrics label them
   (``pq``, ``lesion_dice``, ``detection``);
-* :data:`BYTES_PER_RUN` (360) per run of voxels of both masks (fragmentation: specks and lines cost
+* :data:`BYTES_PER_RUN` (240) per run of voxels of both masks (fragmentation: specks and lines cost
   more per foreground voxel than blobs, one run a voxel against one per row of a blob);
-* with ``lesion_dice``: :data:`BYTES_PER_DILATED_VOXEL` (60) per voxel of every component's BraTS
-  dilation, a component counted as one voxel's (:data:`LESION_DILATION_VOXELS`: 263 in 3D), and
-  :data:`BYTES_PER_UNION_VOXEL` (110) per voxel of their union (at most the image).
+* with ``lesion_dice``: :data:`BYTES_PER_DILATED_VOXEL` (64) per voxel of the GT components' BraTS
+  dilations beyond :data:`DILATION_IN_FOREGROUND` (4) per GT voxel, which the foreground factor pays
+  for (the voxels of the dilations bounded by :func:`dilated_voxels`, each component's padded bounding
+  box: 263 for a one-voxel component, 49 per voxel of a line, about twice a blob's own voxels), and
+  :data:`BYTES_PER_UNION_VOXEL` (20) per such voxel of their union (at most the image).
 
 Foreground factors (``python tests/benchmarks/bench_memory.py --half``; the table is in
 :data:`BYTES_PER_VOXEL`'s comment): two uint8 ``.nii.gz`` files read and evaluated with every metric
@@ -46,58 +49,82 @@ measured); pass ``foreground=`` for a close estimate.
 
 Count factors: the same, through the worker's path (:func:`ccmetrics.dataset.evaluate_task`,
 :func:`ccmetrics.records.encode_output`, ``pickle.dumps``), on adversarial cases where the counts, not
-the foreground, grow (``python tests/benchmarks/bench_memory.py --half --adversarial``, then
-``--kinds lesions missed spread fragments false-positives crossings huge --sizes 128 192`` with
-``--metrics dice,nsd,hd95,pq,detection`` and with ``--metrics dice,nsd,hd95``; 2 cores; the grid of a
-size n is n x n x 3n/4; peak: VmHWM above the process after its imports, MB; the estimates, MB, with
-the foreground counted and with the counts too; metrics: 6 all six groups, 5 without lesion_dice, 3
-the command line's default; checked as with ``--max-memory``, a limit of half the machine's memory)::
+the foreground, grow; 2 cores; the grid of a size n is n x n x 3n/4; peak: VmHWM above the process after
+its imports, MB; the estimates, MB, with the foreground counted and with the counts too; dilated: the
+bound of :func:`dilated_voxels` (counted with ``lesion_dice`` only); metrics: 6 all six groups, 5 without
+lesion_dice, 3 the command line's default; checked as with ``--max-memory``, at the limit
+``--skip-above`` (default: half the machine's available memory).  Rows of::
 
-    case                 metrics  gt cc    pred cc   runs       fg          peak    with fg  with counts
-    lesions 128            3    196,608        0    393,216    393,216   306.2     385.6     664.8
-    lesions 128            5    196,608  196,608    393,216    393,216   567.3     385.6    1058.0
-    lesions 192            5    663,552  663,552  1,327,104  1,327,104  1533.1     663.9    2933.3
-    missed 128             6    196,608        0    196,608    196,608  2218.9     332.5    3816.4
-    missed 192             5    663,552        0    663,552    663,552   549.1     484.8    1188.1
-    spread 128             6      3,072    3,072      6,144      6,144    83.1     281.1     429.0
-    huge 128               6          1        2     24,984  1,572,736   288.9     704.1     713.1
-    huge 192               5          1        2     56,136  5,307,952   546.8    1738.7    1759.0
-    fragments 128          6          1   98,296    110,788    884,664   193.9     518.3     754.8
-    fragments 192          5          1  331,747    359,815  2,985,723   588.1    1111.7    1904.8
-    false-positives 128    6          1  184,817    186,277    216,305   216.9     337.8     774.6
-    false-positives 192    5          1  623,772    627,048    730,012   763.5     502.7    1976.0
-    crossings 192          3      6,912        0  2,654,208  2,654,208   866.7    1022.2    1982.6
-    crossings 192          5      6,912    6,912  2,654,208  2,654,208   905.2    1022.2    1996.4
-    lesions 128            6    196,608  196,608    393,216    393,216 11721.3*    385.6    4333.5
-    crossings 128          6      3,072    3,072    786,432    786,432 10333.7*    491.8     920.5
-    sparse 512³            6         20       19     16,941    453,479   510.4    1330.4    1337.4
-    heavy 256³             6         47      119    514,816 10,066,884  2080.3    3103.9    3291.6
-    half 256³              6         15       58    598,166 16,777,672  2306.5    4915.8    5132.0
+    python tests/benchmarks/bench_memory.py --half
+    python tests/benchmarks/bench_memory.py --kinds lesions missed crossings spread huge fragments \
+        false-positives --sizes 128 160 192 --skip-above 15e9
+    python tests/benchmarks/bench_memory.py --kinds lesions missed crossings fragments false-positives \
+        --sizes 128 192 --metrics dice,nsd,hd95,pq,detection
+    python tests/benchmarks/bench_memory.py --kinds lesions crossings --sizes 128 192 --metrics dice,nsd,hd95
+
+::
+
+    case                 metrics    gt cc  pred cc       runs      dilated          fg     peak  with fg with counts
+    lesions 128                6  196,608  196,608    393,216   50,788,979     393,216   2418.4    385.6      4193.3
+    lesions 160                6  384,000  384,000    768,000   99,571,067     768,000   4836.8    497.3      7958.1
+    lesions 192                6  663,552  663,552  1,327,104  172,482,435   1,327,104   7861.5    663.9     13583.3
+    missed 128                 6  196,608        0    196,608   50,788,979     196,608   2294.5    332.5      3699.8
+    missed 160                 6  384,000        0    384,000   99,571,067     384,000   4548.0    393.6      6994.3
+    missed 192                 6  663,552        0    663,552  172,482,435     663,552   7443.1    484.8     11917.8
+    crossings 128              6    3,072    3,072    786,432   18,670,080     786,432    871.9    491.8      1813.7
+    crossings 160              6    4,800    4,800  1,536,000   36,696,960   1,536,000   1596.1    704.7      3298.5
+    crossings 192              6    6,912    6,912  2,654,208   63,680,256   2,654,208   2681.2   1022.2      5518.1
+    spread 128                 6    3,072    3,072      6,144      764,361       6,144     82.9    281.1       353.3
+    spread 192                 6   10,368   10,368     20,736    2,629,235      20,736    273.8    311.2       558.9
+    huge 128                   6        1        2     24,984    1,572,864   1,572,736    288.9    704.1       710.1
+    huge 192                   6        1        2     56,136    5,308,416   5,307,952    684.0   1738.7      1752.2
+    fragments 128              6        1   98,296    110,788    1,572,864     884,664    194.4    518.3       741.5
+    fragments 192              6        1  331,747    359,815    5,308,416   2,985,723    723.5   1111.7      1861.6
+    false-positives 128        6        1  184,817    186,277       95,000     216,305    208.9    337.8       752.2
+    false-positives 192        6        1  623,772    627,048      264,600     730,012    750.0    502.7      1900.7
+    lesions 128                5  196,608  196,608    393,216            -     393,216    552.4    385.6       961.7
+    lesions 192                5  663,552  663,552  1,327,104            -   1,327,104   1435.3    663.9      2608.1
+    missed 192                 5  663,552        0    663,552            -     663,552    549.5    484.8       942.6
+    crossings 192              5    6,912    6,912  2,654,208            -   2,654,208    906.8   1022.2      1676.2
+    fragments 192              5        1  331,747    359,815            -   2,985,723    585.7   1111.7      1861.6
+    false-positives 192        5        1  623,772    627,048            -     730,012    787.7    502.7      1900.7
+    lesions 128                3  196,608        0    393,216            -     393,216    306.6    385.6       568.5
+    crossings 192              3    6,912        0  2,654,208            -   2,654,208    864.9   1022.2      1662.4
+    sparse 512³                6       20       19     16,941      770,416     453,479    516.7   1330.4      1334.5
+    heavy 256³                 6       47      119    514,816   17,091,029  10,066,884   1498.4   3103.9      3227.7
+    half 256³                  6       15       58    598,166   16,804,444  16,777,672   2088.4   4915.8      5059.5
 
 ``lesions``: a one-voxel GT lesion at every voxel whose indices are all even, predicted exactly;
 ``missed``: the same, nothing predicted; ``spread``: one-voxel lesions 8 apart (one BraTS lesion
 each); ``huge``: one ellipsoid over half the image; ``fragments``: it, predicted as its even-index
 voxels; ``false-positives``: a 2 % ellipsoid, even-index voxels outside a 6 % one predicted;
-``crossings``: GT lines crossed by predicted lines.  ``*``: a ``MemoryError`` where the bench capped
-the address space (see below).  The estimate with the foreground alone fell short by up to 6.7
-times (``missed 128``, all six groups).  Fit: the smallest factors (a linear program) that cover 86
-such measurements beyond the foreground estimate without its fixed part (these kinds at sizes
-64-192 and the sparse and heavy cases; dice alone, the three default metrics, five and six groups;
-without the engine's check, which changes the peaks by at most 5 %): ~450 B per GT component,
-~1,300 per predicted component, ~240 per run, ~39 per dilated and ~73 per union voxel; each times
-about 1.5.  The estimates with the counts, less the fixed 256 MiB (numba's compilation, which its
-cache spares a machine that has compiled before), are 1.3-3.5 times the measured peaks of the
-adversarial cases; the sparse and heavy cases keep their estimates (the runs add 0.5-6 %).
+``crossings``: GT lines crossed by predicted lines.  The estimate with the foreground alone falls short
+by up to 15 times (``missed 192``, all six groups: Lesion Dice's dilations, 263 voxels a lesion).  The
+model of the previous release (each component's dilation counted as one voxel's, 60 and 110 bytes per
+dilated and union voxel) fell short on ``crossings 160`` and ``192`` with all six groups (1485 and 2305 MB
+estimated, about 1600 and 2680 measured: a line dilates to 49 voxels per voxel, not 263 per line), and
+on ``fragments 192`` (1905 estimated, 2140 measured, before the shared k-d trees of one-voxel predicted
+components stopped costing about 4 KB each in ``ccmetrics.lesions``).
 
-Not in the model: Lesion Dice where one GT lesion touches many predicted components and its edge
-voxels and the components' reach ccmetrics' own k-d tree threshold (``own_tree_from``):
-``ccmetrics.lesions`` then stacks one distance per GT edge voxel of the lesion and touching
-component (``crossings 128``, all six groups: a 3,072 x 393,216 float64 array, 9 GiB;
-``lesions 128``: over 11 GB before the bench's cap), so such a case can exceed the limit;
-:meth:`ccmetrics._budget.MemoryGuard.check_bytes` is there for that step to call.  Not an upper
-bound for every input either; measure again (the bench script) after the engine changes, and with
-more threads (measured with 2).  Not counted: the worker's own interpreter and imports (about
-200 MB per process, there before its first case).
+Fit: the smallest factors (a linear program, minimising the sum of estimate / peak) under which the
+estimate less 192 MiB of its fixed 256 covers 148 measurements beyond the foreground estimate: these seven
+kinds at sizes 64, 96, 128, 160 and 192 with dice alone, the three default metrics, five and six groups,
+and the sparse, heavy and half cases with all six (the other 64 MiB of the fixed part left to the smallest
+cases, whose peaks are mostly numba's first-use compilation), :data:`DILATION_IN_FOREGROUND` set to 4:
+~283 bytes per GT component, ~1,280 per predicted component, ~155 per run, ~42 per dilated and ~13 per
+union voxel; each times about 1.5.  The estimates with the counts cover every measured peak at least 1.5
+times (``missed 160``, all six groups; a line's dilation costs ~32 bytes a voxel, so ``crossings`` with
+Lesion Dice about 2 times), the same less the whole fixed part 0.98 times or more (``lesions 128`` with
+the three default metrics: 307 MB measured); the sparse, heavy and half cases keep their estimates (0.3 %
+higher to 2 % lower: the runs' factor; their dilations stay within 4 voxels a GT voxel).
+
+Not in the model: the foreground's share of Lesion Dice (:data:`DILATION_IN_FOREGROUND` dilated voxels per
+GT voxel) is counted for the whole GT, so a GT of large blobs beside long thin lesions counts the blobs'
+share against the lines' dilations; the bound of a component's dilation by its bounding box is loose for
+a long diagonal or curved one (up to 263 voxels a voxel: an over-estimate); with ``sites="labels"`` the
+bound is taken per instance, not per component.  Not an upper bound for every input either; measure again
+(the bench script) after the engine changes, and with more threads (measured with 2).  Not counted: the
+worker's own interpreter and imports (about 200 MB per process, there before its first case).
 """
 
 from __future__ import annotations
@@ -127,10 +154,13 @@ __all__ = [
     "BYTES_PER_PRED_COMPONENT",
     "BYTES_PER_RUN",
     "BYTES_PER_UNION_VOXEL",
+    "DILATION_IN_FOREGROUND",
+    "LESION_DILATION_ITERATIONS",
     "LESION_DILATION_VOXELS",
     "ComponentCounts",
     "available_memory_bytes",
     "component_bytes",
+    "dilated_voxels",
     "estimate_case_bytes",
     "parse_memory",
 ]
@@ -284,11 +314,19 @@ class ComponentCounts:
         Voxels of the image (0: unknown).
     ndim : int
         Dimensions of the image (2 or 3).
+    gt_voxels : int
+        Voxels of the GT's sites (its foreground; 0: unknown).
+    dilated : int
+        With ``lesion_dice``: at most the voxels of the BraTS dilations of the GT's components, together
+        (:func:`dilated_voxels`; 0: unknown, each component counted as one voxel's,
+        :data:`LESION_DILATION_VOXELS`).
 
     Examples
     --------
     >>> ComponentCounts(gt=196_608, pred=196_608, runs=393_216).describe()
     '196,608 GT components, 196,608 predicted components and 393,216 voxel runs'
+    >>> ComponentCounts(gt=3_072, pred=3_072, runs=786_432, dilated=18_670_080).describe()
+    '3,072 GT components, 3,072 predicted components, 786,432 voxel runs and 18,670,080 voxels of dilated lesions'
     """
 
     gt: int
@@ -296,45 +334,106 @@ class ComponentCounts:
     runs: int = 0
     voxels: int = 0
     ndim: int = 3
+    gt_voxels: int = 0
+    dilated: int = 0
 
     def describe(self) -> str:
         """The counts in words, for messages."""
+        if self.dilated:
+            return (
+                f"{self.gt:,} GT components, {self.pred:,} predicted components, {self.runs:,} voxel runs and "
+                f"{self.dilated:,} voxels of dilated lesions"
+            )
         return f"{self.gt:,} GT components, {self.pred:,} predicted components and {self.runs:,} voxel runs"
 
 
 #: engine, tables and encoding bytes per GT component (per-component table rows, per-region values and
-#: distances, the worker's encoded rows and their pickle), beyond what the foreground costs: measured at most
-#: ~450 (196,608 to 663,552 one-voxel lesions), times about 1.5
-BYTES_PER_GT_COMPONENT = 700.0
+#: distances, the worker's encoded rows and their pickle), beyond what the foreground costs: fitted ~283
+#: (one-voxel lesions), times about 1.5
+BYTES_PER_GT_COMPONENT = 450.0
 
 #: bytes per predicted component where the metrics label them (PQ's matching, the detection's per-prediction
-#: table, its encoding): measured at most ~1,300 (predicted lattices of one-voxel components), times about 1.5
+#: table, its encoding): fitted ~1,280 (predicted lattices of one-voxel components), times about 1.5
 BYTES_PER_PRED_COMPONENT = 2000.0
 
 #: bytes per run of voxels (GT and prediction): fragmented masks (lines, specks) cost more per foreground voxel
-#: than blobs (run graphs, edge voxels, tied nearest-site candidates): measured at most ~240, times 1.5
-BYTES_PER_RUN = 360.0
+#: than blobs (run graphs, edge voxels, tied nearest-site candidates): fitted ~155, times about 1.5
+BYTES_PER_RUN = 240.0
 
 #: voxels of the BraTS dilation of a one-voxel component (3 iterations of the 2-connectivity cross, as
 #: ``lesion_dice`` dilates every GT component), by the number of dimensions
 LESION_DILATION_VOXELS = {2: 49, 3: 263}
 
-#: ``lesion_dice``: bytes per voxel of the GT components' dilations (their voxel lists, one component after
-#: the other): measured at most ~39, times 1.5
-BYTES_PER_DILATED_VOXEL = 60.0
+#: the iterations of that dilation (``ccmetrics.lesions.BRATS_DILATION``): how far a component's dilation
+#: reaches beyond its bounding box
+LESION_DILATION_ITERATIONS = 3
 
-#: ``lesion_dice``: bytes per voxel of the union of the dilations (labelled on its runs to form the lesions;
-#: at most the image): measured at most ~73, times 1.5
-BYTES_PER_UNION_VOXEL = 110.0
+#: ``lesion_dice``: bytes per voxel of the GT components' dilations (their voxel lists, one component after
+#: the other, then together, sorted for their union) beyond :data:`DILATION_IN_FOREGROUND` per GT voxel:
+#: fitted ~42, times about 1.5
+BYTES_PER_DILATED_VOXEL = 64.0
+
+#: ``lesion_dice``: bytes per voxel of the union of those dilations (labelled on its runs to form the lesions;
+#: at most the image): fitted ~13, times about 1.5
+BYTES_PER_UNION_VOXEL = 20.0
+
+#: ``lesion_dice``: dilated voxels per GT voxel that :data:`BYTES_PER_FOREGROUND_VOXEL` pays for already: the
+#: foreground factor was measured with Lesion Dice on blobs, whose dilations (as :func:`dilated_voxels` bounds
+#: them) are 2.0-3.6 times their voxels (the sparse, heavy and half cases from 128³ to 512³; small lesions
+#: more: sparse 128³, 7.4); lines dilate to 47 times theirs, one-voxel lesions to 263 times
+DILATION_IN_FOREGROUND = 4.0
+
+
+def dilated_voxels(coords: np.ndarray, starts: np.ndarray, shape: Sequence[int]) -> int:
+    """At most how many voxels the BraTS dilations of the GT's components hold together (``lesion_dice``
+    dilates each component inside its bounding box padded by :data:`LESION_DILATION_ITERATIONS`).
+
+    Each component counts the smaller of its padded bounding box (clipped to the image) and
+    :data:`LESION_DILATION_VOXELS` per voxel: exact for a line along an axis and a one-voxel component away
+    from the image's border, about twice a blob's dilation. O(voxels) with no copy of them; a GT component
+    of the full connectivity holds one or more sites (each at most its bound), so the sum bounds it too.
+
+    Parameters
+    ----------
+    coords : ndarray of int, shape (N, ndim)
+        The coordinates of the GT's site voxels, grouped by site
+        (:attr:`ccmetrics.ground_truth.PreparedSites.coords`).
+    starts : ndarray of int, shape (K + 1,)
+        Where each site starts in ``coords``, and N (:attr:`ccmetrics.components.Sites.starts`).
+    shape : sequence of int
+        The image's shape.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    Two lines of 100 voxels along the first axis of a 100 x 40 x 40 image, and a one-voxel lesion: 7 x 7
+    voxels of each line's cross-section, 263 for the voxel:
+
+    >>> coords = np.array([(i, 10, 10) for i in range(100)] + [(i, 30, 10) for i in range(100)] + [(50, 20, 30)])
+    >>> dilated_voxels(coords, np.array([0, 100, 200, 201]), (100, 40, 40))
+    10063
+    """
+    if len(starts) < 2 or len(coords) == 0:
+        return 0
+    reach, ndim = LESION_DILATION_ITERATIONS, len(shape)
+    low = np.maximum(np.minimum.reduceat(coords, starts[:-1], axis=0) - reach, 0)
+    high = np.minimum(np.maximum.reduceat(coords, starts[:-1], axis=0) + reach + 1, np.asarray(shape))
+    boxes = np.prod((high - low).astype(np.float64), axis=1)
+    per_voxel = LESION_DILATION_VOXELS.get(ndim, LESION_DILATION_VOXELS[3])
+    return int(np.minimum(boxes, per_voxel * np.diff(starts).astype(np.float64)).sum())
 
 
 def component_bytes(counts: ComponentCounts, metrics: str | Sequence[Any] = _METRICS_ALL) -> int:
     """Estimated bytes a case needs for its counts, beyond :func:`estimate_case_bytes` with ``foreground=``.
 
     ``BYTES_PER_GT_COMPONENT * gt + BYTES_PER_PRED_COMPONENT * pred + BYTES_PER_RUN * runs``, and with the
-    ``lesion_dice`` metric ``BYTES_PER_DILATED_VOXEL * D * gt + BYTES_PER_UNION_VOXEL * min(D * gt, voxels)``
-    (``D``: :data:`LESION_DILATION_VOXELS`, each component's dilation counted as at least one voxel's).
-    The module docstring has the measurements behind the factors.
+    ``lesion_dice`` metric ``BYTES_PER_DILATED_VOXEL * E + BYTES_PER_UNION_VOXEL * min(E, voxels)`` for
+    ``E = max(0, dilated - DILATION_IN_FOREGROUND * gt_voxels)``, the dilated voxels beyond those the
+    foreground factor pays for (``dilated`` unknown: ``D * gt``, each component's dilation counted as one
+    voxel's, :data:`LESION_DILATION_VOXELS`). The module docstring has the measurements behind the factors.
 
     Parameters
     ----------
@@ -350,21 +449,29 @@ def component_bytes(counts: ComponentCounts, metrics: str | Sequence[Any] = _MET
 
     Examples
     --------
-    196,608 one-voxel GT lesions, each predicted, with the detection metric: about 0.6 GiB for the counts;
+    196,608 one-voxel GT lesions, each predicted, with the detection metric: about half a GiB for the counts;
     with Lesion Dice, its dilations add about 3 GiB:
 
     >>> counts = ComponentCounts(gt=196_608, pred=196_608, runs=393_216, voxels=128 * 128 * 96)
     >>> round(component_bytes(counts, ["dice", "detection"]) / 2**30, 2)
-    0.63
+    0.54
     >>> round(component_bytes(counts, ["dice", "lesion_dice"]) / 2**30, 2)
-    3.68
+    3.65
+
+    3,072 GT lines of 128 voxels crossed by as many predicted lines: their dilations hold 18.7 million voxels
+    (``dilated``), where one voxel's dilation a component would count 0.8 million (0.25 GiB):
+
+    >>> lines = ComponentCounts(3_072, 3_072, 786_432, 128 * 128 * 96, gt_voxels=393_216, dilated=18_670_080)
+    >>> round(component_bytes(lines, ["dice", "lesion_dice"]) / 2**30, 2)
+    1.23
     """
     names = {str(getattr(m, "name", m)) for m in ([metrics] if isinstance(metrics, str) else metrics)}
     total = BYTES_PER_GT_COMPONENT * counts.gt + BYTES_PER_PRED_COMPONENT * counts.pred + BYTES_PER_RUN * counts.runs
     if "lesion_dice" in names:
-        dilated = LESION_DILATION_VOXELS.get(counts.ndim, LESION_DILATION_VOXELS[3]) * counts.gt
-        union = min(dilated, counts.voxels) if counts.voxels else dilated
-        total += BYTES_PER_DILATED_VOXEL * dilated + BYTES_PER_UNION_VOXEL * union
+        dilated = counts.dilated or LESION_DILATION_VOXELS.get(counts.ndim, LESION_DILATION_VOXELS[3]) * counts.gt
+        beyond = max(0.0, dilated - DILATION_IN_FOREGROUND * counts.gt_voxels)
+        union = min(beyond, counts.voxels) if counts.voxels else beyond
+        total += BYTES_PER_DILATED_VOXEL * beyond + BYTES_PER_UNION_VOXEL * union
     return int(np.ceil(total))
 
 
@@ -417,7 +524,7 @@ def estimate_case_bytes(
     (7.8, 0.8)
     >>> counts = ComponentCounts(gt=20_000, pred=20_000, runs=60_000, voxels=h.voxels)
     >>> round(estimate_case_bytes(h, h, ["dice", "pq"], foreground=10**6, components=counts) / 2**30, 2)
-    0.88
+    0.87
     """
     if pred is None:
         pred = ImageHeader(None, gt.shape, np.dtype(bool), gt.spacing)

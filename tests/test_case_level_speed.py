@@ -12,7 +12,7 @@ from scipy import ndimage
 from scipy.spatial import cKDTree
 
 import ccmetrics.lesions as lesions
-from ccmetrics import detection, engine_config, evaluate, lesion_dice, panoptic_quality
+from ccmetrics import EngineConfig, detection, engine_config, evaluate, lesion_dice, panoptic_quality
 from ccmetrics.components import find_sites
 from ccmetrics.surface import SURFACE_REDUCTIONS, GroupedDistances
 from ccmetrics.torch_emulation import quantile_rank, torch_lerp
@@ -129,13 +129,13 @@ def test_labels_at_equals_the_label_map():
 
 def test_a_lesion_touching_many_prediction_components():
     """One lesion crossed by 11 separate prediction bars: on the shared trees its GT -> prediction distances
-    come from one tree of all 11 (more than ``_UNION_TREE_FROM``), not 11 arrays of distances; the values
-    equal the brute force's bit for bit, as do those of the few-component path."""
+    come from one tree of all 11 (``union_tree_from`` or more), not 11 arrays of distances; the values equal
+    the brute force's bit for bit, as do those of the few-component path."""
     gt = np.zeros((40, 40, 8), bool)
     gt[5:35, 18:22, 2:6] = True
     pred = np.zeros_like(gt)
     pred[4:36:3, 10:30, 3] = True  # bars 3 voxels apart: 11 components
-    assert len(range(4, 36, 3)) > lesions._UNION_TREE_FROM
+    assert len(range(4, 36, 3)) >= EngineConfig().union_tree_from
     for spacing in (None, (0.8, 1.1, 2.5)):
         rows, dice, hd95 = brute_lesion_dice(pred, gt, spacing, min_volume=2.0)
         with engine_config(own_tree_from=1, own_tree_import_from=1):
@@ -147,7 +147,7 @@ def test_a_lesion_touching_many_prediction_components():
 
 def test_nearest_of_many_trees_equals_the_minimum_over_each():
     rng = np.random.default_rng(5)
-    pts = [rng.random((int(rng.integers(5, 40)), 3)) * 20 for _ in range(2 * lesions._UNION_TREE_FROM)]
+    pts = [rng.random((int(rng.integers(5, 40)), 3)) * 20 for _ in range(2 * EngineConfig().union_tree_from)]
     trees = lesions._PredictionTrees(pts)
     source = rng.random((200, 3)) * 20
     for chosen in ([3], [0, 5, 7], list(range(len(pts)))):  # one, a few (in place), many (one tree of them)

@@ -200,7 +200,22 @@ def _counts(gt, pred, metrics):
         runs=len(truth.geometry.runs) + len(Runs(np.flatnonzero(pred), pred.shape)),
         voxels=gt.size,
         ndim=gt.ndim,
+        gt_voxels=int(gt.sum()),
+        dilated=_dilation_bound(gt) if "lesion_dice" in metrics else 0,
     )
+
+
+def _dilation_bound(gt):
+    """Per GT component (full connectivity, scipy's labelling), the smaller of its bounding box padded by the 3
+    iterations of the BraTS dilation (clipped to the image) and 263 voxels (49 in 2D) per voxel, summed."""
+    from scipy import ndimage
+
+    labels, _ = ndimage.label(gt, np.ones((3,) * gt.ndim))
+    total = 0
+    for k, box in enumerate(ndimage.find_objects(labels), 1):
+        padded = np.prod([min(s.stop + 3, n) - max(s.start - 3, 0) for s, n in zip(box, gt.shape)])
+        total += min(int(padded), {2: 49, 3: 263}[gt.ndim] * int((labels[box] == k).sum()))
+    return total
 
 
 @pytest.fixture(scope="module")
@@ -253,15 +268,16 @@ ALL_SIX = ("dice", "nsd", "hd95", "pq", "lesion_dice", "detection")
         ("predicted fragments", FIVE),  # one ellipsoid, predicted as 98,296 one-voxel fragments
         ("false positives", ALL_SIX),  # one small ellipsoid, 184,817 one-voxel fragments away from it
         ("crossings", FIVE),  # GT lines crossed by predicted lines: the nearest-site search's ties
+        ("crossing lines", ALL_SIX),  # 576 GT lines of 512 voxels crossed by predicted lines: Lesion Dice's
+        # dilations of long components (13.4 million voxels; 151,488 at one voxel's dilation a component)
     ],
 )
 def test_estimate_covers_adversarial_peaks(tmp_path, kind, metrics):
     """The estimate with the foreground and the counts (what the engine checks) against the peak measured from
     VmHWM in a fresh worker-like process: never below it, and not absurdly above (the fixed part, numba's
-    compilation of a worker's first case, is in every estimate). Lesion Dice is left out where a GT lesion
-    touches many predicted components: ccmetrics.lesions then stacks one distance per GT edge voxel and
-    component (see the module docstring of ccmetrics.resources: not in the model)."""
-    shape = (96, 96, 72) if kind == "missed lesions" else (128, 128, 96)
+    compilation of a worker's first case, is in every estimate). "crossing lines": a peak of about 580 MiB,
+    where the model of 6ffebc5 (each component's dilation counted as one voxel's) estimated 390 MiB."""
+    shape = {"missed lesions": (96, 96, 72), "crossing lines": (48, 48, 512)}.get(kind, (128, 128, 96))
     if kind == "missed lesions":
         gt, pred = _lattice(shape), np.zeros(shape, bool)
     elif kind == "separate lesions":
@@ -275,6 +291,10 @@ def test_estimate_covers_adversarial_peaks(tmp_path, kind, metrics):
         pred = gt & _lattice(shape)
     elif kind == "false positives":
         gt, pred = _ellipsoid(shape, 0.02), _lattice(shape) & ~_ellipsoid(shape, 0.06)
+    elif kind == "crossing lines":  # one lesion: the lines' dilations merge; every predicted line touches it
+        gt, pred = np.zeros(shape, bool), np.zeros(shape, bool)
+        gt[::2, ::2, :] = True  # lines along the last axis: one run each
+        pred[::4, :, ::8] = True  # lines along the second axis, each crossing the GT lines of its plane
     else:
         gt, pred = np.zeros(shape, bool), np.zeros(shape, bool)
         gt[:, ::2, ::2] = True
@@ -302,6 +322,7 @@ def test_component_bytes_formula():
         BYTES_PER_PRED_COMPONENT,
         BYTES_PER_RUN,
         BYTES_PER_UNION_VOXEL,
+        DILATION_IN_FOREGROUND,
         ComponentCounts,
         component_bytes,
     )
@@ -319,9 +340,46 @@ def test_component_bytes_formula():
     )
     flat, solid = ComponentCounts(gt=1000, voxels=10**6, ndim=2), ComponentCounts(gt=1000, voxels=10**6)
     assert component_bytes(flat, ["lesion_dice"]) < component_bytes(solid, ["lesion_dice"])  # 49 voxels, not 263
+    # the bound of the dilations, when known, beyond DILATION_IN_FOREGROUND dilated voxels per GT voxel
+    lines = ComponentCounts(gt=1000, voxels=10**6, gt_voxels=100_000, dilated=4_900_000)  # 1,000 lines of 100
+    beyond = 4_900_000 - DILATION_IN_FOREGROUND * 100_000
+    assert component_bytes(lines, ["lesion_dice"]) == pytest.approx(
+        1000 * BYTES_PER_GT_COMPONENT + beyond * BYTES_PER_DILATED_VOXEL + 10**6 * BYTES_PER_UNION_VOXEL, abs=1
+    )
+    assert component_bytes(lines, ["dice"]) == component_bytes(ComponentCounts(gt=1000), ["dice"])
+    blob = ComponentCounts(gt=1, voxels=10**6, gt_voxels=100_000, dilated=300_000)  # paid by the foreground
+    assert component_bytes(blob, ["lesion_dice"]) == component_bytes(blob, ["dice"])
     h = ImageHeader("gt.nii.gz", (64, 64, 48), np.dtype(np.uint8), (1.0, 1.0, 1.0))
     with_counts = estimate_case_bytes(h, h, ["dice"], foreground=5000, components=counts)
     assert with_counts == estimate_case_bytes(h, h, ["dice"], foreground=5000) + component_bytes(counts, ["dice"])
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_dilated_voxels_bounds_the_dilations(ndim):
+    """dilated_voxels: at least the voxels of Lesion Dice's dilations of the GT components (ccmetrics.lesions,
+    counted), as an independent count of the same bound gives it; exact for a line along an axis."""
+    from scipy import ndimage
+
+    from ccmetrics.components import find_sites
+    from ccmetrics.lesions import _dilations
+    from ccmetrics.resources import dilated_voxels
+
+    rng = np.random.default_rng(ndim)
+    shape = (60, 70) if ndim == 2 else (30, 34, 26)
+    structure = ndimage.generate_binary_structure(ndim, 2)
+    for density in (0.002, 0.05, 0.3):
+        gt = rng.random(shape) < density
+        gt[(5,) * (ndim - 1)] = True  # and a line along the last axis, from border to border
+        sites = find_sites(gt)
+        bound = dilated_voxels(sites.coords(), sites.starts, shape)
+        dilated, _ = _dilations(sites, sites.coords(), structure, 3)
+        assert len(dilated) <= bound == _dilation_bound(gt)
+    line = np.zeros(shape, bool)
+    line[(10,) * (ndim - 1)] = True
+    sites = find_sites(line)
+    assert dilated_voxels(sites.coords(), sites.starts, shape) == 7 ** (ndim - 1) * shape[-1]
+    assert len(_dilations(sites, sites.coords(), structure, 3)[0]) == 7 ** (ndim - 1) * shape[-1]
+    assert dilated_voxels(np.zeros((0, ndim), np.int64), np.zeros(1, np.int64), shape) == 0
 
 
 def test_guard_sees_the_engines_counts():

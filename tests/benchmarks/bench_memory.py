@@ -50,7 +50,8 @@ above ``--skip-above`` (default: half the available memory) is not run: the esti
 case that needs more ends in a ``MemoryError`` (printed) instead of exhausting the machine.
 
 Printed: one row per case with its counts (foreground voxels, GT components, predicted components as
-the metrics label them, runs of both masks), the peak above the baseline in MB, and the estimates of
+the metrics label them, runs of both masks, with lesion_dice the bound of the voxels of the GT components'
+dilations), the peak above the baseline in MB, and the estimates of
 :func:`ccmetrics.resources.estimate_case_bytes` from the headers alone, with the foreground counted
 (what ``_over_memory`` checks before evaluating) and with the component counts too (what the engine
 checks once it has labelled the components), and whether the last covers the peak.
@@ -177,19 +178,23 @@ def make_case(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
 def case_counts(gt: np.ndarray, pred: np.ndarray, metrics: list[str]):
     """The counts the engine's memory check sees (:class:`ccmetrics.resources.ComponentCounts`), counted here
     from the arrays: GT components, the prediction's components where the metrics label them (pq,
-    lesion_dice, detection), the runs of both masks."""
+    lesion_dice, detection), the runs of both masks, the GT's voxels and, with lesion_dice, the bound of its
+    components' dilations (:func:`ccmetrics.resources.dilated_voxels`)."""
     from ccmetrics.components import ComponentCache, Runs
     from ccmetrics.ground_truth import GroundTruth
-    from ccmetrics.resources import ComponentCounts
+    from ccmetrics.resources import ComponentCounts, dilated_voxels
 
     truth = GroundTruth(gt)
+    sites = truth.geometry
     labelled = bool({"pq", "lesion_dice", "detection"} & set(metrics))
     return ComponentCounts(
         gt=truth.found.n,
         pred=ComponentCache(pred)().n if labelled else 0,
-        runs=len(truth.geometry.runs) + len(Runs(np.flatnonzero(pred), pred.shape)),
+        runs=len(sites.runs) + len(Runs(np.flatnonzero(pred), pred.shape)),
         voxels=int(gt.size),
         ndim=gt.ndim,
+        gt_voxels=len(sites.coords),
+        dilated=dilated_voxels(sites.coords, sites.found.starts, gt.shape) if "lesion_dice" in metrics else 0,
     )
 
 
@@ -247,7 +252,7 @@ def main() -> None:
         plan += [(kind, n) for n in args.adversarial_sizes for kind in ADVERSARIAL]
     print(f"metrics: {','.join(metrics)}; uint8 .nii.gz files; path: {args.path}; peak above the process's imports")
     print(
-        f"{'case':>20} {'voxels':>11} {'fg gt+pred':>11} {'gt cc':>7} {'pred cc':>7} {'runs':>9} "
+        f"{'case':>20} {'voxels':>11} {'fg gt+pred':>11} {'gt cc':>7} {'pred cc':>7} {'runs':>9} {'dilated':>11} "
         f"{'peak MB':>8} {'headers':>8} {'with fg':>8} {'with cc':>8} {'covers':>6} {'case s':>6}"
     )
     with tempfile.TemporaryDirectory() as folder:
@@ -261,6 +266,7 @@ def main() -> None:
             label = kind + " " + (f"{n}³" if kind in ("sparse", "heavy", "half") else f"{n}x{n}x{3 * n // 4}")
             print(
                 f"{label:>20} {row['voxels']:>11,} {sum(row['fg']):>11,} {c.gt:>7,} {c.pred:>7,} {c.runs:>9,} "
+                f"{c.dilated:>11,} "
                 f"{peak} {row['estimate'] / 1e6:>8.1f} {row['estimate_fg'] / 1e6:>8.1f} "
                 f"{row['estimate_cc'] / 1e6:>8.1f} {covered:>6} {row.get('total_s', 0.0):>6.2f}"
                 + (f"   error: {row['error'][:80]}" if row.get("error") else "")
