@@ -25,24 +25,15 @@ importing torch or MONAI). Cost: one pass over the values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from . import registry
+from .geometry import image_diagonal  # the default worst distance (kept here too: re-exported)
 
 __all__ = ["cc_mean", "cc_values", "empty_gt_score", "fill_missing", "image_diagonal", "is_distance_metric"]
-
-
-def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None) -> float:
-    """The default worst distance: the image diagonal ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm.
-
-    >>> round(image_diagonal((240, 240, 155), (1.0, 1.0, 1.0)), 1)
-    373.1
-    """
-    s = spacing if spacing is not None else (1.0,) * len(shape)
-    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
 
 
 def is_distance_metric(metric: Any, columns: Mapping[str, registry.Column] | None = None) -> bool:

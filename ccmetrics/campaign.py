@@ -40,9 +40,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import schema
+from ._files import OutputWriteError
 from ._interrupts import critical, raise_if_stopped
 from .output_folder import OUTPUT_NAMES, prepare_out_dir
-from .records import CaseRecord, OutputWriteError, RecordStore, changes, decode_output, encode_output
+from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
 from .resources import over_limit
 
 __all__ = [

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from . import registry, schema
+from ._files import atomic_write
 from ._inputs import as_spacing
 from .aggregation import cc_values
 from .campaign import EvaluationFailed, EvaluationInterrupted, Failed, RunInfo, Stopped, run_cases
@@ -63,7 +64,7 @@ from .dicom import holds_dicom
 from .grids import align_pair
 from .io import Image, image_id, is_image_file, load_image
 from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
-from .records import atomic_write, file_fingerprint
+from .records import file_fingerprint
 from .results import CaseResult
 from .schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .io import Image, ImageHeader, ImageReadError, missing_file_message, rounded, visible_files
+from .image import Image, ImageHeader, ImageReadError, missing_file_message, rounded, visible_files
 
 __all__ = [
     "DEFAULT_FRACTIONAL_THRESHOLD",

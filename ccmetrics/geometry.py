@@ -22,6 +22,7 @@ depend on the threads (:class:`ccmetrics.EngineConfig` sets the thresholds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -29,7 +30,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ._threads import submit
-from .aggregation import image_diagonal
 from .components import Runs, coordinates
 from .config import current, thread_count
 from .ground_truth import GroundTruth
@@ -48,6 +48,16 @@ __all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels"]
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+
+
+def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None) -> float:
+    """The default worst distance: the image diagonal ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm.
+
+    >>> round(image_diagonal((240, 240, 155), (1.0, 1.0, 1.0)), 1)
+    373.1
+    """
+    s = spacing if spacing is not None else (1.0,) * len(shape)
+    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
 
 
 class PredictionVoxels:

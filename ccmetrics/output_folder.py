@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from . import schema
+from ._files import OutputWriteError, atomic_write
 from ._interrupts import critical
-from .records import RECORDS_FOLDER, OutputWriteError, atomic_write, remove_temporaries
+from .records import RECORDS_FOLDER, remove_temporaries
 
 try:
     import fcntl

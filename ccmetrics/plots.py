@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from . import registry
+from ._files import atomic_write
 from .aggregation import cc_values
-from .records import atomic_write
 from .schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, WORST_DISTANCE, base, cc
 from .sizes import lesion_volumes, size_table
 

@@ -36,7 +36,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._files import OutputWriteError, atomic_write, fsync_folder
 from ._interrupts import critical
 
 __all__ = [
@@ -64,26 +65,6 @@ __all__ = [
 #: the sub-folder of the output folder that holds one record per finished case
 RECORDS_FOLDER = "cases"
 _FORMAT = 2  # 1: one JSON document without checksum (ccmetrics 0.1.0 and before: evaluated again)
-
-
-class OutputWriteError(OSError):
-    """A file of the output folder could not be written (a full disk, no permission, a read-only folder):
-    an ``OSError`` with the original ``errno`` and ``strerror`` whose message names the path.
-
-    Examples
-    --------
-    >>> import errno
-    >>> str(OutputWriteError("out/per_case.csv", OSError(errno.ENOSPC, "No space left on device")))
-    'cannot write out/per_case.csv: No space left on device (errno 28)'
-    """
-
-    def __init__(self, path: str | os.PathLike, cause: OSError, action: str = "write") -> None:
-        super().__init__(cause.errno, cause.strerror or str(cause), os.fspath(path))
-        self.path, self.action = os.fspath(path), action
-
-    def __str__(self) -> str:
-        errno = f" (errno {self.errno})" if self.errno else ""
-        return f"cannot {self.action} {self.path}: {self.strerror}{errno}"
 
 
 def _stat(path: Path) -> list[int]:
@@ -290,7 +271,7 @@ class RecordStore:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
                 raise OutputWriteError(final, exc) from exc
-            _fsync_folder(self.folder)
+            fsync_folder(self.folder)
 
     def read_all(self) -> dict[str, CaseRecord]:
         """Every good record, by case id (:meth:`scan` without the problems)."""
@@ -392,48 +373,3 @@ def remove_temporaries(*folders: str | os.PathLike) -> int:
                     os.unlink(os.path.join(os.fspath(folder), name))
                     removed += 1
     return removed
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
-    """Write a file so that it is never seen half-written: ``write(tmp)`` to a temporary file beside it
-    (same extension, so writers that pick a format by name still do), fsync, then rename over ``path``.
-    An ``OSError`` (a full disk, no permission) removes the temporary file and is raised as
-    :class:`OutputWriteError`, which names ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "table.csv"
-    >>> atomic_write(target, lambda tmp: tmp.write_text("a,b\\n1,2\\n")).read_text().splitlines()
-    ['a,b', '1,2']
-    """
-    final = Path(path)
-    tmp = final.with_name(f".{final.stem}.{os.getpid()}.tmp{final.suffix}")
-    with critical():  # a stop signal waits until the file is replaced (or its temporary file gone)
-        try:
-            write(tmp)
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, final)
-        except OSError as exc:
-            raise OutputWriteError(final, exc) from exc
-        finally:
-            with contextlib.suppress(OSError):
-                if tmp.exists():
-                    tmp.unlink()
-        _fsync_folder(final.parent)
-    return final
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened, e.g. Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
