@@ -9,68 +9,63 @@ object or tensor is used.
 
 import importlib
 
-#: public name -> the submodule that defines it
+from . import _moved
+
+#: public name -> the module that defines it
 _EXPORTS = {
-    "label_components": "components",
-    "DatasetResult": "dataset",
-    "EvalOptions": "dataset",
-    "evaluate_dataset": "dataset",
-    "BUILTIN_METRICS": "case",
-    "CaseResult": "results",
-    "GroundTruth": "ground_truth",
-    "evaluate": "case",
-    "EngineConfig": "config",
-    "engine_config": "config",
-    "Metric": "registry",
-    "register_metric": "registry",
-    "Matching": "matching",
-    "match_instances": "matching",
-    "DetectionResult": "lesions",
-    "LesionDiceResult": "lesions",
-    "detection": "lesions",
-    "lesion_dice": "lesions",
-    "MultiPQResult": "panoptic",
-    "PQResult": "panoptic",
-    "multiclass_pq": "panoptic",
-    "panoptic_quality": "panoptic",
-    "voronoi_partition": "partition",
+    "label_components": "engine.components",
+    "GroundTruth": "engine.ground_truth",
+    "EngineConfig": "engine.config",
+    "engine_config": "engine.config",
+    "voronoi_partition": "engine.partition",
+    "BUILTIN_METRICS": "metrics.case",
+    "evaluate": "metrics.case",
+    "CaseResult": "metrics.results",
+    "Metric": "metrics.registry",
+    "register_metric": "metrics.registry",
+    "Matching": "metrics.matching",
+    "match_instances": "metrics.matching",
+    "DetectionResult": "metrics.lesions",
+    "LesionDiceResult": "metrics.lesions",
+    "detection": "metrics.lesions",
+    "lesion_dice": "metrics.lesions",
+    "MultiPQResult": "metrics.panoptic",
+    "PQResult": "metrics.panoptic",
+    "multiclass_pq": "metrics.panoptic",
+    "panoptic_quality": "metrics.panoptic",
+    "DatasetResult": "campaign.dataset",
+    "EvalOptions": "campaign.dataset",
+    "evaluate_dataset": "campaign.dataset",
 }
 
-#: submodules reachable as attributes (``ccmetrics.io.load_image``) without an explicit import
+#: the layers, the domains and the foundations, reachable as attributes (``ccmetrics.formats.load_image``)
+#: without an explicit import
 _SUBMODULES = (
-    "aggregation",
-    "case",
-    "components",
-    "config",
-    "dataset",
-    "geometry",
-    "ground_truth",
-    "io",
-    "lesions",
-    "matching",
+    "analysis",
+    "campaign",
+    "engine",
+    "formats",
+    "metrics",
     "monai",
     "nuclei",
-    "overlap",
-    "panoptic",
-    "partition",
-    "plots",
-    "registry",
     "report",
-    "results",
     "schema",
-    "stats",
-    "surface",
     "synthetic",
-    "torch_emulation",
 )
 
 __all__ = list(_EXPORTS)
 __version__ = "0.1.0"
 
+_moved.install()  # the former module paths (ccmetrics.io, ...): aliases with a warning
+
 
 def __getattr__(name):
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    former = f"{__name__}.{name}"
+    if former in _moved.MOVED:  # ccmetrics.io and the like: the module at its new path, with a warning
+        _moved.warn_moved(former, level=3)
+        return importlib.import_module(_moved.MOVED[former])
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ccmetrics' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """The tidy tables' schema: every column name, its type and meaning, defined once.
 
 Three tables carry every result of a data set, and everything downstream reads them: the CSV
-files, :mod:`ccmetrics.stats`, :mod:`ccmetrics.plots`, the report and the command line.
+files, :mod:`ccmetrics.analysis.stats`, :mod:`ccmetrics.analysis.plots`, the report and the command line.
 
 ``per_component`` (:data:`PER_COMPONENT`)
     One row per GT connected component (lesion) of every case and class.
@@ -13,13 +13,13 @@ files, :mod:`ccmetrics.stats`, :mod:`ccmetrics.plots`, the report and the comman
 ``summary`` (:data:`SUMMARY`)
     One row per class, metric and aggregation: the data set's means, medians and intervals.
 
-Metric columns follow the fixed ones: for a per-region metric ``m`` (:mod:`ccmetrics.registry`) the
+Metric columns follow the fixed ones: for a per-region metric ``m`` (:mod:`ccmetrics.metrics.registry`) the
 raw value ``m`` in ``per_component``, the global value ``m`` and the CC mean ``cc_m`` in
 ``per_case``; a case-level metric adds its columns to ``per_case``. Code names columns through the
 constants of this module (``schema.CASE``, :func:`cc`), never as string literals.
 
 This module is a foundation: it imports nothing of ccmetrics (which columns a metric produces is the
-registry's fact, :func:`ccmetrics.registry.table_columns`).
+registry's fact, :func:`ccmetrics.metrics.registry.table_columns`).
 
 Examples
 --------
@@ -100,7 +100,7 @@ CI_HIGH = "ci_high"
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
 
-#: the names of the figures ccmetrics draws into ``OUT_DIR/plots`` (:func:`ccmetrics.plots.write_plots`, and
+#: the names of the figures ccmetrics draws into ``OUT_DIR/plots`` (:func:`ccmetrics.analysis.plots.write_plots`, and
 #: ``by_group_cc_<m>.png``), ``_class<k>`` for each class of several: a later run removes an earlier run's figure
 #: only by these names (other files there are the user's)
 PLOT_FILE = re.compile(
@@ -117,7 +117,7 @@ MISSING_PREDICTION = "missing_prediction"
 #: ... a case whose GT has no component (scored by the empty-GT rule, summarised apart) ...
 EMPTY_GT_FLAG = "empty_gt"
 #: ... and a case of DICOM SEGs without their empty frames whose grid is the span of the frames they hold
-#: (:mod:`ccmetrics.grids`): the image's extent, and so the default worst distance, was inferred
+#: (:mod:`ccmetrics.formats.grids`): the image's extent, and so the default worst distance, was inferred
 EXTENT_INFERRED = "extent_inferred"
 #: flags are joined with this separator in one cell
 FLAG_SEPARATOR = ";"
@@ -197,7 +197,7 @@ class TableSchema:
 
     def columns(self, metric_columns: Sequence[str] = (), *, optional: bool = False) -> list[str]:
         """All columns of the table, in order: the fixed ones around ``metric_columns`` (those the metrics
-        produce, :func:`ccmetrics.registry.table_columns`); ``optional``: with the columns only some tables
+        produce, :func:`ccmetrics.metrics.registry.table_columns`); ``optional``: with the columns only some tables
         have (``gt_label``)."""
         fixed = [f.name for f in self.fields if f.required or optional]
         return fixed + list(metric_columns) + [f.name for f in self.tail if f.required or optional]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmetrics.io import Image, save_image
+from ccmetrics.formats.io import Image, save_image
 
 SHAPE = (64, 56, 20)  # columns, rows, slices
 PIXEL_SPACING = (0.8, 0.8)  # mm between columns, between rows

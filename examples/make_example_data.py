@@ -23,7 +23,7 @@ import numpy as np
 from scipy import ndimage
 
 from ccmetrics import label_components
-from ccmetrics.io import save_image
+from ccmetrics.formats.io import save_image
 from ccmetrics.synthetic import draw_ellipsoid, lesion_case
 
 SHAPE = (96, 96, 48)
@@ -53,7 +53,7 @@ def second_model(gt: np.ndarray) -> np.ndarray:
 
 
 def main(out: Path = Path("examples/data")) -> None:
-    from ccmetrics.io import Image
+    from ccmetrics.formats.io import Image
 
     like = Image(np.zeros(SHAPE, np.uint8), SPACING, AFFINE)
     for sub in ("gt", "pred", "pred_b"):

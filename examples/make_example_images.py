@@ -20,7 +20,7 @@ import numpy as np
 from scipy import ndimage
 
 from ccmetrics import label_components
-from ccmetrics.io import Image, load_image, save_image
+from ccmetrics.formats.io import Image, load_image, save_image
 
 #: the case whose PET is not resampled to the GT's grid
 OTHER_GRID = "case_004"

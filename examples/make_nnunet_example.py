@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmetrics.io import save_image
+from ccmetrics.formats.io import save_image
 
 SHAPE = (48, 44, 36)
 SPACING = (1.0, 1.0, 2.0)

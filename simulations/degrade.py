@@ -30,7 +30,7 @@ from typing import Any, Union
 import numpy as np
 from scipy import ndimage
 
-from ccmetrics.components import Sites, find_sites
+from ccmetrics.engine.components import Sites, find_sites
 
 __all__ = ["DEGRADATIONS", "Components", "add_false_positives", "dilate", "drop", "erode", "select", "shift"]
 
@@ -43,7 +43,7 @@ class Components:
 
     Attributes
     ----------
-    sites : ccmetrics.components.Sites
+    sites : ccmetrics.engine.components.Sites
         Voxels of each component (labels 1..K in raster order, as :func:`ccmetrics.evaluate`).
     lo, hi : ndarray of int, shape (K, ndim)
         Bounding box of each component: ``lo <= coords < hi``.
@@ -277,7 +277,7 @@ def add_false_positives(
 
     Each ball has ``volume`` voxels (default: the 25th percentile of the case's lesion volumes), is
     placed at a random position (``seed``) whose nearest GT component is the targeted one (exact rule,
-    :func:`ccmetrics.partition.assign_nearest`; every voxel of the ball when such a free position is found
+    :func:`ccmetrics.engine.partition.assign_nearest`; every voxel of the ball when such a free position is found
     in ``max_tries`` batches, else its centre only), and neither touches the GT nor another false positive
     (so it is a component of its own). With a ``spacing`` the ball is round in mm.
 
@@ -289,7 +289,7 @@ def add_false_positives(
     >>> label_components(pred)[1], bool((pred & ~gt).sum() >= 5)
     (3, True)
     """
-    from ccmetrics.partition import assign_nearest, site_surfaces
+    from ccmetrics.engine.partition import assign_nearest, site_surfaces
 
     step = _check_step(step)
     comps = _components(gt, components)

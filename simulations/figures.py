@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccmetrics import registry, schema
+from ccmetrics import schema
+from ccmetrics.metrics import registry
 
 from .phantoms import Case, cohort, lesion_dice_pitfall, paper_spheres, three_balls
 from .run import Scenario, SimulationResult, run, summarize

@@ -58,8 +58,8 @@ import numpy as np
 import pandas as pd
 from scipy import ndimage
 
-from ccmetrics.registry import WORST_DISTANCE, Metric
-from ccmetrics.surface import GroupedDistances, SurfaceReduction
+from ccmetrics.engine.surface import GroupedDistances, SurfaceReduction
+from ccmetrics.metrics.registry import WORST_DISTANCE, Metric
 
 from .phantoms import PAPER_SPHERES, Case, draw_ball, paper_spheres
 
@@ -144,7 +144,7 @@ def _mean_pred_to_gt(groups: GroupedDistances, tolerance: float) -> np.ndarray:
 
 #: MONAI's ``SurfaceDistanceMetric(symmetric=False)``, which the notebooks computed: the mean distance from
 #: the prediction's edge voxels to the nearest GT edge voxel; ``inf`` when either mask is empty. A
-#: :class:`ccmetrics.registry.Metric` record passed to :func:`ccmetrics.evaluate` (never registered).
+#: :class:`ccmetrics.metrics.registry.Metric` record passed to :func:`ccmetrics.evaluate` (never registered).
 ASD = Metric(
     "asd",
     "ASD (prediction to GT)",
@@ -250,7 +250,7 @@ class Reference:
 
     @classmethod
     def of(cls, case: Case, balls: Sequence[tuple[Sequence[float], float]], scale: float, order: str) -> Reference:
-        from ccmetrics.aggregation import image_diagonal
+        from ccmetrics.metrics.aggregation import image_diagonal
 
         labels = protocol_labels(case.gt, order)
         boxes = [b for b in ndimage.find_objects(labels) if b is not None]
@@ -294,7 +294,7 @@ class Reference:
     def sites6(self, box: tuple[slice, ...], c: int = 0) -> Any:
         """The 6-connected components of the GT in ``box`` (of component ``c`` alone when given), found once:
         the GT side of the notebook's PQ."""
-        from ccmetrics.components import find_sites
+        from ccmetrics.engine.components import find_sites
 
         key = (tuple((s.start, s.stop) for s in box), c)
         if key not in self._sites6:
@@ -491,8 +491,8 @@ class Scores:
 
 def _pq6(pred: np.ndarray, gt_sites: Any) -> float:
     """The notebook's PQ: ``scipy.ndimage.label``'s 6-connected components, IoU > 0.5 (GT components given)."""
-    from ccmetrics.components import find_sites
-    from ccmetrics.panoptic import pq_from_sites
+    from ccmetrics.engine.components import find_sites
+    from ccmetrics.metrics.panoptic import pq_from_sites
 
     return float(pq_from_sites(find_sites(pred, "components", 6), gt_sites).pq)
 
@@ -685,8 +685,8 @@ def _shift_one(steps: Steps, which: str) -> tuple[list, list]:
 
 def _dilate_three_balls(steps: Steps) -> tuple[list, list]:
     """Fig. 2 bottom: notebook step i is i + 1 dilations (i >= 1) with its Lesion Dice; corrected: i dilations."""
-    from ccmetrics.components import ComponentCache
-    from ccmetrics.lesions import lesion_dice_from_components
+    from ccmetrics.engine.components import ComponentCache
+    from ccmetrics.metrics.lesions import lesion_dice_from_components
 
     from .degrade import Components, dilate
 

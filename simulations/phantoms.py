@@ -4,7 +4,7 @@
 * :func:`three_balls`: three equal balls whose dilated predictions merge at given dilation steps;
 * :func:`lesion_dice_pitfall`: the two-lesion layout of the paper's Lesion Dice pitfall (Fig. 2 bottom);
 * :func:`cohort`: a reproducible PET/CT-like cohort for the Fig. 4/5 studies;
-* :func:`read_cohort`: any folder of GT masks, read with :func:`ccmetrics.io.load_image`.
+* :func:`read_cohort`: any folder of GT masks, read with :func:`ccmetrics.formats.io.load_image`.
 
 Every phantom is a :class:`Case`: an id, a boolean mask and a voxel spacing (mm). Shapes are drawn into
 their bounding boxes only, so the 500³ phantom is built in about a second.
@@ -185,11 +185,11 @@ def cohort(
 
 
 def read_cohort(gt_dir, *, suffix: str | None = None) -> list[Case]:
-    """Every GT mask of a folder (any format :mod:`ccmetrics.io` reads), binarised as ``gt != 0``.
+    """Every GT mask of a folder (any format :mod:`ccmetrics.formats.io` reads), binarised as ``gt != 0``.
 
     Spacing from the headers. Raises ``ValueError`` when the folder holds no image.
     """
-    from ccmetrics.io import image_id, is_image_file, load_image
+    from ccmetrics.formats.io import image_id, is_image_file, load_image
 
     paths = sorted(p for p in Path(gt_dir).iterdir() if p.is_file() and is_image_file(p))
     if not paths:

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccmetrics import GroundTruth, evaluate, lesion_dice, registry
-from ccmetrics.aggregation import image_diagonal
+from ccmetrics import GroundTruth, evaluate, lesion_dice
+from ccmetrics.metrics import registry
+from ccmetrics.metrics.aggregation import image_diagonal
 
 from .degrade import DEGRADATIONS, Components
 from .phantoms import Case
@@ -247,7 +248,7 @@ def summarize(
     Distances are averaged as they are in the table (CC values already count a missed lesion as the
     worst distance; a global distance of an empty prediction is replaced by the case's worst distance).
     """
-    from ccmetrics.aggregation import cc_values
+    from ccmetrics.metrics.aggregation import cc_values
 
     out = []
     for scenario, table in per_step.groupby("scenario", sort=False):

@@ -120,8 +120,8 @@ def many_query_case(seed):
     """A sparse or lattice-symmetric GT (seeds 3-5: many exact ties far from the sites) with every voxel
     outside it as a query: (gt, spacing, surface coords, surface labels, query, brute-force labels, ties)."""
     from ccmetrics import label_components
-    from ccmetrics.components import find_sites
-    from ccmetrics.partition import site_surfaces
+    from ccmetrics.engine.components import find_sites
+    from ccmetrics.engine.partition import site_surfaces
 
     rng = np.random.default_rng(seed)
     shape = [(30, 28, 22), (40, 36), (26, 30, 24)][seed % 3]

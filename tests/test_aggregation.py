@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ccmetrics import evaluate
-from ccmetrics.aggregation import cc_mean, cc_values, empty_gt_score, fill_missing, is_distance_metric
+from ccmetrics.metrics.aggregation import cc_mean, cc_values, empty_gt_score, fill_missing, is_distance_metric
 
 
 def test_rules_by_hand():
@@ -23,7 +23,7 @@ def test_rules_by_hand():
 
 def test_a_result_folders_columns_and_cc_column_names():
     """A ``cc_`` column and a metric known only from a folder's column facts follow the same rule."""
-    from ccmetrics.registry import Column
+    from ccmetrics.metrics.registry import Column
 
     facts = {"masd": Column("masd", "MONAI ASSD", "distance", False, 0.0, "length", cc=True)}
     assert is_distance_metric("cc_hd95") and not is_distance_metric("cc_dice")

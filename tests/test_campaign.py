@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 
 from ccmetrics import evaluate_dataset
-from ccmetrics.campaign import EvaluationInterrupted
-from ccmetrics.dataset import CaseTask, EvalOptions, evaluate_task
-from ccmetrics.io import save_image
-from ccmetrics.records import RecordStore, decode_output, encode_output
+from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task
+from ccmetrics.campaign.records import RecordStore, decode_output, encode_output
+from ccmetrics.campaign.scheduler import EvaluationInterrupted
+from ccmetrics.formats.io import save_image
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = Path(__file__).resolve().parent / "faults"
@@ -108,7 +108,7 @@ def faults():
     compute "faulty" here), and unregistered after, so that no other test module sees it."""
     import faulty_metrics
 
-    from ccmetrics import registry
+    from ccmetrics.metrics import registry
 
     registry.register_metric("faulty", faulty_metrics.faulty, kind="overlap", replace=True)
     yield faulty_metrics
@@ -406,7 +406,7 @@ def test_a_case_over_the_memory_limit_is_refused_from_its_header(tmp_path):
 def test_the_memory_limit_is_checked_again_once_the_foreground_is_counted(tmp_path):
     """Memory grows with the foreground, which only the voxels tell: a dense case passes the header check
     (no foreground assumed), then is refused once read, before the engine allocates; a sparse one runs."""
-    from ccmetrics.resources import BYTES_PER_FOREGROUND_VOXEL
+    from ccmetrics.engine.memory import BYTES_PER_FOREGROUND_VOXEL
 
     dense = np.zeros((200, 200, 100), np.uint8)
     dense[:, :100] = 1  # 2M foreground voxels in each mask
@@ -444,7 +444,7 @@ def test_a_lying_header_is_an_error_row_without_reading_gigabytes(tmp_path):
 
 def test_large_jobs_run_with_fewer_beside_them(faults):
     """The scheduler of the worker processes: a job larger than the budget's share waits for room."""
-    from ccmetrics._workers import Job, run_jobs
+    from ccmetrics.campaign._workers import Job, run_jobs
 
     # a ends well before b, so that the big job meets a running job (b) and must wait: the note is then due
     # whatever the machine's speed (if a and b ended together, big would start alone without waiting)

@@ -41,8 +41,8 @@ from test_campaign import (  # the shared fixtures and helpers of the campaign t
 )
 
 from ccmetrics import DatasetResult, schema
-from ccmetrics._workers import Job, run_jobs
-from ccmetrics.records import RecordStore
+from ccmetrics.campaign._workers import Job, run_jobs
+from ccmetrics.campaign.records import RecordStore
 
 SLOW = FAULTS / "slow_final_phase.py"
 

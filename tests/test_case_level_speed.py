@@ -11,11 +11,11 @@ import pytest
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
-import ccmetrics.lesions as lesions
+import ccmetrics.metrics.lesions as lesions
 from ccmetrics import EngineConfig, detection, engine_config, evaluate, lesion_dice, panoptic_quality
-from ccmetrics.components import find_sites
-from ccmetrics.surface import SURFACE_REDUCTIONS, GroupedDistances
-from ccmetrics.torch_emulation import quantile_rank, torch_lerp
+from ccmetrics.engine.components import find_sites
+from ccmetrics.engine.surface import SURFACE_REDUCTIONS, GroupedDistances
+from ccmetrics.engine.torch_emulation import quantile_rank, torch_lerp
 
 
 def _edges(mask):

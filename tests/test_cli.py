@@ -3,7 +3,7 @@
 Most tests call :func:`ccmetrics.cli.main` in this process and assert its return code;
 one test runs the installed console script and ``python -m ccmetrics`` in subprocesses.
 Expected numbers come from ``ccmetrics.evaluate`` / ``ccmetrics.voronoi_partition`` /
-``ccmetrics.stats`` on the arrays and tables written, or are computed by hand.
+``ccmetrics.analysis.stats`` on the arrays and tables written, or are computed by hand.
 """
 
 import json
@@ -21,9 +21,9 @@ import pytest
 from scipy import ndimage
 
 from ccmetrics import evaluate, voronoi_partition
+from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled, compare
 from ccmetrics.cli import main
-from ccmetrics.io import Image, load_image, save_image
-from ccmetrics.stats import bootstrap_ci, bootstrap_ci_pooled, compare
+from ccmetrics.formats.io import Image, load_image, save_image
 
 SHAPE = (24, 24, 12)
 SPACING = (0.7, 0.9, 3.0)  # anisotropic
@@ -46,7 +46,7 @@ def write(path, array, spacing=SPACING):
 
 
 def file_ids(*folders, suffix=None):
-    """Case ids of every image file of the folders, computed here without ccmetrics.io."""
+    """Case ids of every image file of the folders, computed here without ccmetrics.formats.io."""
     out = set()
     for folder in folders:
         for p in Path(folder).iterdir():
@@ -197,7 +197,7 @@ def test_per_component_csv_one_row_per_gt_component(data):
 
 def test_evaluate_computes_the_bootstrap_summary_once(data, tmp_path, monkeypatch, capsys):
     """The summary written to summary.json is the one printed: one bootstrap per run, not two."""
-    from ccmetrics.dataset import DatasetResult
+    from ccmetrics.campaign.dataset import DatasetResult
 
     calls = []
     summary = DatasetResult.summary

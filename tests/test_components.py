@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from conftest import ALL_METRICS, scipy_components
 
-import ccmetrics.components as components
+import ccmetrics.engine.components as components
 from ccmetrics import GroundTruth, engine_config, evaluate
-from ccmetrics.aggregation import image_diagonal
-from ccmetrics.components import Runs, component_labels, run_components
-from ccmetrics.surface import face_edges, own_face_edges
+from ccmetrics.engine.components import Runs, component_labels, run_components
+from ccmetrics.engine.surface import face_edges, own_face_edges
+from ccmetrics.metrics.aggregation import image_diagonal
 from ccmetrics.synthetic import lesion_case
 
 CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
@@ -96,7 +96,7 @@ def test_threads_and_grouped_queries_change_no_value(monkeypatch, spacing):
     """The threaded evaluation (images from 2^20 voxels) equals the serial one bit for bit."""
     import threading
 
-    import ccmetrics.geometry as geometry
+    import ccmetrics.engine.geometry as geometry
 
     gt, pred = lesion_case((40, 36, 30), n_lesions=12, radius_range=(1.0, 7.0), seed=4)
     metrics = ALL_METRICS + ["pq", "detection"]
@@ -139,7 +139,7 @@ def test_large_sparse_case_has_no_image_sized_label_map(monkeypatch):
 @pytest.mark.parametrize("ndim", [1, 2, 3])
 @pytest.mark.parametrize("kernels_from", [1 << 60, 0])  # numpy, numba kernel
 def test_mask_edges_equal_face_edges(rng, ndim, kernels_from):
-    from ccmetrics.surface import mask_edges
+    from ccmetrics.engine.surface import mask_edges
 
     for _ in range(30):
         mask = _random_mask(rng, ndim, 12, rng.uniform(0.1, 1.0))
@@ -155,7 +155,7 @@ def test_mask_edges_equal_face_edges(rng, ndim, kernels_from):
 )
 def test_grouped_directed_distances_equal_one_tree_per_group(rng, ndim, spacing):
     """The extra group coordinate changes no bit: equal to a tree per group, inf for a group without targets."""
-    from ccmetrics.surface import directed_distances, grouped_directed_distances, physical
+    from ccmetrics.engine.surface import directed_distances, grouped_directed_distances, physical
 
     shape = (50,) * ndim
     groups = 40

@@ -1,4 +1,4 @@
-"""Tests of ccmetrics.dataset: pairing, every validation branch, the tidy tables and their summary.
+"""Tests of ccmetrics.campaign.dataset: pairing, every validation branch, the tidy tables and their summary.
 
 Expected values are computed independently of the data-set code: by hand for boxes
 (Dice, volumes, the image diagonal) and with ``ccmetrics.evaluate`` on the very arrays
@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from ccmetrics import evaluate, evaluate_dataset
-from ccmetrics.dataset import DatasetResult, pair_folders
-from ccmetrics.io import Image, load_image, save_image
-from ccmetrics.stats import bootstrap_ci, bootstrap_ci_pooled
+from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled
+from ccmetrics.campaign.dataset import DatasetResult, pair_folders
+from ccmetrics.formats.io import Image, load_image, save_image
 
 SHAPE = (24, 24, 12)
 SPACING = (0.8, 0.8, 2.5)
@@ -47,7 +47,7 @@ def write(path, array, spacing=SPACING, affine=None):
 
 
 def ids_of_folder(folder, suffix=None):
-    """Case ids of the image files of a folder (hidden files aside), computed here without ccmetrics.io."""
+    """Case ids of the image files of a folder (hidden files aside), computed here without ccmetrics.formats.io."""
     out = set()
     for p in Path(folder).iterdir():
         m = not p.name.startswith(".") and re.match(r"^(.+?)(\.nii\.gz|\.nii|\.mha|\.mhd|\.nrrd|\.nhdr)$", p.name)
@@ -565,7 +565,7 @@ def test_real_spine_pair_uses_header_spacing_per_class(tmp_path):
 
 def test_review_regressions_scalar_spacing_and_na_like_case_ids(tmp_path):
     from ccmetrics import evaluate_dataset
-    from ccmetrics.dataset import DatasetResult
+    from ccmetrics.campaign.dataset import DatasetResult
 
     gt = np.zeros((12, 12, 8), np.uint8)
     gt[2:5, 2:5, 2:5] = 1
@@ -591,7 +591,7 @@ def _volume_similarity(pred, gt, spacing):
 
 def test_every_case_failed_with_an_unregistered_metric_record(tmp_path):
     """Regression: when every case fails, a Metric record that was never registered gave 'unknown metric'."""
-    from ccmetrics import registry
+    from ccmetrics.metrics import registry
 
     record = registry.Metric("volsim_record", "Volume similarity", "overlap", "region", _volume_similarity, best=1.0)
     gt, pred = box((2, 6), (2, 6), (2, 6)), box((2, 6), (2, 6), (2, 5))

@@ -11,8 +11,8 @@ import pytest
 from scipy import ndimage
 
 from ccmetrics import detection, evaluate
-from ccmetrics.components import find_sites
-from ccmetrics.detection_rules import DetectionRule, judge
+from ccmetrics.engine.components import find_sites
+from ccmetrics.metrics.detection_rules import DetectionRule, judge
 
 RULES = [
     "overlap",
@@ -281,7 +281,7 @@ def test_dataset_per_prediction_matches_evaluate_and_the_affine(tmp_path):
     import pandas as pd
 
     from ccmetrics import DatasetResult, evaluate_dataset
-    from ccmetrics.io import load_image
+    from ccmetrics.formats.io import load_image
 
     result = evaluate_dataset(
         EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "detection"], detection_rule="dice:0.2", progress=False

@@ -1,4 +1,4 @@
-"""DICOM SEG input (ccmetrics.dicom) and putting two images on one grid (ccmetrics.grids).
+"""DICOM SEG input (ccmetrics.formats.dicom) and putting two images on one grid (ccmetrics.formats.grids).
 
 The cases are built here: a synthetic CT series written slice by slice with pydicom and a SEG written
 from it with highdicom (``examples/make_dicom_example.py``'s writers). The independent reference for the
@@ -20,9 +20,9 @@ pytest.importorskip("highdicom")
 
 from ccmetrics import evaluate_dataset  # noqa: E402
 from ccmetrics.cli import main  # noqa: E402
-from ccmetrics.dicom import SegImage, read_seg, read_seg_header, segment_classes, series_grid  # noqa: E402
-from ccmetrics.grids import align_pair, on_grid, union_grid  # noqa: E402
-from ccmetrics.io import Image, load_image, read_header, save_image  # noqa: E402
+from ccmetrics.formats.dicom import SegImage, read_seg, read_seg_header, segment_classes, series_grid  # noqa: E402
+from ccmetrics.formats.grids import align_pair, on_grid, union_grid  # noqa: E402
+from ccmetrics.formats.io import Image, load_image, read_header, save_image  # noqa: E402
 from ccmetrics.schema import EXTENT_INFERRED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -437,7 +437,7 @@ def test_cli_with_folders_per_case_and_reference_images(series, tmp_path, capsys
 
 
 def test_read_series_is_the_ct_on_itks_grid(series, tmp_path):
-    from ccmetrics.dicom import read_series
+    from ccmetrics.formats.dicom import read_series
 
     folder, source, ct = series
     _write_seg(tmp_path / "seg.dcm", _labels(12), source)  # a SEG beside the slices is not a scan

@@ -7,7 +7,7 @@ import pytest
 from conftest import ALL_METRICS, brute_force_partition, degrade, monai_metrics, random_blobs
 
 from ccmetrics import evaluate, voronoi_partition
-from ccmetrics.torch_emulation import torch_quantile
+from ccmetrics.engine.torch_emulation import torch_quantile
 
 
 def assert_matches_monai(pred, gt, result, spacing=None, tolerance=1.0):

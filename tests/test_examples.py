@@ -55,7 +55,7 @@ def test_synthetic_case_follows_its_recipe():
 def test_shipped_example_data_equal_the_script(tmp_path):
     import runpy
 
-    from ccmetrics.io import load_image
+    from ccmetrics.formats.io import load_image
 
     script = runpy.run_path(str(ROOT / "examples" / "make_example_data.py"))
     script["main"](tmp_path)

@@ -3,7 +3,7 @@
 torch's lerp rounds ``a + w * (b - a)`` once (one FMA) in its AVX2/AVX512 kernels and twice in its
 baseline kernel, so quantiles differ by one float32 ulp between them on some vectors. The tests run
 torch in subprocesses with ``ATEN_CPU_CAPABILITY`` set to each dispatch and compare with
-``ccmetrics.surface.torch_quantile`` under the same setting, on vectors chosen so that the two roundings
+``ccmetrics.engine.surface.torch_quantile`` under the same setting, on vectors chosen so that the two roundings
 disagree (random vectors rarely hit them: that is how a one-ulp error once went unnoticed).
 """
 
@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ccmetrics.torch_emulation import _fma32, torch_lerp, torch_quantile
+from ccmetrics.engine.torch_emulation import _fma32, torch_lerp, torch_quantile
 
 
 def exact_f32(x: Fraction) -> np.float32:
@@ -60,7 +60,7 @@ def _disagreeing_vectors(n: int = 40):
 
 TORCH_SCRIPT = """
 import json, sys, numpy as np, torch
-from ccmetrics.torch_emulation import lerp_uses_fma, torch_quantile
+from ccmetrics.engine.torch_emulation import lerp_uses_fma, torch_quantile
 vectors = [np.array(v, np.float32) for v in json.loads(sys.stdin.read())]
 print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "fma": lerp_uses_fma(),
                   "torch": [torch.quantile(torch.from_numpy(v), 0.95).item() for v in vectors],
@@ -156,8 +156,8 @@ def test_grouped_surface_scores_equal_per_component_bit_for_bit(monkeypatch, fma
     """All components at once (group maxima, one sort, one vectorised lerp) equal the plain reductions one
     component at a time: rounding-sensitive vectors, empty sides, infinities, ties, single values, under both
     lerp roundings; and surface_scores (the one-group case) equals them too."""
-    import ccmetrics.torch_emulation as emulation
-    from ccmetrics.surface import grouped_surface_scores, surface_scores
+    import ccmetrics.engine.torch_emulation as emulation
+    from ccmetrics.engine.surface import grouped_surface_scores, surface_scores
 
     monkeypatch.setattr(emulation, "lerp_uses_fma", lambda: fma)
     rng = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""Tests of ccmetrics.io: both readers agree, round trips keep values and geometry, bad files fail clearly."""
+"""Tests of ccmetrics.formats.io: both readers agree, round trips keep values and geometry, bad files fail clearly."""
 
 import gzip
 import subprocess
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from ccmetrics.io import (
+from ccmetrics.formats.io import (
     IMAGE_EXTENSIONS,
     Image,
     ImageReadError,
@@ -362,7 +362,7 @@ def test_image_properties_and_repr():
 
 
 def test_import_is_light():
-    code = "import sys, ccmetrics.io; print(sorted(m for m in ('torch', 'nibabel', 'SimpleITK') if m in sys.modules))"
+    code = "import sys, ccmetrics.formats.io; print(sorted(m for m in ('torch', 'nibabel', 'SimpleITK') if m in sys.modules))"  # noqa: E501
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -519,7 +519,7 @@ def test_lying_itk_headers_caught_before_allocation(tmp_path):
         lies.append(str(tmp_path / f"lie_{name}"))
     code = (
         "import resource, sys\n"
-        "from ccmetrics.io import load_image, read_header, ImageReadError\n"
+        "from ccmetrics.formats.io import load_image, read_header, ImageReadError\n"
         "for path in sys.argv[1:]:\n"
         "    for fn in (read_header, load_image):\n"
         "        try:\n"
@@ -555,7 +555,7 @@ def test_honest_gzip_without_matching_trailer_is_read(tmp_path):
 # --- the fast gzip path of the nibabel reader: the same array as nibabel's, bit for bit -----------
 
 
-from ccmetrics.io import _gunzip_array  # noqa: E402  (the private fast path, tested against nibabel)
+from ccmetrics.formats.io import _gunzip_array  # noqa: E402  (the private fast path, tested against nibabel)
 
 
 def _nibabel_array(path):

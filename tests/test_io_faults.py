@@ -1,4 +1,4 @@
-"""Faulty inputs of ccmetrics.io that must be refused early and named: a gzip NIfTI whose trailer lies about its
+"""Faulty inputs of ccmetrics.formats.io that must be refused early and named: a gzip NIfTI whose trailer lies about its
 size (refused before the claimed array is resident, scaled files too), and symbolic links that lead nowhere."""
 
 import gzip
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ccmetrics
-from ccmetrics.io import ImageReadError, load_image, read_header, save_image
+from ccmetrics.formats.io import ImageReadError, load_image, read_header, save_image
 
 CLAIM = (600, 600, 600)  # what the forged headers claim
 HELD = (64, 64, 48)  # what the forged files hold
@@ -72,7 +72,7 @@ def forged_nifti(path, dtype, slope=None, members=1):
 
 _MEASURE = """
 import json, sys
-from ccmetrics.io import ImageReadError, load_image
+from ccmetrics.formats.io import ImageReadError, load_image
 
 def hwm():  # this process's peak resident memory, kB
     return int(next(ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")).split()[1])

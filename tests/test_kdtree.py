@@ -1,12 +1,13 @@
-"""The k-d tree of ccmetrics._kdtree against scipy's cKDTree (what MONAI queries), bit for bit in float64."""
+"""The k-d tree of ccmetrics.engine._kdtree against scipy's cKDTree (what MONAI queries), bit for bit in float64."""
 
 import numpy as np
 import pytest
 from conftest import ALL_METRICS
 from scipy.spatial import cKDTree
 
-import ccmetrics.surface as surface
-from ccmetrics import EngineConfig, GroundTruth, _kdtree, engine_config, evaluate
+import ccmetrics.engine.surface as surface
+from ccmetrics import EngineConfig, GroundTruth, engine_config, evaluate
+from ccmetrics.engine import _kdtree
 from ccmetrics.synthetic import lesion_case
 
 
@@ -165,7 +166,7 @@ def test_small_inputs_never_import_numba():
     import sys
 
     code = (
-        "import sys, numpy as np; from ccmetrics.surface import directed_distances; "
+        "import sys, numpy as np; from ccmetrics.engine.surface import directed_distances; "
         "p = np.random.default_rng(0).normal(size=(40000, 3)); directed_distances(p[:20000], p[20000:]); "
         "print('numba' in sys.modules)"
     )
@@ -177,7 +178,7 @@ def test_evaluate_from_several_threads(monkeypatch):
     """Parallel kernels launched from several threads take turns (numba's workqueue layer would abort)."""
     import threading
 
-    from ccmetrics import _launch
+    from ccmetrics.engine import _launch
 
     gt, pred = lesion_case((40, 36, 30), n_lesions=70, radius_range=(1.0, 3.0), seed=5)
     pred = pred.copy()
@@ -197,7 +198,7 @@ def test_evaluate_from_several_threads(monkeypatch):
             lock.release()
 
     for module in ("_edge_kernels", "_kdtree", "_nearest_label"):
-        monkeypatch.setattr(f"ccmetrics.{module}.PARALLEL", Counting())
+        monkeypatch.setattr(f"ccmetrics.engine.{module}.PARALLEL", Counting())
     results, errors = [], []
 
     def work():  # each thread starts from the defaults: the forced configuration is set in it

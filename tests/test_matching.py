@@ -1,4 +1,4 @@
-"""ccmetrics.matching: the shared class-agnostic matcher against brute force written here."""
+"""ccmetrics.metrics.matching: the shared class-agnostic matcher against brute force written here."""
 
 import importlib
 
@@ -7,8 +7,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 import ccmetrics
-from ccmetrics.components import find_sites
-from ccmetrics.matching import (
+from ccmetrics.engine.components import find_sites
+from ccmetrics.metrics.matching import (
     MATCHING_RULES,
     Matching,
     choose_pairs,
@@ -80,7 +80,7 @@ def pairs_of(m: Matching):
 
 def test_public_names():
     assert "Matching" in ccmetrics.__all__ and ccmetrics.Matching is Matching
-    from ccmetrics.matching import match_instances as home
+    from ccmetrics.metrics.matching import match_instances as home
 
     assert home is match_instances
     with pytest.raises(ModuleNotFoundError):  # the shim of a layout never released is gone

@@ -6,9 +6,9 @@ from conftest import brute_force_partition, corner_tie_gt, many_query_case
 from scipy import ndimage
 
 from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
-from ccmetrics._nearest_label import nearest_label
-from ccmetrics.components import find_sites
-from ccmetrics.partition import assign_nearest, site_surfaces
+from ccmetrics.engine._nearest_label import nearest_label
+from ccmetrics.engine.components import find_sites
+from ccmetrics.engine.partition import assign_nearest, site_surfaces
 
 
 def _per_label_distances(labels, spacing):
@@ -100,7 +100,7 @@ def test_transform_extreme_spacing(rng, spacing):
 @pytest.mark.parametrize("seed", range(6))
 def test_dense_assignment_equals_brute_force(monkeypatch, seed):
     """assign_nearest through the transform of the query box (many queries), ties included."""
-    import ccmetrics.partition as partition
+    import ccmetrics.engine.partition as partition
 
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     calls = []
@@ -122,7 +122,7 @@ def test_dense_assignment_keeps_the_isolated_corner_tie():
     coords, labels = site_surfaces(found, found.label_map(flat=True))
     expected, tie = brute_force_partition(label_components(gt)[0])
     assert tie[0, 0, 0]
-    import ccmetrics.partition as partition
+    import ccmetrics.engine.partition as partition
 
     query = np.argwhere(~gt)
     out = np.empty(len(query), np.int32)

@@ -19,7 +19,7 @@ import pytest
 import SimpleITK as sitk
 
 from ccmetrics import evaluate, evaluate_dataset
-from ccmetrics.classes import ClassSpec, parse_classes, read_dataset_json, remove_ignored
+from ccmetrics.metrics.classes import ClassSpec, parse_classes, read_dataset_json, remove_ignored
 
 BRATS = {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": 3}
 

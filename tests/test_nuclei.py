@@ -416,8 +416,8 @@ def test_pair_hd95_equals_evaluate_and_monai(spacing):
 
 
 def test_rows_quantile_equals_torch_quantile():
+    from ccmetrics.engine.torch_emulation import torch_quantile
     from ccmetrics.nuclei.metrics import rows_quantile
-    from ccmetrics.torch_emulation import torch_quantile
 
     rng = np.random.default_rng(0)
     rows = [np.array([1.0] * 8 + [math.sqrt(29)], np.float32)]  # one FMA vs two roundings differ here
@@ -605,7 +605,7 @@ def test_compare_methods_per_patient():
             fn = nuclei.compare_methods(results, "cls_balanced_accuracy")
     else:
         fn = nuclei.compare_methods(results, "cls_balanced_accuracy")
-    expected = ccmetrics.stats.friedman_nemenyi(table.dropna())
+    expected = ccmetrics.analysis.stats.friedman_nemenyi(table.dropna())
     assert fn.statistic == pytest.approx(expected.statistic) and fn.pvalue == pytest.approx(expected.pvalue)
     assert fn.mean_ranks.idxmin() == "good"
     with pytest.raises(ValueError, match="at least 3 methods"):

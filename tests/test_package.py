@@ -41,9 +41,9 @@ def test_public_api():
 def test_names_resolve_whatever_the_import_order():
     code = (
         "import ccmetrics\n"
-        "import ccmetrics.case, ccmetrics.dataset  # submodules first: the names must stay the functions\n"
-        "assert callable(ccmetrics.evaluate) and ccmetrics.evaluate.__module__ == 'ccmetrics.case'\n"
-        "assert ccmetrics.io.load_image and ccmetrics.stats.compare and ccmetrics.nuclei.evaluate\n"
+        "import ccmetrics.metrics.case, ccmetrics.campaign.dataset  # submodules first: the names stay the functions\n"
+        "assert callable(ccmetrics.evaluate) and ccmetrics.evaluate.__module__ == 'ccmetrics.metrics.case'\n"
+        "assert ccmetrics.formats.io.load_image and ccmetrics.analysis.stats.compare and ccmetrics.nuclei.evaluate\n"
         "from ccmetrics import evaluate, evaluate_dataset, Matching\n"
         "print('ok')"
     )

@@ -26,7 +26,7 @@ import pytest
 from scipy import ndimage
 
 from ccmetrics import evaluate, lesion_dice
-from ccmetrics.aggregation import image_diagonal
+from ccmetrics.metrics.aggregation import image_diagonal
 from simulations import paper
 from simulations.cli import main as cli_main
 from simulations.degrade import dilate

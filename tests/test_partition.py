@@ -9,8 +9,8 @@ from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
 from ccmetrics import engine_config, evaluate, label_components, voronoi_partition
-from ccmetrics.components import find_sites
-from ccmetrics.partition import assign_nearest, site_surfaces
+from ccmetrics.engine.components import find_sites
+from ccmetrics.engine.partition import assign_nearest, site_surfaces
 
 EXACT_SPACINGS_3D = [None, (1.0, 1.0, 2.5), (0.5, 0.75, 2.0), (2.0, 1.0, 1.0)]
 
@@ -204,7 +204,7 @@ def test_lattice_circles_of_equidistant_sites(rng, radius_sq):
 @pytest.mark.parametrize("seed", range(6))
 def test_block_certification_equals_brute_force(seed):
     """Whole blocks labelled at once (many query voxels) give the per-voxel rule's labels, ties included."""
-    import ccmetrics.partition as partition
+    import ccmetrics.engine.partition as partition
 
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     with engine_config(block_min_queries=1):  # certify blocks even on these small images
@@ -266,7 +266,7 @@ def test_kept_region_map_equals_brute_force(seed):
 @pytest.mark.parametrize("sites", ["components", "labels"])
 def test_evaluation_with_a_kept_region_map_changes_no_value(monkeypatch, seed, sites):
     """Many voxels outside the GT, read from the kept map: the same tables bit for bit, and no search."""
-    import ccmetrics.geometry as geometry
+    import ccmetrics.engine.geometry as geometry
     from ccmetrics import GroundTruth
 
     gt, spacing, *_ = many_query_case(seed)

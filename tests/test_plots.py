@@ -1,4 +1,4 @@
-"""ccmetrics.plots: what the figures draw, and the files write_plots writes."""
+"""ccmetrics.analysis.plots: what the figures draw, and the files write_plots writes."""
 
 import math
 import subprocess
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccmetrics import plots
+from ccmetrics.analysis import plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -54,7 +54,7 @@ def cases(cls=1):
 
 
 def test_import_does_not_load_matplotlib():
-    code = "import sys, ccmetrics.plots; print('matplotlib' in sys.modules)"
+    code = "import sys, ccmetrics.analysis.plots; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -20,8 +20,9 @@ import pytest
 from conftest import brute_force_partition
 
 import ccmetrics
-from ccmetrics import EngineConfig, engine_config, evaluate, registry, schema
-from ccmetrics.io import load_image
+from ccmetrics import EngineConfig, engine_config, evaluate, schema
+from ccmetrics.formats.io import load_image
+from ccmetrics.metrics import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "data"
@@ -221,20 +222,24 @@ def test_no_rule_is_written_twice():
                 named = [(k, v) for k, v in values if display.get(k) == v or display.get(k, "\0") in v]
                 assert len(named) < 2, f"{path}: display names outside the registry {named}"
         if path.name != "config.py":
-            assert not threshold.search(path.read_text()), f"{path}: an engine threshold outside ccmetrics.config"
+            assert not threshold.search(path.read_text()), (
+                f"{path}: an engine threshold outside ccmetrics.engine.config"
+            )
 
 
 # ---------------------------------------------------------------- the engine configuration
 
 
 def test_engine_config_is_scoped_and_checked():
-    default = ccmetrics.config.current()
+    default = ccmetrics.engine.config.current()
     with engine_config(grouped_from=1) as inner:
-        assert ccmetrics.config.current() is inner and inner.grouped_from == 1
+        assert ccmetrics.engine.config.current() is inner and inner.grouped_from == 1
         with engine_config(EngineConfig(threads=3)):
-            assert ccmetrics.config.current().threads == 3 and ccmetrics.config.current().grouped_from == 64
-        assert ccmetrics.config.current().grouped_from == 1
-    assert ccmetrics.config.current() is default
+            assert (
+                ccmetrics.engine.config.current().threads == 3 and ccmetrics.engine.config.current().grouped_from == 64
+            )
+        assert ccmetrics.engine.config.current().grouped_from == 1
+    assert ccmetrics.engine.config.current() is default
     with pytest.raises(TypeError, match="no field 'grouped'"):
         with engine_config(grouped=1):
             pass
@@ -488,7 +493,7 @@ def test_registering_the_same_code_again_replaces_it(tmp_path):
 
 def test_workers_get_the_engine_configuration_and_unpicklable_metrics_fail_early(tmp_path):
     (tmp_path / "engine_probe.py").write_text(
-        "from ccmetrics import register_metric\nfrom ccmetrics.config import current\n\n\n"
+        "from ccmetrics import register_metric\nfrom ccmetrics.engine.config import current\n\n\n"
         "def grouped_from(pred, gt, spacing):\n    return float(current().grouped_from)\n\n\n"
         "register_metric('probe_grouped_from', grouped_from, kind='score', best=0.0, worst=1e9)\n"
     )
@@ -527,7 +532,7 @@ def test_metric_columns_keep_their_order_by_engine():
 
 
 def test_surface_reductions_read_groups_where_the_bounds_say():
-    from ccmetrics.surface import grouped_surface_scores, surface_scores
+    from ccmetrics.engine.surface import grouped_surface_scores, surface_scores
 
     values = np.float32([5, 1, 2, 3])
     got = grouped_surface_scores(values, [2, 4], np.float32([1]), [0, 1], ["hd", "hd95"], 1.0)
@@ -549,15 +554,19 @@ def test_nuclei_pairs_follow_the_one_empty_set_rule():
 # from the registry, so they also hold the columns added since (the detection metric's split and merge counts)
 ADDED = ("split_lesions", "merged_components")
 FORMER_NAMES = [
-    ("ccmetrics.aggregation", "DISTANCE_METRICS", ("hd", "hd95", "assd")),
-    ("ccmetrics.aggregation", "BEST_VALUE", {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0}),
+    ("ccmetrics.metrics.aggregation", "DISTANCE_METRICS", ("hd", "hd95", "assd")),
     (
-        "ccmetrics.stats",
+        "ccmetrics.metrics.aggregation",
+        "BEST_VALUE",
+        {"dice": 1.0, "iou": 1.0, "nsd": 1.0, "hd": 0.0, "hd95": 0.0, "assd": 0.0},
+    ),
+    (
+        "ccmetrics.analysis.stats",
         "LOWER_IS_BETTER",
         frozenset({"hd", "hd95", "assd", "lesion_hd95", "fp_volume", "fn_volume", *ADDED}),
     ),
-    ("ccmetrics.plots", "OVERLAP", ("dice", "iou", "nsd")),
-    ("ccmetrics.plots", "DISTANCE", ("hd", "hd95", "assd")),
+    ("ccmetrics.analysis.plots", "OVERLAP", ("dice", "iou", "nsd")),
+    ("ccmetrics.analysis.plots", "DISTANCE", ("hd", "hd95", "assd")),
     (
         "ccmetrics.report.data",
         "METRIC_LABELS",
@@ -568,7 +577,7 @@ FORMER_NAMES = [
         | {"split_lesions": "Split lesions", "merged_components": "Merged components"},
     ),
     (
-        "ccmetrics.case",
+        "ccmetrics.metrics.case",
         "CASE_METRICS",
         {
             "pq": ("pq", "sq", "rq"),
@@ -576,8 +585,8 @@ FORMER_NAMES = [
             "detection": ("sensitivity", "precision", "f1", "fp_volume", "fn_volume", *ADDED),
         },
     ),
-    ("ccmetrics.overlap", "OVERLAP_METRICS", ("dice", "iou")),
-    ("ccmetrics.surface", "SURFACE_METRICS", ("nsd", "hd", "hd95", "assd")),
+    ("ccmetrics.metrics.overlap", "OVERLAP_METRICS", ("dice", "iou")),
+    ("ccmetrics.engine.surface", "SURFACE_METRICS", ("nsd", "hd", "hd95", "assd")),
 ]
 
 
@@ -596,7 +605,7 @@ def test_former_parse_metrics_splits_names_cases_and_monai_objects():
     from monai.metrics import SurfaceDistanceMetric
 
     with pytest.warns(DeprecationWarning):
-        from ccmetrics.case import parse_metrics
+        from ccmetrics.metrics.case import parse_metrics
     assert parse_metrics(["dice", "pq", "hd95"])[:2] == (["dice", "hd95"], ["pq"])
     names, cases, objects = parse_metrics(["nsd", SurfaceDistanceMetric()])
     assert (names, cases, list(objects)) == (["nsd"], [], ["SurfaceDistanceMetric"])

@@ -125,7 +125,7 @@ def test_half_widths_give_a_square_field_of_view_of_sensible_size():
 
 def synthetic_folders(root):
     """One case: a large lesion found, a small lesion missed, a false positive in the small lesion's region."""
-    from ccmetrics.io import Image, save_image
+    from ccmetrics.formats.io import Image, save_image
 
     shape = (48, 48, 24)
     gt = np.zeros(shape, np.uint8)
@@ -171,7 +171,8 @@ def _volume_similarity(pred, gt, spacing):
 
 def test_summary_table_shows_the_folders_display_names(tmp_path):
     """Regression: the summary table named a metric this process never registered by its key (``volsim``)."""
-    from ccmetrics import evaluate_dataset, registry
+    from ccmetrics import evaluate_dataset
+    from ccmetrics.metrics import registry
 
     record = registry.Metric("volsim", "Volume similarity", "overlap", "region", _volume_similarity, best=1.0)
     result = evaluate_dataset(*synthetic_folders(tmp_path / "data"), metrics=["dice", record], progress=False)

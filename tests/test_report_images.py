@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from _browser import browser
 
-from ccmetrics.io import Image, load_image, save_image
+from ccmetrics.formats.io import Image, load_image, save_image
 from ccmetrics.report import data, geometry, page, thumbnails, write_report
 
 SHAPE = (48, 48, 24)
@@ -437,16 +437,18 @@ def write_region_cases(root, cases=("case_a", "case_b")):
 
 
 def test_each_scan_and_mask_file_is_read_once_per_case_for_all_its_classes(tmp_path, monkeypatch):
-    import ccmetrics.io
+    import ccmetrics.formats.io
 
     folder, image_dir = write_region_cases(tmp_path)
     plain = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])  # before counting
     channels, masks = [], []
-    read_channel, load_image_ = data.read_channel, ccmetrics.io.load_image
+    read_channel, load_image_ = data.read_channel, ccmetrics.formats.io.load_image
     monkeypatch.setattr(
         data, "read_channel", lambda f, *a, **k: channels.append(f.path.name) or read_channel(f, *a, **k)
     )
-    monkeypatch.setattr(ccmetrics.io, "load_image", lambda p, *a, **k: masks.append(str(p)) or load_image_(p, *a, **k))
+    monkeypatch.setattr(
+        ccmetrics.formats.io, "load_image", lambda p, *a, **k: masks.append(str(p)) or load_image_(p, *a, **k)
+    )
     model = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])
     assert sorted(channels) == sorted(p.name for p in image_dir.iterdir())  # 2 cases x 2 channels, once each
     masks = [m for m in masks if "images" not in m]  # the channels are read by load_image too

@@ -1,4 +1,4 @@
-"""Tests of ccmetrics.resources: available memory, memory sizes, and the estimate covering a measured peak."""
+"""Tests of ccmetrics.engine.memory: available memory, memory sizes, the estimate covering a measured peak."""
 
 import json
 import subprocess
@@ -7,9 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from ccmetrics import resources
-from ccmetrics.io import ImageHeader, read_header, save_image
-from ccmetrics.resources import (
+from ccmetrics.engine import memory
+from ccmetrics.engine.memory import (
     BYTES_PER_VOXEL,
     DEFAULT_MEMORY_FRACTION,
     FIXED_BYTES,
@@ -17,6 +16,7 @@ from ccmetrics.resources import (
     estimate_case_bytes,
     parse_memory,
 )
+from ccmetrics.formats.io import ImageHeader, read_header, save_image
 from ccmetrics.synthetic import lesion_case
 
 GiB, MiB = 2**30, 2**20
@@ -67,11 +67,11 @@ def test_available_memory():
 
 
 def test_available_memory_fallbacks(monkeypatch):
-    monkeypatch.setattr(resources, "_meminfo_available", lambda: None)
-    monkeypatch.setattr(resources, "_cgroup_room", lambda: None)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: None)
+    monkeypatch.setattr(memory, "_cgroup_room", lambda: None)
     assert available_memory_bytes() > 0  # psutil or os.sysconf
-    monkeypatch.setattr(resources, "_meminfo_available", lambda: 10 * GiB)
-    monkeypatch.setattr(resources, "_cgroup_room", lambda: 3 * GiB)  # a container's limit below the machine's
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 10 * GiB)
+    monkeypatch.setattr(memory, "_cgroup_room", lambda: 3 * GiB)  # a container's limit below the machine's
     assert available_memory_bytes() == 3 * GiB
 
 
@@ -101,7 +101,7 @@ CHILD = r"""
 import json, resource, sys
 import ccmetrics, nibabel, SimpleITK
 from ccmetrics import evaluate
-from ccmetrics.io import load_image
+from ccmetrics.formats.io import load_image
 
 def rss(field="VmRSS"):
     with open("/proc/self/status") as f:
@@ -136,15 +136,15 @@ def test_estimate_covers_the_measured_peak(tmp_path, kind):
     assert estimate < 20 * max(peak, FIXED_BYTES)  # an estimate, not a refusal of everything
 
 
-# ---------------------------------------------------------------- counts: components, runs (ccmetrics._budget)
+# ---------------------------------------------------------------- counts: components, runs (ccmetrics.engine._budget)
 
 FIVE = ("dice", "nsd", "hd95", "pq", "detection")
 
 WORKER = r"""
 import json, pickle, sys
 import ccmetrics, nibabel, SimpleITK
-from ccmetrics.dataset import CaseTask, EvalOptions, evaluate_task
-from ccmetrics.records import encode_output
+from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task
+from ccmetrics.campaign.records import encode_output
 
 def status(field):
     with open("/proc/self/status") as f:
@@ -188,9 +188,9 @@ def _run_worker(paths, metrics, limit):
 
 def _counts(gt, pred, metrics):
     """The counts the engine checks, counted independently from the arrays."""
-    from ccmetrics.components import ComponentCache, Runs
-    from ccmetrics.ground_truth import GroundTruth
-    from ccmetrics.resources import ComponentCounts
+    from ccmetrics.engine.components import ComponentCache, Runs
+    from ccmetrics.engine.ground_truth import GroundTruth
+    from ccmetrics.engine.memory import ComponentCounts
 
     truth = GroundTruth(gt)
     labelled = bool({"pq", "lesion_dice", "detection"} & set(metrics))
@@ -316,7 +316,7 @@ def test_estimate_covers_adversarial_peaks(tmp_path, kind, metrics):
 
 
 def test_component_bytes_formula():
-    from ccmetrics.resources import (
+    from ccmetrics.engine.memory import (
         BYTES_PER_DILATED_VOXEL,
         BYTES_PER_GT_COMPONENT,
         BYTES_PER_PRED_COMPONENT,
@@ -356,13 +356,13 @@ def test_component_bytes_formula():
 
 @pytest.mark.parametrize("ndim", [2, 3])
 def test_dilated_voxels_bounds_the_dilations(ndim):
-    """dilated_voxels: at least the voxels of Lesion Dice's dilations of the GT components (ccmetrics.lesions,
+    """dilated_voxels: at least the voxels of Lesion Dice's dilations of the GT components (ccmetrics.metrics.lesions,
     counted), as an independent count of the same bound gives it; exact for a line along an axis."""
     from scipy import ndimage
 
-    from ccmetrics.components import find_sites
-    from ccmetrics.lesions import _dilations
-    from ccmetrics.resources import dilated_voxels
+    from ccmetrics.engine.components import find_sites
+    from ccmetrics.engine.memory import dilated_voxels
+    from ccmetrics.metrics.lesions import _dilations
 
     rng = np.random.default_rng(ndim)
     shape = (60, 70) if ndim == 2 else (30, 34, 26)
@@ -386,7 +386,7 @@ def test_guard_sees_the_engines_counts():
     """evaluate under a guard checks once, with the counts it labelled (the same as counted independently);
     without one nothing is checked."""
     from ccmetrics import evaluate
-    from ccmetrics._budget import active, memory_guard
+    from ccmetrics.engine._budget import active, memory_guard
 
     gt = _lattice((24, 24, 18))
     pred = np.roll(_ellipsoid((24, 24, 18), 0.1), 1, axis=0) | (_lattice((24, 24, 18), 4) & ~gt)
@@ -400,7 +400,7 @@ def test_guard_sees_the_engines_counts():
 def test_guard_refuses_before_the_tables():
     """Over the limit: a MemoryLimitError (a ValueError) naming the option and the counts, before any result."""
     from ccmetrics import evaluate
-    from ccmetrics._budget import MemoryLimitError, memory_guard
+    from ccmetrics.engine._budget import MemoryLimitError, memory_guard
 
     gt = _lattice((32, 32, 24))
     with memory_guard(2**20, base=0), pytest.raises(MemoryLimitError) as refused:
@@ -416,7 +416,7 @@ def test_guard_counts_every_class():
     """The classes of one label map are evaluated one after the other and their tables kept together: each
     class's counts add to what the earlier ones were charged."""
     from ccmetrics import evaluate
-    from ccmetrics._budget import MemoryLimitError, memory_guard
+    from ccmetrics.engine._budget import MemoryLimitError, memory_guard
 
     labels = np.zeros((32, 32, 24), np.uint8)
     labels[_lattice(labels.shape)] = 1
@@ -433,7 +433,7 @@ def test_guard_counts_every_class():
 def test_evaluate_task_refuses_by_the_counts(tmp_path):
     """A limit above the estimate with the foreground (checked after reading) but below the one with the counts
     (checked by the engine): the case's error row names the option, its output may be retried."""
-    from ccmetrics.dataset import CaseTask, EvalOptions, evaluate_task
+    from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task
 
     gt = _lattice((64, 64, 48))
     paths = _write_case(tmp_path, gt, gt)

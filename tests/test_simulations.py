@@ -16,7 +16,7 @@ import pytest
 from scipy import ndimage
 
 from ccmetrics import voronoi_partition
-from ccmetrics.io import save_image
+from ccmetrics.formats.io import save_image
 from simulations import (
     Case,
     Components,

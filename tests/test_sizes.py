@@ -1,4 +1,4 @@
-"""Lesion-size bins (ccmetrics.sizes): hand-computed tables, the data set's by_size, and --size-bins."""
+"""Lesion-size bins (ccmetrics.analysis.sizes): hand-computed tables, the data set's by_size, and --size-bins."""
 
 import json
 import math
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ccmetrics import evaluate_dataset
-from ccmetrics.sizes import parse_size_bins, size_table
+from ccmetrics.analysis.sizes import parse_size_bins, size_table
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 

@@ -1,4 +1,4 @@
-"""ccmetrics.stats against values computed independently (by hand or with plain numpy/scipy)."""
+"""ccmetrics.analysis.stats against values computed independently (by hand or with plain numpy/scipy)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ccmetrics.stats import bootstrap_ci, bootstrap_ci_pooled, compare
+from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled, compare
 
 try:
     import scikit_posthocs  # noqa: F401
@@ -244,7 +244,7 @@ def test_compare_leaves_out_empty_gt_cases_of_the_chosen_class():
 # ---------------------------------------------------------------- friedman_nemenyi
 @needs_posthocs
 def test_friedman_nemenyi_against_scipy_and_hand_values():
-    from ccmetrics.stats import friedman_nemenyi
+    from ccmetrics.analysis.stats import friedman_nemenyi
 
     rng = np.random.default_rng(7)
     scores = pd.DataFrame(
@@ -284,7 +284,7 @@ def test_friedman_nemenyi_against_scipy_and_hand_values():
 
 @needs_posthocs
 def test_compare_uses_friedman_nemenyi():
-    from ccmetrics.stats import friedman_nemenyi
+    from ccmetrics.analysis.stats import friedman_nemenyi
 
     result = compare({m: tidy(v) for m, v in HAND.items()}, "dice")
     direct = friedman_nemenyi(result.scores)
@@ -295,7 +295,7 @@ def test_compare_uses_friedman_nemenyi():
 
 @needs_posthocs
 def test_friedman_nemenyi_errors():
-    from ccmetrics.stats import friedman_nemenyi
+    from ccmetrics.analysis.stats import friedman_nemenyi
 
     good = pd.DataFrame(HAND)
     with pytest.raises(ValueError, match="at least 3 methods"):

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from ccmetrics import evaluate_dataset
-from ccmetrics.stats import bootstrap_ci, bootstrap_ci_pooled
-from ccmetrics.subgroups import MISSING_GROUP, case_groups, read_metadata
+from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled
+from ccmetrics.analysis.subgroups import MISSING_GROUP, case_groups, read_metadata
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 META = "case,scanner,site\ncase_001,A,x\ncase_002,B,x\ncase_003,A,y\ncase_006,B,\n"

@@ -7,7 +7,7 @@ Sub-commands:
 * ``ccmetrics partition GT_FILE OUT_FILE`` → :func:`ccmetrics.voronoi_partition`, written
   with the GT's geometry;
 * ``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ... --metric cc_dice`` →
-  :func:`ccmetrics.stats.compare` on the folders' ``per_case.csv``;
+  :func:`ccmetrics.analysis.stats.compare` on the folders' ``per_case.csv``;
 * ``ccmetrics report RESULT_DIR --out report.html [--images IMAGE_DIR]`` →
   :func:`ccmetrics.report.write_report`, one self-contained HTML page with every lesion and false
   positive (with ``--images``: its thumbnails drawn on the scans).

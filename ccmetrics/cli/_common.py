@@ -24,7 +24,7 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def _classes_arg(text: str):
-    from ..classes import parse_classes
+    from ..metrics.classes import parse_classes
 
     try:
         return parse_classes(text)

@@ -1,4 +1,4 @@
-"""``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ...``: :func:`ccmetrics.stats.compare` on the folders' tables."""
+"""``ccmetrics compare RESULT_DIR_A RESULT_DIR_B ...``: :func:`ccmetrics.analysis.compare` on the folders' tables."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dataset import DatasetResult
-    from ..stats import compare
+    from ..analysis.stats import compare
+    from ..campaign.dataset import DatasetResult
 
     dirs = [Path(d) for d in args.result_dirs]
     names = args.names or [d.resolve().name for d in dirs]
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print("Nemenyi post-hoc p-values:")
         print(result.nemenyi.to_string(float_format=lambda v: f"{v:.4g}"))
     if args.out:
-        from ..plots import plot_comparison
+        from ..analysis.plots import plot_comparison
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def _what_options(ev: argparse.ArgumentParser) -> None:
     """What to evaluate and report: metrics, plug-ins, classes, sizes, subgroups, nnU-Net's summary."""
-    from .. import registry
+    from ..metrics import registry
 
     ev.add_argument(
         "--metrics",
@@ -201,10 +201,10 @@ def _where_options(ev: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._interrupts import raise_if_stopped
-    from ..campaign import EvaluationFailed, EvaluationInterrupted
-    from ..dataset import evaluate_dataset
-    from ..output_folder import locked
-    from ..registry import load_plugin
+    from ..campaign.dataset import evaluate_dataset
+    from ..campaign.output_folder import locked
+    from ..campaign.scheduler import EvaluationFailed, EvaluationInterrupted
+    from ..metrics.registry import load_plugin
 
     for plugin in args.plugin:  # they register their metrics before the names are looked up
         load_plugin(plugin)
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         print("ccmetrics evaluate: error: --metadata and --group-by go together", file=sys.stderr)
         return EXIT_USAGE
     if args.metadata is not None:  # checked before a case is evaluated
-        from ..subgroups import case_groups, read_metadata
+        from ..analysis.subgroups import case_groups, read_metadata
 
         try:
             meta, by = read_metadata(args.metadata), _name_list(args.group_by)
@@ -283,13 +283,13 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
     groups = None
     if meta is not None:
         from .. import schema
-        from ..subgroups import case_groups
+        from ..analysis.subgroups import case_groups
 
         table = result.group_summary(meta, by, n_resamples=args.bootstrap, seed=args.seed)
         groups = (by, table, case_groups(meta, by, result.per_case[schema.CASE].astype(str).unique().tolist()))
     size_bins = None
     if args.size_bins is not None:
-        from ..sizes import parse_size_bins
+        from ..analysis.sizes import parse_size_bins
 
         size_bins = parse_size_bins(args.size_bins)
     raise_if_stopped()

@@ -44,8 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..io import load_image, save_image
-    from ..partition import voronoi_partition
+    from ..engine.partition import voronoi_partition
+    from ..formats.io import load_image, save_image
 
     gt = load_image(args.gt_file)
     mask = gt.array if args.class_value is None else (gt.array == args.class_value)

@@ -74,7 +74,7 @@ def _resume_command(args: argparse.Namespace) -> str:
 
 def _recorded(out: str) -> int:
     """Records in the output folder (finished cases of this run and earlier ones), counted by their files."""
-    from ..records import RECORDS_FOLDER
+    from ..campaign.records import RECORDS_FOLDER
 
     folder = Path(out) / RECORDS_FOLDER
     try:

@@ -28,7 +28,7 @@ from monai.metrics import (
     SurfaceDistanceMetric,
 )
 
-from ..aggregation import fill_missing, is_distance_metric
+from ..metrics.aggregation import fill_missing, is_distance_metric
 from .metric import CCMetric
 
 __all__ = [

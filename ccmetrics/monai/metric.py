@@ -24,10 +24,10 @@ import torch
 from monai.metrics import CumulativeIterationMetric
 from monai.utils import MetricReduction, look_up_option
 
-from .. import registry
 from .._inputs import as_non_negative, as_spacing, to_numpy
-from ..aggregation import cc_values
-from ..case import evaluate
+from ..metrics import registry
+from ..metrics.aggregation import cc_values
+from ..metrics.case import evaluate
 
 __all__ = ["CCMetric"]
 

@@ -1,7 +1,7 @@
 """2D nuclei: instance segmentation and classification, evaluated as Foucart et al. recommend.
 
 Detection, classification and segmentation are scored apart on one
-class-agnostic matching (:mod:`ccmetrics.matching`); Panoptic Quality per
+class-agnostic matching (:mod:`ccmetrics.metrics.matching`); Panoptic Quality per
 class and the CC-Metrics with the GT nuclei as sites come beside them.
 
 * :func:`evaluate` -- one image -> :class:`~ccmetrics.nuclei.metrics.NucleiResult`;
@@ -10,7 +10,7 @@ class and the CC-Metrics with the GT nuclei as sites come beside them.
 * :func:`evaluate_many` -- a data set, per image, per patient (slide) and
   pooled -> :class:`NucleiDatasetResult`;
 * :func:`compare_methods` -- Friedman and Nemenyi tests of several methods per
-  patient (:func:`ccmetrics.stats.friedman_nemenyi`).
+  patient (:func:`ccmetrics.analysis.stats.friedman_nemenyi`).
 
 Importing this package loads nothing beyond ccmetrics' own dependencies.
 """

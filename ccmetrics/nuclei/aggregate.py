@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import registry, schema
-from ..aggregation import cc_values
-from ..panoptic import pq_from_counts
+from .. import schema
+from ..metrics import registry
+from ..metrics.aggregation import cc_values
+from ..metrics.panoptic import pq_from_counts
 from .metrics import (
     CC_METRICS,
     PAIR_METRICS,
@@ -394,17 +395,17 @@ def compare_methods(
 
     Returns
     -------
-    ccmetrics.stats.FriedmanNemenyi
+    ccmetrics.analysis.stats.FriedmanNemenyi
         Units where some method's score is NaN are dropped (with a warning).
     """
-    from ..stats import friedman_nemenyi
+    from ..analysis.stats import friedman_nemenyi
 
     if level not in ("group", "image"):
         raise ValueError(f"level must be 'group' or 'image', got {level!r}")
     if len(results) < 3:
         raise ValueError(
             f"the Friedman test needs at least 3 methods, got {len(results)}; "
-            "for two methods use ccmetrics.stats.compare (Wilcoxon)"
+            "for two methods use ccmetrics.analysis.stats.compare (Wilcoxon)"
         )
     columns = {}
     for name, r in results.items():

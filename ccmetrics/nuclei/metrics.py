@@ -8,13 +8,13 @@ Algorithm and cost, for an image of V pixels with N_g GT and N_p predicted
 nuclei (F foreground pixels):
 
 1. Validate the maps; group the pixels of every instance
-   (:func:`ccmetrics.components.find_sites`, ``"labels"``): O(V + F log F).
+   (:func:`ccmetrics.engine.components.find_sites`, ``"labels"``): O(V + F log F).
 2. Read one class per instance from the class maps or dicts
-   (:func:`ccmetrics.panoptic.instance_classes`, one ``reduceat`` over F).
+   (:func:`ccmetrics.metrics.panoptic.instance_classes`, one ``reduceat`` over F).
 3. Drop the instances lying in the ignore mask: one gather of the mask at F
    pixels and one ``bincount``.
 4. All pairwise overlaps in one pass and the class-agnostic matching
-   (:mod:`ccmetrics.matching`): O(F log F) plus the Hungarian step for
+   (:mod:`ccmetrics.metrics.matching`): O(F log F) plus the Hungarian step for
    ``max_iou``/low thresholds on the (sparse) overlap graph.
 5. Confusion matrix, detection and classification scores: O(N + C^2) for C
    classes.
@@ -22,12 +22,12 @@ nuclei (F foreground pixels):
    MONAI computes them (edges = mask XOR its erosion with the face-connected
    cross, Euclidean distances between edge pixels, HD95 the larger of the two
    directed 95th percentiles with torch's interpolation).  The edges of all
-   instances are found in one pass (:meth:`ccmetrics.components.Sites.edges`) and
+   instances are found in one pass (:meth:`ccmetrics.engine.components.Sites.edges`) and
    all edge-to-edge distances of all pairs are computed in padded, vectorised
    batches: O(sum over pairs of ``|edges_g| x |edges_p|``), never a per-object
    pass over the image.
 7. PQ per class: the overlap list filtered to each class and matched again
-   (:func:`ccmetrics.panoptic.class_counts`): O(pairs x C).
+   (:func:`ccmetrics.metrics.panoptic.class_counts`): O(pairs x C).
 8. CC-Dice / CC-NSD / CC-HD95 with the GT nuclei as Voronoi sites:
    :func:`ccmetrics.evaluate` with ``sites="labels"`` on the GT nuclei
    renumbered in raster order of their first pixel, so that exact ties of the
@@ -48,17 +48,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import registry, schema
+from .. import schema
 from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
-from ..aggregation import cc_values, image_diagonal
-from ..case import CaseResult
-from ..case import evaluate as cc_evaluate
-from ..components import Sites, find_sites
-from ..config import current
-from ..matching import check_matching_rule, choose_pairs, site_overlaps
-from ..panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
-from ..surface import SURFACE_REDUCTIONS, physical
-from ..torch_emulation import quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
+from ..engine.components import Sites, find_sites
+from ..engine.config import current
+from ..engine.surface import SURFACE_REDUCTIONS, physical
+from ..engine.torch_emulation import quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
+from ..metrics import registry
+from ..metrics.aggregation import cc_values, image_diagonal
+from ..metrics.case import CaseResult
+from ..metrics.case import evaluate as cc_evaluate
+from ..metrics.matching import check_matching_rule, choose_pairs, site_overlaps
+from ..metrics.panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
 
 __all__ = [
     "CC_METRICS",
@@ -278,7 +279,7 @@ def pair_distances(
     nuclei are small), in padded batches of similar sizes; each directed
     distance list is cast to float32 as MONAI does, HD is the larger
     maximum and HD95 the larger of the two directed 95th percentiles
-    (:func:`rows_quantile`, i.e. :func:`ccmetrics.torch_emulation.torch_quantile`
+    (:func:`rows_quantile`, i.e. :func:`ccmetrics.engine.torch_emulation.torch_quantile`
     vectorised).
 
     Parameters
@@ -293,7 +294,7 @@ def pair_distances(
     Returns
     -------
     hd, hd95 : ndarray of float64
-        One value per pair; the empty-set rule of :func:`ccmetrics.surface.empty_rule` (inf when
+        One value per pair; the empty-set rule of :func:`ccmetrics.engine.surface.empty_rule` (inf when
         one of the two sets is empty).
 
     Examples
@@ -344,10 +345,10 @@ def pair_distances(
 
 
 def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    """:func:`ccmetrics.torch_emulation.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
+    """:func:`ccmetrics.engine.torch_emulation.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
 
     The same float32 arithmetic as ``torch.quantile`` (rank, floor/ceil
-    neighbours, :func:`ccmetrics.torch_emulation.torch_lerp`), bit for bit; entries
+    neighbours, :func:`ccmetrics.engine.torch_emulation.torch_lerp`), bit for bit; entries
     past ``counts[i]`` must be ``inf`` (they sort last and are never used).
 
     Examples
@@ -610,7 +611,7 @@ def evaluate(
         of every pixel, 0 = background), or a dict ``{instance id: class}``
         with classes >= 1; None puts every instance in class 1.
     rule : {"iou", "centroid", "max_iou"}
-        Matching rule (:func:`ccmetrics.matching.match_instances`): strict
+        Matching rule (:func:`ccmetrics.metrics.matching.match_instances`): strict
         IoU above ``threshold``, the centroid rule, or maximum-IoU assignment.
     threshold : float
         IoU threshold of the ``"iou"`` rule.

@@ -1,19 +1,19 @@
 """The report's data: the result folder, the case ranking, and each case's lesions and false positives.
 
 Nothing here draws or writes HTML. A result folder of ``ccmetrics evaluate`` is read with
-:meth:`ccmetrics.dataset.DatasetResult.read` (tables), ``summary.json`` (counts, summary, options)
+:meth:`ccmetrics.campaign.dataset.DatasetResult.read` (tables), ``summary.json`` (counts, summary, options)
 and ``plots/*.png``. Images are read again from the files named in ``per_case.csv`` only to find
 what the tables do not hold: the false-positive components (prediction components that overlap no
 GT voxel, labelled with :func:`ccmetrics.label_components` at the evaluation's connectivity) and the
 Voronoi region each one falls in (the GT component whose region holds most of its voxels). Regions are
 found voxel by voxel where needed (:class:`Regions`: the false positives' voxels and the thumbnails'
-slices), with :func:`ccmetrics.partition.assign_nearest`, which equals :func:`ccmetrics.voronoi_partition`
+slices), with :func:`ccmetrics.engine.partition.assign_nearest`, which equals :func:`ccmetrics.voronoi_partition`
 voxel for voxel, so no dense region map of a large image is ever built.
 
 The scans the thumbnails are drawn on (``ccmetrics report --images IMAGE_DIR``) are found here too:
 :class:`ImageFolder` lists IMAGE_DIR once and gives each case its channels, nnU-Net's
 ``CASE_0000.nii.gz``, ``CASE_0001.nii.gz``, ... or the one file ``CASE.nii.gz``; :func:`read_channel`
-reads one channel and checks it lies on the GT's voxel grid (:func:`ccmetrics.io.check_same_geometry`,
+reads one channel and checks it lies on the GT's voxel grid (:func:`ccmetrics.formats.io.check_same_geometry`,
 the evaluation's tolerance). The caller reads one channel at a time, cuts the slices it needs and lets
 the array go.
 """
@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .. import registry, schema
-from ..aggregation import cc_values
-from ..io import Image
+from .. import schema
+from ..formats.io import Image
+from ..metrics import registry
+from ..metrics.aggregation import cc_values
 
 if TYPE_CHECKING:
-    from ..dataset import DatasetResult
+    from ..campaign.dataset import DatasetResult
 
 __all__ = [
     "CaseImages",
@@ -62,7 +63,7 @@ __all__ = [
 
 
 def label(metric: str, columns: dict[str, registry.Column] | None = None) -> str:
-    """Display name of a metric or score (:func:`ccmetrics.registry.display_name`; ``columns``: a folder's facts).
+    """Display name of a metric or score (:func:`ccmetrics.metrics.display_name`; ``columns``: a folder's facts).
 
     >>> label("hd95"), label("cc_dice"), label("custom")
     ('HD95', 'CC-Dice', 'custom')
@@ -154,7 +155,7 @@ def read_result_folder(result_dir: os.PathLike) -> ResultFolder:
     FileNotFoundError
         The folder holds no ``per_case.csv``.
     """
-    from ..dataset import DatasetResult
+    from ..campaign.dataset import DatasetResult
 
     path = Path(result_dir)
     result = DatasetResult.read(path)
@@ -279,7 +280,7 @@ class Regions:
     """The Voronoi region of any voxel on demand, without the dense map.
 
     A voxel of a GT component belongs to that component; any other voxel gets the component with
-    the nearest surface voxel, exact ties to the lowest number: :func:`ccmetrics.partition.assign_nearest`,
+    the nearest surface voxel, exact ties to the lowest number: :func:`ccmetrics.engine.partition.assign_nearest`,
     equal voxel for voxel to :func:`ccmetrics.voronoi_partition` (about 1-2 µs per voxel asked for,
     after one pass over the GT surface).
 
@@ -305,8 +306,8 @@ class Regions:
 
     def _surfaces(self):
         if self._surface is None:  # on first use: one pass over the GT
-            from ..components import find_sites
-            from ..partition import site_surfaces
+            from ..engine.components import find_sites
+            from ..engine.partition import site_surfaces
 
             sites = find_sites(self.gt_labels, "labels")  # labels 1..n: numbered as they are
             self._surface = site_surfaces(sites)
@@ -314,7 +315,7 @@ class Regions:
 
     def __call__(self, coords: np.ndarray) -> np.ndarray:
         """Region labels (int32, 0 without GT) of voxels ``coords`` (shape (N, ndim), inside the image)."""
-        from ..partition import assign_nearest
+        from ..engine.partition import assign_nearest
 
         coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.gt_labels.ndim)
         labels = self.gt_labels[tuple(coords.T)].astype(np.int32)
@@ -339,7 +340,7 @@ class CaseImages:
         Voxel size from the GT header (mm), for drawing.
     lesions, false_positives : list of Component
     affine : ndarray or None
-        The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.io.Image`): an image drawn under
+        The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.formats.Image`): an image drawn under
         the masks must have the same (:func:`read_channel`).
     """
 
@@ -352,7 +353,7 @@ class CaseImages:
     affine: np.ndarray | None = None
 
     def grid(self) -> Image:
-        """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.io.Image` holding no voxels
+        """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.formats.io.Image` holding no voxels
         (a read-only zero-stride array): what :func:`read_channel` checks a scan against, kept without the masks.
 
         >>> gt = np.zeros((4, 4, 2), bool)
@@ -423,7 +424,7 @@ def find_components(
     >>> [(c.label, c.voxels) for c in lesions], [(c.label, c.voxels, c.region) for c in fps]
     ([(1, 4), (2, 4)], [(2, 4, 2)])
     """
-    from ..components import label_components
+    from ..engine.components import label_components
 
     gt_labels, n_gt = label_components(gt, connectivity)
     pred_labels, n_pred = label_components(pred, connectivity)
@@ -494,7 +495,7 @@ def load_case(
         The false-positive prediction components under the evaluation's rule (:func:`find_components`).
     reference_images, tolerance_mm
         The evaluation's ``reference_images`` and ``tolerance_mm``: a DICOM SEG is reoriented or placed on
-        the common grid by :func:`ccmetrics.grids.align_pair`, as the evaluation did.
+        the common grid by :func:`ccmetrics.formats.grids.align_pair`, as the evaluation did.
     pair : (Image, ndarray), optional
         The two files already read by :func:`read_pair` (one read for every class of a case); the files
         are then not read again.
@@ -504,7 +505,7 @@ def load_case(
     OSError, ValueError
         A file cannot be read, or the two images are not on one grid.
     """
-    from ..classes import remove_ignored
+    from ..metrics.classes import remove_ignored
 
     if pair is None:
         pair = read_pair(gt_file, pred_file, reference_images=reference_images, tolerance_mm=tolerance_mm)
@@ -521,15 +522,15 @@ def read_pair(
     gt_file: Path | None, pred_file: Path | None, *, reference_images: Any = None, tolerance_mm: float = 1e-3
 ) -> tuple[Image, np.ndarray]:
     """A case's GT image and prediction array on one grid, as the evaluation put them
-    (:func:`ccmetrics.grids.align_pair`); a missing prediction (``pred_file`` None) is all zeros.
+    (:func:`ccmetrics.formats.grids.align_pair`); a missing prediction (``pred_file`` None) is all zeros.
 
     Raises
     ------
     OSError, ValueError
         A file cannot be read, or the two images are not on one grid.
     """
-    from ..grids import align_pair
-    from ..io import load_image
+    from ..formats.grids import align_pair
+    from ..formats.io import load_image
 
     read = None if pred_file is None else load_image(pred_file)
     gt_image, read, _ = align_pair(load_image(gt_file), read, reference=reference_images, atol_mm=tolerance_mm)
@@ -579,9 +580,9 @@ class ImageFolder:
 
     A case ``CASE`` has the channels ``CASE_0000``, ``CASE_0001``, ... (nnU-Net's ``imagesTr``
     naming, one file per channel such as CT and PET), or, when there is none, the one channel
-    ``CASE``; each with any extension of :data:`ccmetrics.io.IMAGE_EXTENSIONS` but ``.dcm`` (the name
-    without it is :func:`ccmetrics.io.image_id`), or a sub-folder of that name holding a DICOM image
-    series (:func:`ccmetrics.dicom.read_series`). Other sub-folders are not searched.
+    ``CASE``; each with any extension of :data:`ccmetrics.formats.io.IMAGE_EXTENSIONS` but ``.dcm`` (the name
+    without it is :func:`ccmetrics.formats.io.image_id`), or a sub-folder of that name holding a DICOM image
+    series (:func:`ccmetrics.formats.dicom.read_series`). Other sub-folders are not searched.
 
     Attributes
     ----------
@@ -616,7 +617,7 @@ class ImageFolder:
         ValueError
             It holds no image file.
         """
-        from ..io import image_id, is_image_file
+        from ..formats.io import image_id, is_image_file
 
         folder = Path(path)
         if not folder.is_dir():
@@ -624,7 +625,7 @@ class ImageFolder:
                 f"images: no such folder {str(folder)!r}; give the folder that holds the scans, one file per "
                 "case and channel (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ..., or CASE.nii.gz)"
             )
-        from ..dicom import holds_dicom
+        from ..formats.dicom import holds_dicom
 
         files: dict[str, list[Path]] = {}
         for entry in sorted(folder.iterdir()):
@@ -670,7 +671,7 @@ class ImageFolder:
 
 
 def _image_extensions() -> tuple[str, ...]:
-    from ..io import IMAGE_EXTENSIONS
+    from ..formats.io import IMAGE_EXTENSIONS
 
     return IMAGE_EXTENSIONS
 
@@ -684,7 +685,7 @@ class Channel:
     label : str
         What the page calls it (:meth:`ChannelFile.label`).
     array : ndarray
-        The voxels, as :func:`ccmetrics.io.load_image` reads them (shape of the GT).
+        The voxels, as :func:`ccmetrics.formats.io.load_image` reads them (shape of the GT).
     minimum : float
         The smallest value of the whole channel (NaN ignored): a CT holds air, about -1000 HU
         (:func:`ccmetrics.report.thumbnails.choose_window`).
@@ -714,7 +715,7 @@ def read_channel(
         The channel's name in messages (default: :meth:`ChannelFile.label`).
     tolerance_mm : float
         Tolerance on the origin (the evaluation's ``tolerance_mm``); spacing and direction as
-        :func:`ccmetrics.io.check_same_geometry` checks them for a prediction.
+        :func:`ccmetrics.formats.io.check_same_geometry` checks them for a prediction.
 
     Returns
     -------
@@ -727,7 +728,7 @@ def read_channel(
     Examples
     --------
     >>> import tempfile
-    >>> from ccmetrics.io import save_image
+    >>> from ccmetrics.formats.io import save_image
     >>> folder = Path(tempfile.mkdtemp())
     >>> save_image(folder / "a_0000.nii.gz", np.full((4, 4, 2), -1000, np.int16), spacing=(1.0, 1.0, 2.0))
     >>> gt = np.zeros((4, 4, 2), bool)
@@ -739,9 +740,9 @@ def read_channel(
     >>> read_channel(ImageFolder.scan(folder).channels("a")[0], case)
     (None, 'channel 0000: origin differs: gt (0.0, 0.0, 6.0) mm, image (0.0, 0.0, 0.0) mm')
     """
-    from ..dicom import read_series
-    from ..grids import on_grid
-    from ..io import check_same_geometry, load_image
+    from ..formats.dicom import read_series
+    from ..formats.grids import on_grid
+    from ..formats.io import check_same_geometry, load_image
 
     name = file.label() if label is None else label
     try:

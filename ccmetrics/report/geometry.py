@@ -3,7 +3,7 @@
 Pure numpy, no drawing: :mod:`ccmetrics.report.thumbnails` draws what this module computes, so
 the geometry is tested without looking at pixels.
 
-Conventions (the array axes of :mod:`ccmetrics.io`: ``array[i, j, k]``, ``spacing[n]`` along axis
+Conventions (the array axes of :mod:`ccmetrics.formats.io`: ``array[i, j, k]``, ``spacing[n]`` along axis
 ``n``):
 
 * a 3D component is shown in three planes through its centroid (rounded to the nearest voxel):

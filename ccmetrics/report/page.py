@@ -733,7 +733,7 @@ def write_report(
     images : path, optional
         Folder of the scans to draw the thumbnails on (default: none, the empty background). A case
         ``CASE`` has the channels ``CASE_0000``, ``CASE_0001``, ... (nnU-Net's naming; e.g. CT and PET),
-        or the one channel ``CASE``, with any extension of :data:`ccmetrics.io.IMAGE_EXTENSIONS`. Each
+        or the one channel ``CASE``, with any extension of :data:`ccmetrics.formats.io.IMAGE_EXTENSIONS`. Each
         channel is one row of panels. Each channel must lie on its GT's voxel grid (shape, spacing,
         origin and direction, checked as the evaluation checks a prediction): a case with a channel on
         another grid, or without a scan, is drawn on the empty background with a note saying why.
@@ -773,7 +773,7 @@ def write_report(
     >>> import tempfile
     >>> import numpy as np
     >>> from ccmetrics import evaluate_dataset
-    >>> from ccmetrics.io import save_image
+    >>> from ccmetrics.formats.io import save_image
     >>> root = Path(tempfile.mkdtemp())
     >>> for sub in ("gt", "pred", "images"):
     ...     (root / sub).mkdir()

@@ -119,7 +119,7 @@ def case_paths(data: Path, i: int):
 
 def _generate_one(data: str, i: int) -> float:
     """Write case ``i`` (gt and pred); return the seconds it took."""
-    from ccmetrics.io import save_image
+    from ccmetrics.formats.io import save_image
     from ccmetrics.synthetic import lesion_case
 
     start = time.perf_counter()
@@ -254,8 +254,8 @@ class WorkerSampler(threading.Thread):
 
 def measure(data: Path, cases: int, workers: int) -> dict:
     """Body of the ``--measure`` subprocess: evaluate, check, return the numbers as a dict."""
-    from ccmetrics.dataset import evaluate_dataset
-    from ccmetrics.io import image_id, is_image_file
+    from ccmetrics.campaign.dataset import evaluate_dataset
+    from ccmetrics.formats.io import image_id, is_image_file
 
     wanted = {case_id(i) for i in range(cases)}
     on_disk = {image_id(p) for p in os.listdir(data / "gt") if is_image_file(p) and not p.startswith(".")}

@@ -293,7 +293,7 @@ def time_lattice(repeats: int) -> list[tuple[str, float, float]]:
     """(metric, first call, median of warm calls) of ``evaluate`` on :func:`lattice_case`, one metric at a time.
 
     Lesion Dice must not cost lesions x component size: every lesion shares the one component's k-d tree
-    (``ccmetrics.lesions``). The first call includes compiling (or loading) the numba kernels."""
+    (``ccmetrics.metrics.lesions``). The first call includes compiling (or loading) the numba kernels."""
     pred, gt = lattice_case()
     out = []
     for metrics in (["dice"], ["detection"], ["pq"], ["lesion_dice"], ["dice", "nsd", "hd95", *CASE_METRICS]):

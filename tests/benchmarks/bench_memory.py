@@ -1,4 +1,4 @@
-"""Measure the peak memory of one case: the factors of :mod:`ccmetrics.resources`.
+"""Measure the peak memory of one case: the factors of :mod:`ccmetrics.engine.memory`.
 
 Run from the repository root with the project's environment active::
 
@@ -12,11 +12,11 @@ Run from the repository root with the project's environment active::
 For each size and kind of case, two uint8 ``.nii.gz`` files (GT and prediction, 1 mm voxels) are
 written, then a fresh Python process imports ccmetrics, nibabel and SimpleITK, takes its resident memory
 (VmRSS) as the baseline and does what a worker of :func:`ccmetrics.evaluate_dataset` does with a case
-(``--path worker``, the default): :func:`ccmetrics.dataset.evaluate_task` (read both files, evaluate,
+(``--path worker``, the default): :func:`ccmetrics.campaign.dataset.evaluate_task` (read both files, evaluate,
 build the rows and tables; with ``--skip-above`` as its memory limit, so that the engine's checks of
-:mod:`ccmetrics._budget` run as with ``--max-memory``), :func:`ccmetrics.records.encode_output` and
+:mod:`ccmetrics.engine._budget` run as with ``--max-memory``), :func:`ccmetrics.campaign.records.encode_output` and
 ``pickle.dumps`` of the encoded output (what crosses the pipe); ``--path evaluate``: only
-:func:`ccmetrics.io.load_image` and :func:`ccmetrics.evaluate`, as the measurements of earlier releases.
+:func:`ccmetrics.formats.io.load_image` and :func:`ccmetrics.evaluate`, as the measurements of earlier releases.
 The case's peak is VmHWM minus the baseline: what the first case adds to a worker, numba's compilation
 of the paths it takes included (about 190 MB for the heavy cases; a later case reuses the compiled
 code, and numba's cache spares it on a machine that has compiled before).  Kinds of case:
@@ -44,7 +44,7 @@ grid: 128 x 128 x 96 for 128), for what grows with the counts rather than the fo
   line crosses every GT line of its plane: overlap pairs beyond the components).
 
 Heavy cases stop at ``--heavy-max`` (256³): they need about 130-160 bytes per voxel and a minute from
-320³ on.  A case whose estimate (:func:`ccmetrics.resources.estimate_case_bytes` with the counts) is
+320³ on.  A case whose estimate (:func:`ccmetrics.engine.memory.estimate_case_bytes` with the counts) is
 above ``--skip-above`` (default: half the available memory) is not run: the estimate is printed, with
 ``skipped``; the process of a case that runs may take that much address space above its imports, and a
 case that needs more ends in a ``MemoryError`` (printed) instead of exhausting the machine.
@@ -52,7 +52,7 @@ case that needs more ends in a ``MemoryError`` (printed) instead of exhausting t
 Printed: one row per case with its counts (foreground voxels, GT components, predicted components as
 the metrics label them, runs of both masks, with lesion_dice the bound of the voxels of the GT components'
 dilations), the peak above the baseline in MB, and the estimates of
-:func:`ccmetrics.resources.estimate_case_bytes` from the headers alone, with the foreground counted
+:func:`ccmetrics.engine.memory.estimate_case_bytes` from the headers alone, with the foreground counted
 (what ``_over_memory`` checks before evaluating) and with the component counts too (what the engine
 checks once it has labelled the components), and whether the last covers the peak.
 """
@@ -77,9 +77,9 @@ import gc, json, pickle, resource, sys, time
 import numpy as np
 import ccmetrics, nibabel, SimpleITK  # the imports: in the baseline
 from ccmetrics import evaluate
-from ccmetrics.dataset import CaseTask, EvalOptions, evaluate_task
-from ccmetrics.io import load_image
-from ccmetrics.records import encode_output
+from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task
+from ccmetrics.formats.io import load_image
+from ccmetrics.campaign.records import encode_output
 
 def status_bytes(field):
     with open("/proc/self/status") as f:
@@ -176,13 +176,13 @@ def make_case(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def case_counts(gt: np.ndarray, pred: np.ndarray, metrics: list[str]):
-    """The counts the engine's memory check sees (:class:`ccmetrics.resources.ComponentCounts`), counted here
+    """The counts the engine's memory check sees (:class:`ccmetrics.engine.memory.ComponentCounts`), counted here
     from the arrays: GT components, the prediction's components where the metrics label them (pq,
     lesion_dice, detection), the runs of both masks, the GT's voxels and, with lesion_dice, the bound of its
-    components' dilations (:func:`ccmetrics.resources.dilated_voxels`)."""
-    from ccmetrics.components import ComponentCache, Runs
-    from ccmetrics.ground_truth import GroundTruth
-    from ccmetrics.resources import ComponentCounts, dilated_voxels
+    components' dilations (:func:`ccmetrics.engine.memory.dilated_voxels`)."""
+    from ccmetrics.engine.components import ComponentCache, Runs
+    from ccmetrics.engine.ground_truth import GroundTruth
+    from ccmetrics.engine.memory import ComponentCounts, dilated_voxels
 
     truth = GroundTruth(gt)
     sites = truth.geometry
@@ -199,8 +199,8 @@ def case_counts(gt: np.ndarray, pred: np.ndarray, metrics: list[str]):
 
 
 def measure(kind: str, n: int, metrics: list[str], folder: str, path: str, skip_above: float) -> dict:
-    from ccmetrics.io import read_header, save_image
-    from ccmetrics.resources import estimate_case_bytes
+    from ccmetrics.engine.memory import estimate_case_bytes
+    from ccmetrics.formats.io import read_header, save_image
 
     gt, pred = make_case(kind, n)
     paths = [os.path.join(folder, f"{kind}_{n}_{name}.nii.gz") for name in ("gt", "pred")]
@@ -227,7 +227,7 @@ def measure(kind: str, n: int, metrics: list[str], folder: str, path: str, skip_
 
 
 def main() -> None:
-    from ccmetrics.resources import available_memory_bytes
+    from ccmetrics.engine.memory import available_memory_bytes
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 384, 512])

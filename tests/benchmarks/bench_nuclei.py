@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import ccmetrics  # noqa: E402
-from ccmetrics.matching import choose_pairs, instance_overlaps  # noqa: E402
+from ccmetrics.metrics.matching import choose_pairs, instance_overlaps  # noqa: E402
 from ccmetrics.nuclei import evaluate, evaluate_many  # noqa: E402
 from ccmetrics.nuclei.synthetic import nuclei_tile  # noqa: E402
 

@@ -25,7 +25,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ccmetrics.cli import main as cli
-    from ccmetrics.io import save_image
+    from ccmetrics.formats.io import save_image
     from ccmetrics.synthetic import lesion_case
 
     with tempfile.TemporaryDirectory() as tmp:

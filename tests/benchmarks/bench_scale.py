@@ -71,8 +71,8 @@ def all_foreground(runs_each: int = 9):
     """Measurement 2: (seconds of one EDT, regions, dice, dice+nsd+hd95, voxels outside the GT), medians of
     ``runs_each`` runs interleaved with the EDT so that all see the same machine."""
     from ccmetrics import evaluate
-    from ccmetrics.components import find_sites
-    from ccmetrics.partition import assign_nearest_flat, site_surfaces
+    from ccmetrics.engine.components import find_sites
+    from ccmetrics.engine.partition import assign_nearest_flat, site_surfaces
     from ccmetrics.synthetic import lesion_case
 
     spacing = (0.8, 0.8, 2.0)
@@ -124,7 +124,7 @@ def main() -> None:
         print(f"{len(ratios)} runs: {min(ratios):.2f}-{max(ratios):.2f} EDT passes, median {np.median(ratios):.2f}")
         return None
 
-    import ccmetrics.components as components
+    import ccmetrics.engine.components as components
     from ccmetrics import evaluate, label_components, voronoi_partition
     from ccmetrics.synthetic import lesion_case
 

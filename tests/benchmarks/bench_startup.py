@@ -7,11 +7,11 @@ compiled before it:
 2. the first function: ``from ccmetrics import evaluate`` and the first ``evaluate`` (dice, nsd, hd95) on the
    README's 20×20 example, numpy imported before (it builds the masks); this loads scipy, cc3d and pandas,
    and the process checks that it did not import numba. ``--repeats`` processes;
-3. the numba kernels (``@numba.njit(cache=True)`` in ``ccmetrics/_kdtree.py``, ``_nearest_label.py`` and
+3. the numba kernels (``@numba.njit(cache=True)`` in ``ccmetrics/engine/_kdtree.py``, ``_nearest_label.py`` and
    ``_edge_kernels.py``; numba caches them in ``__pycache__`` beside the code, or in ``NUMBA_CACHE_DIR``).
    The calls that use them: ``evaluate`` (dice, nsd, hd95) on an all-foreground 3D prediction (160×160×120,
    12 lesions: the dense partition, the edge kernels and the k-d tree) and a 2D one (600×600, 10 lesions:
-   the 2D specialisations), and ``ccmetrics._kdtree.nearest_distances`` with 2 workers (the parallel
+   the 2D specialisations), and ``ccmetrics.engine._kdtree.nearest_distances`` with 2 workers (the parallel
    query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but numba:
 
    * compile: with ``NUMBA_CACHE_DIR`` set to a new empty folder, the first time compiles every kernel and
@@ -87,7 +87,7 @@ assert "numba" not in sys.modules
 def calls():
     evaluate(pred3, gt3, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
     evaluate(pred2, gt2, ["dice", "nsd", "hd95"])
-    from ccmetrics._kdtree import nearest_distances
+    from ccmetrics.engine._kdtree import nearest_distances
 
     nearest_distances(source, target, workers=2)
 
@@ -100,7 +100,7 @@ for _ in range(2):
 from numba.core.registry import CPUDispatcher
 
 kernels = {}
-for name in ("_kdtree", "_nearest_label", "_edge_kernels"):
+for name in ("engine._kdtree", "engine._nearest_label", "engine._edge_kernels"):
     module = importlib.import_module(f"ccmetrics.{name}")
     for attr, value in vars(module).items():
         if isinstance(value, CPUDispatcher) and value.targetoptions.get("inline") != "always":

@@ -43,8 +43,8 @@ ccmetrics.register_metric("faulty", faulty, kind="overlap", replace=True)
 
 
 def timed_sleep(payload, shared):
-    """A job for ``ccmetrics._workers.run_jobs``: sleep ``shared`` seconds (or, for a payload ``(name, seconds)``,
-    that job's own seconds), return (name, start, end)."""
+    """A job for ``ccmetrics.campaign._workers.run_jobs``: sleep ``shared`` seconds (or, for a payload
+    ``(name, seconds)``, that job's own seconds), return (name, start, end)."""
     name, seconds = payload if isinstance(payload, tuple) else (payload, shared)
     start = time.monotonic()
     time.sleep(seconds)

@@ -15,8 +15,8 @@ import os
 import time
 from pathlib import Path
 
-import ccmetrics.dataset
-import ccmetrics.plots
+import ccmetrics.analysis.plots
+import ccmetrics.campaign.dataset
 
 
 class _SlowToDelete:
@@ -43,19 +43,19 @@ def _wait(variable: str) -> None:
 
 
 if os.environ.get("CCM_SLOW_PLOTS"):
-    _write_plots = ccmetrics.plots.write_plots
+    _write_plots = ccmetrics.analysis.plots.write_plots
 
     def slow_write_plots(*args, **kwargs):
         _wait("CCM_SLOW_PLOTS")
         return _write_plots(*args, **kwargs)
 
-    ccmetrics.plots.write_plots = slow_write_plots
+    ccmetrics.analysis.plots.write_plots = slow_write_plots
 
 if os.environ.get("CCM_SLOW_WRITE"):
-    _write = ccmetrics.dataset.DatasetResult.write
+    _write = ccmetrics.campaign.dataset.DatasetResult.write
 
     def slow_write(self, *args, **kwargs):
         _wait("CCM_SLOW_WRITE")
         return _write(self, *args, **kwargs)
 
-    ccmetrics.dataset.DatasetResult.write = slow_write  # type: ignore[method-assign]
+    ccmetrics.campaign.dataset.DatasetResult.write = slow_write  # type: ignore[method-assign]

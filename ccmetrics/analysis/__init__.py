@@ -1,0 +1,39 @@
+"""The analysis: tables to statistics and figures.
+
+Bootstrap intervals and paired comparisons of methods (:mod:`~ccmetrics.analysis.stats`), the figures of a
+result folder (:mod:`~ccmetrics.analysis.plots`), lesion-size bins (:mod:`~ccmetrics.analysis.sizes`) and
+subgroups from a metadata table (:mod:`~ccmetrics.analysis.subgroups`). It reads the tidy tables of
+:mod:`ccmetrics.schema`; it knows nothing of how they were made.
+"""
+
+from .._lazy import attach
+
+#: public name -> the module of this layer that defines it (loaded on first use)
+_EXPORTS = {
+    "plot_by_group": "plots",
+    "plot_case_distribution": "plots",
+    "plot_comparison": "plots",
+    "plot_detection_by_size": "plots",
+    "plot_metric_vs_volume": "plots",
+    "plot_standard_vs_cc": "plots",
+    "write_plots": "plots",
+    "DEFAULT_SIZE_EDGES_ML": "sizes",
+    "DEFAULT_SIZE_EDGES_VOXELS": "sizes",
+    "bin_labels": "sizes",
+    "lesion_volumes": "sizes",
+    "parse_size_bins": "sizes",
+    "size_table": "sizes",
+    "Comparison": "stats",
+    "FriedmanNemenyi": "stats",
+    "NO_DIFFERENCE": "stats",
+    "bootstrap_ci": "stats",
+    "bootstrap_ci_pooled": "stats",
+    "compare": "stats",
+    "friedman_nemenyi": "stats",
+    "EMPTY_VALUE": "subgroups",
+    "MISSING_GROUP": "subgroups",
+    "case_groups": "subgroups",
+    "read_metadata": "subgroups",
+}
+
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("plots", "sizes", "stats", "subgroups"))

@@ -1,0 +1,53 @@
+"""The campaigns: a data set's cases evaluated so that no crash, kill or Ctrl-C loses a finished one.
+
+:func:`evaluate_dataset` and its tables (:mod:`~ccmetrics.campaign.dataset`: pairing, validation,
+:class:`EvalOptions`, :class:`DatasetResult`), the scheduler (:mod:`~ccmetrics.campaign.scheduler`: records,
+resume, worker processes, Dask), the durable per-case records (:mod:`~ccmetrics.campaign.records`) and the
+output folder's lock and manifest (:mod:`~ccmetrics.campaign.output_folder`). Every name of the former
+``ccmetrics.campaign`` module (``EvaluationInterrupted``, ``run_cases``, ...) is here too.
+"""
+
+from .._lazy import attach
+
+#: public name -> the module of this layer that defines it (loaded on first use)
+_EXPORTS = {
+    "CaseTask": "dataset",
+    "DatasetResult": "dataset",
+    "EMPTY_GT": "dataset",
+    "EvalOptions": "dataset",
+    "MISSING_PREDICTION": "dataset",
+    "evaluate_dataset": "dataset",
+    "evaluate_task": "dataset",
+    "pair_folders": "dataset",
+    "tasks_from_pairs": "dataset",
+    "FolderInUse": "output_folder",
+    "LOCK_NAME": "output_folder",
+    "MANIFEST_NAME": "output_folder",
+    "OUTPUT_NAMES": "output_folder",
+    "begin_tables": "output_folder",
+    "finish_tables": "output_folder",
+    "locked": "output_folder",
+    "prepare_out_dir": "output_folder",
+    "read_tables": "output_folder",
+    "stale_outputs": "output_folder",
+    "CaseRecord": "records",
+    "OutputWriteError": "records",
+    "RECORDS_FOLDER": "records",
+    "RecordProblem": "records",
+    "RecordStore": "records",
+    "atomic_write": "records",
+    "changes": "records",
+    "decode_output": "records",
+    "encode_output": "records",
+    "file_fingerprint": "records",
+    "is_temporary": "records",
+    "remove_temporaries": "records",
+    "EvaluationFailed": "scheduler",
+    "EvaluationInterrupted": "scheduler",
+    "Failed": "scheduler",
+    "RunInfo": "scheduler",
+    "Stopped": "scheduler",
+    "run_cases": "scheduler",
+}
+
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("dataset", "output_folder", "records", "scheduler"))

@@ -1,0 +1,304 @@
+"""Local worker processes that outlive the cases that kill them.
+
+:func:`run_jobs` hands jobs to ``workers`` long-lived processes (``spawn``: a fresh interpreter,
+no fork of a process that may hold threads), one job per process at a time, each over its own
+pipe, so the parent always knows which case a process holds. Then:
+
+* a process that dies (a signal such as the out-of-memory killer's SIGKILL, a segfault in a C
+  extension, ``os._exit``) costs only its case: the process is replaced, the case is tried once more
+  *alone* (no other case runs beside it, so it has the machine's memory), and if it dies again it
+  is reported failed with how the process ended;
+* a process that dies while it waits for its next job (idle, or between two jobs) costs nothing: it is
+  found dead before a job is handed to it (or the hand-over fails), replaced, and the job goes to
+  another process without counting as an attempt;
+* a job whose function raises, whose payload cannot be sent or whose result cannot be received is
+  reported failed with the exception; its process goes on with the next job;
+* a case that runs longer than ``timeout`` seconds has its process killed and is reported failed;
+* jobs carry an estimate of their peak memory: a job starts only while the running jobs' estimates
+  plus its own fit the ``budget`` (or when nothing else runs), so a large case runs with fewer cases
+  beside it instead of failing;
+* Ctrl-C (``KeyboardInterrupt`` in the parent) ends every worker before it propagates; the workers
+  ignore SIGINT themselves (a terminal sends it to the whole process group), so they print nothing;
+* a parent that dies without a word (SIGKILL) takes its workers with it on Linux (``PR_SET_PDEATHSIG``):
+  none goes on computing, or hanging, for a run that no longer exists.
+
+Cost: one process start per worker (about a second: the imports), plus one per death or time-out;
+a job and its result cross a pipe once each (pickled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from ..engine.memory import format_bytes
+
+__all__ = ["Job", "exit_description", "run_jobs"]
+
+
+@dataclass
+class Job:
+    """One unit of work: its name (for messages), its payload, and its estimated peak memory in bytes."""
+
+    name: str
+    payload: Any
+    need_bytes: int = 0
+    attempts: int = 0
+
+
+def exit_description(exitcode: int | None) -> str:
+    """How a worker process ended, in words, with the likely cause.
+
+    Examples
+    --------
+    >>> exit_description(-9)
+    'worker killed by signal 9 (SIGKILL) — out of memory?'
+    >>> exit_description(-11)
+    'worker crashed with signal 11 (SIGSEGV) — a fault in a C extension?'
+    >>> exit_description(3)
+    'worker exited with code 3'
+    """
+    if exitcode is None:
+        return "worker ended in an unknown way"
+    if exitcode >= 0:
+        return f"worker exited with code {exitcode}"
+    number = -exitcode
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = "unknown signal"
+    if number == getattr(signal, "SIGKILL", 9):
+        return f"worker killed by signal {number} ({name}) — out of memory?"
+    if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT"):
+        return f"worker crashed with signal {number} ({name}) — a fault in a C extension?"
+    return f"worker ended by signal {number} ({name})"
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Start children with SIGINT ignored (inherited through spawn's exec): Ctrl-C is the parent's to handle."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals cannot be changed here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@dataclass
+class _Raised:
+    """What a worker sends back when the job's function raised: the exception in words."""
+
+    message: str
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: ask the kernel to kill this process when its parent dies (``PR_SET_PDEATHSIG``), so that a parent
+    killed by SIGKILL leaves no worker computing (or hanging) on; elsewhere a worker notices at its next send or
+    receive. Best effort: nothing changes where ``prctl`` cannot be called."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request: nobody is waiting for this process
+        os._exit(0)
+
+
+def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any, parent: int = 0) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent:
+        _die_with_parent(parent)
+    while True:
+        try:
+            payload = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if payload is None:
+            return
+        try:
+            result = function(payload, shared)
+        except Exception as exc:  # this job's failure, not the process's: it takes the next job
+            result = _Raised(f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(result)
+        except (EOFError, OSError):  # the parent is gone
+            return
+        except Exception as exc:  # the result cannot be pickled
+            conn.send(_Raised(f"its result cannot be sent back: {type(exc).__name__}: {exc}"))
+
+
+class _Worker:
+    def __init__(self, context: Any, function: Callable[[Any, Any], Any], shared: Any) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, function, shared, os.getpid()), daemon=True)
+        with _sigint_ignored():
+            self.process.start()
+        child.close()
+        self.job: Job | None = None
+        self.started = 0.0
+
+    def give(self, job: Job) -> None:
+        """Hand the job over. Raises ``OSError`` (``BrokenPipeError``) when the process has died, and the
+        pickling error when the payload cannot be sent; neither counts as an attempt."""
+        self.conn.send(job.payload)
+        self.job, self.started = job, time.monotonic()
+        job.attempts += 1
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.is_alive():
+            if kill:
+                self.process.kill()
+            else:
+                with contextlib.suppress(OSError):
+                    self.conn.send(None)
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def run_jobs(
+    jobs: list[Job],
+    function: Callable[[Any, Any], Any],
+    shared: Any,
+    *,
+    workers: int,
+    on_done: Callable[[Job, Any], None],
+    on_failed: Callable[[Job, str], None],
+    note: Callable[[str], None] = print,
+    timeout: float | None = None,
+    budget_bytes: float | None = None,
+) -> None:
+    """Run ``function(job.payload, shared)`` for every job in ``workers`` processes; see the module docstring.
+
+    ``function`` and ``shared`` must be picklable (a top-level function); ``shared`` is sent once
+    per process. ``on_done(job, result)`` and ``on_failed(job, message)`` are called in this process
+    as jobs end, in completion order; ``note(text)`` tells of retries and of memory waits.
+    """
+    context = multiprocessing.get_context("spawn")
+    queue: deque[Job] = deque(jobs)
+    alone: deque[Job] = deque()  # cases whose worker died: tried again with nothing beside them
+    idle: list[_Worker] = []
+    busy: list[_Worker] = []
+    waited: set[int] = set()
+
+    def worker() -> _Worker:
+        while idle:
+            w = idle.pop()
+            if w.process.is_alive():
+                return w
+            lost(w)
+        return _Worker(context, function, shared)
+
+    def lost(w: _Worker) -> None:
+        """A process that died holding no job (the out-of-memory killer may pick an idle one): replaced."""
+        w.process.join(timeout=5)
+        note(f"a worker process died while waiting for a case ({exit_description(w.process.exitcode)}); replaced")
+        w.stop(kill=True)
+
+    def start(job: Job) -> None:
+        for _ in range(3):  # a process that dies at the hand-over is replaced; three in a row: not by chance
+            w = worker()
+            try:
+                w.give(job)
+            except (EOFError, OSError):
+                lost(w)
+                continue
+            except Exception as exc:  # the payload cannot be pickled: this job's failure
+                idle.append(w)
+                on_failed(job, f"cannot be sent to a worker process: {type(exc).__name__}: {exc}")
+                return
+            busy.append(w)
+            return
+        w = worker()
+        w.give(job)  # a fourth failure is the pool's, not a case's: it reaches the caller
+        busy.append(w)
+
+    def finish(w: _Worker) -> None:
+        busy.remove(w)
+        w.job = None
+        idle.append(w)
+
+    def died(w: _Worker) -> None:
+        busy.remove(w)
+        job = w.job
+        assert job is not None
+        w.process.join(timeout=5)
+        how = exit_description(w.process.exitcode)
+        w.stop(kill=True)
+        if job.attempts < 2:
+            note(f"{job.name}: {how}; trying this case again, alone")
+            alone.append(job)
+        else:
+            on_failed(job, f"{how} (twice; the second time it ran alone)")
+
+    try:
+        while queue or alone or busy:
+            if alone:
+                if not busy:
+                    start(alone.popleft())
+            else:
+                while queue and len(busy) < workers:
+                    job = queue[0]
+                    used = sum(w.job.need_bytes for w in busy if w.job is not None)
+                    if busy and budget_bytes is not None and used + job.need_bytes > budget_bytes:
+                        if id(job) not in waited:
+                            waited.add(id(job))
+                            note(
+                                f"{job.name}: needs about {format_bytes(job.need_bytes)} (estimate), so fewer "
+                                f"cases run beside it (memory budget {format_bytes(budget_bytes)})"
+                            )
+                        break
+                    start(queue.popleft())
+            if not busy:
+                continue
+            wait_s = None
+            if timeout is not None:
+                wait_s = max(0.0, min(w.started + timeout for w in busy) - time.monotonic())
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=wait_s)
+            now = time.monotonic()
+            for w in list(busy):
+                current = w.job
+                assert current is not None
+                if w.conn.poll():
+                    try:
+                        result = w.conn.recv()
+                    except (EOFError, OSError):  # died before or while answering
+                        died(w)
+                        continue
+                    except Exception as exc:  # a whole message that does not unpickle: the pipe is still in step
+                        finish(w)
+                        on_failed(current, f"its result could not be received: {type(exc).__name__}: {exc}")
+                        continue
+                    finish(w)
+                    if isinstance(result, _Raised):
+                        on_failed(current, f"raised in its worker process: {result.message}")
+                    else:
+                        on_done(current, result)
+                elif not w.process.is_alive():
+                    died(w)
+                elif timeout is not None and now - w.started >= timeout:
+                    busy.remove(w)
+                    w.stop(kill=True)
+                    on_failed(current, f"took longer than the case time-out ({timeout:g} s): its worker was stopped")
+    finally:
+        for w in busy + idle:
+            w.stop(kill=bool(busy))

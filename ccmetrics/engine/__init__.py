@@ -1,0 +1,82 @@
+"""The engine: arrays to geometry, exactly and in time that grows with the foreground.
+
+Connected components and their run-length voxel lists (:mod:`~ccmetrics.engine.components`), the generalized
+Voronoi partition (:mod:`~ccmetrics.engine.partition`: nearest site, exact ties to the lowest label), the
+prepared ground truth (:mod:`~ccmetrics.engine.ground_truth`), every prediction voxel's region and the edge
+distances of a case (:mod:`~ccmetrics.engine.geometry`, :mod:`~ccmetrics.engine.surface`), the k-d tree and
+nearest-label kernels, the engine configuration (:mod:`~ccmetrics.engine.config`: which path, never which
+value), torch's float32 quantile emulated (:mod:`~ccmetrics.engine.torch_emulation`), and the memory model
+that the campaigns check before they allocate (:mod:`~ccmetrics.engine.memory`). It imports nothing of the
+layers above it (metrics, formats, analysis, campaign, report, the command line).
+"""
+
+from .._lazy import attach
+
+#: public name -> the module of this layer that defines it (loaded on first use)
+_EXPORTS = {
+    "ComponentCache": "components",
+    "Runs": "components",
+    "Sites": "components",
+    "component_labels": "components",
+    "coordinates": "components",
+    "find_sites": "components",
+    "label_components": "components",
+    "run_components": "components",
+    "EngineConfig": "config",
+    "current": "config",
+    "engine_config": "config",
+    "thread_count": "config",
+    "CaseRegions": "geometry",
+    "CaseSurfaces": "geometry",
+    "PredictionVoxels": "geometry",
+    "GroundTruth": "ground_truth",
+    "PreparedSites": "ground_truth",
+    "ASSUMED_FOREGROUND": "memory",
+    "BYTES_PER_DILATED_VOXEL": "memory",
+    "BYTES_PER_FOREGROUND_VOXEL": "memory",
+    "BYTES_PER_GT_COMPONENT": "memory",
+    "BYTES_PER_IMAGE_VOXEL": "memory",
+    "BYTES_PER_PRED_COMPONENT": "memory",
+    "BYTES_PER_RUN": "memory",
+    "BYTES_PER_UNION_VOXEL": "memory",
+    "BYTES_PER_VOXEL": "memory",
+    "ComponentCounts": "memory",
+    "DEFAULT_MEMORY_FRACTION": "memory",
+    "DILATION_IN_FOREGROUND": "memory",
+    "FIXED_BYTES": "memory",
+    "LESION_DILATION_ITERATIONS": "memory",
+    "LESION_DILATION_VOXELS": "memory",
+    "available_memory_bytes": "memory",
+    "component_bytes": "memory",
+    "dilated_voxels": "memory",
+    "estimate_case_bytes": "memory",
+    "format_bytes": "memory",
+    "over_limit": "memory",
+    "parse_memory": "memory",
+    "assign_nearest": "partition",
+    "assign_nearest_flat": "partition",
+    "site_surfaces": "partition",
+    "voronoi_partition": "partition",
+    "GroupedDistances": "surface",
+    "SURFACE_REDUCTIONS": "surface",
+    "SurfaceReduction": "surface",
+    "directed_distances": "surface",
+    "empty_rule": "surface",
+    "face_edges": "surface",
+    "grouped_directed_distances": "surface",
+    "grouped_surface_scores": "surface",
+    "mask_edges": "surface",
+    "own_face_edges": "surface",
+    "physical": "surface",
+    "surface_scores": "surface",
+    "lerp_uses_fma": "torch_emulation",
+    "quantile_rank": "torch_emulation",
+    "torch_lerp": "torch_emulation",
+    "torch_quantile": "torch_emulation",
+}
+
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    _EXPORTS,
+    ("components", "config", "geometry", "ground_truth", "memory", "partition", "surface", "torch_emulation"),
+)

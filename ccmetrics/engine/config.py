@@ -1,0 +1,205 @@
+"""The engine configuration: every size threshold that picks an algorithm, in one frozen object.
+
+ccmetrics computes each value by one rule but can take several paths to it: a KD-tree or the
+separable nearest-label transform for the Voronoi regions, numpy or numba kernels for the edge
+voxels, scipy's or its own k-d tree for the distances, one tree per region or one grouped tree for
+all, serial or threaded. Which path runs depends on the size of the work only, through the
+thresholds below; **the values never depend on the path** (the tests compute every path of every
+engine on the same inputs and compare them bit for bit, forcing each path with this object).
+
+The configuration lives in a context variable. :func:`engine_config` changes it for the code inside
+a ``with`` block, ccmetrics' own worker threads included (they run in a copy of the caller's
+context); other threads and worker processes (``evaluate_dataset(workers=...)``, Dask) keep the
+defaults. Reading it costs a context-variable look-up, nothing per voxel.
+
+Examples
+--------
+Force worker threads and one grouped KD-tree query for every region, even on a small image:
+
+>>> import numpy as np
+>>> from ccmetrics import engine_config, evaluate
+>>> gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[12:15, 12:15] = True
+>>> pred = np.roll(gt, 1, axis=0)
+>>> with engine_config(threads_from=0, threads=2, grouped_from=1):
+...     forced = evaluate(pred, gt, ["dice", "hd95"]).cc
+>>> forced == evaluate(pred, gt, ["dice", "hd95"]).cc
+True
+>>> current().grouped_from  # back to the default outside the block
+64
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EngineConfig", "current", "engine_config", "thread_count"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The size thresholds that choose between equivalent algorithms (each field: what it switches and why).
+
+    Attributes
+    ----------
+    threads_from : int
+        Images from this many voxels are evaluated with worker threads (KD-tree queries release the
+        GIL); below it the pool costs more than it saves. Default 2**20.
+    threads : int or None
+        Worker threads for such images; None (default): the CPUs this process may use, at most
+        ``max_threads``. Fewer than 2 means serial.
+    max_threads : int
+        Upper bound of the default thread count. Default 4.
+    thread_batch_points : int
+        Edge voxels per thread task at least when per-region distances are spread over threads
+        (smaller tasks cost more in scheduling than they save). Default 4096.
+    grouped_from : int
+        Regions from which one grouped KD-tree query (the region as an extra coordinate) serves all
+        regions instead of one tree per region: about 30x faster for thousands of small regions
+        (nuclei), 2x slower for a dozen large ones. Default 64.
+    global_after : int
+        Prediction voxels outside the GT from which the whole-image distances start after the
+        nearest-site search instead of beside it (the nearest-label transform then keeps every core
+        busy on its own). Default 2**15.
+    dense_min_queries : int
+        Query voxels from which the nearest-site search may label their whole bounding box with the
+        separable nearest-label transform (about 30-50 ns a box voxel, against 1-2 µs a KD-tree
+        query) ... Default 2**15.
+    dense_max_ratio : int
+        ... when the box holds at most this many voxels per query voxel (0: never). Default 32.
+    block_min_queries : int
+        Otherwise, from this many query voxels, whole blocks of voxels whose nearest site is certain
+        are labelled first (:func:`ccmetrics.engine.partition.assign_nearest`) ... Default 2**17.
+    block_max_sites : int
+        ... when there are at most this many sites (one KD-tree query per block and site). Default 256.
+    span_map_ratio : int
+        A voxel list whose flat-index span holds at most this many voxels per listed voxel gets a
+        small label map of the span for its edge tests (at most this many small integers per voxel);
+        sparser lists use binary searches over their runs (0: always). Default 8.
+    kernels_from : int
+        Voxel lists from this many voxels find their edges with the numba kernels of
+        ``ccmetrics.engine._edge_kernels`` (both cores) instead of numpy. Default 2**18.
+    own_tree_from : int
+        Points (source and target together) from which distances come from ccmetrics' own k-d tree
+        (tight node boxes: fast also far from a flat edge set) instead of scipy's, once numba is
+        loaded ... Default 2**15.
+    own_tree_import_from : int
+        ... or from this many without numba loaded yet (its first import and kernel load take about
+        0.5 s, more than scipy's tree costs below this size). Default 2**18.
+    pad_below : int
+        Arrays up to this many voxels are always padded before cc3d labels them (a cheap copy that
+        avoids a cc3d failure on some small sparse arrays); larger ones only after a failure.
+        Default 2**20.
+    dense_runs : int
+        A foreground with fewer runs than one per this many voxels of its bounding box is labelled by
+        the run graph (cost grows with the foreground); a more fragmented one by cc3d on its
+        bounding box. Default 256.
+    pair_batch_entries : int
+        Padded point-to-point distance entries per batch when the nuclei metrics measure many small
+        pairs at once (memory: 8 bytes each). Default 2**22.
+    query_chunk : int
+        Query voxels per KD-tree batch of the nearest-site search (memory: about 100 bytes each). Default
+        2**18.
+    tie_candidates : int
+        Surface voxels examined at first for a query voxel whose nearest site may be tied (then 4, 16, ...
+        times as many while all are within the tie margin); at least 2. Default 8.
+    union_tree_from : int
+        A BraTS lesion touching this many prediction components or more (on the shared k-d trees) gets one
+        tree of all their edge voxels for its distances, instead of a query of each component's tree with
+        the minimum kept (one query per voxel, not one per component: 3,072 components crossing one lesion
+        took 9 GiB when their distances were stacked). Default 8.
+    """
+
+    threads_from: int = 1 << 20
+    threads: int | None = None
+    max_threads: int = 4
+    thread_batch_points: int = 4096
+    grouped_from: int = 64
+    global_after: int = 1 << 15
+    dense_min_queries: int = 1 << 15
+    dense_max_ratio: int = 32
+    block_min_queries: int = 1 << 17
+    block_max_sites: int = 256
+    span_map_ratio: int = 8
+    kernels_from: int = 1 << 18
+    own_tree_from: int = 1 << 15
+    own_tree_import_from: int = 1 << 18
+    pad_below: int = 1 << 20
+    dense_runs: int = 256
+    pair_batch_entries: int = 1 << 22
+    query_chunk: int = 1 << 18
+    tie_candidates: int = 8
+    union_tree_from: int = 8
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "threads" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"EngineConfig.{f.name} must be a whole number >= 0, got {value!r}")
+        least = {"max_threads": 1, "pair_batch_entries": 1, "query_chunk": 1, "tie_candidates": 2, "union_tree_from": 1}
+        for name, low in least.items():  # tie_candidates: a tie is told by at least two
+            if getattr(self, name) < low:
+                raise ValueError(f"EngineConfig.{name} must be at least {low}, got {getattr(self, name)!r}")
+
+    def replace(self, **changes: Any) -> EngineConfig:
+        """A copy with some fields changed; an unknown name is an error that lists the fields.
+
+        >>> EngineConfig().replace(grouped_from=1).grouped_from
+        1
+        """
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise TypeError(f"EngineConfig has no field {unknown[0]!r}; the fields are {sorted(names)}")
+        return dataclasses.replace(self, **changes)
+
+
+_CURRENT: contextvars.ContextVar[EngineConfig] = contextvars.ContextVar(
+    "ccmetrics_engine_config",
+    default=EngineConfig(),  # noqa: B039 (a frozen dataclass: never mutated, only replaced)
+)
+
+
+def current() -> EngineConfig:
+    """The configuration in force in this context (the defaults unless :func:`engine_config` changed it)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def engine_config(config: EngineConfig | None = None, **changes: Any) -> Iterator[EngineConfig]:
+    """Use another engine configuration inside a ``with`` block: a whole :class:`EngineConfig`, or fields to change.
+
+    Overrides nest; the previous configuration comes back on exit, also after an exception.
+
+    >>> with engine_config(grouped_from=1) as config:
+    ...     config.grouped_from, current().grouped_from
+    (1, 1)
+    >>> with engine_config(EngineConfig(threads=1)):
+    ...     current().threads
+    1
+    """
+    new = (config if config is not None else current()).replace(**changes)
+    token = _CURRENT.set(new)
+    try:
+        yield new
+    finally:
+        _CURRENT.reset(token)
+
+
+def thread_count(config: EngineConfig | None = None) -> int:
+    """Worker threads for a large image: ``config.threads``, else this process's CPUs (at most ``max_threads``)."""
+    config = config if config is not None else current()
+    if config.threads is not None:
+        return config.threads
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS, Windows)
+        cpus = os.cpu_count() or 1
+    return min(cpus, config.max_threads)

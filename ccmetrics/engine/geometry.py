@@ -1,0 +1,281 @@
+"""The geometry of one case: the Voronoi region of every prediction voxel, counts, edge voxels and distances.
+
+Everything is derived from two voxel lists (sorted flat indices of the prediction and of the GT
+sites), never from an image-sized label map, so time and memory grow with the foreground:
+
+* :class:`PredictionVoxels`: the prediction's voxels (one ``flatnonzero``), its runs along the last
+  axis and, for surface metrics, the edge voxels of the whole mask (face-neighbour look-ups in the
+  input mask itself);
+* :class:`CaseRegions`: the region of every prediction voxel (inside the GT: the site it lies in,
+  a look-up in the GT and a binary search over the GT's runs, or, for an instance label map, the
+  label value itself; outside: the nearest site, :func:`ccmetrics.engine.partition.assign_nearest_flat`,
+  or a look-up in the region map the caller kept with :meth:`ccmetrics.GroundTruth.region_map`)
+  and the per-region counts;
+* :class:`CaseSurfaces`, only when a surface metric is asked for: the edge voxels of every
+  region's prediction and GT, and the directed edge distances per region and over the whole image.
+
+With a thread pool the whole-image distances (which need no regions) run beside the nearest-site
+search, or after it when many prediction voxels lie outside the GT (the nearest-label transform
+then keeps every core busy), and the per-region queries run on every worker; the values do not
+depend on the threads (:class:`ccmetrics.EngineConfig` sets the thresholds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import numpy as np
+
+from ._threads import submit
+from .components import Runs, coordinates
+from .config import current, thread_count
+from .ground_truth import GroundTruth
+from .partition import assign_nearest_flat
+from .surface import (
+    GroupedDistances,
+    directed_distances,
+    grouped_directed_distances,
+    mask_edges,
+    own_face_edges,
+    physical,
+)
+
+__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels"]
+
+
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+
+
+def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None) -> float:
+    """The default worst distance: the image diagonal ``sqrt(sum((n_k * s_k)**2))``, in voxels or mm.
+
+    >>> round(image_diagonal((240, 240, 155), (1.0, 1.0, 1.0)), 1)
+    373.1
+    """
+    s = spacing if spacing is not None else (1.0,) * len(shape)
+    return math.sqrt(sum((n * sk) ** 2 for n, sk in zip(shape, s)))
+
+
+class PredictionVoxels:
+    """The prediction's voxel list: sorted flat indices, its runs and (``edges=True``) the edges of the whole mask."""
+
+    def __init__(self, pred_mask: np.ndarray, edges: bool = True):
+        self.flat = np.flatnonzero(pred_mask)
+        self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
+        self.runs = Runs(self.flat, pred_mask.shape)
+
+
+class CaseSurfaces:
+    """Edge voxels and edge distances of one case, per region and over the whole image.
+
+    Created from the two voxel lists before the regions are known: the whole-image distances need
+    no regions and can start at once (:meth:`start_whole_image`, which :class:`CaseRegions` calls
+    beside its search); :meth:`add_regions` then groups the edge voxels of every region's
+    prediction and GT.
+    """
+
+    def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: tuple[float, ...] | None):
+        union_edge = pred.union_edge
+        if union_edge is None:
+            raise ValueError("CaseSurfaces needs the prediction's edges: PredictionVoxels(pred_mask, edges=True)")
+        geometry = truth.geometry
+        self.shape, self.spacing, self.n = truth.shape, spacing, geometry.found.n
+        self._pred, self._pred_union_edge, self._truth = pred, union_edge, truth
+        self._gt_union = geometry.coords[geometry.union_edge]
+        self._pred_union = coordinates(pred.flat[union_edge], self.shape)
+        self._whole: tuple[Any, Any] | None = None
+        self._pred_edges: list[np.ndarray] = []
+        self._gt_edges: list[np.ndarray] = []
+
+    def _pair(self, pool: ThreadPoolExecutor | None, pred_edges: np.ndarray, gt_edges: np.ndarray):
+        p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
+        return submit(pool, directed_distances, p, g), submit(pool, directed_distances, g, p)
+
+    def start_whole_image(self, pool: ThreadPoolExecutor | None = None) -> None:
+        """Start the whole-image edge distances (on the pool, or now without one)."""
+        if self._whole is None:
+            self._whole = self._pair(pool, self._pred_union, self._gt_union)
+
+    def add_regions(self, pred_region: np.ndarray) -> None:
+        """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""
+        geometry, pred = self._truth.geometry, self._pred
+        own_label = pred_region if self.n else np.ones_like(pred_region)
+        pred_own = own_face_edges(pred.flat, self.shape, own_label, self._pred_union_edge, pred.runs)
+        # edge voxels grouped by region (site voxels are already sorted by label)
+        self._gt_edges = self._group(geometry.coords[geometry.own_edge], geometry.found.label[geometry.own_edge])
+        order = np.argsort(pred_region[pred_own], kind="stable")
+        self._pred_edges = self._group(
+            coordinates(pred.flat[pred_own][order], self.shape), pred_region[pred_own][order]
+        )
+
+    def _group(self, coords: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
+        bounds = np.searchsorted(labels, np.arange(1, self.n + 2))
+        return [coords[bounds[i] : bounds[i + 1]] for i in range(self.n)]
+
+    def whole_image(self) -> GroupedDistances:
+        """Edge distances of the whole prediction and the whole GT (one group)."""
+        self.start_whole_image()
+        return GroupedDistances.single(self._whole[0].result(), self._whole[1].result())  # type: ignore[index]
+
+    def per_region(self, pool: ThreadPoolExecutor | None = None) -> GroupedDistances:
+        """Prediction->GT and GT->prediction edge distances inside the regions 1..K.
+
+        From ``grouped_from`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
+        all regions (:func:`ccmetrics.engine.surface.grouped_directed_distances`, the region as an extra
+        coordinate). Otherwise one tree per region and direction; with a pool, the 2K directed queries
+        are submitted at once, largest first, small ones batched (at least ``thread_batch_points`` edge
+        voxels per task) so that threads pay off. Both ways give the same values bit for bit.
+        """
+        pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        bounds_p = np.cumsum([0] + [len(e) for e in pred_edges])
+        bounds_g = np.cumsum([0] + [len(e) for e in gt_edges])
+        config = current()
+        if self.n >= config.grouped_from:
+            d_pg, d_gp = self._grouped(pool)
+            return GroupedDistances(d_pg, bounds_p, d_gp, bounds_g)
+        if pool is None:
+            pairs = [self._pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
+            return GroupedDistances(
+                _concat([pair[0].result() for pair in pairs]),
+                bounds_p,
+                _concat([pair[1].result() for pair in pairs]),
+                bounds_g,
+            )
+        cost = {(i, d): len(pred_edges[i]) + len(gt_edges[i]) for i in range(self.n) for d in (0, 1)}
+        batches: list[list[tuple[int, int]]] = []
+        total = 0
+        for unit in sorted(cost, key=lambda u: -cost[u]):
+            if not batches or total >= config.thread_batch_points:
+                batches.append([])
+                total = 0
+            batches[-1].append(unit)
+            total += cost[unit]
+
+        def run(batch):
+            out = {}
+            for i, d in batch:
+                p, g = physical(pred_edges[i], self.spacing), physical(gt_edges[i], self.spacing)
+                out[i, d] = directed_distances(p, g) if d == 0 else directed_distances(g, p)
+            return out
+
+        where: dict[tuple[int, int], Any] = {}
+        for batch in batches:
+            future = submit(pool, run, batch)
+            where.update((unit, future) for unit in batch)
+        return GroupedDistances(
+            _concat([where[i, 0].result()[i, 0] for i in range(self.n)]),
+            bounds_p,
+            _concat([where[i, 1].result()[i, 1] for i in range(self.n)]),
+            bounds_g,
+        )
+
+    def _grouped(self, pool: ThreadPoolExecutor | None) -> tuple[np.ndarray, np.ndarray]:
+        """Two KD-tree queries for all regions (the region as an extra coordinate), shared by the pool's threads."""
+        pred_edges, gt_edges = self._pred_edges, self._gt_edges
+        labels = np.arange(1, self.n + 1)
+        dim = len(self.shape)
+        p = physical(np.concatenate(pred_edges) if pred_edges else np.zeros((0, dim), np.int64), self.spacing)
+        g = physical(np.concatenate(gt_edges) if gt_edges else np.zeros((0, dim), np.int64), self.spacing)
+        p_group = np.repeat(labels, [len(e) for e in pred_edges])
+        g_group = np.repeat(labels, [len(e) for e in gt_edges])
+        span = image_diagonal(self.shape, self.spacing)
+        workers = 1 if pool is None else thread_count()
+        return (
+            grouped_directed_distances(p, p_group, g, g_group, span, workers),
+            grouped_directed_distances(g, g_group, p, p_group, span, workers),
+        )
+
+
+class CaseRegions:
+    """The Voronoi region of every prediction voxel of one case, and the counts of every region.
+
+    Attributes
+    ----------
+    pred_flat : ndarray of int64
+        The prediction's voxels (sorted flat indices).
+    pred_region : ndarray of int32
+        The region (GT site 1..K, 0 without sites) of each.
+    pred_volume, intersection : ndarray of int64, shape (K,)
+        Prediction voxels in each region, and those of them inside the region's site.
+
+    ``beside(pool)``, when given, is started beside the nearest-site search (or right after it, when
+    many prediction voxels lie outside the GT): :meth:`CaseSurfaces.start_whole_image`.
+    """
+
+    def __init__(
+        self,
+        pred: PredictionVoxels,
+        truth: GroundTruth,
+        spacing: tuple[float, ...] | None,
+        pool: ThreadPoolExecutor | None = None,
+        beside: Callable[[ThreadPoolExecutor | None], None] | None = None,
+    ):
+        geometry = truth.geometry
+        found = geometry.found
+        self.shape, self.found = truth.shape, found
+        self._gt_coords = geometry.coords
+        self.pred_flat = pred.flat
+        values = truth.array.ravel()[self.pred_flat]
+        inside = values != 0
+        # other work (``beside(pool)``: the whole-image distances) starts beside the nearest-site search, or after
+        # it when that search keeps every core busy (many prediction voxels outside the GT)
+        late = len(inside) - np.count_nonzero(inside) >= current().global_after
+        if beside is not None and not late:
+            beside(pool)
+        region = np.zeros(len(self.pred_flat), dtype=np.int32)
+        if truth.sites == "labels":  # inside: the site of the label value
+            region[inside] = found.labels_of_sources(values[inside])
+        else:  # inside: the site, found in the GT's voxel list
+            region[inside] = geometry.raster_label[geometry.runs.locate(self.pred_flat[inside])]
+        del values
+        if found.n and not inside.all():
+            kept = truth.kept_region_map(spacing)
+            if kept is not None:  # a region map the caller prepared (GroundTruth.region_map): read, not searched
+                region[~inside] = kept.ravel()[self.pred_flat[~inside]]
+            else:
+                own = geometry.own_edge
+                region[~inside] = assign_nearest_flat(
+                    self.pred_flat[~inside], self.shape, geometry.coords[own], found.label[own], spacing
+                )
+        if beside is not None and late:
+            beside(pool)
+        self.pred_region = region
+        counts = np.bincount(region, minlength=found.n + 1)
+        self.pred_volume = counts[1:]
+        self.intersection = np.bincount(region[inside], minlength=found.n + 1)[1:]
+        self._region_starts = np.cumsum(counts) - counts  # where each region starts in _by_region
+        self._by_region: np.ndarray | None = None  # prediction voxels grouped by region, on the first masks()
+
+    def masks(self, c: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean prediction and GT masks of region ``c`` on its crop (the whole image for ``None``).
+
+        The crop is the bounding box of both masks in the region (a region always holds its site's
+        GT voxels): outside it, region ``c``'s masks are empty, so any metric of the masks' foreground
+        (overlaps, surface distances) is that of the full image; a metric that counts background
+        voxels (specificity, accuracy) would see the crop's background only.
+        """
+        if c is None:
+            pred, gt = coordinates(self.pred_flat, self.shape), self._gt_coords
+        else:
+            if self._by_region is None:  # one sort for all regions, not one scan of the prediction per region
+                self._by_region = self.pred_flat[np.argsort(self.pred_region, kind="stable")]
+            start = self._region_starts[c]
+            pred = coordinates(self._by_region[start : start + self.pred_volume[c - 1]], self.shape)
+            gt = self._gt_coords[self.found.starts[c - 1] : self.found.starts[c]]
+        both = np.concatenate([pred, gt])
+        if c is None or len(both) == 0:
+            lo, crop_shape = np.zeros(len(self.shape), dtype=np.int64), self.shape
+        else:
+            lo = both.min(axis=0)
+            crop_shape = tuple(both.max(axis=0) - lo + 1)
+        return _dense(pred - lo, crop_shape), _dense(gt - lo, crop_shape)
+
+
+def _dense(coords: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    out = np.zeros(tuple(int(s) for s in shape), dtype=bool)
+    out[tuple(coords.T)] = True
+    return out

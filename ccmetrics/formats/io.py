@@ -1,0 +1,877 @@
+"""Reading and writing label images (NIfTI, MetaImage, NRRD; reading DICOM SEG) together with their geometry.
+
+:func:`load_image` returns an :class:`Image`: the voxel array in the dtype stored on
+disk, the voxel spacing and the voxel-to-world affine.  :func:`save_image` writes one,
+:func:`check_same_geometry` says whether a prediction lies on its reference's grid and
+:func:`image_id` pairs files by name (``case_001_0000.nii.gz`` -> ``case_001``).
+
+Axis order, the same for every reader: ``array[i, j, k]`` is indexed in the file's voxel
+order (i varies fastest on disk, as NIfTI and ITK define it), ``spacing[n]`` is the voxel
+size in mm along array axis ``n``, and ``affine`` maps ``(i, j, k, 1)`` to RAS+ world mm,
+exactly as nibabel does.  SimpleITK's ``(k, j, i)`` arrays are transposed and its LPS
+geometry is turned into RAS, so both readers return the same Image for the same file.
+
+A DICOM SEG (a ``.dcm`` file, or a folder holding one) is read by :func:`ccmetrics.formats.dicom.read_seg`
+as a label map of segment numbers in the same axis order and RAS convention.
+
+Cost: a load reads (and decompresses) the whole file once and keeps its dtype: no
+float64 copy.  nibabel and SimpleITK are imported on first use only.
+
+Size checks: a header that claims more voxels than the file holds is refused before the claimed
+array is resident (:func:`read_header`'s notes say what each format checks).  A ``.nii.gz`` read
+with nibabel (the default) is inflated by ccmetrics itself, 1 MiB at a time, straight into an
+``np.empty`` buffer whose pages are committed only as they are written, member by member with each
+gzip trailer checked; the stream's end, not its trailer (which can be forged), decides: a stream
+shorter than the header's size is refused where it ends, at the cost of the data it really holds.
+nibabel's scaling (``scl_slope``, ``scl_inter``) is then applied as nibabel applies it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import warnings
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded, visible_files
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "Image",
+    "ImageHeader",
+    "ImageReadError",
+    "check_same_geometry",
+    "image_id",
+    "is_image_file",
+    "load_image",
+    "missing_file_message",
+    "read_header",
+    "rounded",
+    "save_image",
+    "visible_files",
+]
+
+#: the image file extensions ccmetrics reads and pairs (case id: the name without them); ``.dcm``: a DICOM SEG
+#: (:mod:`ccmetrics.formats.dicom`, which also reads a folder holding one)
+IMAGE_EXTENSIONS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr", ".dcm")
+_READERS = ("auto", "nibabel", "sitk")
+
+
+_r = rounded
+
+
+def _extension(path) -> str | None:
+    name = os.path.basename(os.fspath(path)).lower()
+    return next((e for e in IMAGE_EXTENSIONS if name.endswith(e) and len(name) > len(e)), None)
+
+
+def is_image_file(path) -> bool:
+    """True when ``path`` ends in one of :data:`IMAGE_EXTENSIONS` (the file need not exist).
+
+    >>> is_image_file("case_001.nii.gz"), is_image_file("notes.txt")
+    (True, False)
+    """
+    return _extension(path) is not None
+
+
+def image_id(path, suffix: str | None = None) -> str:
+    """The file name without directory and image extension, and without a trailing ``suffix``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An image file name; ``.nii.gz`` counts as one extension.
+    suffix : str, optional
+        A regular expression removed from the end of the name, e.g. ``"_0000"`` (nnU-Net's
+        channel) or ``"_pred"``, so that a prediction and its reference get the same id.
+
+    Raises
+    ------
+    ValueError
+        If the name does not end in one of :data:`IMAGE_EXTENSIONS`.
+
+    Examples
+    --------
+    >>> image_id("/data/labels/case_001.nii.gz")
+    'case_001'
+    >>> image_id("case_001_0000.mha", suffix=r"_\\d{4}")
+    'case_001'
+    """
+    name = os.path.basename(os.fspath(path))
+    ext = _extension(name)
+    if ext is None:
+        raise ValueError(
+            f"{name!r} has no image extension: expected a name ending in one of {', '.join(IMAGE_EXTENSIONS)}"
+        )
+    stem = name[: -len(ext)]
+    return re.sub(f"(?:{suffix})$", "", stem, count=1) if suffix else stem
+
+
+def _prepare(path, reader: str) -> tuple[str, bool]:
+    """The path as str and whether it is NIfTI, after the checks :func:`load_image` and
+    :func:`read_header` share (reader name, existence, extension)."""
+    path = os.fspath(path)
+    if reader not in _READERS:
+        raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(missing_file_message(path))
+    ext = _extension(path)
+    if ext is None:
+        raise ValueError(
+            f"cannot read {path!r}: unknown image extension; ccmetrics reads "
+            f"{', '.join(IMAGE_EXTENSIONS)} (convert the file to one of these)"
+        )
+    nifti = ext in (".nii", ".nii.gz")
+    if reader == "nibabel" and not nifti:
+        raise ValueError(f"nibabel reads only .nii and .nii.gz here, not {path!r}: use reader='auto' or 'sitk'")
+    return path, nifti
+
+
+def _is_dicom(path, reader: str) -> bool:
+    """A DICOM SEG path (:func:`ccmetrics.formats.dicom.is_dicom_path`), read by :mod:`ccmetrics.formats.dicom`."""
+    from .dicom import is_dicom_path
+
+    if not is_dicom_path(path):
+        return False
+    if reader != "auto":
+        raise ValueError(f"{os.fspath(path)!r} is read as a DICOM SEG by highdicom: use reader='auto'")
+    return True
+
+
+def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without trailing singleton axes beyond the third; ValueError unless 2D or 3D."""
+    if len(shape) > 3 and all(s == 1 for s in shape[3:]):
+        shape = shape[:3]
+    if len(shape) not in (2, 3):
+        raise ValueError(
+            f"{path!r} is a {len(shape)}D image of shape {shape}; ccmetrics "
+            "evaluates 2D or 3D label images: split the volumes or take one channel first"
+        )
+    return shape
+
+
+def _geometry(path: str, affine: np.ndarray, n: int) -> tuple[tuple[float, ...], np.ndarray]:
+    """Spacing and ``(n + 1, n + 1)`` affine of an ``n``-axis image from the reader's affine."""
+    spacing = tuple(float(s) for s in np.linalg.norm(affine[:-1, :n], axis=0))
+    keep = list(range(n)) + [affine.shape[0] - 1]
+    affine = affine[np.ix_(keep, keep)]
+    if not (np.all(np.isfinite(affine)) and all(s > 0 for s in spacing)):
+        raise ImageReadError(
+            f"{path!r} has voxel spacing {spacing} mm and affine {_r(affine)}: "
+            "each voxel size must be finite and non-zero; fix the file's header"
+        )
+    return spacing, affine
+
+
+def read_header(path, reader: str = "auto") -> ImageHeader:
+    """Read a label image's shape, dtype and spacing from its header only: no voxel is read.
+
+    Use it to decide whether a case fits in memory before :func:`load_image` allocates it
+    (:func:`ccmetrics.engine.memory.estimate_case_bytes`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file ending in one of :data:`IMAGE_EXTENSIONS` (a DICOM SEG: :func:`ccmetrics.formats.dicom.read_seg_header`).
+    reader : {"auto", "nibabel", "sitk"}
+        The reader :func:`load_image` will use; it decides the dtype of a NIfTI with ``scl_slope``.
+
+    Returns
+    -------
+    ImageHeader
+        Equal to what :func:`load_image` returns (shape, dtype, spacing) for the same file and reader.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError, ImageReadError
+        As :func:`load_image` does, for a missing file (a symbolic link in a loop or to a missing
+        target named as such), an unknown extension, an image that is not 2D or 3D, vector pixels,
+        or a broken header; and :class:`ImageReadError` for a header that claims more voxels than
+        the file holds (see the notes).
+
+    Notes
+    -----
+    Cost: NIfTI headers are read by nibabel (of a ``.nii.gz``, only the first kilobytes are
+    decompressed), the others by SimpleITK's ``ImageFileReader.ReadImageInformation``.  The file's
+    size is then checked against the header's claim, without allocating the claimed size:
+
+    * ``.nii``, and raw MHA/MHD/NRRD/NHDR data: the size of the (data) file;
+    * ``.nii.gz`` and gzip-encoded NRRD: deflate never compresses more than 1032:1, then the
+      gzip trailer (the uncompressed size mod 2**32 of the last member); when that disagrees with
+      the header (several gzip members, or truncation), the data are decompressed one MiB at a
+      time and counted, stopping as soon as the header's size is reached.  An agreeing trailer is
+      taken at its word here (no voxel is read); it can be forged, and :func:`load_image` does not
+      rely on it for a ``.nii.gz`` read with nibabel (it stops where the stream ends);
+    * zlib-compressed MHA/MHD: only the 1032:1 bound (counting would decompress the whole
+      file again); bzip2 NRRD, and data split over several files (``LIST``, ``%d`` patterns)
+      are not checked, and a lying header there is found by SimpleITK after it allocated.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "case.nii.gz")
+    >>> save_image(path, np.ones((40, 50, 6), np.uint8), spacing=(0.5, 0.5, 3.0))
+    >>> header = read_header(path)
+    >>> header.shape, header.dtype, header.spacing, header.nbytes
+    ((40, 50, 6), dtype('uint8'), (0.5, 0.5, 3.0), 12000)
+    """
+    if _is_dicom(path, reader):
+        from .dicom import read_seg_header
+
+        return read_seg_header(path)
+    path, nifti = _prepare(path, reader)
+    if nifti and reader != "sitk":
+        hdr, img = _check_nifti(path, warn=False)
+        shape = _image_shape(path, tuple(int(s) for s in hdr.get_data_shape()))
+        try:  # the dtype nibabel's scaling gives, from its own code on an empty slice (reads no voxel)
+            dtype = img.dataobj[(slice(0, 0),) * len(hdr.get_data_shape())].dtype
+        except Exception as e:
+            raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
+        affine = np.array(img.affine, dtype=float)
+    else:
+        if nifti:
+            _check_nifti(path, warn=False)
+        info = _sitk_information(path, check_size=not nifti)
+        shape, dtype, affine = _image_shape(path, info.shape), info.dtype, info.affine
+    spacing, _ = _geometry(path, affine, len(shape))
+    return ImageHeader(path, shape, np.dtype(dtype), spacing)
+
+
+def load_image(path, reader: str = "auto") -> Image:
+    """Read a 2D or 3D label image with its spacing and affine (see the module docstring for axes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file ending in one of :data:`IMAGE_EXTENSIONS`, or a folder holding one DICOM SEG.
+    reader : {"auto", "nibabel", "sitk"}
+        ``"auto"`` uses nibabel for ``.nii``/``.nii.gz``, highdicom for DICOM SEG
+        (:func:`ccmetrics.formats.dicom.read_seg`, which returns a :class:`ccmetrics.formats.dicom.SegImage`) and
+        SimpleITK for the rest.
+
+    Returns
+    -------
+    Image
+        Trailing singleton axes (a ``(X, Y, Z, 1)`` NIfTI) are dropped.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist; a symbolic link in a loop, or one whose target does not exist,
+        is named as such (with the chain of links, or the missing target).
+    ValueError
+        For an unknown extension, an image with more than 3 non-singleton axes, or vector pixels.
+    ImageReadError
+        (a ValueError) for a truncated or corrupt file, a zero or non-finite voxel size, or a
+        header that claims more voxels than the file holds: checked before the voxels are
+        allocated (as :func:`read_header` does; see its notes for what each format checks).
+        A ``.nii.gz`` read with nibabel is refused where its gzip stream ends, even when its
+        trailer was forged to the header's size (scaled files too): the claimed array is never
+        resident, only the data the file holds.
+
+    Notes
+    -----
+    The readers differ on NIfTI headers whose qform and sform disagree: nibabel uses the
+    sform, ITK the qform unless sform_code is 1 (scanner); a warning is issued for such files.
+    A NIfTI with ``scl_slope`` other than 1 gives floats (float64 in nibabel, float32 in ITK).
+
+    Cost: with nibabel, a ``.nii.gz`` is inflated once by :func:`_gunzip_array`, faster than
+    nibabel's ``GzipFile`` (the same array, bit for bit and in dtype, scaled or not), in one pass
+    also when it holds several gzip members.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "case.nii.gz")
+    >>> save_image(path, np.ones((4, 5, 6), np.uint8), spacing=(0.5, 0.5, 3.0))
+    >>> img = load_image(path)
+    >>> img.array.shape, img.array.dtype, img.spacing
+    ((4, 5, 6), dtype('uint8'), (0.5, 0.5, 3.0))
+    >>> np.allclose(load_image(path, reader="sitk").affine, img.affine)
+    True
+    """
+    if _is_dicom(path, reader):
+        from .dicom import read_seg
+
+        return read_seg(path)
+    path, nifti = _prepare(path, reader)
+    if nifti:  # the size too, before either reader allocates: SimpleITK allocates the header's size at once,
+        # nibabel's path (_gunzip_array) commits the pages it writes only, and stops where the stream ends
+        _, lazy = _check_nifti(path, warn=True, count=reader == "sitk")
+    if nifti and reader != "sitk":
+        array, affine = _read_nibabel(path, lazy)
+    else:
+        array, affine = _read_sitk(path)
+    shape = _image_shape(path, array.shape)
+    array = array.reshape(shape)
+    spacing, affine = _geometry(path, affine, array.ndim)
+    return Image(array, spacing, affine, path)
+
+
+def _read_nibabel(path: str, img: Any):
+    """The voxels and affine of the NIfTI ``path``, whose image nibabel has loaded lazily as ``img``.
+
+    A gzip-compressed file is decompressed by :func:`_gunzip_array` (2-3x faster than nibabel's
+    ``GzipFile`` on 400 x 400 x 300 masks, and refused where its stream ends before the header's size,
+    the claimed array never resident), then scaled as nibabel scales (:func:`_nibabel_scaling`): the
+    same array as ``np.asanyarray(img.dataobj)``, bit for bit and in dtype.  An uncompressed file is read
+    by nibabel itself (its size was checked exactly before).
+    """
+    try:
+        proxy = img.dataobj
+        if path.lower().endswith(".gz"):
+            raw = _gunzip_array(path, proxy.shape, np.dtype(proxy.dtype), proxy.offset, order=proxy.order)
+            array = _nibabel_scaling(raw, proxy)
+        else:
+            array = np.asanyarray(proxy)  # reads all the data now
+        return array, np.array(img.affine, dtype=float)
+    except ImageReadError:
+        raise
+    except Exception as e:  # EOFError, zlib.error, OSError, ImageFileError, ...
+        raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
+
+
+def _nibabel_scaling(raw: np.ndarray, proxy: Any) -> np.ndarray:
+    """``raw`` (the stored voxels) scaled as nibabel's ``ArrayProxy`` scales what it reads.
+
+    The steps of ``ArrayProxy._get_scaled`` with no dtype asked: slope and intercept as 0-d arrays, the
+    intercept cast to the slope's dtype where that is safe, then ``volumeutils.apply_read_scaling`` (which
+    returns ``raw`` itself for a slope of 1 and an intercept of 0, and picks a float type that cannot overflow
+    for integer data): ``np.asanyarray(img.dataobj)``'s values and dtype, bit for bit.
+    """
+    from nibabel.volumeutils import apply_read_scaling
+
+    slope, inter = np.asanyarray(proxy.slope), np.asanyarray(proxy.inter)
+    if np.can_cast(inter, slope.dtype):  # (nibabel casts the slope to its own dtype too: nothing to do)
+        inter = inter.astype(slope.dtype)
+    return apply_read_scaling(raw, slope, inter)
+
+
+_WINDOW = 1 << 16  # compressed bytes given to zlib at a time (what it keeps back is copied on each call)
+_NOT_ZERO = re.compile(rb"[^\0]")
+
+
+def _gunzip_array(
+    path: str, shape: tuple[int, ...], dtype: np.dtype, offset: int, order: Literal["C", "F"] = "F"
+) -> np.ndarray:
+    """The array of ``shape`` and ``dtype`` (``order``: nibabel's, Fortran for NIfTI) at byte ``offset``
+    of the decompressed gzip file ``path``, unscaled.
+
+    What nibabel's ``np.asanyarray(img.dataobj)`` returns for a file without scaling, bit for bit,
+    decompressed faster and safer: the compressed file is read in one call and inflated 1 MiB at a time
+    straight into the array's buffer, which stays in the CPU cache (``GzipFile`` grows one large ``bytes``
+    object per read and copies it again).  The buffer is ``np.empty``: its pages are committed only as
+    they are written, so a header that claims more voxels than the stream holds costs no more memory
+    than the stream's own data.
+
+    Gzip files of several members (``bgzip``, concatenated files, zero padding between them) are
+    followed member by member (RFC 1952: each member's header parsed here, its deflate data inflated
+    raw, its CRC-32 and size checked against its trailer when its end is reached).  Decompression
+    stops once the array is full (data after it are ignored, as nibabel does); a stream that ends
+    before, a member whose trailer disagrees with its data (a forged size, a corrupt CRC), or bytes
+    that start no member raise :class:`ImageReadError` (nibabel: ``EOFError``, ``BadGzipFile``).
+    Cost: one pass over the file, memory of the compressed file plus the array.
+    """
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    need = offset + nbytes  # bytes of the decompressed stream
+    out = np.empty(nbytes, np.uint8)
+    buffer = out.data  # a writable memoryview of the array
+    with open(path, "rb") as f:
+        data = f.read()
+    view = memoryview(data)
+    skip, pos, inflated = offset, 0, 0  # header bytes still to skip, voxel bytes written, bytes inflated
+    at = 0  # the next compressed byte
+    lie = ""  # what the last member's trailer claimed, when it disagreed with the member
+
+    def fail(why: str) -> ImageReadError:
+        return ImageReadError(f"cannot read {path!r}: {_claim(shape, dtype)}, but {why}{_HINT}")
+
+    while pos < nbytes:
+        found = _NOT_ZERO.search(data, at)  # zero padding between members, as gzip and GzipFile allow
+        if found is None:
+            break  # the end of the file
+        at = _gzip_body(data, found.start())
+        if at < 0:
+            raise fail(
+                f"the file decompresses to {inflated:,} bytes, {need:,} needed: byte {found.start():,} "
+                f"starts no gzip member (nor zero padding between members); the file is corrupt"
+            )
+        member, crc, size = zlib.decompressobj(-zlib.MAX_WBITS), 0, 0  # raw deflate: the trailer checked here
+        while pos < nbytes and not member.eof:
+            window = view[at : at + _WINDOW]
+            piece = memoryview(member.decompress(window, _CHUNK))
+            at += len(window) - len(member.unused_data if member.eof else member.unconsumed_tail)  # input left
+            if not len(piece) and not len(window):
+                break  # the file ends inside the member
+            crc, size, inflated = zlib.crc32(piece, crc), size + len(piece), inflated + len(piece)
+            if skip:  # the header and extensions before the voxels
+                cut = min(skip, len(piece))
+                piece, skip = piece[cut:], skip - cut
+            take = min(len(piece), nbytes - pos)
+            buffer[pos : pos + take] = piece[:take]
+            pos += take
+        if not member.eof or len(data) < at + 8:
+            break  # the array is full, or the file ends before the member's trailer
+        want_crc, want_size = struct.unpack_from("<II", data, at)
+        at += 8
+        if want_size != size % 2**32:
+            lie = f"its gzip trailer claims {want_size:,} bytes for a member that holds {size:,} (forged or corrupt)"
+            if pos < nbytes and _NOT_ZERO.search(data, at) is None:
+                break  # nothing follows: the short stream is the error, the trailer named in it
+            raise fail(f"the file is corrupt: {lie}")
+        if want_crc != crc:
+            raise fail(
+                f"the file is corrupt: a gzip member's data have CRC-32 {crc:08x}, its trailer says {want_crc:08x}"
+            )
+    if pos < nbytes:
+        raise fail(f"the file decompresses to {inflated:,} bytes, {need:,} needed" + (f"; {lie}" if lie else ""))
+    return np.ndarray(shape, dtype=dtype, buffer=out, order=order)
+
+
+def _gzip_body(data: bytes, at: int) -> int:
+    """Where the deflate data of the gzip member whose header starts at byte ``at`` of ``data`` begin (RFC 1952:
+    10 bytes, then the optional extra field, name, comment and header CRC); ``len(data)`` when the file ends
+    inside the header, -1 when ``at`` starts no gzip member (not its magic bytes and deflate method, or
+    reserved flags set, as zlib refuses)."""
+    head = data[at : at + 10]
+    if head[:3] != b"\x1f\x8b\x08"[: len(head)] or (len(head) > 3 and head[3] & 0xE0):
+        return -1
+    if len(head) < 10:
+        return len(data)
+    flags, body = head[3], at + 10
+    if flags & 4:  # FEXTRA: a 2-byte length, then the field
+        body += 2 + int.from_bytes(data[body : body + 2], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            end = data.find(b"\0", body)
+            body = len(data) if end < 0 else end + 1
+    if flags & 2:  # FHCRC
+        body += 2
+    return min(body, len(data))
+
+
+@dataclass(frozen=True, eq=False)
+class _SitkInformation:
+    reader: Any  # the ImageFileReader, its information read
+    shape: tuple[int, ...]  # ITK's size: the (i, j, k) shape of the transposed array
+    dtype: np.dtype
+    affine: np.ndarray
+
+
+#: numpy dtypes of SimpleITK's scalar pixel types, by name (what sitk.GetArrayFromImage gives)
+_SITK_DTYPES = {
+    "sitkUInt8": np.uint8,
+    "sitkInt8": np.int8,
+    "sitkUInt16": np.uint16,
+    "sitkInt16": np.int16,
+    "sitkUInt32": np.uint32,
+    "sitkInt32": np.int32,
+    "sitkUInt64": np.uint64,
+    "sitkInt64": np.int64,
+    "sitkFloat32": np.float32,
+    "sitkFloat64": np.float64,
+    "sitkComplexFloat32": np.complex64,
+    "sitkComplexFloat64": np.complex128,
+}
+
+
+def _sitk_information(path: str, check_size: bool) -> _SitkInformation:
+    """The header as SimpleITK reads it (no voxels), with the file's size checked against it
+    (``check_size``; NIfTI files are checked by :func:`_check_nifti` instead)."""
+    import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(path)
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError as e:
+        raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
+    components = reader.GetNumberOfComponents()
+    pixel_id = reader.GetPixelID()
+    name = next((k for k in _SITK_DTYPES if getattr(sitk, k, None) == pixel_id), None)
+    if components > 1 or name is None:
+        raise ValueError(
+            f"{path!r} has vector pixels ({components} components, "
+            f"{sitk.GetPixelIDValueAsString(pixel_id)}); ccmetrics evaluates "
+            "scalar label images: take one component first"
+        )
+    d = reader.GetDimension()
+    affine = np.eye(d + 1)
+    affine[:d, :d] = np.reshape(reader.GetDirection(), (d, d)) * np.asarray(reader.GetSpacing())
+    affine[:d, d] = reader.GetOrigin()
+    affine[:2] *= -1  # ITK world is LPS: flip x and y to get RAS
+    shape = tuple(int(s) for s in reader.GetSize())
+    dtype = np.dtype(_SITK_DTYPES[name])
+    if check_size:
+        _check_itk_size(path, shape, dtype)
+    return _SitkInformation(reader, shape, dtype, affine)
+
+
+def _read_sitk(path: str):
+    import SimpleITK as sitk
+
+    info = _sitk_information(path, check_size=_extension(path) not in (".nii", ".nii.gz"))
+    try:
+        img = info.reader.Execute()
+    except RuntimeError as e:
+        raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
+    array = np.ascontiguousarray(sitk.GetArrayFromImage(img).transpose())  # (k,j,i) -> (i,j,k)
+    return array, info.affine
+
+
+def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
+    """Checks on the raw NIfTI header that the readers skip (both silently read a zero pixdim
+    as 1 mm, ITK also NaN), and of the file's size against the header (neither reader checks it
+    before allocating; ITK reads a truncated file without any error).  Returns the header and
+    nibabel's lazily loaded image (no voxel read).  ``count``: of a ``.nii.gz`` whose trailer disagrees
+    with the header, count the inflated bytes (False: only deflate's bound, for :func:`_gunzip_array`,
+    which stops where the stream ends; see :func:`_check_data_size`)."""
+    import nibabel as nib
+    from nibabel.openers import ImageOpener
+
+    try:
+        with np.errstate(all="ignore"):  # a non-finite pixdim makes nibabel's affine warn
+            img: Any = nib.load(path, mmap=False)
+        with ImageOpener(path) as f:
+            hdr: Any = type(img.header).from_fileobj(f, check=False)
+    except Exception as e:
+        raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
+    pixdim = hdr["pixdim"][1 : 1 + min(int(hdr["dim"][0]), 3)]
+    if not np.all(np.isfinite(pixdim) & (pixdim != 0)):
+        raise ImageReadError(
+            f"{path!r} has voxel sizes (pixdim) {_r(pixdim)} in its header: each "
+            "must be finite and non-zero; fix the header, e.g. nibabel's set_zooms"
+        )
+    shape = tuple(int(s) for s in hdr.get_data_shape())
+    raw = np.dtype(hdr.get_data_dtype())
+    offset = int(hdr.get_data_offset())
+    gz = path.lower().endswith(".gz")
+    _check_data_size(path, shape, raw, have_at=offset, gzip_stream=0 if gz else None, includes_offset=gz, count=count)
+    (q, qcode), (s, scode) = hdr.get_qform(coded=True), hdr.get_sform(coded=True)
+    if warn and qcode and scode and not np.allclose(q, s, atol=1e-3):
+        warnings.warn(
+            f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
+            "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
+            "is right and make both equal",
+            UserWarning,
+            stacklevel=3,
+        )
+    return hdr, img
+
+
+#: deflate (gzip, zlib) never compresses more than 1032:1 (Mark Adler, zlib's FAQ); a
+#: compressed file of n bytes cannot hold more than this times n bytes
+_DEFLATE_RATIO_BOUND = 1032
+_CHUNK = 1 << 20  # bytes decompressed at a time when counting
+
+
+def _check_data_size(
+    path: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    *,
+    have_at: int,
+    gzip_stream: int | None,
+    includes_offset: bool = False,
+    data_file: str | None = None,
+    encoding: str = "raw",
+    reader: str = "",
+    count: bool = True,
+) -> None:
+    """Raise ImageReadError when the header's ``shape`` and ``dtype`` claim more bytes than the file
+    holds, without allocating them.
+
+    The data lie in ``data_file`` (default ``path``) from byte ``have_at`` on.  ``gzip_stream``:
+    the byte where a gzip stream starts (``None``: not gzip); with ``includes_offset`` the stream
+    also holds the ``have_at`` bytes before the data (``.nii.gz``).  ``encoding``: ``"raw"``,
+    ``"gzip"`` (then ``gzip_stream`` is set), ``"deflate"`` (zlib, not counted: only the 1032:1
+    bound), ``"hex"`` (2 characters a byte) or ``"ascii"`` (a value and a separator a voxel).
+    ``reader``: the reader that would have read it, for the message.
+
+    A gzip stream is checked against deflate's 1032:1 bound, then (``count``) against its trailer, the
+    uncompressed size mod 2**32 of its last member: agreeing, it is taken as it is (one seek; a trailer
+    can be forged, and it only tells the last member's size); disagreeing (several members, bytes after
+    the stream, truncation, a lie), the stream is inflated and counted up to the header's size.  Without
+    ``count`` only the bound is checked: for a caller that inflates the stream into the array itself and
+    refuses it where it ends (:func:`_gunzip_array`), for which counting would be a second pass.
+    """
+    data_file = path if data_file is None else data_file
+    voxels = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    data = voxels * dtype.itemsize
+    size = os.path.getsize(data_file)
+    claim = _claim(shape, dtype)
+    where = (f" with {reader}" if reader else "") + ("" if data_file == path else f" (data in {data_file!r})")
+
+    def fail(holds: str) -> None:
+        raise ImageReadError(f"cannot read {path!r}{where}: {claim}, but {holds}{_HINT}")
+
+    if gzip_stream is not None:
+        need = data + (have_at if includes_offset else 0)  # bytes of the decompressed stream
+        compressed = size - gzip_stream
+        if need > _DEFLATE_RATIO_BOUND * compressed:
+            fail(
+                f"the file holds {compressed:,} compressed bytes, which decompress to at most "
+                f"{_DEFLATE_RATIO_BOUND * compressed:,} (deflate compresses at most {_DEFLATE_RATIO_BOUND}:1)"
+            )
+        if not count:
+            return  # the caller inflates the stream itself and stops where it ends (_gunzip_array)
+        with open(data_file, "rb") as f:  # gzip's last 4 bytes: the uncompressed size mod 2**32
+            f.seek(-4, os.SEEK_END)
+            if int.from_bytes(f.read(4), "little") == need % 2**32:
+                return
+        try:  # several gzip members, bytes after the stream, or truncation: count, stopping at need
+            total = _inflated_size(data_file, gzip_stream, need)
+        except (zlib.error, OSError) as e:
+            raise ImageReadError(f"cannot read {path!r}{where}: {e}{_HINT}") from e
+        if total < need:
+            fail(f"the file decompresses to {total:,} bytes, {need:,} needed")
+        return
+    have = size - have_at
+    if encoding == "raw" and have < data:
+        after = f" after its {have_at:,}-byte header" if have_at else ""
+        fail(f"the {'file' if data_file == path else 'data file'} holds {max(have, 0):,} bytes of data{after}")
+    elif encoding == "deflate" and data > _DEFLATE_RATIO_BOUND * have:
+        fail(
+            f"the file holds {max(have, 0):,} compressed bytes, which decompress to at most "
+            f"{_DEFLATE_RATIO_BOUND * max(have, 0):,} (deflate compresses at most {_DEFLATE_RATIO_BOUND}:1)"
+        )
+    elif encoding == "hex" and 2 * data > have:
+        fail(f"the file holds {max(have, 0):,} hex characters, 2 a byte")
+    elif encoding == "ascii" and 2 * voxels - 1 > have:
+        fail(f"the file holds {max(have, 0):,} characters, at least 2 a voxel (a digit and a separator)")
+
+
+def _claim(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    """What a header claims, for messages: ``its header claims 4x5x6 voxels of uint8 (120 bytes of data)``."""
+    data = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * dtype.itemsize
+    return f"its header claims {'x'.join(map(str, shape))} voxels of {dtype} ({data:,} bytes of data)"
+
+
+def _inflated_size(path: str, offset: int, limit: int) -> int:
+    """Bytes the gzip stream (one or more members) from byte ``offset`` of ``path`` decompresses to,
+    counted up to ``limit``: decompressed a MiB at a time, never holding more than two MiB."""
+    total = 0
+    with open(path, "rb") as f:
+        f.seek(offset)
+        inflate = zlib.decompressobj(47)  # gzip or zlib header
+        pending = b""
+        while total < limit:
+            if not pending:
+                pending = f.read(_CHUNK)
+                if not pending:
+                    break
+            total += len(inflate.decompress(pending, min(_CHUNK, limit - total)))
+            if inflate.eof:  # the next member, after gzip's optional zero padding
+                pending = inflate.unused_data.lstrip(b"\0")
+                inflate = zlib.decompressobj(47)
+            else:
+                pending = inflate.unconsumed_tail
+    return total
+
+
+def _check_itk_size(path: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """Check the size of a MetaImage or NRRD file (or its data file) against its header's claim."""
+    located = _metaimage_data(path) if _extension(path) in (".mha", ".mhd") else _nrrd_data(path)
+    if located is None:
+        return  # data in several files, or a header this parser does not follow: SimpleITK decides
+    data_file, offset, encoding = located
+    if not os.path.isfile(data_file):
+        return  # SimpleITK says the data file is missing
+    gzip_stream = offset if encoding == "gzip" else None
+    _check_data_size(
+        path,
+        shape,
+        dtype,
+        have_at=offset,
+        gzip_stream=gzip_stream,
+        data_file=data_file,
+        encoding=encoding,
+        reader="SimpleITK",
+    )
+
+
+def _header_lines(path: str, last, eof_ends: bool = False):
+    """(text lines, offset after them) of a text header, up to the line for which ``last(line)``
+    is true (or the end of the file, with ``eof_ends``); None when it is not found in the first MiB."""
+    lines: list[str] = []
+    with open(path, "rb") as f:
+        while f.tell() < _CHUNK:
+            raw = f.readline(_CHUNK)
+            if not raw:
+                return (lines, f.tell()) if eof_ends else None
+            line = raw.decode("latin-1").rstrip("\r\n")
+            lines.append(line)
+            if last(line):
+                return lines, f.tell()
+    return None
+
+
+def _metaimage_data(path: str) -> tuple[str, int, str] | None:
+    """(data file, offset of the data, ``"raw"`` or ``"deflate"``) of a MetaImage header."""
+    found = _header_lines(path, lambda line: line.split("=")[0].strip().lower() == "elementdatafile")
+    if found is None:
+        return None
+    lines, end = found
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition("=") for line in lines)}
+    name = fields["elementdatafile"]
+    encoding = "deflate" if fields.get("compresseddata", "").lower() in ("true", "1") else "raw"
+    if name.upper() == "LOCAL":
+        return path, end, encoding
+    if name.upper() == "LIST" or "%" in name or " " in name:
+        return None
+    skip = fields.get("headersize", "0")
+    offset = int(skip) if skip.lstrip("-").isdigit() and int(skip) > 0 else 0
+    return os.path.join(os.path.dirname(path), name), offset, encoding
+
+
+def _nrrd_data(path: str) -> tuple[str, int, str] | None:
+    """(data file, offset of the data, encoding) of a NRRD header; None for what is not checked."""
+    found = _header_lines(path, lambda line: line == "", eof_ends=path.lower().endswith(".nhdr"))
+    if found is None:
+        return None
+    lines, end = found
+    fields = {}
+    for line in lines[1:]:
+        key, sep, value = line.partition(": ")
+        if sep and not line.startswith("#"):
+            fields[key.strip().lower()] = value.strip()
+    encoding = {"gz": "gzip", "gzip": "gzip", "raw": "raw", "hex": "hex"}.get(fields.get("encoding", "raw").lower())
+    if fields.get("encoding", "").lower() in ("txt", "text", "ascii"):
+        encoding = "ascii"
+    if encoding is None:
+        return None  # bzip2: no cheap bound
+    name = fields.get("data file", fields.get("datafile"))
+    if name is None:
+        return path, end, encoding
+    if name.upper().startswith("LIST") or " " in name or "%" in name:
+        return None
+    return os.path.join(os.path.dirname(path), name), 0, encoding
+
+
+def save_image(path, array, like: Image | None = None, *, spacing: Sequence[float] | None = None) -> None:
+    """Write a 2D or 3D array with ``like``'s geometry, or with ``spacing`` and no rotation.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Ends in one of :data:`IMAGE_EXTENSIONS`: ``.nii``/``.nii.gz`` are written by nibabel
+        (qform and sform both set, code 1), the others by SimpleITK (compressed).
+    array : array_like
+        Indexed ``[i, j, k]`` as in :class:`Image`; the dtype is kept, bool is written as uint8.
+    like : Image, optional
+        Reference whose affine (spacing, direction, origin) is written; same shape as ``array``.
+    spacing : sequence of float, optional
+        Used without ``like``: identity RAS direction, origin 0.  Default 1 mm.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> save_image(os.path.join(folder, "gt.mha"), np.eye(3, dtype=bool), spacing=(0.8, 0.8))
+    >>> gt = load_image(os.path.join(folder, "gt.mha"))
+    >>> gt.array.dtype, gt.spacing
+    (dtype('uint8'), (0.8, 0.8))
+    >>> save_image(os.path.join(folder, "pred.nii.gz"), gt.array, like=gt)
+    >>> check_same_geometry(gt, load_image(os.path.join(folder, "pred.nii.gz"))) is None
+    True
+    """
+    path = os.fspath(path)
+    ext = _extension(path)
+    if ext is None:
+        raise ValueError(f"cannot write {path!r}: unknown image extension; use one of {', '.join(IMAGE_EXTENSIONS)}")
+    if ext == ".dcm":
+        raise ValueError(
+            f"cannot write {path!r}: ccmetrics reads DICOM SEG but writes NIfTI, MHA or NRRD "
+            "(highdicom.seg.Segmentation writes a SEG from the source images)"
+        )
+    array = np.asarray(array)
+    array = array.astype(np.uint8) if array.dtype == bool else array
+    n = array.ndim
+    if n not in (2, 3):
+        raise ValueError(f"array must be 2D or 3D, got shape {array.shape}")
+    if like is not None and spacing is not None:
+        raise ValueError("give like or spacing, not both: like's spacing is the one written")
+    if like is not None:
+        if like.array.shape != array.shape:
+            raise ValueError(
+                f"array shape {array.shape} differs from like's {like.array.shape}: "
+                "save_image writes the array on like's grid, so the shapes must match"
+            )
+        affine = np.asarray(like.affine, dtype=float)
+    else:
+        spacing = (1.0,) * n if spacing is None else tuple(float(s) for s in spacing)
+        if len(spacing) != n or not all(np.isfinite(s) and s > 0 for s in spacing):
+            raise ValueError(f"spacing must be {n} finite positive numbers, got {spacing}")
+        affine = np.diag(spacing + (1.0,))
+    if ext in (".nii", ".nii.gz"):
+        import nibabel as nib
+
+        aff4 = affine
+        if n == 2:  # NIfTI affines are 4x4: k gets 1 mm along the normal
+            aff4 = np.eye(4)
+            aff4[np.ix_([0, 1, 3], [0, 1, 3])] = affine
+        nifti = nib.Nifti1Image(array, aff4, dtype=array.dtype)
+        nifti.set_qform(aff4, code=1)
+        nifti.set_sform(aff4, code=1)
+        nib.save(nifti, path)
+        return
+    import SimpleITK as sitk
+
+    img = sitk.GetImageFromArray(np.ascontiguousarray(array.transpose()), isVector=False)
+    lps = affine.copy()
+    lps[:2] *= -1  # RAS -> ITK's LPS
+    sp = np.linalg.norm(lps[:n, :n], axis=0)
+    img.SetSpacing(sp.tolist())
+    img.SetDirection((lps[:n, :n] / sp).ravel().tolist())
+    img.SetOrigin(lps[:n, n].tolist())
+    sitk.WriteImage(img, path, True)
+
+
+def check_same_geometry(
+    a: Image, b: Image, *, atol_mm: float = 1e-3, rtol: float = 1e-4, names: tuple[str, str] = ("gt", "pred")
+) -> str | None:
+    """Say whether two images lie on the same voxel grid in world space.
+
+    Parameters
+    ----------
+    a, b : Image
+        Typically the reference and the prediction.
+    atol_mm : float
+        Tolerance on the origin, in mm.
+    rtol : float
+        Relative tolerance on the spacing, and absolute tolerance on the direction cosines.
+    names : (str, str)
+        What to call ``a`` and ``b`` in the message.
+
+    Returns
+    -------
+    str or None
+        None when shape, spacing, origin and direction agree within tolerance, otherwise a
+        message naming each difference with both values.
+
+    Examples
+    --------
+    >>> gt = Image(np.zeros((4, 4, 2)), (0.5, 0.5, 3.0), np.diag([0.5, 0.5, 3.0, 1.0]))
+    >>> pred = Image(np.zeros((4, 4, 2)), (0.5, 0.5, 2.0), np.diag([0.5, 0.5, 2.0, 1.0]))
+    >>> check_same_geometry(gt, gt) is None
+    True
+    >>> check_same_geometry(gt, pred)
+    'spacing differs: gt (0.5, 0.5, 3.0) mm, pred (0.5, 0.5, 2.0) mm'
+    """
+    na, nb = names
+    if a.array.shape != b.array.shape:
+        return f"shape differs: {na} {a.array.shape}, {nb} {b.array.shape}"
+    problems = []
+    if not np.allclose(a.spacing, b.spacing, rtol=rtol, atol=0):
+        problems.append(f"spacing differs: {na} {_r(a.spacing)} mm, {nb} {_r(b.spacing)} mm")
+    if not np.allclose(a.origin, b.origin, rtol=0, atol=atol_mm):
+        problems.append(f"origin differs: {na} {_r(a.origin)} mm, {nb} {_r(b.origin)} mm")
+    if not np.allclose(a.direction, b.direction, rtol=0, atol=rtol):
+        problems.append(f"direction differs: {na} {_r(a.direction)}, {nb} {_r(b.direction)}")
+    return "; ".join(problems) or None

@@ -1,0 +1,975 @@
+"""The metric registry: one record per metric, the one home of every fact about metrics.
+
+Every module that needs to know something about a metric asks here: which metrics exist, which
+are distances (a missed lesion's value counts as the worst distance), which direction is better,
+their display names and units, the function that computes each and the table columns it produces.
+:func:`ccmetrics.evaluate`, the data-set tables, :mod:`ccmetrics.analysis.stats`, :mod:`ccmetrics.analysis.plots`,
+the report, the nuclei metrics, the simulations and the command line all read it, so adding a
+metric is one :func:`register_metric` call.
+
+A metric is computed by one of four engines, named in its record:
+
+``counts``
+    From voxel counts of each region (Dice, IoU): ``compute(intersection, pred_volume, gt_volume)``
+    on arrays with one entry per region, vectorised over all regions at once.
+``surface``
+    From the two directed edge-distance lists of every region (NSD, HD, HD95, ASSD):
+    ``compute(groups, tolerance)`` with a :class:`ccmetrics.engine.surface.GroupedDistances`; the edge voxels
+    and distances are found once per case and shared by every surface metric.
+``region``
+    A function of the two masks of one region, ``compute(pred, gt, spacing) -> float`` on the region's
+    crop (bounding box of both masks in the region, which changes no value of a metric that only
+    sees the masks); the whole image for the global value. User metrics and MONAI metric objects
+    run here.
+``case``
+    A case-level comparison with no CC version (Panoptic Quality, BraTS Lesion Dice, detection):
+    ``compute(inputs)`` with the case's :class:`CaseInputs` returns a result object, and each of the
+    record's :class:`Column` s reads one of its attributes.
+
+The first three give one value per GT component (its Voronoi region) and one for the whole image:
+their column ``m`` in ``per_component``, ``m`` (global) and ``cc_m`` (CC mean) in ``per_case``.
+
+Examples
+--------
+A metric of one's own, computed inside every Voronoi region and averaged like the others:
+
+>>> import numpy as np
+>>> from ccmetrics import evaluate, register_metric
+>>> def volume_similarity(pred, gt, spacing):
+...     total = pred.sum() + gt.sum()
+...     return 1.0 - abs(float(pred.sum()) - float(gt.sum())) / total if total else 1.0
+>>> record = register_metric("volume_similarity", volume_similarity, display="Volume similarity")
+>>> gt = np.zeros((12, 12), bool); gt[1:5, 1:5] = True; gt[8:10, 8:10] = True
+>>> pred = gt.copy(); pred[1, 1:5] = False
+>>> evaluate(pred, gt, ["dice", "volume_similarity"]).per_component.round(3)  # doctest: +NORMALIZE_WHITESPACE
+           volume  detected   dice  volume_similarity
+component
+1              16      True  0.857              0.857
+2               4      True  1.000              1.000
+>>> get("volume_similarity").higher_is_better, display_name("cc_volume_similarity")
+(True, 'CC-Volume similarity')
+>>> unregister("volume_similarity")
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from .. import schema
+from .._deprecation import deprecated
+from ..engine.components import ComponentCache, Sites
+from ..engine.surface import SURFACE_REDUCTIONS
+from .overlap import OVERLAP_FORMULAS
+
+__all__ = [
+    "CaseInputs",
+    "Column",
+    "DEFAULT_METRICS",
+    "ENGINES",
+    "KINDS",
+    "Metric",
+    "MonaiRegionMetric",
+    "UNITS",
+    "column",
+    "columns_of",
+    "display_name",
+    "get",
+    "higher_is_better",
+    "is_distance",
+    "load_plugin",
+    "legacy",
+    "markdown_table",
+    "metric_for_object",
+    "metrics",
+    "names",
+    "register",
+    "register_metric",
+    "resolve",
+    "table_columns",
+    "unit_label",
+    "unregister",
+    "worst_value",
+]
+
+#: how a metric is computed (see the module docstring)
+ENGINES = ("counts", "surface", "region", "case")
+#: what a value means: ``overlap`` a score in [0, 1], 1 best, 0 worst; ``distance`` >= 0, lower is better, 0 best, a
+#: missing value counts as the case's worst distance; ``score`` any other bounded score, with its best and worst
+#: values; ``count`` and ``volume`` of errors or findings; ``rate`` a share in [0, 1]; ``case`` the record of a
+#: case-level metric (its columns carry the kinds)
+KINDS = ("overlap", "distance", "score", "count", "volume", "rate", "case")
+#: units: ``""`` none; ``"length"`` mm with a spacing, voxels without; ``"volume"`` ml with a spacing, voxels without
+UNITS = ("", "length", "volume")
+#: the worst value of a distance: the case's worst distance (by default the image diagonal)
+WORST_DISTANCE = "worst_distance"
+#: the metrics evaluated when none are named
+DEFAULT_METRICS = ("dice", "nsd", "hd95")
+_MONAI_DISTANCE_CLASSES = ("HausdorffDistanceMetric", "SurfaceDistanceMetric")
+
+
+@dataclass(frozen=True)
+class Column:
+    """The facts of one table column (a score).
+
+    Attributes
+    ----------
+    name : str
+        The column name in the tables (``cc_<name>`` for a CC mean).
+    display : str
+        How plots and the report name it.
+    kind : str
+        One of :data:`KINDS` but ``"case"``.
+    higher_is_better : bool
+    best : float or None
+        The best value (for a per-region metric: its value when both masks are empty), None where
+        there is none.
+    worst : float, "worst_distance" or None
+        The worst value: what an empty-GT case with a prediction scores, and what a distance's
+        missing value counts as (``"worst_distance"``: the case's worst distance); None where unknown.
+    unit : str
+        One of :data:`UNITS`.
+    source : str
+        For a case-level metric: the attribute of its result object that holds the value.
+    description : str
+    cc : bool
+        The metric has a value per component, so the tables have ``cc_<name>`` beside ``<name>``.
+    """
+
+    name: str
+    display: str
+    kind: str = "overlap"
+    higher_is_better: bool = True
+    best: float | None = None
+    unit: str = ""
+    source: str = ""
+    description: str = ""
+    cc: bool = False
+    worst: float | str | None = None
+
+    @property
+    def is_distance(self) -> bool:
+        return self.kind == "distance"
+
+    def facts(self) -> dict[str, Any]:
+        """The column's facts as plain data (what a result folder's ``summary.json`` keeps, see :meth:`from_facts`)."""
+        return {
+            "display": self.display,
+            "kind": self.kind,
+            "higher_is_better": self.higher_is_better,
+            "best": self.best,
+            "worst": self.worst,
+            "unit": self.unit,
+            "cc": self.cc,
+        }
+
+    @classmethod
+    def from_facts(cls, name: str, facts: Mapping[str, Any]) -> Column:
+        """The column described by :meth:`facts` (unknown keys are ignored, missing ones take the defaults).
+
+        >>> Column.from_facts("hd99", column("hd95").facts()).is_distance
+        True
+        """
+        keys = ("display", "kind", "higher_is_better", "best", "worst", "unit", "cc")
+        return cls(name, **{"display": name, **{k: facts[k] for k in keys if k in facts}})
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: its facts, the function that computes it and the columns it produces.
+
+    Attributes
+    ----------
+    name : str
+        What ``evaluate(metrics=[...])``, ``--metrics`` and the tables call it (lower case).
+    display : str
+    kind : str
+        ``"overlap"``, ``"distance"`` or ``"score"`` for the per-region engines, ``"case"`` for
+        case-level metrics.
+    engine : str
+        One of :data:`ENGINES`.
+    compute : callable
+        The function the engine calls (signature per engine: see the module docstring).
+    higher_is_better : bool
+    best : float or None
+        Value when both masks are empty (per-region metrics).
+    worst : float, "worst_distance" or None
+        The worst value (per-region metrics): ``"worst_distance"`` for a distance, 0 for an overlap
+        score; None where unknown (the empty-GT rule then gives NaN).
+    unit : str
+    columns : tuple of Column
+        The columns it produces: itself for a per-region metric, one per score for a case-level one.
+    description : str
+        One line for ``--help``, the README and the docs.
+    builtin : bool
+        Part of ccmetrics (cannot be replaced or removed).
+    """
+
+    name: str
+    display: str
+    kind: str
+    engine: str
+    compute: Callable[..., Any]
+    higher_is_better: bool = True
+    best: float | None = None
+    unit: str = ""
+    columns: tuple[Column, ...] = ()
+    description: str = ""
+    builtin: bool = field(default=False, compare=False)
+    worst: float | str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {self.unit!r}")
+        if (self.engine == "case") != (self.kind == "case"):
+            raise ValueError(
+                f"metric {self.name!r}: case-level metrics (engine 'case') have kind 'case', and only they"
+            )
+        if self.kind == "distance" and (self.worst not in (None, WORST_DISTANCE) or self.higher_is_better):
+            raise ValueError(
+                f"metric {self.name!r}: a distance is lower-is-better and its worst value is the case's worst distance"
+            )
+        if not self.columns:
+            if self.engine == "case":
+                raise ValueError(f"case-level metric {self.name!r} needs its columns")
+            object.__setattr__(
+                self,
+                "columns",
+                (
+                    Column(
+                        self.name,
+                        self.display,
+                        self.kind,
+                        self.higher_is_better,
+                        self.best,
+                        self.unit,
+                        description=self.description,
+                        cc=True,
+                        worst=self.worst,
+                    ),
+                ),
+            )
+
+    @property
+    def per_region(self) -> bool:
+        """True when it has a value per GT component and a CC version (every engine but ``case``)."""
+        return self.engine != "case"
+
+    @property
+    def is_distance(self) -> bool:
+        return self.kind == "distance"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class CaseInputs:
+    """What a case-level metric's ``compute`` gets: the case's validated masks with their shared labelling.
+
+    Attributes
+    ----------
+    pred, gt : ComponentCache
+        The boolean prediction and GT masks, with their connected components computed once per
+        connectivity and shared by every case-level metric of the case.
+    gt_sites : Sites
+        The Voronoi sites (GT components, or the instances with ``sites="labels"``).
+    sites : str
+        ``"components"`` or ``"labels"``.
+    connectivity : int or None
+        The evaluation's component connectivity (None: the full one).
+    spacing : tuple of float or None
+    detections : LesionDetections or None
+        The lesions and prediction components already judged under the evaluation's detection rule
+        (:func:`ccmetrics.metrics.detection_rules.judge`), when :func:`ccmetrics.evaluate` needed them.
+    """
+
+    pred: ComponentCache
+    gt: ComponentCache
+    gt_sites: Sites
+    sites: str
+    connectivity: int | None
+    spacing: tuple[float, ...] | None
+    detections: Any = None
+
+
+_REGISTRY: dict[str, Metric] = {}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: names the tables use for other things: no metric or column may take them
+_RESERVED = frozenset(f.name for t in (schema.PER_COMPONENT, schema.PER_CASE) for f in t.fields + t.tail)
+#: prefixes of derived columns (the CC mean; the report's standard - CC difference)
+_RESERVED_PREFIXES = (schema.CC_PREFIX, "delta_")
+
+
+def _same_definition(a: Metric, b: Metric) -> bool:
+    """Whether two records compute with the same code (a module imported again, e.g. a plugin reloaded)."""
+    f, g = a.compute, b.compute
+    if isinstance(f, MonaiRegionMetric) and isinstance(g, MonaiRegionMetric):
+        return type(f.metric) is type(g.metric) and f.settings() == g.settings()
+    key = (getattr(f, "__module__", None), getattr(f, "__qualname__", None))
+    return key[1] is not None and key == (getattr(g, "__module__", None), getattr(g, "__qualname__", None))
+
+
+def register(metric: Metric, *, replace: bool = False) -> Metric:
+    """Add a :class:`Metric` record; its name and its columns' names must be new (or ``replace=True``).
+
+    Built-in metrics can be neither replaced nor shadowed, and names the tables use for other
+    things (``case``, ``volume``, ``status``, ...) are refused. Registering the same code again
+    under the same name (a module imported twice, a plugin reloaded) replaces the record.
+    """
+    if not isinstance(metric, Metric):
+        raise TypeError(
+            f"register takes a Metric record, got {type(metric).__name__}; use register_metric for a "
+            f"function or a MONAI metric object"
+        )
+    for name in (metric.name,) + metric.column_names:
+        if not _NAME.match(name) or name.startswith(_RESERVED_PREFIXES):
+            raise ValueError(
+                f"metric and column names are lower-case letters, digits and '_', starting with a "
+                f"letter and not with {' or '.join(map(repr, _RESERVED_PREFIXES))} (derived columns), "
+                f"got {name!r}"
+            )
+        if name in _RESERVED:
+            raise ValueError(
+                f"{name!r} is a column of the tables ({', '.join(sorted(_RESERVED))}); choose another "
+                f"name for the metric"
+            )
+    taken = {c: m for m in _REGISTRY.values() for c in (m.name,) + m.column_names if m.name != metric.name}
+    for name in (metric.name,) + metric.column_names:
+        if name in taken:
+            raise ValueError(f"{name!r} is already a column of the metric {taken[name].name!r}; choose another name")
+    old = _REGISTRY.get(metric.name)
+    if old is not None and (old.builtin or not (replace or _same_definition(old, metric))):
+        what = "a built-in metric" if old.builtin else "registered already (pass replace=True to replace it)"
+        raise ValueError(f"metric {metric.name!r} is {what}")
+    _REGISTRY[metric.name] = metric
+    return metric
+
+
+def register_metric(
+    name: str,
+    compute: Any,
+    *,
+    kind: str | None = None,
+    display: str | None = None,
+    best: float | None = None,
+    worst: float | None = None,
+    unit: str | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> Metric:
+    """Register a metric computed inside every Voronoi region; it then appears in every table, plot and report.
+
+    Parameters
+    ----------
+    name : str
+        Its name in ``metrics=[...]``, ``--metrics`` and the tables (lower case; not a name the tables
+        use otherwise, such as ``volume``; no ``cc_`` prefix).
+    compute : callable or MONAI metric object
+        ``compute(pred, gt, spacing) -> float`` on the boolean numpy masks of one region's crop (the
+        bounding box of both masks in the region) and of the whole image for the global value;
+        ``spacing`` a tuple of mm or None. A metric that counts background voxels (specificity,
+        accuracy) would depend on the crop: compute such a metric from the masks' foreground only.
+        Or a MONAI ``CumulativeIterationMetric`` object, run on two-channel one-hot crops (spacing
+        passed when it takes one; its buffer is reset after every call). A function must be
+        importable by worker processes (defined at the top level of a module) to be used with
+        ``evaluate_dataset(workers=...)``.
+    kind : {"overlap", "distance", "score"}, optional
+        ``"overlap"``: a score, 1 best and 0 worst (an empty-GT case with a prediction scores 0);
+        ``"distance"``: lower is better, 0 best; a non-finite value (nothing predicted in a region)
+        counts as the case's worst distance in every mean; ``"score"``: any other bounded score,
+        with ``best`` and ``worst`` given (the direction follows from them). Default: ``"distance"``
+        for a MONAI Hausdorff or surface distance object, else ``"overlap"``.
+    display : str, optional
+        Name on plots and the report (default: ``name``).
+    best, worst : float, optional
+        The values of a perfect and of the worst prediction; for ``"score"`` only (overlap: 1 and
+        0; distance: 0 and the worst distance).
+    unit : {"", "length", "volume"}, optional
+        Default ``"length"`` for a distance, else ``""``.
+    description : str
+        One line for listings.
+    replace : bool
+        Replace a metric registered earlier under that name (never a built-in one). Registering the
+        same function (or an equal MONAI object) again replaces it without being asked.
+
+    Returns
+    -------
+    Metric
+        The record (also kept in the registry).
+
+    Examples
+    --------
+    >>> from monai.metrics import HausdorffDistanceMetric
+    >>> m = register_metric("hd99", HausdorffDistanceMetric(percentile=99), display="HD99")
+    >>> m.engine, m.kind, m.higher_is_better, m.unit
+    ('region', 'distance', False, 'length')
+    >>> unregister("hd99")
+    >>> error = register_metric("error_rate", lambda p, g, s: 0.0, kind="score", best=0.0, worst=1.0)
+    >>> error.higher_is_better, worst_value(error, 50.0)
+    (False, 1.0)
+    >>> unregister("error_rate")
+    """
+    if isinstance(compute, type):
+        raise TypeError(
+            f"compute takes a function or a MONAI metric object, got the class {compute.__name__}: pass "
+            f"an instance such as {compute.__name__}() with its options"
+        )
+    monai_object = _is_monai_metric(compute)
+    if not monai_object and not callable(compute):
+        raise TypeError(
+            f"compute must be a function compute(pred, gt, spacing) -> float or a MONAI metric object, "
+            f"got {type(compute).__name__}"
+        )
+    inferred = "distance" if monai_object and is_distance(compute) else "overlap"
+    kind = inferred if kind is None else kind
+    if kind not in ("overlap", "distance", "score"):
+        raise ValueError(
+            f"kind must be 'overlap' (a score, 1 best, 0 worst), 'distance' (lower is better, 0 best) "
+            f"or 'score' (with best and worst), got {kind!r}"
+        )
+    if monai_object and (kind == "distance") != (inferred == "distance"):
+        raise ValueError(
+            f"{type(compute).__name__} is {'a' if inferred == 'distance' else 'not a'} distance; "
+            f"kind={kind!r} contradicts it"
+        )
+    worst_value_: float | str
+    if kind == "score":
+        if best is None or worst is None or not (math.isfinite(best) and math.isfinite(worst)) or best == worst:
+            raise ValueError(
+                "kind='score' needs its best and worst values, finite and different (e.g. best=0.0, "
+                "worst=1.0 for an error rate)"
+            )
+        best, worst_value_ = float(best), float(worst)
+    elif best is not None or worst is not None:
+        raise ValueError(
+            f"best and worst are fixed for kind={kind!r} (overlap: 1 and 0; distance: 0 and the case's "
+            f"worst distance); use kind='score' for other values"
+        )
+    else:
+        best, worst_value_ = (0.0, WORST_DISTANCE) if kind == "distance" else (1.0, 0.0)
+    higher = kind != "distance" and best > float(worst_value_)  # a distance's worst is not a number
+    record = Metric(
+        name,
+        display or name,
+        kind,
+        "region",
+        MonaiRegionMetric(compute) if monai_object else compute,
+        higher_is_better=higher,
+        best=best,
+        worst=worst_value_,
+        unit=("length" if kind == "distance" else "") if unit is None else unit,
+        description=description,
+    )
+    return register(record, replace=replace)
+
+
+def unregister(name: str) -> None:
+    """Remove a metric registered with :func:`register_metric` (built-in ones stay)."""
+    metric = get(name)
+    if metric.builtin:
+        raise ValueError(f"{name!r} is a built-in metric and cannot be removed")
+    del _REGISTRY[metric.name]
+
+
+def get(name: str) -> Metric:
+    """The record of a metric by name (case-insensitive); an unknown name is a ``ValueError`` listing the known ones."""
+    key = name.lower() if isinstance(name, str) else name
+    metric = _REGISTRY.get(key)
+    if metric is None:
+        raise ValueError(
+            f"unknown metric {name!r}; the metrics are {', '.join(names())}, or pass a MONAI metric "
+            f"object (register a metric of your own with ccmetrics.register_metric)"
+        )
+    return metric
+
+
+def metrics(engine: str | Sequence[str] | None = None, *, per_region: bool | None = None) -> list[Metric]:
+    """The registered metrics in registration order (built-in ones first), optionally of some engines only."""
+    engines = (engine,) if isinstance(engine, str) else engine
+    return [
+        m
+        for m in _REGISTRY.values()
+        if (engines is None or m.engine in engines) and (per_region is None or m.per_region == per_region)
+    ]
+
+
+def names(engine: str | Sequence[str] | None = None, *, per_region: bool | None = None) -> tuple[str, ...]:
+    """Names of :func:`metrics`.
+
+    >>> names(per_region=True)[:6], names(per_region=False)
+    (('dice', 'iou', 'nsd', 'hd', 'hd95', 'assd'), ('pq', 'lesion_dice', 'detection'))
+    """
+    return tuple(m.name for m in metrics(engine, per_region=per_region))
+
+
+def table_columns(table: schema.TableSchema, metrics: Sequence[str | Metric], *, optional: bool = False) -> list[str]:
+    """All columns of a tidy table for these metrics (names or records), in order: the schema's fixed ones around
+    the metrics' own.
+
+    >>> table_columns(schema.PER_CASE, ["dice", "detection"])[7:]  # doctest: +NORMALIZE_WHITESPACE
+    ['spacing', 'n_components', 'empty_gt', 'pred_volume', 'worst_distance', 'dice', 'cc_dice', 'sensitivity',
+     'precision', 'f1', 'fp_volume', 'fn_volume', 'split_lesions', 'merged_components', 'pred_volume_ml']
+    >>> table_columns(schema.PER_COMPONENT, ["dice", "detection"])[-2:]
+    ['worst_distance', 'dice']
+    """
+    records = [m if isinstance(m, Metric) else get(m) for m in metrics]
+    if table is schema.PER_COMPONENT:
+        own = [m.name for m in records if m.per_region]
+    else:
+        own = [c for m in records for c in ((m.name, schema.cc(m.name)) if m.per_region else m.column_names)]
+    return table.columns(own, optional=optional)
+
+
+def _known_columns() -> dict[str, Column]:
+    return {c.name: c for m in _REGISTRY.values() for c in m.columns}
+
+
+def column(name: str, extra: Mapping[str, Column] | None = None) -> Column | None:
+    """The facts of a table column (``cc_`` prefix stripped): from ``extra`` (a result folder's), else the registry.
+
+    None for a column no metric produces (``case``, ``volume``, ...).
+
+    >>> column("cc_hd95").is_distance, column("fp_volume").higher_is_better, column("volume") is None
+    (True, False, True)
+    """
+    base = schema.base(name)
+    if extra and base in extra:
+        return extra[base]
+    return _known_columns().get(base)
+
+
+def columns_of(metric_names: Iterable[str]) -> dict[str, Column]:
+    """The columns the given metrics produce, by name (what a result folder records about its tables)."""
+    return {c.name: c for name in metric_names for c in get(name).columns}
+
+
+def is_distance(metric: Any, extra: Mapping[str, Column] | None = None) -> bool:
+    """True for a distance: a name or column (``cc_`` prefix allowed), a record, or a MONAI distance object.
+
+    >>> is_distance("hd95"), is_distance("cc_assd"), is_distance("dice"), is_distance("lesion_hd95")
+    (True, True, False, True)
+    """
+    if isinstance(metric, (Metric, Column)):
+        return metric.is_distance
+    if isinstance(metric, str):
+        found = column(metric, extra)
+        return found is not None and found.is_distance
+    if isinstance(metric, MonaiRegionMetric):
+        metric = metric.metric
+    return any(cls.__name__ in _MONAI_DISTANCE_CLASSES for cls in type(metric).__mro__)
+
+
+def higher_is_better(name: str, extra: Mapping[str, Column] | None = None, default: bool = True) -> bool:
+    """The direction of a column (``cc_`` prefix allowed); ``default`` for a column no metric produces.
+
+    >>> higher_is_better("cc_dice"), higher_is_better("hd95"), higher_is_better("fn_volume")
+    (True, False, False)
+    """
+    found = column(name, extra)
+    return default if found is None else found.higher_is_better
+
+
+def display_name(name: str, extra: Mapping[str, Column] | None = None) -> str:
+    """How a column is named on plots and pages: ``CC-`` before a CC column's display name; unknown names as they are.
+
+    >>> display_name("hd95"), display_name("cc_dice"), display_name("custom"), display_name("lesion_dice")
+    ('HD95', 'CC-Dice', 'custom', 'Lesion Dice')
+    """
+    if schema.base(name) != name:
+        return "CC-" + display_name(schema.base(name), extra)
+    found = column(name, extra)
+    return name if found is None else found.display
+
+
+def unit_label(name: str, spacing: bool = True, extra: Mapping[str, Column] | None = None) -> str:
+    """The unit of a column's values as shown: ``"mm"``/``"voxels"`` for lengths, ``"ml"``/``"voxels"`` for volumes.
+
+    >>> unit_label("hd95"), unit_label("hd95", spacing=False), unit_label("fp_volume"), unit_label("dice")
+    ('mm', 'voxels', 'ml', '')
+    """
+    found = column(name, extra)
+    unit = "" if found is None else found.unit
+    if unit == "length":
+        return "mm" if spacing else "voxels"
+    if unit == "volume":
+        return "ml" if spacing else "voxels"
+    return ""
+
+
+def worst_value(metric: Any, worst_distance: float) -> float:
+    """The worst value of a per-region metric: ``worst_distance`` for a distance, else its record's ``worst``.
+
+    What an empty-GT case with a prediction scores, and what a missed lesion's distance counts as;
+    NaN where the worst value is unknown (a MONAI object that is not a distance).
+
+    >>> worst_value("hd95", 50.0), worst_value("dice", 50.0)
+    (50.0, 0.0)
+    """
+    record = get(metric) if isinstance(metric, str) else metric
+    if is_distance(record):
+        return float(worst_distance)
+    worst = getattr(record, "worst", None)
+    return math.nan if worst is None else float(worst)
+
+
+def load_plugin(spec: str) -> ModuleType:
+    """Import a module that registers metrics (``ccmetrics evaluate --plugin``): a module name or a ``.py`` file.
+
+    A file is imported by its name from its folder, which is added at the end of ``sys.path`` (so that
+    it shadows no installed module; worker processes started by ``evaluate_dataset(workers=...)``
+    inherit it and import the functions of its metrics too; Dask workers need the module on their own
+    path).
+
+    Raises
+    ------
+    FileNotFoundError
+        A ``.py`` file that does not exist.
+    ImportError
+        The module cannot be imported, or a file's name is taken by another module.
+    """
+    path = Path(spec)
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise FileNotFoundError(f"plugin file {spec} does not exist")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.append(folder)
+        module = importlib.import_module(path.stem)
+        if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
+            raise ImportError(
+                f"plugin {spec}: the module name {path.stem!r} is taken by {module.__file__}; rename the file"
+            )
+        return module
+    return importlib.import_module(spec)
+
+
+# ---------------------------------------------------------------- metrics given as arguments
+
+
+def _is_monai_metric(obj: Any) -> bool:
+    return callable(obj) and hasattr(obj, "_compute_tensor") and not isinstance(obj, type)
+
+
+class MonaiRegionMetric:
+    """A MONAI metric object as a ``region`` engine function: ``(pred, gt, spacing) -> float`` on two-channel crops.
+
+    The object is copied (the caller's is never touched) and its buffer is reset after every call, under
+    a lock (calls from several threads take turns); the foreground channel's value is kept. torch is
+    imported on the first call.
+    """
+
+    def __init__(self, metric: Any):
+        import copy
+
+        self.metric = copy.deepcopy(metric)
+        self._spacing: bool | None = None
+        self._lock = threading.Lock()
+
+    def settings(self) -> dict[str, Any]:
+        """The object's plain settings (numbers, strings, flags, and tuples or lists of them)."""
+        plain = (bool, int, float, str, type(None))
+        return {
+            k: v
+            for k, v in vars(self.metric).items()
+            if isinstance(v, plain) or (isinstance(v, (tuple, list)) and all(isinstance(x, plain) for x in v))
+        }
+
+    def __call__(self, pred: Any, gt: Any, spacing: Sequence[float] | None = None) -> float:
+        import torch
+
+        def one_hot(mask):
+            fg = torch.from_numpy(mask)
+            return torch.stack([~fg, fg]).unsqueeze(0).float()
+
+        with self._lock:
+            if self._spacing is None:
+                params = inspect.signature(self.metric._compute_tensor).parameters.values()
+                self._spacing = any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
+            kwargs = {"spacing": spacing} if self._spacing and spacing is not None else {}
+            try:
+                value = self.metric(y_pred=one_hot(pred), y=one_hot(gt), **kwargs)
+            finally:
+                if hasattr(self.metric, "reset"):
+                    self.metric.reset()
+        if isinstance(value, (tuple, list)):
+            value = value[0]
+        return float(value.reshape(value.shape[0], -1)[0, -1])
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"metric": self.metric, "_spacing": self._spacing}  # the lock stays behind
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MonaiRegionMetric({type(self.metric).__name__})"
+
+
+def metric_for_object(obj: Any, name: str | None = None) -> Metric:
+    """A (not registered) record for a MONAI metric object: engine ``region``, named after its class.
+
+    Hausdorff and surface distance objects are distances (their NaN or inf counts as the worst
+    distance); any other is an overlap score, whose empty-GT value is NaN (its best and worst values
+    are unknown).
+    """
+    if isinstance(obj, type):
+        raise TypeError(
+            f"metrics takes MONAI metric objects, got the class {obj.__name__}: pass an instance "
+            f"such as {obj.__name__}() with its options"
+        )
+    if not _is_monai_metric(obj):
+        raise ValueError(f"metrics must be names or MONAI metric objects, got {type(obj).__name__}")
+    column_name = name or type(obj).__name__
+    distance = is_distance(obj)
+    return Metric(
+        column_name,
+        column_name,
+        "distance" if distance else "overlap",
+        "region",
+        MonaiRegionMetric(obj),
+        higher_is_better=not distance,
+        best=None,
+        worst=WORST_DISTANCE if distance else None,
+        unit="length" if distance else "",
+    )
+
+
+def resolve(metrics_arg: str | Metric | Sequence[Any]) -> list[Metric]:
+    """The records of a ``metrics`` argument: names (case-insensitive), :class:`Metric` records, MONAI objects.
+
+    Repeated names count once; MONAI objects get their class name as column name (``_2``, ``_3``
+    for repeats). An empty list, an unknown name or another object is an error that says the fix.
+
+    >>> [m.name for m in resolve(["Dice", "pq", "dice"])]
+    ['dice', 'pq']
+    """
+    if isinstance(metrics_arg, (str, Metric)) or not isinstance(metrics_arg, (Sequence, Mapping)):
+        metrics_arg = [metrics_arg]
+    out: list[Metric] = []
+    for m in metrics_arg:
+        if isinstance(m, Metric):
+            record = m
+        elif isinstance(m, str):
+            record = get(m)
+        else:
+            taken = {r.name for r in out}
+            base = type(m).__name__
+            column_name, k = base, 2
+            while column_name in taken:
+                column_name, k = f"{base}_{k}", k + 1
+            record = metric_for_object(m, column_name)
+        if record.name not in {r.name for r in out}:
+            out.append(record)
+    if not out:
+        raise ValueError("metrics is empty")
+    return out
+
+
+def markdown_table() -> str:
+    """The registered metrics as a Markdown table (the documentation's list of metrics is this table).
+
+    >>> print(markdown_table().splitlines()[0])
+    | name | what | engine | columns | better |
+    """
+    lines = ["| name | what | engine | columns | better |", "|---|---|---|---|---|"]
+    for m in metrics():
+        if m.per_region:
+            cols = f"`{m.name}`, `cc_{m.name}`"
+            better = "higher" if m.higher_is_better else "lower"
+        else:
+            cols = ", ".join(f"`{c.name}`" for c in m.columns)
+            better = ", ".join(f"{c.name}: {'higher' if c.higher_is_better else 'lower'}" for c in m.columns)
+        what = m.description.replace("|", "\\|")
+        lines.append(f"| `{m.name}` | {what} | {m.engine} | {cols} | {better} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- names of the rules' old homes
+
+
+def legacy(module: str, name: str) -> Any:
+    """The value of a name that a module held before the registry (kept for one release, with a warning).
+
+    ``aggregation.DISTANCE_METRICS`` and ``BEST_VALUE``, ``stats.LOWER_IS_BETTER``, ``plots.OVERLAP`` and
+    ``DISTANCE``, ``report.data.METRIC_LABELS``, ``case.CASE_METRICS`` and ``parse_metrics``, computed
+    from the built-in records; modules call it from their ``__getattr__``.
+
+    Raises
+    ------
+    AttributeError
+        Any other name, as Python's own look-up would.
+    """
+    builtin = [m for m in metrics(per_region=True) if m.builtin]
+    columns = [c for m in metrics() if m.builtin for c in m.columns]
+    values: dict[str, dict[str, Callable[[], Any]]] = {
+        "ccmetrics.metrics.aggregation": {
+            "DISTANCE_METRICS": lambda: tuple(m.name for m in builtin if m.is_distance),
+            "BEST_VALUE": lambda: {m.name: m.best for m in builtin},
+        },
+        "ccmetrics.analysis.stats": {
+            "LOWER_IS_BETTER": lambda: frozenset(c.name for c in columns if not c.higher_is_better),
+        },
+        "ccmetrics.analysis.plots": {
+            "OVERLAP": lambda: tuple(m.name for m in builtin if not m.is_distance),
+            "DISTANCE": lambda: tuple(m.name for m in builtin if m.is_distance),
+        },
+        "ccmetrics.report.data": {"METRIC_LABELS": lambda: {c.name: c.display for c in columns}},
+        "ccmetrics.metrics.case": {
+            "CASE_METRICS": lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
+            "parse_metrics": lambda: _parse_metrics,
+        },
+    }
+    advice = "the facts of the metrics live in ccmetrics.metrics.registry (records, is_distance, higher_is_better, "
+    advice += "display_name, resolve)"
+    return deprecated(module, name, values.get(module, {}), advice, stacklevel=4)
+
+
+def _parse_metrics(metrics_arg: Any) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The former ``case.parse_metrics``: (per-region names, case-level names, MONAI objects by column name)."""
+    records = resolve(metrics_arg)
+    known = set(names())
+    return (
+        [m.name for m in records if m.per_region and m.name in known],
+        [m.name for m in records if not m.per_region],
+        {m.name: m.compute.metric for m in records if isinstance(m.compute, MonaiRegionMetric) and m.name not in known},
+    )
+
+
+# ---------------------------------------------------------------- built-in metrics
+
+
+def _pq(inputs: CaseInputs) -> Any:
+    from .panoptic import pq_from_sites
+
+    return pq_from_sites(inputs.pred(inputs.connectivity), inputs.gt_sites)  # the GT's components or instances
+
+
+def _lesion_dice(inputs: CaseInputs) -> Any:
+    from .lesions import lesion_dice_from_components
+
+    return lesion_dice_from_components(inputs.pred, inputs.gt, spacing=inputs.spacing)
+
+
+def _detection(inputs: CaseInputs) -> Any:
+    from .lesions import detection_from_components
+
+    return detection_from_components(
+        inputs.pred, inputs.gt, inputs.connectivity, inputs.spacing, detections=inputs.detections
+    )
+
+
+def _builtin() -> list[Metric]:
+    overlap = [
+        ("dice", "Dice", "Dice coefficient 2|P∩G| / (|P| + |G|)"),
+        ("iou", "IoU", "intersection over union |P∩G| / |P∪G|"),
+    ]
+    surface = [
+        ("nsd", "NSD", "overlap", "normalised surface distance (surface Dice) at the NSD tolerance"),
+        ("hd", "HD", "distance", "Hausdorff distance: the larger directed maximum of the edge distances"),
+        ("hd95", "HD95", "distance", "the larger of the two directed 95th percentiles of the edge distances"),
+        ("assd", "ASSD", "distance", "average symmetric surface distance (mean of all edge distances)"),
+    ]
+    out = [
+        Metric(
+            name,
+            display,
+            "overlap",
+            "counts",
+            OVERLAP_FORMULAS[name],
+            best=1.0,
+            worst=0.0,
+            description=text,
+            builtin=True,
+        )
+        for name, display, text in overlap
+    ]
+    for name, display, kind, text in surface:
+        reduction = SURFACE_REDUCTIONS[name]
+        distance = kind == "distance"
+        out.append(
+            Metric(
+                name,
+                display,
+                kind,
+                "surface",
+                reduction,
+                higher_is_better=not distance,
+                best=reduction.both_empty,
+                worst=WORST_DISTANCE if distance else 0.0,
+                unit="length" if distance else "",
+                description=text,
+                builtin=True,
+            )
+        )
+    out += [
+        Metric(
+            "pq",
+            "PQ",
+            "case",
+            "case",
+            _pq,
+            builtin=True,
+            description="Panoptic Quality: components matched at IoU > 0.5 (GT instances with sites='labels')",
+            columns=(
+                Column("pq", "PQ", "rate", source="pq"),
+                Column("sq", "SQ", "rate", source="sq"),
+                Column("rq", "RQ", "rate", source="rq"),
+            ),
+        ),
+        Metric(
+            "lesion_dice",
+            "Lesion Dice",
+            "case",
+            "case",
+            _lesion_dice,
+            builtin=True,
+            description="BraTS-2023 lesion-wise Dice and HD95 (ccmetrics.lesion_dice's defaults: glioma)",
+            columns=(
+                Column("lesion_dice", "Lesion Dice", "overlap", best=1.0, source="dice"),
+                Column("lesion_hd95", "Lesion HD95", "distance", False, 0.0, "length", source="hd95"),
+            ),
+        ),
+        Metric(
+            "detection",
+            "Detection",
+            "case",
+            "case",
+            _detection,
+            builtin=True,
+            description=(
+                "lesion detection under the detection rule (default: any overlap), split and merged lesions, "
+                "and the autoPET false positive / negative volumes"
+            ),
+            columns=(
+                Column("sensitivity", "Sensitivity", "rate", source="sensitivity"),
+                Column("precision", "Precision", "rate", source="precision"),
+                Column("f1", "F1", "rate", source="f1"),
+                Column("fp_volume", "FP volume", "volume", False, 0.0, "volume", source="false_positive_volume"),
+                Column("fn_volume", "FN volume", "volume", False, 0.0, "volume", source="false_negative_volume"),
+                Column("split_lesions", "Split lesions", "count", False, 0.0, source="n_split"),
+                Column("merged_components", "Merged components", "count", False, 0.0, source="n_merged"),
+            ),
+        ),
+    ]
+    return out
+
+
+for _metric in _builtin():
+    register(_metric)
+del _metric
