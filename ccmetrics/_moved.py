@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import sys
 import warnings
+from types import FrameType
 from typing import Any
 
 __all__ = ["MOVED", "install", "warn_moved"]
@@ -84,7 +85,8 @@ class _Finder:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name not in MOVED:
             return None
-        level, frame = 3, sys._getframe(1)
+        level = 3
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None and "importlib" in frame.f_code.co_filename:
             if "_bootstrap" not in frame.f_code.co_filename:  # importlib.import_module: warnings does not skip it
                 level += 1
