@@ -12,7 +12,7 @@ the slices that contain a segment.
     python examples/make_dicom_example.py dicom_example
     # writes dicom_example/{ct/CASE/*.dcm, gt/CASE.nii.gz, pred/CASE.dcm}
 
-:func:`write_ct_series` and :func:`write_seg` are also what ``tests/test_dicom.py`` builds its cases
+:func:`write_ct_series` and :func:`write_seg` are also what ``tests/formats/test_dicom.py`` builds its cases
 with. Needs the ``dicom`` extra (``pip install "ccmetrics-toolkit[dicom]"``: highdicom and pydicom).
 """
 

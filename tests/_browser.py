@@ -1,4 +1,4 @@
-"""Headless Chromium for the report's browser tests (tests/test_report.py, tests/test_report_images.py)."""
+"""Headless Chromium for the report's browser tests (tests/report/test_report.py, test_report_images.py)."""
 
 from __future__ import annotations
 

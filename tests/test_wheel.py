@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -1,9 +1,9 @@
 """Cross-check ``nnunet_summary.json`` against nnU-Net's own evaluation code on the same folders.
 
-Not part of the test suite (nnU-Net v2 pulls torch, blosc2 and more); ``tests/test_nnunet.py`` holds a
+Not part of the test suite (nnU-Net v2 pulls torch, blosc2 and more); ``tests/formats/test_nnunet.py`` holds a
 re-implementation of nnU-Net's definitions instead. This script runs the real thing:
 
-1. writes the BraTS-like data set of ``tests/test_nnunet.py`` (4 cases, regions whole tumour 1+2+3,
+1. writes the BraTS-like data set of ``tests/formats/test_nnunet.py`` (4 cases, regions whole tumour 1+2+3,
    tumour core 2+3, enhancing tumour 3, ignore label 4, one case without label 3) into a temporary folder;
 2. runs ``ccmetrics evaluate GT PRED --dataset-json dataset.json --nnunet-summary``;
 3. runs ``nnunetv2.evaluation.evaluate_predictions.compute_metrics_on_folder`` (SimpleITK reader, the
@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "formats"))
 
 from test_nnunet import BRATS, brats_case, degrade, write_nifti  # noqa: E402
 

@@ -24,7 +24,7 @@ SHAPE = (24, 24, 12)
 SPACING = (0.8, 0.8, 2.5)
 VOXEL_ML = 0.8 * 0.8 * 2.5 / 1000.0
 DIAGONAL_MM = math.sqrt((24 * 0.8) ** 2 + (24 * 0.8) ** 2 + (12 * 2.5) ** 2)
-SPINE = Path(__file__).parent / "data" / "spine"
+SPINE = Path(__file__).resolve().parents[1] / "data" / "spine"
 METRICS = ["dice", "nsd", "hd95"]
 
 
@@ -474,6 +474,7 @@ def test_write_and_read_round_trip(tmp_path, branches):
         DatasetResult.read(tmp_path)
 
 
+@pytest.mark.slow
 def test_worker_count_does_not_change_the_tables(branches):
     one = branches["result"]
     two = evaluate_dataset(branches["gt"], branches["pred"], METRICS, workers=2, progress=False)
@@ -483,6 +484,7 @@ def test_worker_count_does_not_change_the_tables(branches):
     pd.testing.assert_frame_equal(two.summary(n_resamples=200), one.summary(n_resamples=200))
 
 
+@pytest.mark.slow
 def test_dask_cluster_gives_the_same_tables(branches, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     from ccmetrics.cli import main

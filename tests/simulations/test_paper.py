@@ -31,6 +31,8 @@ from simulations import paper
 from simulations.cli import main as cli_main
 from simulations.degrade import dilate
 
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
 ALL = [*paper.SURFACE_METRICS, paper.ASD]
 #: the notebooks' metric names -> our columns
 NAMES = {
@@ -594,6 +596,6 @@ def test_both_lesion_dice_settings_agree_on_the_three_balls():
 def test_the_readme_lists_every_difference():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for line in paper.DIFFERENCES:
         assert f"- {line}\n" in readme, line

@@ -14,7 +14,7 @@ from scipy import ndimage
 import ccmetrics
 from ccmetrics.nuclei.synthetic import nuclei_tile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "nuclei.py"
 CROSS = ndimage.generate_binary_structure(2, 1)
 TOL3, TOL2 = 6e-4, 6e-3  # numbers printed with 3 and 2 decimals

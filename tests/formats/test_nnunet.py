@@ -205,6 +205,7 @@ def brats_dataset(tmp_path_factory):
     return {"gt": gt_dir, "pred": pred_dir, "out": out, "json": dataset_json, "stdout": run.stdout}
 
 
+@pytest.mark.slow
 def test_nnunet_summary_equals_nnunets_computation(brats_dataset):
     got = json.loads((brats_dataset["out"] / "nnunet_summary.json").read_text())
     want = nnunet_reference(brats_dataset["gt"], brats_dataset["pred"], [(1, 2, 3), (2, 3), 3], 4, ".nii.gz")

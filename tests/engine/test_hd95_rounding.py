@@ -68,6 +68,7 @@ print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "fma": 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capability", ["default", "avx2", "avx512"])
 def test_quantile_bit_exact_under_each_torch_dispatch(capability):
     pytest.importorskip("torch")

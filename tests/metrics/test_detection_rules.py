@@ -273,7 +273,7 @@ def test_classes_pass_the_rule(rule):
 
 # ---------------------------------------------------------------- data sets and the command line
 
-EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "data"
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "data"
 
 
 def test_dataset_per_prediction_matches_evaluate_and_the_affine(tmp_path):
@@ -312,6 +312,7 @@ def test_dataset_per_prediction_matches_evaluate_and_the_affine(tmp_path):
     assert without.per_prediction is None and "per_prediction" not in without.write(tmp_path / "d", plots=False)
 
 
+@pytest.mark.slow
 def test_resume_after_changing_the_rule_equals_a_fresh_run(tmp_path):
     import subprocess
     import sys
@@ -333,6 +334,7 @@ def test_resume_after_changing_the_rule_equals_a_fresh_run(tmp_path):
     assert bad.returncode != 0 and "needs a threshold in (0, 1]" in bad.stderr
 
 
+@pytest.mark.slow
 def test_report_follows_the_detection_rule(tmp_path):
     from ccmetrics.report.page import build_model
 

@@ -44,6 +44,8 @@ from ccmetrics import DatasetResult, schema
 from ccmetrics.campaign._workers import Job, run_jobs
 from ccmetrics.campaign.records import RecordStore
 
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
 SLOW = FAULTS / "slow_final_phase.py"
 
 

@@ -27,8 +27,10 @@ from ccmetrics.campaign.records import RecordStore, decode_output, encode_output
 from ccmetrics.campaign.scheduler import EvaluationInterrupted
 from ccmetrics.formats.io import save_image
 
-ROOT = Path(__file__).resolve().parents[1]
-FAULTS = Path(__file__).resolve().parent / "faults"
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
+ROOT = Path(__file__).resolve().parents[2]
+FAULTS = Path(__file__).resolve().parents[1] / "faults"
 PLUGIN = FAULTS / "faulty_metrics.py"
 sys.path.insert(0, str(FAULTS))
 

@@ -28,7 +28,7 @@ from ccmetrics.monai import (  # noqa: E402
     CCSurfaceDiceHandler,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TO_PRED_LABEL = from_engine(["pred", "label"])
 
 
@@ -160,6 +160,7 @@ def test_handler_arguments():
     assert handler.metric_fn.mode == "overall"
 
 
+@pytest.mark.slow
 def test_example_runs_evaluator_and_matches_evaluate(capsys):
     namespace = runpy.run_path(str(ROOT / "examples" / "monai_validation.py"))
     metrics, details, cases = namespace["main"](n_cases=3, batch_size=2)

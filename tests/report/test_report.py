@@ -4,7 +4,7 @@ The browser tests open the report of the shipped example data set in headless Ch
 (``/usr/bin/chromium`` and ``/usr/bin/chromedriver``; CI installs both). They are skipped, with the reason,
 only where these are absent.
 
-``python tests/test_report.py examples/figures/report.png`` writes the screenshot shown in the README.
+``python tests/report/test_report.py examples/figures/report.png`` writes the screenshot shown in the README.
 """
 
 import json
@@ -23,7 +23,7 @@ from _browser import browser
 
 from ccmetrics.report import data, geometry, page, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "data"
 SPACING = (2.0, 2.0, 3.0)
 

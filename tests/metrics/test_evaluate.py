@@ -32,6 +32,7 @@ def assert_matches_monai(pred, gt, result, spacing=None, tolerance=1.0):
         assert result.standard[name] == pytest.approx(expected[name], abs=1e-5), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spacing", [None, (0.5, 1.0, 2.0), (0.8, 1.3, 2.7)])
 def test_3d_random_cases_match_monai(rng, spacing):
     for _ in range(4):

@@ -628,7 +628,7 @@ def test_multiclass_classes_option(tmp_path):
 
 
 def test_real_spine_pair_per_class_with_header_spacing(tmp_path):
-    spine = Path(__file__).parent / "data" / "spine"
+    spine = Path(__file__).resolve().parents[1] / "data" / "spine"
     g, p = tmp_path / "gt", tmp_path / "pred"
     g.mkdir()
     p.mkdir()
@@ -824,6 +824,7 @@ def test_compare_usage_errors(results, tmp_path, capsys):
 # ------------------------------------------------------------------ entry points
 
 
+@pytest.mark.slow
 def test_console_script_and_python_m(data, tmp_path):
     exe = Path(sys.executable).parent / ("ccmetrics.exe" if os.name == "nt" else "ccmetrics")
     script = str(exe) if exe.exists() else shutil.which("ccmetrics")

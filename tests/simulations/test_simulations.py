@@ -37,6 +37,8 @@ from simulations.cli import main as cli_main
 from simulations.phantoms import PAPER_SPHERES
 from simulations.run import evaluate_step, run_case
 
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
 SQRT3 = math.sqrt(3.0)
 
 

@@ -25,7 +25,7 @@ from ccmetrics.formats.grids import align_pair, on_grid, union_grid  # noqa: E40
 from ccmetrics.formats.io import Image, load_image, read_header, save_image  # noqa: E402
 from ccmetrics.schema import EXTENT_INFERRED  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("make_dicom_example", ROOT / "examples" / "make_dicom_example.py")
 ex = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(ex)  # type: ignore[union-attr]

@@ -114,6 +114,7 @@ print(json.dumps({"peak": rss("VmHWM") - base}))  # own peak: ru_maxrss carries 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sparse", "heavy"])
 def test_estimate_covers_the_measured_peak(tmp_path, kind):
     """The first case of a fresh process (numba's compilation included), all six metric groups."""
@@ -226,6 +227,7 @@ def many_lesions(tmp_path_factory):
     return gt, _write_case(tmp_path_factory.mktemp("many_lesions"), gt, gt.copy())
 
 
+@pytest.mark.slow
 def test_many_lesions_refused_under_the_limit(many_lesions):
     """--max-memory 400M: the estimate with the foreground counted was 368 MiB (the case ran), its real peak with
     these metrics about 530 MiB above the worker's imports. Now the engine refuses it once it has counted the
@@ -240,6 +242,7 @@ def test_many_lesions_refused_under_the_limit(many_lesions):
     assert 0 < done["growth"] <= limit, f"VmHWM grew {done['growth'] / MiB:.0f} MiB, limit {limit / MiB:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_many_lesions_run_within_their_estimate(many_lesions):
     """With a limit just above the estimate with the counts, the case runs and its peak stays within it."""
     gt, paths = many_lesions
@@ -272,6 +275,7 @@ ALL_SIX = ("dice", "nsd", "hd95", "pq", "lesion_dice", "detection")
         # dilations of long components (13.4 million voxels; 151,488 at one voxel's dilation a component)
     ],
 )
+@pytest.mark.slow
 def test_estimate_covers_adversarial_peaks(tmp_path, kind, metrics):
     """The estimate with the foreground and the counts (what the engine checks) against the peak measured from
     VmHWM in a fresh worker-like process: never below it, and not absurdly above (the fixed part, numba's

@@ -12,6 +12,8 @@ from conftest import brute_force_partition, degrade, one_hot, random_blobs
 
 from ccmetrics import evaluate, label_components
 
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
+
 CCMetrics = pytest.importorskip("CCMetrics")
 
 

@@ -14,7 +14,7 @@ from ccmetrics import evaluate_dataset
 from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled
 from ccmetrics.analysis.subgroups import MISSING_GROUP, case_groups, read_metadata
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "data"
 META = "case,scanner,site\ncase_001,A,x\ncase_002,B,x\ncase_003,A,y\ncase_006,B,\n"
 
 
@@ -69,6 +69,7 @@ def test_metadata_errors(result, tmp_path):
         result.group_summary(path, "metric")
 
 
+@pytest.mark.slow
 def test_cli_metadata_group_by(tmp_path):
     meta = tmp_path / "meta.csv"
     meta.write_text(META)

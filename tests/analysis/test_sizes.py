@@ -13,7 +13,7 @@ import pytest
 from ccmetrics import evaluate_dataset
 from ccmetrics.analysis.sizes import parse_size_bins, size_table
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "data"
 
 
 def test_hand_computed_bins_with_false_positives():
@@ -52,6 +52,7 @@ def test_hand_computed_bins_with_false_positives():
             parse_size_bins(bad)
 
 
+@pytest.mark.slow
 def test_dataset_size_table_and_cli(tmp_path):
     result = evaluate_dataset(EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "detection"], progress=False)
     table = result.size_table([0.5, 2])

@@ -3,7 +3,7 @@
 Synthetic data only, written into ``tmp_path``: a GT with a found lesion (1), a missed one (2) and a false
 positive, a CT (air -1000 HU, body 40 HU, lesions 60 HU) and a PET (1 in the body, lesion 1 at 12.3, lesion 2
 at 6) on the GT's grid, and scans on other grids. The browser test opens the page built by the command line in
-headless Chromium (``/usr/bin/chromium`` and ``/usr/bin/chromedriver``, started as ``tests/test_report.py``
+headless Chromium (``/usr/bin/chromium`` and ``/usr/bin/chromedriver``, started as ``tests/report/test_report.py``
 starts them) and is skipped only where these are absent.
 """
 
@@ -17,6 +17,8 @@ from _browser import browser
 
 from ccmetrics.formats.io import Image, load_image, save_image
 from ccmetrics.report import data, geometry, page, thumbnails, write_report
+
+pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
 
 SHAPE = (48, 48, 24)
 SPACING = (2.0, 2.0, 3.0)

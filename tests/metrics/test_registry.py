@@ -24,7 +24,7 @@ from ccmetrics import EngineConfig, engine_config, evaluate, schema
 from ccmetrics.formats.io import load_image
 from ccmetrics.metrics import registry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "data"
 
 PLUGIN = '''
@@ -336,6 +336,7 @@ def plugin_run_b(plugin_run):
     return out
 
 
+@pytest.mark.slow
 def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
     root, out, stdout = plugin_run
     per_component = pd.read_csv(out / "per_component.csv", dtype={"case": str})
@@ -379,6 +380,7 @@ def test_plugin_metric_in_tables_summary_and_plots(plugin_run):
     assert re.search(r"volsim\s+cc_pooled", stdout)
 
 
+@pytest.mark.slow
 def test_plugin_metric_in_comparison_and_report(plugin_run, plugin_run_b, tmp_path):
     """Another process, which never registered the metrics, reads their facts from the folder."""
     from scipy import stats
@@ -404,7 +406,7 @@ def test_plugin_metric_in_comparison_and_report(plugin_run, plugin_run_b, tmp_pa
     assert model["is_distance"] == {"dice": False, "assd": True, "volsim": False, "masd": True}
     html = tmp_path / "report.html"
     write_report(out, html)
-    from test_report import browser
+    from _browser import browser
 
     summary = json.loads((out / "summary.json").read_text())["summary"]
     rows = [r for r in summary if r["metric"] in ("volsim", "cc_volsim")]
@@ -423,6 +425,7 @@ def test_plugin_metric_in_comparison_and_report(plugin_run, plugin_run_b, tmp_pa
     assert "CC-Volume similarity" in text and "CC-MONAI ASSD" in text
 
 
+@pytest.mark.slow
 def test_plugin_errors_say_the_fix(tmp_path):
     done = run_cli("evaluate", EXAMPLES / "gt", EXAMPLES / "pred", "--out", tmp_path / "o", "--metrics", "volsim")
     assert done.returncode == 2 and "unknown metric 'volsim'" in done.stderr and "register_metric" in done.stderr

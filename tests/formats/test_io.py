@@ -24,7 +24,7 @@ from ccmetrics.formats.io import (
 )
 
 SPACING = (0.586, 0.586, 3.3)
-SPINE = Path(__file__).parent / "data" / "spine" / "ref.nii.gz"
+SPINE = Path(__file__).resolve().parents[1] / "data" / "spine" / "ref.nii.gz"
 
 
 def oblique_affine(spacing=SPACING, origin=(12.5, -30.0, 41.0)):
