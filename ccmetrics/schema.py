@@ -40,6 +40,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = [
+    "PLOT_FILE",
     "CC_PREFIX",
     "EMPTY_GT_SUMMARY_COLUMNS",
     "Field",

@@ -16,7 +16,7 @@ import pandas as pd
 
 from .paper import CORRECTED, NOTEBOOK, TEXT, Steps, run_paper
 
-__all__ = ["PANEL_SIZE", "draw"]
+__all__ = ["PANEL_SIZE", "draw", "write"]
 
 #: the notebooks' figure size of one panel (inches)
 PANEL_SIZE = (6.4, 3.2)

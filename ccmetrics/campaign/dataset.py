@@ -21,7 +21,7 @@ row that names the problem, and the other cases go on. Non-image files are
 listed in ``DatasetResult.ignored_files``.
 
 Each task reads its own two files, so a worker holds one case at a time.
-The cases are scheduled by :func:`ccmetrics.campaign.run_cases`: with an
+The cases are scheduled by :func:`ccmetrics.campaign.scheduler.run_cases`: with an
 ``out_dir`` every finished case is recorded there at once, ``resume`` takes
 the cases whose records still stand, a worker process that dies costs only
 its case, Ctrl-C keeps what is finished. Results are sorted by case and
@@ -90,7 +90,8 @@ _PathLike = Union[str, os.PathLike]
 
 @dataclass
 class CaseTask:
-    """One case to evaluate: its id, its GT and prediction (a path, an array or an :class:`~ccmetrics.formats.Image`).
+    """One case to evaluate: its id, its GT and prediction (a path, an array or an
+    :class:`~ccmetrics.formats.image.Image`).
 
     ``pred=None`` means the prediction is missing (evaluated as empty and
     flagged); ``gt=None`` means there is no GT (an error row); ``error`` set
@@ -109,7 +110,7 @@ class CaseTask:
 @dataclass(frozen=True)
 class EvalOptions:
     """The options of a data-set evaluation, as one frozen object: what :func:`evaluate_dataset` makes of its
-    arguments (:meth:`build`), and what every case gets, in this process, in worker processes and on Dask.
+    arguments (:meth:`EvalOptions.build`), and what every case gets, in this process, in worker processes and on Dask.
 
     Attributes
     ----------
@@ -394,7 +395,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
 
     With ``options.max_case_bytes`` (``--max-memory``), a case whose estimated peak exceeds it is refused
     before the memory is taken: once read, by its foreground; while evaluated, by its counts of components
-    and runs of voxels, as soon as the engine has labelled them (:mod:`ccmetrics.engine._budget`). Either way its
+    and runs of voxels, as soon as the engine has labelled them (``ccmetrics.engine._budget``). Either way its
     output is an error row that names the option, with ``retry`` set.
     """
     from ..engine._budget import MemoryLimitError, memory_guard
@@ -594,7 +595,7 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
 
 def _over_memory(gt: Image, pred: Image, limit: float | None) -> tuple[str, int]:
     """Why a read case exceeds the memory limit by its estimated peak with its foreground counted (or ''), and
-    that estimate (0 without a limit): the engine adds what its counts need (:mod:`ccmetrics.engine._budget`)."""
+    that estimate (0 without a limit): the engine adds what its counts need (``ccmetrics.engine._budget``)."""
     from ..engine.memory import estimate_case_bytes, over_limit
 
     if limit is None:
@@ -1122,7 +1123,7 @@ def evaluate_dataset(
         paired by case id, see :func:`pair_folders`), or the cases themselves:
         ``{case: (gt, pred)}`` or ``[(case, gt, pred), ...]`` where each
         ``gt``/``pred`` is a file path, a numpy array or an
-        :class:`~ccmetrics.formats.io.Image` (``pred=None``: missing, evaluated as empty
+        :class:`~ccmetrics.formats.image.Image` (``pred=None``: missing, evaluated as empty
         and flagged).
     pred : path, optional
         The predictions folder (with a GT folder).
@@ -1276,8 +1277,8 @@ def _run_campaign(
     run: dict[str, Any],
     budget: float | None,
 ) -> DatasetResult:
-    """The cases run by :func:`ccmetrics.campaign.run_cases` under the output folder's lock, assembled into the
-    tables; a stop or a failure raises with the finished cases' tables."""
+    """The cases run by :func:`ccmetrics.campaign.scheduler.run_cases` under the output folder's lock, assembled
+    into the tables; a stop or a failure raises with the finished cases' tables."""
 
     def assemble(outputs: list[dict[str, Any]], info: RunInfo) -> DatasetResult:
         return _assemble(outputs, options.ordered_metrics(), ignored, record, info)

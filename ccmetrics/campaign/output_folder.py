@@ -243,8 +243,8 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
     """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
 
     ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``; in ``plots/`` the figures it draws),
-    nothing else. Call it while
-    holding the folder's lock (:func:`locked`), so that no live run's files are removed.
+    nothing else. Call it while holding the folder's lock (:func:`ccmetrics.campaign.output_folder.locked`), so
+    that no live run's files are removed.
 
     Raises
     ------

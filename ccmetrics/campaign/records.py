@@ -93,7 +93,7 @@ def file_fingerprint(item: Any) -> dict[str, Any] | None:
         except OSError:
             return {"path": path, "size": None, "mtime_ns": None}
         if os.path.isdir(path):  # a case given as a folder (DICOM): each file in it, hidden ones aside
-            from ..formats.io import visible_files
+            from ..formats.image import visible_files
 
             root = Path(path)
             files = visible_files(root)

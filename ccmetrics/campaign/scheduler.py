@@ -43,17 +43,14 @@ from .. import schema
 from .._files import OutputWriteError
 from .._interrupts import critical, raise_if_stopped
 from ..engine.memory import over_limit
-from .output_folder import OUTPUT_NAMES, prepare_out_dir
 from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
 
 __all__ = [
     "EvaluationFailed",
     "EvaluationInterrupted",
     "Failed",
-    "OUTPUT_NAMES",
     "RunInfo",
     "Stopped",
-    "prepare_out_dir",
     "run_cases",
 ]
 

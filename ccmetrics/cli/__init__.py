@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ccmetrics`` with ``argv`` (default: the command line); return the exit code (module docstring).
 
-    SIGINT and SIGTERM stop the command cleanly from the first line on (see :mod:`ccmetrics._interrupts`); on
+    SIGINT and SIGTERM stop the command cleanly from the first line on (see ``ccmetrics._interrupts``); on
     the real command line (``argv`` None) they stay ignored after it returns, while the interpreter shuts down,
     so that the exit code is the one returned; a caller that passes ``argv`` gets its handlers back.
     """

@@ -5,7 +5,7 @@ times, each before the memory it is about is taken:
 
 1. from the files' headers alone (:func:`ccmetrics.formats.io.read_header`), before a voxel is read;
 2. after reading, with the foreground counted (:func:`ccmetrics.campaign.dataset.evaluate_task`);
-3. in the engine, once it has labelled the components (:mod:`ccmetrics.engine._budget`), with the counts
+3. in the engine, once it has labelled the components (``ccmetrics.engine._budget``), with the counts
    that the per-component tables, distances and encodings grow with.
 
 * :func:`available_memory_bytes`: what the machine (and the process's cgroup, in a container)
@@ -395,9 +395,9 @@ def dilated_voxels(coords: np.ndarray, starts: np.ndarray, shape: Sequence[int])
     ----------
     coords : ndarray of int, shape (N, ndim)
         The coordinates of the GT's site voxels, grouped by site
-        (:attr:`ccmetrics.engine.ground_truth.PreparedSites.coords`).
+        (``PreparedSites.coords`` of :mod:`ccmetrics.engine.ground_truth`).
     starts : ndarray of int, shape (K + 1,)
-        Where each site starts in ``coords``, and N (:attr:`ccmetrics.engine.components.Sites.starts`).
+        Where each site starts in ``coords``, and N (``Sites.starts`` of :mod:`ccmetrics.engine.components`).
     shape : sequence of int
         The image's shape.
 

@@ -1,7 +1,7 @@
 """DICOM SEG segmentations read as label maps, with their geometry in ccmetrics' axis order.
 
 :func:`read_seg` reads a DICOM Segmentation (a ``.dcm`` file, or a folder holding exactly one SEG
-among other files) with highdicom and returns a :class:`SegImage`: an :class:`ccmetrics.formats.io.Image`
+among other files) with highdicom and returns a :class:`SegImage`: an :class:`ccmetrics.formats.image.Image`
 whose array is a label map (each voxel holds the number of the segment it belongs to, 0 outside
 every segment) and whose geometry comes from the SEG's own plane positions, orientation and spacing.
 :func:`ccmetrics.formats.io.load_image` calls it for such paths, so a SEG can stand wherever a NIfTI can.
@@ -65,7 +65,7 @@ _INSTALL = 'reading DICOM needs the dicom extra: pip install "ccmetrics-toolkit[
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SegImage(Image):
-    """A DICOM SEG as a label map (:func:`read_seg`): an :class:`~ccmetrics.formats.io.Image` and what the SEG says.
+    """A DICOM SEG as a label map (:func:`read_seg`): an :class:`~ccmetrics.formats.image.Image` and what the SEG says.
 
     Attributes
     ----------

@@ -1,6 +1,7 @@
-"""What every image reader returns, and the errors and names the readers share: :class:`Image` (the array with
-its geometry), :class:`ImageHeader` (what a header says, before any voxel is read), :class:`ImageReadError`,
-and the helpers that the NIfTI/MHA/NRRD readers (:mod:`ccmetrics.formats.io`) and the DICOM SEG reader
+"""What every image reader returns, and the errors and names the readers share:
+:class:`~ccmetrics.formats.image.Image` (the array with its geometry), :class:`~ccmetrics.formats.image.ImageHeader`
+(what a header says, before any voxel is read), :class:`~ccmetrics.formats.image.ImageReadError`, and the helpers
+that the NIfTI/MHA/NRRD readers (:mod:`ccmetrics.formats.io`) and the DICOM SEG reader
 (:mod:`ccmetrics.formats.dicom`) both use. Nothing here reads a file's voxels.
 """
 
@@ -24,7 +25,7 @@ class ImageReadError(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class Image:
-    """A label image and its geometry, as returned by :func:`load_image`.
+    """A label image and its geometry, as returned by :func:`~ccmetrics.formats.io.load_image`.
 
     Attributes
     ----------
@@ -72,19 +73,19 @@ def rounded(values) -> tuple:
 
 @dataclass(frozen=True)
 class ImageHeader:
-    """What a label image's header says, read without its voxels (:func:`read_header`).
+    """What a label image's header says, read without its voxels (:func:`~ccmetrics.formats.io.read_header`).
 
     Attributes
     ----------
     path : str or None
         The file (None for an array in memory described the same way).
     shape : tuple of int
-        The shape :func:`load_image` returns: trailing singleton axes dropped, 2 or 3 axes.
+        The shape :func:`~ccmetrics.formats.io.load_image` returns: trailing singleton axes dropped, 2 or 3 axes.
     dtype : numpy.dtype
-        The dtype of :func:`load_image`'s array with the same reader (a NIfTI with ``scl_slope``:
+        The dtype of :func:`~ccmetrics.formats.io.load_image`'s array with the same reader (a NIfTI with ``scl_slope``:
         float64 with nibabel, float32 with SimpleITK).
     spacing : tuple of float
-        Voxel size in mm per array axis, as :func:`load_image` computes it.
+        Voxel size in mm per array axis, as :func:`~ccmetrics.formats.io.load_image` computes it.
     """
 
     path: str | None
@@ -99,7 +100,7 @@ class ImageHeader:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the array :func:`load_image` returns: voxels times the itemsize of ``dtype``."""
+        """Bytes of the array :func:`~ccmetrics.formats.io.load_image` returns: voxels times ``dtype``'s itemsize."""
         return self.voxels * self.dtype.itemsize
 
 

@@ -1,6 +1,6 @@
 """Reading and writing label images (NIfTI, MetaImage, NRRD; reading DICOM SEG) together with their geometry.
 
-:func:`load_image` returns an :class:`Image`: the voxel array in the dtype stored on
+:func:`load_image` returns an :class:`~ccmetrics.formats.image.Image`: the voxel array in the dtype stored on
 disk, the voxel spacing and the voxel-to-world affine.  :func:`save_image` writes one,
 :func:`check_same_geometry` says whether a prediction lies on its reference's grid and
 :func:`image_id` pairs files by name (``case_001_0000.nii.gz`` -> ``case_001``).
@@ -39,22 +39,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded, visible_files
+from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded
+from .image import visible_files as visible_files  # the former ccmetrics.io.visible_files
 
 __all__ = [
     "IMAGE_EXTENSIONS",
-    "Image",
-    "ImageHeader",
-    "ImageReadError",
     "check_same_geometry",
     "image_id",
     "is_image_file",
     "load_image",
-    "missing_file_message",
     "read_header",
-    "rounded",
     "save_image",
-    "visible_files",
 ]
 
 #: the image file extensions ccmetrics reads and pairs (case id: the name without them); ``.dcm``: a DICOM SEG
@@ -192,8 +187,8 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     FileNotFoundError, ValueError, ImageReadError
         As :func:`load_image` does, for a missing file (a symbolic link in a loop or to a missing
         target named as such), an unknown extension, an image that is not 2D or 3D, vector pixels,
-        or a broken header; and :class:`ImageReadError` for a header that claims more voxels than
-        the file holds (see the notes).
+        or a broken header; and :class:`~ccmetrics.formats.image.ImageReadError` for a header that claims more
+        voxels than the file holds (see the notes).
 
     Notes
     -----
@@ -281,7 +276,7 @@ def load_image(path, reader: str = "auto") -> Image:
     sform, ITK the qform unless sform_code is 1 (scanner); a warning is issued for such files.
     A NIfTI with ``scl_slope`` other than 1 gives floats (float64 in nibabel, float32 in ITK).
 
-    Cost: with nibabel, a ``.nii.gz`` is inflated once by :func:`_gunzip_array`, faster than
+    Cost: with nibabel, a ``.nii.gz`` is inflated once by ``_gunzip_array``, faster than
     nibabel's ``GzipFile`` (the same array, bit for bit and in dtype, scaled or not), in one pass
     also when it holds several gzip members.
 
@@ -317,7 +312,7 @@ def load_image(path, reader: str = "auto") -> Image:
 def _read_nibabel(path: str, img: Any):
     """The voxels and affine of the NIfTI ``path``, whose image nibabel has loaded lazily as ``img``.
 
-    A gzip-compressed file is decompressed by :func:`_gunzip_array` (2-3x faster than nibabel's
+    A gzip-compressed file is decompressed by ``_gunzip_array`` (2-3x faster than nibabel's
     ``GzipFile`` on 400 x 400 x 300 masks, and refused where its stream ends before the header's size,
     the claimed array never resident), then scaled as nibabel scales (:func:`_nibabel_scaling`): the
     same array as ``np.asanyarray(img.dataobj)``, bit for bit and in dtype.  An uncompressed file is read
@@ -375,7 +370,8 @@ def _gunzip_array(
     raw, its CRC-32 and size checked against its trailer when its end is reached).  Decompression
     stops once the array is full (data after it are ignored, as nibabel does); a stream that ends
     before, a member whose trailer disagrees with its data (a forged size, a corrupt CRC), or bytes
-    that start no member raise :class:`ImageReadError` (nibabel: ``EOFError``, ``BadGzipFile``).
+    that start no member raise :class:`~ccmetrics.formats.image.ImageReadError` (nibabel: ``EOFError``,
+    ``BadGzipFile``).
     Cost: one pass over the file, memory of the compressed file plus the array.
     """
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -530,7 +526,7 @@ def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
     as 1 mm, ITK also NaN), and of the file's size against the header (neither reader checks it
     before allocating; ITK reads a truncated file without any error).  Returns the header and
     nibabel's lazily loaded image (no voxel read).  ``count``: of a ``.nii.gz`` whose trailer disagrees
-    with the header, count the inflated bytes (False: only deflate's bound, for :func:`_gunzip_array`,
+    with the header, count the inflated bytes (False: only deflate's bound, for ``_gunzip_array``,
     which stops where the stream ends; see :func:`_check_data_size`)."""
     import nibabel as nib
     from nibabel.openers import ImageOpener
@@ -599,7 +595,7 @@ def _check_data_size(
     can be forged, and it only tells the last member's size); disagreeing (several members, bytes after
     the stream, truncation, a lie), the stream is inflated and counted up to the header's size.  Without
     ``count`` only the bound is checked: for a caller that inflates the stream into the array itself and
-    refuses it where it ends (:func:`_gunzip_array`), for which counting would be a second pass.
+    refuses it where it ends (``_gunzip_array``), for which counting would be a second pass.
     """
     data_file = path if data_file is None else data_file
     voxels = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -763,7 +759,8 @@ def save_image(path, array, like: Image | None = None, *, spacing: Sequence[floa
         Ends in one of :data:`IMAGE_EXTENSIONS`: ``.nii``/``.nii.gz`` are written by nibabel
         (qform and sform both set, code 1), the others by SimpleITK (compressed).
     array : array_like
-        Indexed ``[i, j, k]`` as in :class:`Image`; the dtype is kept, bool is written as uint8.
+        Indexed ``[i, j, k]`` as in :class:`~ccmetrics.formats.image.Image`; the dtype is kept, bool is written as
+        uint8.
     like : Image, optional
         Reference whose affine (spacing, direction, origin) is written; same shape as ``array``.
     spacing : sequence of float, optional

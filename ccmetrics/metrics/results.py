@@ -136,7 +136,7 @@ class CaseResult:
         """The per-prediction table in the tidy data-set format (:data:`ccmetrics.schema.PER_PREDICTION`).
 
         ``affine``: the image's voxel-to-patient (RAS, mm) matrix, ``(ndim + 1)`` square, as
-        :class:`ccmetrics.formats.io.Image` holds it; the centroids' ``centroid_x_mm`` ... are NaN without it.
+        :class:`ccmetrics.formats.image.Image` holds it; the centroids' ``centroid_x_mm`` ... are NaN without it.
         None when the case was evaluated without the ``detection`` metric.
 
         Examples

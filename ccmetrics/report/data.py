@@ -63,7 +63,8 @@ __all__ = [
 
 
 def label(metric: str, columns: dict[str, registry.Column] | None = None) -> str:
-    """Display name of a metric or score (:func:`ccmetrics.metrics.display_name`; ``columns``: a folder's facts).
+    """Display name of a metric or score (:func:`ccmetrics.metrics.registry.display_name`; ``columns``: a folder's
+    facts).
 
     >>> label("hd95"), label("cc_dice"), label("custom")
     ('HD95', 'CC-Dice', 'custom')
@@ -340,8 +341,8 @@ class CaseImages:
         Voxel size from the GT header (mm), for drawing.
     lesions, false_positives : list of Component
     affine : ndarray or None
-        The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.formats.Image`): an image drawn under
-        the masks must have the same (:func:`read_channel`).
+        The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.formats.image.Image`): an image
+        drawn under the masks must have the same (:func:`read_channel`).
     """
 
     gt: np.ndarray
@@ -353,7 +354,7 @@ class CaseImages:
     affine: np.ndarray | None = None
 
     def grid(self) -> Image:
-        """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.formats.io.Image` holding no voxels
+        """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.formats.image.Image` holding no voxels
         (a read-only zero-stride array): what :func:`read_channel` checks a scan against, kept without the masks.
 
         >>> gt = np.zeros((4, 4, 2), bool)
