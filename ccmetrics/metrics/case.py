@@ -28,6 +28,7 @@ of :class:`ccmetrics.EngineConfig`; the values do not depend on it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from .. import schema
@@ -204,68 +205,22 @@ def evaluate(
             detection_rule=detection_rule,
             ignore_label=ignore_label,
         )
-    chosen = registry.resolve(metrics)  # 1. validate
-    rule = DetectionRule.parse(detection_rule)
-    truth = (
-        gt.check_options(sites, connectivity)
-        if isinstance(gt, GroundTruth)
-        else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
-    )
-    pred_mask = as_binary_mask(pred, "pred")
-    check_same_shape(pred_mask, truth.array)
-    spacing = as_spacing(spacing, pred_mask.ndim)
-    tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
-    worst = (
-        image_diagonal(truth.shape, spacing)
-        if worst_distance is None
-        else as_non_negative(worst_distance, "worst_distance")
-    )
-    order = {name: i for i, name in enumerate(registry.names())}  # registered first, the others as given
-    per_region = sorted((m for m in chosen if m.per_region), key=lambda m: m.name not in order)
-    case_level = sorted((m for m in chosen if not m.per_region), key=lambda m: order.get(m.name, len(order)))
-    edges = any(m.engine == "surface" for m in per_region)
-    guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
-    with worker_threads(truth.shape) as pool:
-        pending = submit(pool, PredictionVoxels, pred_mask, edges)  # 2. voxel lists
-        truth.prepare()
-        voxels = pending.result()
-        pred_cc = ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
-        if guard is not None:  # the counts are known now, the per-component work is still to come
-            _check_memory(guard, chosen, case_level, rule, truth, voxels, pred_cc)
-        surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
-        beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside step 3
-        regions = CaseRegions(voxels, truth, spacing, pool, beside)  # 3. regions
-        distances = None
-        if surfaces is not None:  # 4. distances
-            surfaces.add_regions(regions.pred_region)
-            distances = (surfaces.per_region(pool), surfaces.whole_image())
-    found = truth.found
-    table = component_table(found, spacing, truth.sites)
-    with_detection = any(m.name == "detection" for m in case_level)
-    detections: LesionDetections | None = None
-    per_prediction = None
-    if with_detection or rule.kind != "overlap":
-        detections = judge(pred_cc(truth.connectivity), found, rule)
-        table[schema.DETECTED] = detections.detected
-    else:  # any overlap: the lesion's own voxels in the prediction, already counted
-        table[schema.DETECTED] = regions.intersection > 0
-    if with_detection and detections is not None:
-        table[schema.N_PRED] = detections.n_pred
-        table[schema.SPLIT] = detections.split
-        per_prediction = prediction_table(
-            pred_cc(truth.connectivity), detections, regions.pred_flat, regions.pred_region, spacing
-        )
+    case = _Case.checked(pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule)
+    voxels, pred_cc, regions, distances = _geometry(case)  # 2.-4. voxel lists, regions, distances
+    table = component_table(case.truth.found, case.spacing, case.truth.sites)
+    detections, per_prediction = _detections(case, table, regions, pred_cc)
     standard: dict[str, float] = {}
-    by_engine = sorted(per_region, key=lambda m: registry.ENGINES.index(m.engine))  # 5. metrics: by engine, as asked
-    for name, (values, whole) in region_values(by_engine, regions, distances, tolerance, spacing).items():
+    by_engine = sorted(case.per_region, key=lambda m: registry.ENGINES.index(m.engine))  # 5. metrics, by engine
+    for name, (values, whole) in region_values(by_engine, regions, distances, case.tolerance, case.spacing).items():
         table[name], standard[name] = values, whole
-    case_scores, details = case_values(case_level, pred_mask, truth, spacing, voxels, pred_cc, detections)
-    n_pred = len(regions.pred_flat)
+    scores, details = case_values(
+        case.case_level, case.pred_mask, case.truth, case.spacing, voxels, pred_cc, detections
+    )
+    found, n_pred, worst = case.truth.found, len(regions.pred_flat), case.worst
     cc = {
         m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)
-        for m in per_region
+        for m in case.per_region
     }
-    names = [m.name for m in per_region]
     return CaseResult(
         table,
         cc,
@@ -273,16 +228,99 @@ def evaluate(
         found.n,
         found.n == 0,
         worst,
-        spacing,
-        names,
+        case.spacing,
+        [m.name for m in case.per_region],
         details,
-        case_scores,
+        scores,
         n_pred,
         per_prediction,
-        str(rule),
+        str(case.rule),
         gt_volume=len(found.flat_index),
         overlap_volume=int(regions.intersection.sum()),
     )
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One case's inputs, checked (step 1 of :func:`evaluate`): the metrics in their order, the detection rule, the
+    GT (prepared lazily), the prediction's mask, the spacing, the NSD tolerance and the worst distance."""
+
+    per_region: list[registry.Metric]
+    case_level: list[registry.Metric]
+    chosen: list[registry.Metric]
+    rule: DetectionRule
+    truth: GroundTruth
+    pred_mask: Any
+    spacing: Any
+    tolerance: float
+    worst: float
+
+    @classmethod
+    def checked(
+        cls, pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule
+    ) -> _Case:
+        chosen = registry.resolve(metrics)
+        rule = DetectionRule.parse(detection_rule)
+        truth = (
+            gt.check_options(sites, connectivity)
+            if isinstance(gt, GroundTruth)
+            else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
+        )
+        pred_mask = as_binary_mask(pred, "pred")
+        check_same_shape(pred_mask, truth.array)
+        spacing = as_spacing(spacing, pred_mask.ndim)
+        tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
+        worst = (
+            image_diagonal(truth.shape, spacing)
+            if worst_distance is None
+            else as_non_negative(worst_distance, "worst_distance")
+        )
+        order = {name: i for i, name in enumerate(registry.names())}  # registered first, the others as given
+        per_region = sorted((m for m in chosen if m.per_region), key=lambda m: m.name not in order)
+        case_level = sorted((m for m in chosen if not m.per_region), key=lambda m: order.get(m.name, len(order)))
+        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst)
+
+
+def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any]:
+    """Steps 2-4 of :func:`evaluate`: the prediction's voxel lists beside the GT's preparation, the memory check
+    (under a data-set run's limit), every prediction voxel's region, and, for surface metrics, the distances."""
+    edges = any(m.engine == "surface" for m in case.per_region)
+    guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
+    truth, spacing = case.truth, case.spacing
+    with worker_threads(truth.shape) as pool:
+        pending = submit(pool, PredictionVoxels, case.pred_mask, edges)
+        truth.prepare()
+        voxels = pending.result()
+        pred_cc = ComponentCache(case.pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
+        if guard is not None:  # the counts are known now, the per-component work is still to come
+            _check_memory(guard, case.chosen, case.case_level, case.rule, truth, voxels, pred_cc)
+        surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
+        beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside the regions
+        regions = CaseRegions(voxels, truth, spacing, pool, beside)
+        distances = None
+        if surfaces is not None:
+            surfaces.add_regions(regions.pred_region)
+            distances = (surfaces.per_region(pool), surfaces.whole_image())
+    return voxels, pred_cc, regions, distances
+
+
+def _detections(
+    case: _Case, table: Any, regions: CaseRegions, pred_cc: ComponentCache
+) -> tuple[LesionDetections | None, Any]:
+    """Which lesions are detected (the ``detected`` column), and with the detection metric the lesions' ``n_pred``
+    and ``split`` and the per-prediction table."""
+    with_detection = any(m.name == "detection" for m in case.case_level)
+    if not (with_detection or case.rule.kind != "overlap"):  # any overlap: the lesion's own voxels, counted already
+        table[schema.DETECTED] = regions.intersection > 0
+        return None, None
+    components = pred_cc(case.truth.connectivity)
+    detections = judge(components, case.truth.found, case.rule)
+    table[schema.DETECTED] = detections.detected
+    if not with_detection:
+        return detections, None
+    table[schema.N_PRED] = detections.n_pred
+    table[schema.SPLIT] = detections.split
+    return detections, prediction_table(components, detections, regions.pred_flat, regions.pred_region, case.spacing)
 
 
 def _check_memory(
