@@ -23,7 +23,6 @@ A 617x979 lattice of 5,978 one-voxel lesions under one 362k-voxel prediction com
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from collections.abc import Sequence
@@ -341,191 +340,6 @@ def _lesions(sites: Sites, dilated: np.ndarray, connectivity: int) -> np.ndarray
     return renumber[raw]
 
 
-@functools.cache
-def _kernels() -> Any:
-    """The numba kernel of the order statistics (compiled, or loaded from numba's cache, on first use).
-
-    One self-contained function (numba caches a function defined here only when it calls no other compiled
-    function). Its nearest-point search sums squared distances as :mod:`ccmetrics.engine._kdtree` does (scipy's
-    order, ``r = 0; r += (x_k - y_k)**2`` in float64), so the distances it measures are theirs, bit for bit.
-    """
-    import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def order_statistics(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  # pragma: no cover (compiled)
-        """The k_lo-th and k_hi-th smallest (from 0) distances from the points under the nodes ``roots`` of the
-        forest (pts, nodes, box) to the GT tree (gpts, gnodes, gbox).
-
-        Every frontier node carries bounds of its points' distances (distance of its box centre to the GT,
-        minus and plus the box's half diagonal). Each round takes the k-th smallest lower bound and upper
-        bound over the frontier (each node counted with its points) and the exact distances found so far:
-        nodes entirely below or above them are settled (counted or dropped), the others split, and leaves
-        straddling them are measured point by point.
-        """
-        stack = np.empty(1 << 15, np.int64)
-        n = len(roots)
-        rows = roots.copy()
-        count = np.empty(n, np.int64)
-        for i in range(n):
-            count[i] = nodes[roots[i], 1] - nodes[roots[i], 0]
-        n_leaf_points = 0
-        leaves = np.empty(0, np.int64)
-        exact = np.empty(64)
-        m = 0
-        below = 0
-        lo = np.empty(n)
-        hi = np.empty(n)
-        while n > 0 or n_leaf_points > 0:
-            # 1. nearest GT point of every frontier box centre and of every point of the leaves to measure
-            queries = np.zeros((n + n_leaf_points, 4))
-            radius = np.empty(n)
-            for i in range(n):
-                k = rows[i]
-                r = 0.0
-                for d in range(4):
-                    queries[i, d] = 0.5 * (box[k, d] + box[k, 4 + d])
-                    h = 0.5 * (box[k, 4 + d] - box[k, d])
-                    r += h * h
-                radius[i] = np.sqrt(r)
-            q = n
-            for leaf in leaves:
-                for j in range(nodes[leaf, 0], nodes[leaf, 1]):
-                    for d in range(4):
-                        queries[q, d] = pts[j, d]
-                    q += 1
-            found = np.empty(len(queries))
-            for qi in range(len(queries)):
-                best = np.inf
-                stack[0] = 0
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    r = 0.0
-                    for d in range(4):
-                        a = max(gbox[node, d] - queries[qi, d], queries[qi, d] - gbox[node, 4 + d], 0.0)
-                        r += a * a
-                    if r > best:
-                        continue
-                    child = gnodes[node, 2]
-                    if child < 0:
-                        for i in range(gnodes[node, 0], gnodes[node, 1]):
-                            r = 0.0
-                            for d in range(4):
-                                a = queries[qi, d] - gpts[i, d]
-                                r += a * a
-                            if r < best:
-                                best = r
-                    else:
-                        stack[top] = child
-                        stack[top + 1] = child + 1
-                        top += 2
-                found[qi] = np.sqrt(best)
-            for i in range(n):
-                slack = 1e-9 * (found[i] + radius[i]) + 1e-9  # far above the rounding of any distance
-                lo[i] = found[i] - radius[i] - slack
-                hi[i] = found[i] + radius[i] + slack
-            if m + n_leaf_points > len(exact):
-                grown = np.empty(2 * (m + n_leaf_points))
-                grown[:m] = exact[:m]
-                exact = grown
-            exact[m : m + n_leaf_points] = found[n:]
-            m += n_leaf_points
-            if n == 0:
-                break
-            # 2. bounds of the two order statistics among the points not settled yet
-            bound = np.empty(2)
-            for side in range(2):
-                rank = (k_lo if side == 0 else k_hi) - below
-                v = np.empty(n + m)
-                c = np.empty(n + m, np.int64)
-                for i in range(n):
-                    v[i], c[i] = (lo[i] if side == 0 else hi[i]), count[i]
-                for i in range(m):
-                    v[n + i], c[n + i] = exact[i], 1
-                first, stop = 0, n + m
-                bound[side] = np.inf
-                while True:  # weighted quickselect of the rank-th smallest
-                    if stop - first <= 16:
-                        order = np.argsort(v[first:stop])
-                        acc = 0
-                        for i in order:
-                            acc += c[first + i]
-                            if acc > rank:
-                                bound[side] = v[first + i]
-                                break
-                        break
-                    x, y, z = v[first], v[(first + stop) // 2], v[stop - 1]
-                    pivot = max(min(x, y), min(max(x, y), z))
-                    lt, i, gt = first, first, stop - 1
-                    while i <= gt:
-                        if v[i] < pivot:
-                            v[lt], v[i] = v[i], v[lt]
-                            c[lt], c[i] = c[i], c[lt]
-                            lt += 1
-                            i += 1
-                        elif v[i] > pivot:
-                            v[gt], v[i] = v[i], v[gt]
-                            c[gt], c[i] = c[i], c[gt]
-                            gt -= 1
-                        else:
-                            i += 1
-                    low = 0
-                    for j in range(first, lt):
-                        low += c[j]
-                    if rank < low:
-                        stop = lt
-                        continue
-                    equal = 0
-                    for j in range(lt, gt + 1):
-                        equal += c[j]
-                    if rank < low + equal:
-                        bound[side] = pivot
-                        break
-                    rank -= low + equal
-                    first = gt + 1
-            lower, upper = bound[0], bound[1]
-            # 3. settle what lies below or above both; split the rest, measure the straddling leaves
-            kept = 0
-            for i in range(m):
-                if exact[i] < lower:
-                    below += 1
-                elif exact[i] <= upper:
-                    exact[kept] = exact[i]
-                    kept += 1
-            m = kept
-            new_rows = np.empty(2 * n, np.int64)
-            leaves = np.empty(n, np.int64)
-            n_new = 0
-            n_leaves = 0
-            n_leaf_points = 0
-            for i in range(n):
-                if hi[i] < lower:
-                    below += count[i]
-                elif lo[i] <= upper:
-                    child = nodes[rows[i], 2]
-                    if child < 0:
-                        leaves[n_leaves] = rows[i]
-                        n_leaves += 1
-                        n_leaf_points += count[i]
-                    else:
-                        new_rows[n_new] = child
-                        new_rows[n_new + 1] = child + 1
-                        n_new += 2
-            leaves = leaves[:n_leaves]
-            n = n_new
-            rows = new_rows[:n]
-            count = np.empty(n, np.int64)
-            for i in range(n):
-                count[i] = nodes[rows[i], 1] - nodes[rows[i], 0]
-            lo = np.empty(n)
-            hi = np.empty(n)
-        ordered = np.sort(exact[:m])
-        return ordered[k_lo - below], ordered[k_hi - below]
-
-    return order_statistics
-
-
 class _PredictionTrees:
     """One k-d tree of the edge voxels of each (large-union) prediction component, built once and shared by
     every lesion the component touches: the nodes of all trees in one forest (tight node boxes, the points of
@@ -632,7 +446,9 @@ class _PredictionTrees:
 
         gpts, gnodes, gbox = build(np.ascontiguousarray(target), 32)
         roots = self.node_start[np.asarray(trees, dtype=np.int64)].astype(np.int64)
-        return _kernels()(self.pts, self.nodes, self.box, roots, gpts, gnodes, gbox, int(k_lo), int(k_hi))
+        from ..engine._order_statistics import order_statistics
+
+        return order_statistics(self.pts, self.nodes, self.box, roots, gpts, gnodes, gbox, int(k_lo), int(k_hi))
 
 
 def lesion_dice(
@@ -812,9 +628,9 @@ def _lesion_hd95(
     while its edge voxels stay below ``own_tree_from`` (:class:`ccmetrics.EngineConfig`) and no component
     it shares with other lesions reaches it over all of them; otherwise the GT -> prediction distances from
     the k-d trees of its prediction components, built once for all the lesions they touch, and only the two
-    order statistics the prediction -> GT percentile needs (:func:`_kernels`: the tree nodes are refined only
-    where their distance bounds straddle the percentile, so one lesion never costs the size of a large
-    component it shares with many others).
+    order statistics the prediction -> GT percentile needs (``ccmetrics.engine._order_statistics``: the tree
+    nodes are refined only where their distance bounds straddle the percentile, so one lesion never costs the size
+    of a large component it shares with many others).
     """
     n_lesions = len(touching)
     if n_lesions == 0:

@@ -100,7 +100,7 @@ for _ in range(2):
 from numba.core.registry import CPUDispatcher
 
 kernels = {}
-for name in ("engine._kdtree", "engine._nearest_label", "engine._edge_kernels"):
+for name in ("engine._kdtree", "engine._nearest_label", "engine._edge_kernels", "engine._order_statistics"):
     module = importlib.import_module(f"ccmetrics.{name}")
     for attr, value in vars(module).items():
         if isinstance(value, CPUDispatcher) and value.targetoptions.get("inline") != "always":
