@@ -668,129 +668,26 @@ def evaluate(
     [0.6667, 0.5]
     """
     threshold = check_matching_rule(rule, threshold)
-    if class_rule not in CLASS_RULES:
-        raise ValueError(f"class_rule must be one of {CLASS_RULES}, got {class_rule!r}")
-    g_map = as_label_map(gt_inst, "gt_inst")
-    p_map = as_label_map(pred_inst, "pred_inst")
-    if g_map.shape != p_map.shape:
-        raise ValueError(f"gt_inst and pred_inst must have the same shape, got {g_map.shape} and {p_map.shape}")
-    spacing = as_spacing(spacing, g_map.ndim)
-    fraction = as_non_negative(ignore_fraction, "ignore_fraction")
-    if fraction >= 1:
-        raise ValueError(f"ignore_fraction must be in [0, 1), got {ignore_fraction}")
-    cc_metrics = [cc_metrics] if isinstance(cc_metrics, str) else list(cc_metrics or ())
-    worst = (
-        image_diagonal(g_map.shape, spacing)
-        if worst_distance is None
-        else as_non_negative(worst_distance, "worst_distance")
+    g_map, p_map, spacing, fraction, cc_names, worst = _checked(
+        gt_inst, pred_inst, class_rule, spacing, ignore_fraction, cc_metrics, worst_distance
     )
-
-    g_sites, p_sites = find_sites(g_map, "labels"), find_sites(p_map, "labels")
-    g_cls = _classes_of(g_sites, gt_class, class_rule, "gt_inst")
-    p_cls = _classes_of(p_sites, pred_class, class_rule, "pred_inst")
-
-    ignored = {"gt": np.zeros(0, g_sites.source_label.dtype), "pred": np.zeros(0, p_sites.source_label.dtype)}
-    if ignore is not None:
-        mask = as_binary_mask(ignore, "ignore")
-        if mask.shape != g_map.shape:
-            raise ValueError(f"ignore must have the shape of the instance maps {g_map.shape}, got {mask.shape}")
-        g_out, p_out = ignored_instances(g_sites, mask, fraction), ignored_instances(p_sites, mask, fraction)
-        ignored = {"gt": g_sites.source_label[g_out], "pred": p_sites.source_label[p_out]}
-        g_sites, g_cls = keep_sites(g_sites, ~g_out), g_cls[~g_out]
-        p_sites, p_cls = keep_sites(p_sites, ~p_out), p_cls[~p_out]
+    g_sites, p_sites, g_cls, p_cls, ignored = _instances(
+        g_map, p_map, gt_class, pred_class, class_rule, ignore, fraction
+    )
     class_list = _class_list(classes, g_cls, p_cls)
-
-    # class-agnostic matching
-    ov = site_overlaps(p_sites, g_sites, centroids=rule == "centroid")
-    chosen = choose_pairs(ov, rule, threshold)
-    pair_g, pair_p = ov.pair_gt[chosen], ov.pair_pred[chosen]
-    order = np.argsort(pair_g, kind="stable")
-    chosen, pair_g, pair_p = chosen[order], pair_g[order], pair_p[order]
-    gt_free = np.setdiff1d(np.arange(g_sites.n), pair_g)
-    pred_free = np.setdiff1d(np.arange(p_sites.n), pair_p)
-    matrix = _matrix(class_list, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free)
+    m = _Matched.of(g_sites, p_sites, rule, threshold)  # class-agnostic matching
+    matrix = _matrix(class_list, g_cls, p_cls, m.pair_g, m.pair_p, m.gt_free, m.pred_free)
     confusion = confusion_frame(matrix, class_list)
     detection, classification = metrics_from_confusion(confusion)
     per_class_cls = classification.pop("per_class")
-
-    # segmentation of the matched pairs
-    inter = ov.pair_intersection[chosen]
-    g_area, p_area = g_sites.volumes[pair_g], p_sites.volumes[pair_p]
-    iou = ov.pair_iou[chosen]
-    dice = 2 * inter / (g_area + p_area) if len(inter) else np.zeros(0)
-    g_edges, g_starts = _edges_by_site(g_sites, spacing)
-    p_edges, p_starts = _edges_by_site(p_sites, spacing)
-    hd, hd95 = pair_distances(g_edges, g_starts, p_edges, p_starts, pair_g, pair_p)
-    segmentation = {
-        "n_pairs": int(len(chosen)),
-        "iou": _mean(iou),
-        "dice": _mean(dice),
-        "hd": _mean(hd),
-        "hd95": _mean(hd95),
-    }
-
-    per_pair = _per_pair_table(
-        g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free, inter, iou, dice, hd, hd95
-    )
-
-    # PQ: class-agnostic, and within each class
-    iou_sum = float(iou.sum())
-    pq, sq, rq = pq_from_counts(len(chosen), len(pred_free), len(gt_free), iou_sum)
-    counts = class_counts(ov, g_cls, p_cls, class_list, rule, threshold)
+    segmentation, per_pair = _segmentation(m, g_sites, p_sites, g_cls, p_cls, spacing)
+    counts = class_counts(m.overlaps, g_cls, p_cls, class_list, rule, threshold)  # PQ within each class
     class_pq, mpq = _pq_by_class(counts)
-    pq_scores = {
-        "pq": pq,
-        "sq": sq,
-        "rq": rq,
-        "tp": int(len(chosen)),
-        "fp": int(len(pred_free)),
-        "fn": int(len(gt_free)),
-        "iou_sum": iou_sum,
-        "mpq": mpq,
-    }
-
-    # per-class table
-    index = pd.Index(class_list, name="class")
-    per_class = pd.DataFrame(index=index)
-    per_class["n_gt"] = [int((g_cls == c).sum()) for c in class_list]
-    per_class["n_pred"] = [int((p_cls == c).sum()) for c in class_list]
-    per_class_cls.index = index
-    per_class = per_class.join(per_class_cls)
-    for j, name in enumerate(("pq_tp", "pq_fp", "pq_fn")):
-        per_class[name] = counts[:, j].astype(np.int64)
-    per_class["iou_sum"] = counts[:, 3]
-    per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
-    _add_segmentation_by_class(per_class, per_pair[per_pair["match"] == "tp"])
-
-    # CC-Metrics with the GT nuclei as sites
-    cc: dict[str, float] = {}
-    per_component, cc_case = None, None
-    if cc_metrics:
-        # GT nuclei renumbered in raster order of their first pixel: Voronoi ties then never depend on label values
-        raster = np.argsort(g_sites.flat_index[g_sites.starts[:-1]], kind="stable")
-        new_id = np.empty(g_sites.n, dtype=np.int32)
-        new_id[raster] = np.arange(1, g_sites.n + 1, dtype=np.int32)
-        kept_gt = np.zeros(int(np.prod(g_sites.shape)), dtype=np.int32)
-        kept_gt[g_sites.flat_index] = new_id[g_sites.label - 1]
-        pred_mask = np.zeros(int(np.prod(p_sites.shape)), dtype=bool)
-        pred_mask[p_sites.flat_index] = True
-        cc_case = cc_evaluate(
-            pred_mask.reshape(p_sites.shape),
-            kept_gt.reshape(g_sites.shape),
-            cc_metrics,
-            spacing=spacing,
-            nsd_tolerance=nsd_tolerance,
-            worst_distance=worst,
-            sites="labels",
-        )
-        cc = {schema.cc(m): float(v) for m, v in cc_case.cc.items()}
-        per_component = cc_case.per_component.copy()  # one row per GT nucleus, in raster order
-        per_component["gt_label"] = g_sites.source_label[raster]
-        per_component["gt_class"] = g_cls[raster]
-        for m in cc_case.metrics:
-            values = cc_values(per_component[m], m, worst)
-            per_class[schema.cc(m)] = _class_means(values, per_component["gt_class"].to_numpy(), class_list)
-
+    pq_scores = _pq_scores(m, mpq)
+    per_class = _per_class(class_list, g_cls, p_cls, per_class_cls, counts, class_pq, per_pair)
+    cc, per_component, cc_case = _cc_metrics(
+        cc_names, g_sites, p_sites, g_cls, class_list, per_class, spacing, nsd_tolerance, worst
+    )
     return NucleiResult(
         classes=class_list,
         confusion=confusion,
@@ -810,6 +707,152 @@ def evaluate(
         worst_distance=worst,
         cc_case=cc_case,
     )
+
+
+def _checked(gt_inst, pred_inst, class_rule, spacing, ignore_fraction, cc_metrics, worst_distance):
+    """The instance maps, spacing, ignore fraction, CC metric names and worst distance of :func:`evaluate`, checked."""
+    if class_rule not in CLASS_RULES:
+        raise ValueError(f"class_rule must be one of {CLASS_RULES}, got {class_rule!r}")
+    g_map = as_label_map(gt_inst, "gt_inst")
+    p_map = as_label_map(pred_inst, "pred_inst")
+    if g_map.shape != p_map.shape:
+        raise ValueError(f"gt_inst and pred_inst must have the same shape, got {g_map.shape} and {p_map.shape}")
+    spacing = as_spacing(spacing, g_map.ndim)
+    fraction = as_non_negative(ignore_fraction, "ignore_fraction")
+    if fraction >= 1:
+        raise ValueError(f"ignore_fraction must be in [0, 1), got {ignore_fraction}")
+    cc_names = [cc_metrics] if isinstance(cc_metrics, str) else list(cc_metrics or ())
+    worst = (
+        image_diagonal(g_map.shape, spacing)
+        if worst_distance is None
+        else as_non_negative(worst_distance, "worst_distance")
+    )
+    return g_map, p_map, spacing, fraction, cc_names, worst
+
+
+def _instances(g_map, p_map, gt_class, pred_class, class_rule, ignore, fraction):
+    """The GT and predicted nuclei (sites) with their classes, those in the ignored area left out (and listed)."""
+    g_sites, p_sites = find_sites(g_map, "labels"), find_sites(p_map, "labels")
+    g_cls = _classes_of(g_sites, gt_class, class_rule, "gt_inst")
+    p_cls = _classes_of(p_sites, pred_class, class_rule, "pred_inst")
+    ignored = {"gt": np.zeros(0, g_sites.source_label.dtype), "pred": np.zeros(0, p_sites.source_label.dtype)}
+    if ignore is not None:
+        mask = as_binary_mask(ignore, "ignore")
+        if mask.shape != g_map.shape:
+            raise ValueError(f"ignore must have the shape of the instance maps {g_map.shape}, got {mask.shape}")
+        g_out, p_out = ignored_instances(g_sites, mask, fraction), ignored_instances(p_sites, mask, fraction)
+        ignored = {"gt": g_sites.source_label[g_out], "pred": p_sites.source_label[p_out]}
+        g_sites, g_cls = keep_sites(g_sites, ~g_out), g_cls[~g_out]
+        p_sites, p_cls = keep_sites(p_sites, ~p_out), p_cls[~p_out]
+    return g_sites, p_sites, g_cls, p_cls, ignored
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """The class-agnostic matching: the overlaps, the chosen pairs (sorted by GT nucleus), the unmatched."""
+
+    overlaps: Any
+    chosen: np.ndarray
+    pair_g: np.ndarray
+    pair_p: np.ndarray
+    gt_free: np.ndarray
+    pred_free: np.ndarray
+
+    @classmethod
+    def of(cls, g_sites, p_sites, rule, threshold) -> _Matched:
+        ov = site_overlaps(p_sites, g_sites, centroids=rule == "centroid")
+        chosen = choose_pairs(ov, rule, threshold)
+        pair_g, pair_p = ov.pair_gt[chosen], ov.pair_pred[chosen]
+        order = np.argsort(pair_g, kind="stable")
+        chosen, pair_g, pair_p = chosen[order], pair_g[order], pair_p[order]
+        gt_free = np.setdiff1d(np.arange(g_sites.n), pair_g)
+        pred_free = np.setdiff1d(np.arange(p_sites.n), pair_p)
+        return cls(ov, chosen, pair_g, pair_p, gt_free, pred_free)
+
+
+def _segmentation(m: _Matched, g_sites, p_sites, g_cls, p_cls, spacing) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The segmentation of the matched pairs (IoU, Dice, HD, HD95; means), and the per-pair table."""
+    inter = m.overlaps.pair_intersection[m.chosen]
+    g_area, p_area = g_sites.volumes[m.pair_g], p_sites.volumes[m.pair_p]
+    iou = m.overlaps.pair_iou[m.chosen]
+    dice = 2 * inter / (g_area + p_area) if len(inter) else np.zeros(0)
+    g_edges, g_starts = _edges_by_site(g_sites, spacing)
+    p_edges, p_starts = _edges_by_site(p_sites, spacing)
+    hd, hd95 = pair_distances(g_edges, g_starts, p_edges, p_starts, m.pair_g, m.pair_p)
+    segmentation = {
+        "n_pairs": int(len(m.chosen)),
+        "iou": _mean(iou),
+        "dice": _mean(dice),
+        "hd": _mean(hd),
+        "hd95": _mean(hd95),
+    }
+    per_pair = _per_pair_table(
+        g_sites, p_sites, g_cls, p_cls, m.pair_g, m.pair_p, m.gt_free, m.pred_free, inter, iou, dice, hd, hd95
+    )
+    return segmentation, per_pair
+
+
+def _pq_scores(m: _Matched, mpq: float) -> dict[str, Any]:
+    """Class-agnostic PQ of the matching, and the mean PQ over classes."""
+    iou_sum = float(m.overlaps.pair_iou[m.chosen].sum())
+    pq, sq, rq = pq_from_counts(len(m.chosen), len(m.pred_free), len(m.gt_free), iou_sum)
+    return {
+        "pq": pq,
+        "sq": sq,
+        "rq": rq,
+        "tp": int(len(m.chosen)),
+        "fp": int(len(m.pred_free)),
+        "fn": int(len(m.gt_free)),
+        "iou_sum": iou_sum,
+        "mpq": mpq,
+    }
+
+
+def _per_class(class_list, g_cls, p_cls, per_class_cls, counts, class_pq, per_pair) -> pd.DataFrame:
+    """One row per class: counts, classification, PQ within the class, the segmentation of its matched pairs."""
+    index = pd.Index(class_list, name="class")
+    per_class = pd.DataFrame(index=index)
+    per_class["n_gt"] = [int((g_cls == c).sum()) for c in class_list]
+    per_class["n_pred"] = [int((p_cls == c).sum()) for c in class_list]
+    per_class_cls.index = index
+    per_class = per_class.join(per_class_cls)
+    for j, name in enumerate(("pq_tp", "pq_fp", "pq_fn")):
+        per_class[name] = counts[:, j].astype(np.int64)
+    per_class["iou_sum"] = counts[:, 3]
+    per_class["pq"], per_class["sq"], per_class["rq"] = class_pq[:, 0], class_pq[:, 1], class_pq[:, 2]
+    _add_segmentation_by_class(per_class, per_pair[per_pair["match"] == "tp"])
+    return per_class
+
+
+def _cc_metrics(cc_names, g_sites, p_sites, g_cls, class_list, per_class, spacing, nsd_tolerance, worst):
+    """CC-Metrics with the GT nuclei as sites (and their means per class into ``per_class``); none asked: empty."""
+    if not cc_names:
+        return {}, None, None
+    # GT nuclei renumbered in raster order of their first pixel: Voronoi ties then never depend on label values
+    raster = np.argsort(g_sites.flat_index[g_sites.starts[:-1]], kind="stable")
+    new_id = np.empty(g_sites.n, dtype=np.int32)
+    new_id[raster] = np.arange(1, g_sites.n + 1, dtype=np.int32)
+    kept_gt = np.zeros(int(np.prod(g_sites.shape)), dtype=np.int32)
+    kept_gt[g_sites.flat_index] = new_id[g_sites.label - 1]
+    pred_mask = np.zeros(int(np.prod(p_sites.shape)), dtype=bool)
+    pred_mask[p_sites.flat_index] = True
+    cc_case = cc_evaluate(
+        pred_mask.reshape(p_sites.shape),
+        kept_gt.reshape(g_sites.shape),
+        cc_names,
+        spacing=spacing,
+        nsd_tolerance=nsd_tolerance,
+        worst_distance=worst,
+        sites="labels",
+    )
+    cc = {schema.cc(m): float(v) for m, v in cc_case.cc.items()}
+    per_component = cc_case.per_component.copy()  # one row per GT nucleus, in raster order
+    per_component["gt_label"] = g_sites.source_label[raster]
+    per_component["gt_class"] = g_cls[raster]
+    for m in cc_case.metrics:
+        values = cc_values(per_component[m], m, worst)
+        per_class[schema.cc(m)] = _class_means(values, per_component["gt_class"].to_numpy(), class_list)
+    return cc, per_component, cc_case
 
 
 def _per_pair_table(g_sites, p_sites, g_cls, p_cls, pair_g, pair_p, gt_free, pred_free, inter, iou, dice, hd, hd95):
