@@ -2,7 +2,8 @@
 
 NIfTI, MHA/MHD, NRRD (:mod:`~ccmetrics.formats.io`, size checks before any allocation), DICOM SEG and image
 series (:mod:`~ccmetrics.formats.dicom`), putting two images on one grid in patient space
-(:mod:`~ccmetrics.formats.grids`), nnU-Net's summary (:mod:`~ccmetrics.formats.nnunet`), and the types every
+(:mod:`~ccmetrics.formats.grids`), nnU-Net's summary (:mod:`~ccmetrics.formats.nnunet`), models' probability maps
+(:mod:`~ccmetrics.formats.probabilities`, nnU-Net's `.npz` included), and the types every
 reader returns (:mod:`~ccmetrics.formats.image`). It uses the metrics layer only for the classes of label maps.
 """
 
@@ -10,6 +11,9 @@ from .._lazy import attach
 
 #: public name -> the module of this layer that defines it (loaded on first use)
 _EXPORTS = {
+    "ProbabilityError": "probabilities",
+    "probability_file": "probabilities",
+    "read_probabilities": "probabilities",
     "DEFAULT_FRACTIONAL_THRESHOLD": "dicom",
     "SegImage": "dicom",
     "find_seg_file": "dicom",
@@ -39,4 +43,4 @@ _EXPORTS = {
     "nnunet_summary": "nnunet",
 }
 
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("dicom", "grids", "image", "io", "nnunet"))
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("dicom", "grids", "image", "io", "nnunet", "probabilities"))

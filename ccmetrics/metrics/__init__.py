@@ -92,6 +92,15 @@ _EXPORTS = {
     "unregister": "registry",
     "worst_value": "registry",
     "CaseResult": "results",
+    "CANDIDATE_METHODS": "candidates",
+    "Candidates": "candidates",
+    "find_candidates": "candidates",
+    "CPM_RATES": "detection_curves",
+    "CandidateMatch": "detection_curves",
+    "DetectionCurves": "detection_curves",
+    "detection_curves": "detection_curves",
+    "detection_curves_from_entries": "detection_curves",
+    "match_candidates": "detection_curves",
 }
 
 __getattr__, __dir__, __all__ = attach(
@@ -99,8 +108,10 @@ __getattr__, __dir__, __all__ = attach(
     _EXPORTS,
     (
         "aggregation",
+        "candidates",
         "case",
         "classes",
+        "detection_curves",
         "detection_rules",
         "lesions",
         "matching",

@@ -1,0 +1,393 @@
+"""A model's probability map for one case, read on the case's ground-truth grid and checked.
+
+:func:`read_probabilities` returns an :class:`~ccmetrics.formats.image.Image` whose array is float32 and indexed
+as :func:`~ccmetrics.formats.io.load_image` indexes the GT's (``array[i, j, k]``, file order), and
+:func:`probability_file` finds a case's file in a folder. Two kinds of files are read:
+
+* an image file (NIfTI, MHA/MHD, NRRD: what :func:`~ccmetrics.formats.io.load_image` reads), float, boolean or
+  0/1 integer, with its own geometry, which must be the GT's (``like``; checked by
+  :func:`~ccmetrics.formats.io.check_same_geometry`). A 4D NIfTI ``(x, y, z, c)`` (channels last, as MONAI's
+  ``SaveImage`` writes them) is read only with ``channel=``: that index along its last axis;
+* nnU-Net's ``CASE.npz`` (``nnUNetv2_predict --save_probabilities``: key ``probabilities``; nnU-Net v1's
+  ``--save_npz``: key ``softmax``), shape ``(C, *spatial)``, one channel per class (background first) or
+  per region. It holds no geometry: it takes ``like``'s, which is therefore required.
+
+Axis order of the ``.npz``: nnU-Net reads images through SimpleITK (``SimpleITKIO``:
+``sitk.GetArrayFromImage``, numpy order ``(z, y, x)``; its ``NibabelIO`` transposes nibabel's array to the
+same order) and writes the probabilities in that order, a 2D image as ``(C, 1, y, x)``.
+:func:`~ccmetrics.formats.io.load_image` returns ``(x, y, z)``: SimpleITK's array transposed, nibabel's as it
+is. A channel is therefore transposed (all axes reversed, a view) to lie voxel for voxel on ``like.array``.
+nnU-Net's ``NibabelIOWithReorient`` writes the ``.npz`` in the image's RAS-reoriented order, which the file
+does not record: such a map lies on the GT's grid only when the GT is itself RAS-oriented.
+
+Checks, each refused with a :class:`ProbabilityError` that names the file, what was found and the fix: a
+missing file; another grid than ``like`` (shape, spacing, origin, direction, with both values); NaN or
+infinite values (counted); values outside [0, 1] (the minimum and maximum found: logits need a sigmoid or
+softmax first); a multi-channel file without ``channel=`` (except nnU-Net's two channels of a binary task,
+whose channel 1 is the foreground), or a channel that does not exist.
+
+Cost: an image file is read once by :func:`~ccmetrics.formats.io.load_image` (size checks before any
+allocation, as there); a float32 array is returned as it is, other dtypes are cast once. A ``.npz`` member's
+shape and dtype are read from its header, and checked against ``like``, before it is decompressed; the whole
+``(C, *spatial)`` array is then decompressed (as ``np.load`` does) and the chosen channel copied out of it
+(the stack is not kept). The value checks are a minimum and a maximum over the array (two passes, no
+temporary); NaN and infinities are only counted when those are not finite.
+
+Exactness: confidences are float32, as picai_eval's ``read_prediction`` casts them. Boolean, 0/1 integer
+and float16 maps (nnU-Net's older ``.npz``) are exact in float32; a float64 map is rounded to the nearest
+float32 (relative error at most 2**-24), and its values are checked after that rounding.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .image import Image, ImageReadError, missing_file_message
+from .io import _check_nifti, _geometry, check_same_geometry, image_id, is_image_file, load_image
+
+__all__ = ["NPZ_KEYS", "ProbabilityError", "probability_file", "read_probabilities"]
+
+#: the keys of nnU-Net's ``.npz``, in the order they are looked for: v2's ``--save_probabilities``, v1's ``--save_npz``
+NPZ_KEYS = ("probabilities", "softmax")
+_HINT = "\n(is the file truncated or corrupt? write or copy it again)"
+
+
+class ProbabilityError(ValueError):
+    """A probability map that cannot be used: missing, on another grid than the GT, with values that are
+    no probabilities, or with several channels and none chosen. The message names the file, the problem
+    and the fix."""
+
+
+def read_probabilities(
+    path, *, like: Image | None = None, channel: int | None = None, tolerance_mm: float | None = None
+) -> Image:
+    """A probability map as float32 Image (array axes as load_image gives them, i.e. the GT's).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An image file (``.nii``, ``.nii.gz``, ``.mha``, ``.mhd``, ``.nrrd``, ``.nhdr``) or nnU-Net's ``.npz``.
+    like : Image, optional
+        The case's GT (:func:`~ccmetrics.formats.io.load_image`): an image file must lie on its grid, a
+        ``.npz`` takes its geometry (required for a ``.npz``). None: an image file is read unchecked.
+    channel : int, optional
+        The class's channel: of a ``.npz``, an index of its first axis (default 1 when it holds two
+        channels, a binary task's foreground; required otherwise); of a 4D NIfTI, an index of its last
+        axis (required). Not used for a 2D or 3D image file, which holds one map.
+    tolerance_mm : float, optional
+        Tolerance on the origin (mm) when comparing an image file's grid with ``like``'s; default that of
+        :func:`~ccmetrics.formats.io.check_same_geometry` (1e-3 mm). Spacing and direction are compared as it does.
+
+    Returns
+    -------
+    Image
+        float32 array on ``like``'s grid (its shape), with the file's geometry (a ``.npz``: ``like``'s).
+
+    Raises
+    ------
+    ProbabilityError
+        For a missing or unreadable file, a file of another kind, another grid than ``like``, NaN or
+        infinite values, values outside [0, 1], or a channel missing or not chosen (see the module docstring).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ccmetrics.formats.io import load_image, save_image
+    >>> folder = tempfile.mkdtemp()
+    >>> save_image(os.path.join(folder, "case.nii.gz"), np.zeros((4, 3, 2), np.uint8), spacing=(0.5, 0.5, 2.0))
+    >>> gt = load_image(os.path.join(folder, "case.nii.gz"))
+    >>> p = np.linspace(0, 1, 24, dtype=np.float32).reshape(4, 3, 2)
+    >>> save_image(os.path.join(folder, "case.mha"), p, like=gt)
+    >>> probs = read_probabilities(os.path.join(folder, "case.mha"), like=gt)
+    >>> probs.array.dtype, probs.array.shape, bool(np.array_equal(probs.array, p))
+    (dtype('float32'), (4, 3, 2), True)
+
+    nnU-Net's ``.npz`` holds ``(C, z, y, x)``: its channel 1 is read transposed, on the GT's grid.
+
+    >>> np.savez_compressed(os.path.join(folder, "case.npz"), probabilities=np.stack([1 - p.T, p.T]))
+    >>> bool(np.array_equal(read_probabilities(os.path.join(folder, "case.npz"), like=gt).array, p))
+    True
+    >>> save_image(os.path.join(folder, "logits.nii.gz"), p * 8 - 4, like=gt)
+    >>> read_probabilities(os.path.join(folder, "logits.nii.gz"), like=gt)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ccmetrics.formats.probabilities.ProbabilityError: '...logits.nii.gz' holds values from -4 to 4, outside [0, 1]...
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ProbabilityError(
+            f"{path!r} is a folder: give one case's probability file (probability_file(folder, case) finds it)"
+        )
+    if not os.path.isfile(path):
+        raise ProbabilityError(missing_file_message(path, "probability file"))
+    name = os.path.basename(path).lower()
+    if name.endswith(".npz") and len(name) > 4:
+        image = _read_npz(path, like, channel)
+    elif is_image_file(path) and not name.endswith(".dcm"):
+        image = _read_image(path, channel)
+        if like is not None:
+            tolerance = {} if tolerance_mm is None else {"atol_mm": float(tolerance_mm)}
+            problem = check_same_geometry(like, image, names=("gt", "probabilities"), **tolerance)
+            if problem:
+                raise ProbabilityError(
+                    f"{path!r} does not lie on the GT's voxel grid (GT: {like.path!r}): {problem}; "
+                    "write the probability map on the GT's grid (its shape, spacing, origin and direction), "
+                    "or check that both files belong to the same case"
+                )
+    else:
+        raise ProbabilityError(
+            f"cannot read {path!r} as a probability map: unknown extension; ccmetrics reads "
+            ".nii, .nii.gz, .mha, .mhd, .nrrd, .nhdr and nnU-Net's .npz (convert the file to one of these)"
+        )
+    _check_values(path, image.array)
+    return image
+
+
+def _read_image(path: str, channel: int | None) -> Image:
+    """An image file as float32 Image; a 4D NIfTI: its ``channel`` along the last axis."""
+    lower = os.path.basename(path).lower()
+    if lower.endswith((".nii", ".nii.gz")):
+        try:
+            hdr, lazy = _check_nifti(path, warn=True, count=False)
+        except ImageReadError as e:
+            raise ProbabilityError(str(e)) from e
+        shape = tuple(int(s) for s in hdr.get_data_shape())
+        while len(shape) > 3 and shape[-1] == 1:
+            shape = shape[:-1]
+        if len(shape) == 4:
+            return _nifti_channel(path, lazy, shape, channel)
+    try:
+        image = load_image(path)
+    except (OSError, ValueError) as e:  # ImageReadError is a ValueError
+        raise ProbabilityError(str(e)) from e
+    array = _as_float32(path, image.array)
+    return Image(array, image.spacing, image.affine, image.path)
+
+
+def _nifti_channel(path: str, lazy: Any, shape: tuple[int, ...], channel: int | None) -> Image:
+    """Channel ``channel`` along the last axis of the 4D NIfTI ``path`` (nibabel's lazy image ``lazy``)."""
+    if channel is None:
+        raise ProbabilityError(
+            f"{path!r} is a 4D image of shape {shape}: {shape[-1]} maps along its last axis; choose the "
+            f"class's one with channel= (0 to {shape[-1] - 1}; --classes on the command line), "
+            "or save that map as a 3D image"
+        )
+    index = _channel_index(path, channel, shape[-1], "along its last axis")
+    try:
+        array = np.asanyarray(lazy.dataobj[..., index])  # nibabel reads this channel only, scaled
+    except Exception as e:  # EOFError, zlib.error, OSError, ...
+        raise ProbabilityError(f"cannot read channel {index} of {path!r} with nibabel: {e}{_HINT}") from e
+    array = array.reshape(shape[:3])
+    try:
+        spacing, affine = _geometry(path, np.array(lazy.affine, dtype=float), 3)
+    except ImageReadError as e:
+        raise ProbabilityError(str(e)) from e
+    return Image(_as_float32(path, array), spacing, affine, path)
+
+
+def _channel_index(path: str, channel: Any, count: int, where: str) -> int:
+    """``channel`` as an index in ``range(count)``, else ProbabilityError naming the number of channels."""
+    try:
+        index = operator.index(channel)
+    except TypeError:
+        index = -1
+    if isinstance(channel, bool) or not 0 <= index < count:
+        raise ProbabilityError(
+            f"{path!r} holds {count} channel{'s' if count != 1 else ''} {where} (0 to {count - 1}): "
+            f"channel {channel!r} does not exist; choose one of them with channel="
+        )
+    return index
+
+
+def _read_npz(path: str, like: Image | None, channel: int | None) -> Image:
+    """nnU-Net's ``.npz``: the chosen channel, transposed onto ``like``'s grid, float32."""
+    if like is None:
+        raise ProbabilityError(
+            f"{path!r} is an nnU-Net .npz, which holds no geometry: pass like= (the case's GT, "
+            "load_image(gt_file)) to read it on the GT's grid"
+        )
+    key, shape, dtype = _npz_header(path)
+    if dtype.kind not in "biuf":
+        raise ProbabilityError(
+            f"{path!r}: its array {key!r} holds {dtype} values; a probability map holds floats in [0, 1]"
+        )
+    if len(shape) < 2:
+        raise ProbabilityError(
+            f"{path!r}: its array {key!r} has shape {shape}; nnU-Net writes (C, z, y, x) (a 2D image: "
+            "(C, 1, y, x)): write the probabilities with nnUNetv2_predict --save_probabilities"
+        )
+    two_d = like.array.ndim == 2 and len(shape) == 4 and shape[1] == 1  # nnU-Net's 2D images: (C, 1, y, x)
+    spatial = shape[2:] if two_d else shape[1:]
+    count = shape[0]
+    if channel is None:
+        if count != 2:
+            raise ProbabilityError(
+                f"{path!r} holds {count} channel{'s' if count != 1 else ''} (nnU-Net's order: background "
+                "first, then the labels of dataset.json, or one per region): choose the class's one with "
+                f"channel= (0 to {count - 1}; --classes on the command line)"
+            )
+        channel = 1  # a binary task: background, foreground
+    index = _channel_index(path, channel, count, "(the first axis of nnU-Net's (C, z, y, x))")
+    reversed_shape = tuple(reversed(spatial))
+    if reversed_shape != like.array.shape:
+        hint = ""
+        if tuple(spatial) == like.array.shape:
+            hint = (
+                "; its axes seem to be in load_image's (x, y, z) order already, where nnU-Net writes "
+                "SimpleITK's (z, y, x): write it as nnU-Net does"
+            )
+        raise ProbabilityError(
+            f"{path!r} does not lie on the GT's voxel grid (GT: {like.path!r}): shape differs: "
+            f"gt {like.array.shape}, probabilities {reversed_shape} (the .npz's spatial shape {tuple(spatial)} "
+            f"in nnU-Net's (z, y, x) order, reversed){hint}; check that both files belong to the same case"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            stack = npz[key]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ProbabilityError(f"cannot read {path!r}: {e}{_HINT}") from e
+    array = stack[index][0] if two_d else stack[index]
+    # reversed axes (a view), then one copy of this channel only: the (C, ...) stack is not kept
+    array = _as_float32(path, array.transpose(), copy=count > 1)
+    return Image(array, tuple(like.spacing), np.array(like.affine, dtype=float), path)
+
+
+def _npz_header(path: str) -> tuple[str, tuple[int, ...], np.dtype]:
+    """(key, shape, dtype) of the probability array of the ``.npz`` ``path``, from its ``.npy`` header only."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.namelist()
+            key = next((k for k in NPZ_KEYS if f"{k}.npy" in members), None)
+            if key is None:
+                found = sorted(m[:-4] if m.endswith(".npy") else m for m in members)
+                raise ProbabilityError(
+                    f"{path!r} holds the arrays {found}, none named 'probabilities' (nnU-Net v2's "
+                    "--save_probabilities) or 'softmax' (nnU-Net v1's --save_npz): save the probabilities "
+                    "under one of these names"
+                )
+            with archive.open(f"{key}.npy") as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(f)
+    except ProbabilityError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ProbabilityError(f"cannot read {path!r} as a .npz: {e}{_HINT}") from e
+    return key, tuple(int(s) for s in shape), np.dtype(dtype)
+
+
+def _as_float32(path: str, array: np.ndarray, copy: bool = False) -> np.ndarray:
+    """``array`` as float32 (no copy when it is float32 already, unless ``copy``); ProbabilityError for a
+    dtype that is no float, integer or bool."""
+    if array.dtype.kind not in "biuf":
+        raise ProbabilityError(
+            f"{path!r} holds {array.dtype} values; a probability map holds floats in [0, 1] "
+            "(or a 0/1 mask): save it as float32"
+        )
+    if array.dtype.kind in "iu":  # kept for the message of _check_values: integers are no probabilities
+        _check_integers(path, array)
+    return array.astype(np.float32, copy=copy)
+
+
+def _check_integers(path: str, array: np.ndarray) -> None:
+    """An integer map holds only 0 and 1 (a mask), else ProbabilityError with the values found."""
+    if array.size == 0:
+        return
+    lo, hi = array.min(), array.max()
+    if lo < 0 or hi > 1:
+        raise ProbabilityError(
+            f"{path!r} holds {array.dtype} values from {lo} to {hi}, outside [0, 1]: an integer image must "
+            "hold only 0 and 1 (a mask); scale a map stored as integers to [0, 1] first (e.g. divide 0-255 by "
+            "255) and save it as float32"
+        )
+
+
+def _check_values(path: str, array: np.ndarray) -> None:
+    """ProbabilityError when the float ``array`` holds NaN, infinities or values outside [0, 1]."""
+    if array.size == 0:
+        return
+    lo, hi = float(array.min()), float(array.max())  # NaN propagates, -inf and +inf are the extremes
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        nan = int(np.count_nonzero(np.isnan(array)))
+        pos = int(np.count_nonzero(array == np.inf))
+        neg = int(np.count_nonzero(array == -np.inf))
+        raise ProbabilityError(
+            f"{path!r} holds {nan:,} NaN, {pos:,} +inf and {neg:,} -inf values (of {array.size:,} voxels): "
+            "a probability map must be finite; check the model's output (an overflow, a division by zero) "
+            "and write the map again"
+        )
+    if lo < 0 or hi > 1:
+        raise ProbabilityError(
+            f"{path!r} holds values from {lo:.6g} to {hi:.6g}, outside [0, 1]: probabilities are needed; "
+            "if these are logits, apply a sigmoid (one map per class) or a softmax (over the classes) first"
+        )
+
+
+def _case_id(name: str) -> str | None:
+    """The case id of a probability file's name (``CASE.npz`` or an image file, not a DICOM SEG), else None."""
+    if name.lower().endswith(".npz") and len(name) > 4:
+        return name[:-4]
+    if is_image_file(name) and not name.lower().endswith(".dcm"):
+        return image_id(name)
+    return None
+
+
+def probability_file(folder, case_id: str) -> Path | None:
+    """The probability file of case ``case_id`` in ``folder``: named like the GT (``CASE.nii.gz``,
+    ``CASE.mha``, ``CASE.nrrd``, ``CASE.npz``, ...), or None when there is none.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Its files are compared by case id (:func:`~ccmetrics.formats.io.image_id`; ``CASE.npz``: ``CASE``);
+        hidden files are left out, subfolders are not searched. A broken symbolic link is returned, for
+        :func:`read_probabilities` to say what is wrong with it.
+    case_id : str
+        The GT's :func:`~ccmetrics.formats.io.image_id`.
+
+    Raises
+    ------
+    ProbabilityError
+        When ``folder`` is no folder, or two files hold the case in a way that leaves the choice open,
+        naming them. One ``CASE.npz`` beside one image ``CASE.nii.gz`` is nnU-Net's ``--save_probabilities``
+        layout (the image is its segmentation): the ``.npz`` is taken.
+
+    Notes
+    -----
+    Cost: one listing of ``folder`` per call.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> for name in ("case_001.npz", "case_002.nii.gz", "case_0010.mha", "notes.txt"):
+    ...     _ = (folder / name).write_bytes(b"")
+    >>> probability_file(folder, "case_001").name, probability_file(folder, "case_003")
+    ('case_001.npz', None)
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        if root.exists():
+            raise ProbabilityError(f"{os.fspath(folder)!r} is a file, not a folder: give the probability maps' folder")
+        raise ProbabilityError(missing_file_message(root, "probability folder"))
+    found = sorted(
+        p
+        for p in root.iterdir()
+        if not p.name.startswith(".") and (p.is_file() or p.is_symlink()) and _case_id(p.name) == case_id
+    )
+    npz = [p for p in found if p.name.lower().endswith(".npz")]
+    if len(found) == 2 and len(npz) == 1:  # nnU-Net: the segmentation beside the probabilities
+        return npz[0]
+    if len(found) > 1:
+        raise ProbabilityError(
+            f"{len(found)} files in {os.fspath(folder)!r} hold case {case_id!r}: "
+            f"{', '.join(p.name for p in found)}; keep one probability map per case in the folder"
+        )
+    return found[0] if found else None

@@ -1,0 +1,594 @@
+"""Lesion-level detection curves: candidates matched one-to-one to lesions, then FROC, AP, AUROC and CPM.
+
+The conventions are picai_eval's (the PI-CAI challenge's evaluation, version 1.4), reproduced exactly and
+tested against it; where picai_eval's numbers are not what its documentation says, this module says so.
+
+Matching (:func:`match_candidates`), per case
+---------------------------------------------
+1. The score of every lesion–candidate pair under the detection rule (``iou:T``, ``dice:T``, ``coverage:T``
+   or ``overlap``; pairwise, lesion against one candidate), from the overlap list of
+   :func:`~ccmetrics.metrics.matching.site_overlaps`: pairs that do not touch score 0 without being visited.
+2. A pair *passes* when its score reaches the threshold (inclusive: an IoU of exactly 0.1 passes ``iou:0.1``;
+   ``overlap``: any shared voxel).
+3. ``prefer="overlap"`` (picai_eval): passing pairs weigh ``1 + score``, the others 0, and the Hungarian
+   algorithm (:func:`scipy.optimize.linear_sum_assignment`, ``maximize=True``) picks the one-to-one
+   assignment of the largest total: the number of matches *plus* their summed overlap, so two well-overlapping
+   matches can beat three weak ones. ``prefer="confidence"`` (what picai_eval issue #24 asks for): weights
+   ``1 + confidence``, so among candidates passing the rule the most confident is the true positive.
+   The solver runs on the rows and columns that hold a passing pair, in lesion and candidate order.
+4. Matched candidates are true positives (``"tp"``); an unmatched candidate is a false positive (``"fp"``),
+   except that with ``ignore_unmatched_passing=True`` (picai_eval's
+   ``allow_unmatched_candidates_with_minimal_overlap``, its default) an unmatched candidate that passes the
+   rule with some lesion is left out (``"ignored"``): neither true nor false positive.
+5. The case's confidence is its highest candidate confidence, ignored candidates included (picai_eval: the
+   maximum of the detection map); 0 without candidates.
+
+Curves (:func:`detection_curves`), over all cases
+-------------------------------------------------
+The *entries* are one per lesion (target 1, the matched candidate's confidence, 0 when missed) and one per
+false positive (target 0, its confidence).
+
+- **AP**: picai_eval's: scikit-learn's precision–recall curve over the entries, precision set to 0 at the
+  threshold 0 (missed lesions), ``AP = Σ (R_i − R_{i−1}) P_i`` over the distinct confidences in descending
+  order. Undefined (NaN) without lesions.
+- **AUROC**, case level: cases are positive when they hold a lesion, scored by their confidence; the area
+  under the ROC curve by the trapezoidal rule (ties in score enter together: a tie between a positive and a
+  negative case counts one half). Undefined without positive or without negative cases.
+- **FROC**: at each distinct candidate confidence t > 0 (descending), sensitivity = lesions matched by a
+  candidate of confidence ≥ t / lesions, and false positives per case = false positives of confidence ≥ t /
+  cases. Two differences from picai_eval, both on purpose: picai_eval overwrites its last operating point
+  with the one before it (at false positives = ∞), which loses the lowest threshold's sensitivity when every
+  lesion was found; and above 10,000 distinct confidences it keeps a subsample of them. Here every point is
+  kept as computed; the curve is extended flat to the right.
+- **CPM** (the LUNA16 competition performance metric): the mean sensitivity at 1/8, 1/4, 1/2, 1, 2, 4 and 8
+  false positives per case, ``np.interp`` of sensitivity over false positives per case on the FROC's points
+  with (0, 0) prepended: linear between operating points, the higher sensitivity on a vertical step, the last
+  sensitivity beyond the last point. (LUNA16's own scripts differ in this detail; this is the rule.)
+- **picai_score**: (AUROC + AP) / 2, the PI-CAI ranking score.
+- **Confidence intervals**: a case-level percentile bootstrap (cases resampled with replacement, a case's
+  entries together), ``n_resamples`` resamples seeded by ``seed`` as the summary's intervals; resamples where
+  a value is undefined are left out.
+
+Cost: matching is O(P) for the P touching pairs plus the Hungarian step on the passing pairs' rows and
+columns; the curves sort the E entries once (O(E log E)), and each bootstrap resample is a weighted cumulative
+sum over them, batched (O(n_resamples · E) time, bounded memory).
+
+Examples
+--------
+A lesion found by the more confident of two candidates, and a false positive in a case without lesions:
+
+>>> import numpy as np
+>>> from ccmetrics.engine.components import find_sites
+>>> from ccmetrics.metrics.candidates import find_candidates
+>>> gt = np.zeros((1, 12), bool); gt[0, 0:4] = True
+>>> prob = np.zeros((1, 12), np.float32); prob[0, 0:3] = 0.75; prob[0, 6:8] = 0.5
+>>> m = match_candidates(find_candidates(prob), find_sites(gt), "iou:0.1")
+>>> m.outcome.tolist(), m.lesion.tolist(), m.lesion_confidence.tolist()
+(['tp', 'fp'], [1, 0], [0.75])
+>>> empty = np.zeros((1, 12), bool); prob2 = np.zeros((1, 12), np.float32); prob2[0, 9] = 0.25
+>>> m2 = match_candidates(find_candidates(prob2), find_sites(empty), "iou:0.1")
+>>> curves = detection_curves([m, m2], case_ids=["a", "b"], n_resamples=0)
+>>> round(curves.ap, 4), curves.auroc, curves.froc_fp_per_case.tolist(), curves.froc_sensitivity.tolist()
+(1.0, 1.0, [0.0, 0.5, 1.0], [1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ..engine.components import Sites
+from .candidates import Candidates
+from .detection_rules import DetectionRule
+from .matching import site_overlaps
+
+__all__ = [
+    "CPM_RATES",
+    "OUTCOMES",
+    "CandidateMatch",
+    "DetectionCurves",
+    "detection_curves",
+    "match_candidates",
+    "pair_scores",
+]
+
+#: false positives per case at which the CPM averages the sensitivity (LUNA16)
+CPM_RATES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: what a candidate can be after matching
+OUTCOMES = ("tp", "fp", "ignored")
+_PREFER = ("overlap", "confidence")
+
+
+def pair_scores(rule: DetectionRule, intersection: np.ndarray, gt_size: np.ndarray, cand_size: np.ndarray):
+    """The detection rule's score of lesion–candidate pairs, and whether each passes.
+
+    Parameters
+    ----------
+    rule : DetectionRule
+        ``iou:T``, ``dice:T``, ``coverage:T`` or ``overlap`` (which scores by IoU and passes any shared voxel).
+    intersection, gt_size, cand_size : ndarray of int
+        Per pair: shared voxels, the lesion's voxels, the candidate's voxels.
+
+    Returns
+    -------
+    score : ndarray of float64
+    passes : ndarray of bool
+
+    Examples
+    --------
+    >>> score, ok = pair_scores(DetectionRule.parse("iou:0.1"), np.array([1, 1]), np.array([10, 10]),
+    ...                         np.array([1, 2]))
+    >>> score.tolist(), ok.tolist()
+    ([0.1, 0.09090909090909091], [True, False])
+    """
+    inter = np.asarray(intersection, np.float64)
+    g = np.asarray(gt_size, np.float64)
+    c = np.asarray(cand_size, np.float64)
+    if rule.kind == "centroid":
+        raise ValueError(
+            "the centroid rule gives no score to match candidates by: use iou:T (picai_eval's iou:0.1), dice:T, "
+            "coverage:T or overlap"
+        )
+    if rule.kind == "dice":
+        score = 2 * inter / (g + c)
+    elif rule.kind == "coverage":
+        score = inter / g
+    else:
+        score = inter / (g + c - inter)
+    passes = inter > 0 if rule.kind == "overlap" else (inter > 0) & (score >= float(rule.threshold or 0.0))
+    return score, passes
+
+
+@dataclass(frozen=True)
+class CandidateMatch:
+    """One case's candidates matched to its lesions.
+
+    Candidates are numbered 1..M and lesions 1..K as in their :class:`~ccmetrics.engine.components.Sites`;
+    arrays are indexed from 0.
+
+    Attributes
+    ----------
+    rule : DetectionRule
+    prefer : str
+    confidence : ndarray of float64, (M,)
+        Each candidate's confidence.
+    outcome : ndarray of str, (M,)
+        ``"tp"``, ``"fp"`` or ``"ignored"``.
+    lesion : ndarray of int64, (M,)
+        The lesion a true positive is matched to; 0 otherwise.
+    score : ndarray of float64, (M,)
+        The rule's score with the matched lesion; for the others, the best score with any lesion (0 if none).
+    lesion_candidate : ndarray of int64, (K,)
+        The candidate matched to each lesion; 0 when missed.
+    lesion_confidence : ndarray of float64, (K,)
+        The matched candidate's confidence; 0 when missed.
+    case_confidence : float
+        The highest candidate confidence, 0 without candidates.
+    """
+
+    rule: DetectionRule
+    prefer: str
+    confidence: np.ndarray
+    outcome: np.ndarray
+    lesion: np.ndarray
+    score: np.ndarray
+    lesion_candidate: np.ndarray
+    lesion_confidence: np.ndarray
+    case_confidence: float
+
+    @property
+    def n_lesions(self) -> int:
+        """Lesions of the case."""
+        return len(self.lesion_candidate)
+
+    @property
+    def tp(self) -> int:
+        """Matched candidates (= found lesions)."""
+        return int((self.outcome == "tp").sum())
+
+    @property
+    def fp(self) -> int:
+        """False-positive candidates."""
+        return int((self.outcome == "fp").sum())
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(target, confidence)``: one entry per lesion (1, its confidence or 0), then per false positive (0, …).
+
+        These are picai_eval's ``lesion_results`` (without the overlap) in this module's order.
+        """
+        fp = self.confidence[self.outcome == "fp"]
+        target = np.concatenate([np.ones(self.n_lesions, np.int8), np.zeros(len(fp), np.int8)])
+        return target, np.concatenate([self.lesion_confidence, fp])
+
+
+def match_candidates(
+    candidates: Candidates,
+    lesions: Sites,
+    rule: Any = "iou:0.1",
+    *,
+    prefer: str = "overlap",
+    ignore_unmatched_passing: bool = True,
+) -> CandidateMatch:
+    """Match one case's candidates to its lesions one-to-one (the module's steps 1–5).
+
+    Parameters
+    ----------
+    candidates : Candidates
+        From :func:`~ccmetrics.metrics.candidates.find_candidates`.
+    lesions : Sites
+        The GT's lesions (:func:`~ccmetrics.engine.components.find_sites`; picai_eval labels them
+        26-connected, the default).
+    rule : str or DetectionRule
+        Default ``"iou:0.1"``, picai_eval's.
+    prefer : {"overlap", "confidence"}
+        What the assignment maximizes after the number of matches (see the module docstring).
+    ignore_unmatched_passing : bool
+        picai_eval's ``allow_unmatched_candidates_with_minimal_overlap`` (default True).
+
+    Returns
+    -------
+    CandidateMatch
+
+    Examples
+    --------
+    picai_eval's objective keeps two good matches rather than three weak ones? Here one lesion, two
+    candidates: the better-overlapping one wins, the other (passing too) is left out:
+
+    >>> from ccmetrics.engine.components import find_sites
+    >>> from ccmetrics.metrics.candidates import find_candidates
+    >>> gt = np.zeros((1, 10), bool); gt[0, :6] = True
+    >>> prob = np.zeros((1, 10), np.float32); prob[0, :4] = 0.25; prob[0, 5] = 0.5
+    >>> m = match_candidates(find_candidates(prob), find_sites(gt))
+    >>> m.outcome.tolist(), m.lesion_confidence.tolist()
+    (['tp', 'ignored'], [0.25])
+    >>> match_candidates(find_candidates(prob), find_sites(gt), prefer="confidence").lesion_confidence.tolist()
+    [0.5]
+    """
+    rule = DetectionRule.parse(rule)
+    if prefer not in _PREFER:
+        raise ValueError(f"prefer must be 'overlap' (picai_eval) or 'confidence', got {prefer!r}")
+    sites = candidates.sites
+    if sites.shape != lesions.shape:
+        raise ValueError(f"the candidates' image has shape {sites.shape}, the GT {lesions.shape}")
+    k, m = lesions.n, sites.n
+    conf = np.asarray(candidates.confidence, np.float64)
+    ov = site_overlaps(sites, lesions)
+    score, passes = pair_scores(rule, ov.pair_intersection, ov.gt_sizes[ov.pair_gt], ov.pred_sizes[ov.pair_pred])
+    pg, pc, ps = ov.pair_gt[passes], ov.pair_pred[passes], score[passes]
+    lesion_candidate = np.zeros(k, np.int64)
+    cand_lesion = np.zeros(m, np.int64)
+    cand_score = np.zeros(m)
+    if len(ps):
+        np.maximum.at(cand_score, ov.pair_pred, score)  # the best score of each candidate, for the table
+        rows, rinv = np.unique(pg, return_inverse=True)
+        cols, cinv = np.unique(pc, return_inverse=True)
+        weight = np.zeros((len(rows), len(cols)))
+        weight[rinv, cinv] = 1 + (ps if prefer == "overlap" else conf[pc])
+        r, c = linear_sum_assignment(weight, maximize=True)
+        keep = weight[r, c] > 0
+        gi, ci = rows[r[keep]], cols[c[keep]]
+        lesion_candidate[gi] = ci + 1
+        cand_lesion[ci] = gi + 1
+        matched_score = np.zeros((len(rows), len(cols)))
+        matched_score[rinv, cinv] = ps
+        cand_score[ci] = matched_score[r[keep], c[keep]]
+    elif len(score):
+        np.maximum.at(cand_score, ov.pair_pred, score)
+    outcome = np.full(m, "fp", dtype="<U7")
+    if ignore_unmatched_passing and len(pc):
+        outcome[np.unique(pc)] = "ignored"
+    outcome[cand_lesion > 0] = "tp"
+    lesion_conf = np.where(lesion_candidate > 0, conf[np.maximum(lesion_candidate - 1, 0)] if m else 0.0, 0.0)
+    return CandidateMatch(
+        rule,
+        prefer,
+        conf,
+        outcome,
+        cand_lesion,
+        cand_score,
+        lesion_candidate,
+        lesion_conf.astype(np.float64),
+        candidates.case_confidence,
+    )
+
+
+@dataclass(frozen=True)
+class DetectionCurves:
+    """Lesion-level detection curves of a set of cases, and their scalar summaries.
+
+    Scalars are NaN where undefined (AP and CPM without lesions, AUROC without positive or negative cases);
+    each ``*_ci`` is a (low, high) percentile bootstrap interval over cases ((nan, nan) when
+    ``n_resamples`` is 0 or fewer than two cases).
+
+    Attributes
+    ----------
+    ap, auroc, picai_score, cpm : float
+    ap_ci, auroc_ci, picai_score_ci, cpm_ci : tuple of float
+    froc_threshold, froc_fp_per_case, froc_sensitivity : ndarray
+        The FROC's operating points, one per distinct candidate confidence > 0, in descending confidence.
+    pr_threshold, pr_recall, pr_precision : ndarray
+        The precision–recall curve's points (distinct entry confidences, descending; precision 0 at 0).
+    roc_fpr, roc_tpr : ndarray
+        The case-level ROC curve from (0, 0) to (1, 1).
+    n_cases, n_lesions, n_positive_cases, n_true_positives, n_false_positives : int
+        ``n_true_positives``: lesions matched by a candidate of confidence > 0.
+    """
+
+    ap: float
+    auroc: float
+    picai_score: float
+    cpm: float
+    ap_ci: tuple[float, float]
+    auroc_ci: tuple[float, float]
+    picai_score_ci: tuple[float, float]
+    cpm_ci: tuple[float, float]
+    froc_threshold: np.ndarray
+    froc_fp_per_case: np.ndarray
+    froc_sensitivity: np.ndarray
+    pr_threshold: np.ndarray
+    pr_recall: np.ndarray
+    pr_precision: np.ndarray
+    roc_fpr: np.ndarray
+    roc_tpr: np.ndarray
+    n_cases: int
+    n_lesions: int
+    n_positive_cases: int
+    n_true_positives: int
+    n_false_positives: int
+    extra: dict = field(default_factory=dict, repr=False)
+
+    def sensitivity_at(self, fp_per_case: float) -> float:
+        """The FROC's sensitivity at a number of false positives per case (the CPM's interpolation rule).
+
+        >>> c = detection_curves_from_entries(["a", "b"], [1, 0], [0.5, 0.9], ["a", "b"], [1, 0], [0.5, 0.9],
+        ...                                   n_resamples=0)
+        >>> c.froc_fp_per_case.tolist(), c.froc_sensitivity.tolist()
+        ([0.5, 0.5], [0.0, 1.0])
+        >>> c.sensitivity_at(0.25), c.sensitivity_at(0.5), c.sensitivity_at(8)
+        (0.0, 1.0, 1.0)
+        """
+        return float(_interp_sensitivity(np.array([fp_per_case]), self.froc_fp_per_case, self.froc_sensitivity)[0])
+
+
+def _interp_sensitivity(rates: np.ndarray, fppc: np.ndarray, sens: np.ndarray) -> np.ndarray:
+    return np.interp(rates, np.concatenate([[0.0], fppc]), np.concatenate([[0.0], sens]))
+
+
+def _groups(sorted_conf: np.ndarray) -> np.ndarray:
+    """Index of the last entry of each run of equal confidences (entries sorted descending)."""
+    if len(sorted_conf) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[sorted_conf[1:] != sorted_conf[:-1], True])
+
+
+class _Sorted:
+    """The entries sorted by confidence, descending, with the distinct thresholds found once."""
+
+    def __init__(self, target: np.ndarray, conf: np.ndarray, case_index: np.ndarray):
+        order = np.argsort(-conf, kind="stable")
+        self.target = target[order].astype(np.float64)
+        self.conf = conf[order]
+        self.case = case_index[order]
+        self.last = _groups(self.conf)
+        self.threshold = self.conf[self.last]
+
+    def counts(self, weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Cumulative (true, false) weights at each distinct threshold; ``weight`` is (B, n_cases) or None."""
+        if weight is None:
+            tp = np.cumsum(self.target)[self.last]
+            return tp, np.cumsum(1.0 - self.target)[self.last] if len(self.target) else tp
+        w = weight[:, self.case]
+        tp = np.cumsum(w * self.target, axis=1)[:, self.last]
+        fp = np.cumsum(w * (1.0 - self.target), axis=1)[:, self.last]
+        return tp, fp
+
+
+def _ap(tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+    """picai_eval's AP from cumulative counts at the descending thresholds (last axis)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+        precision = np.where(threshold > 0, precision, 0.0)
+        recall = tp / positives[..., None]
+    d_recall = np.diff(recall, axis=-1, prepend=0.0)
+    return np.where(positives > 0, np.sum(d_recall * precision, axis=-1), np.nan)
+
+
+def _froc(tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, n_cases: int, threshold: np.ndarray):
+    keep = threshold > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sens = tp[..., keep] / positives[..., None]
+    return fp[..., keep] / n_cases, sens
+
+
+def _auroc(target: np.ndarray, score: np.ndarray, weight: np.ndarray | None):
+    """Trapezoidal ROC AUC over cases (ties together); also the curve when ``weight`` is None."""
+    order = np.argsort(-score, kind="stable")
+    t, s = target[order].astype(np.float64), score[order]
+    last = _groups(s)
+    w = np.ones((1, len(t))) if weight is None else weight[:, order]
+    tps = np.cumsum(w * t, axis=1)[:, last]
+    fps = np.cumsum(w * (1.0 - t), axis=1)[:, last]
+    tps = np.concatenate([np.zeros((len(w), 1)), tps], axis=1)
+    fps = np.concatenate([np.zeros((len(w), 1)), fps], axis=1)
+    p, n = tps[:, -1:], fps[:, -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpr, fpr = tps / p, fps / n
+        area = np.sum(np.diff(fpr, axis=1) * (tpr[:, 1:] + tpr[:, :-1]) / 2, axis=1)
+    area = np.where((p[:, 0] > 0) & (n[:, 0] > 0), area, np.nan)
+    return area, fpr[0], tpr[0]
+
+
+def _percentile_ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return (float("nan"), float("nan"))
+    alpha = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(values, [alpha, 100 - alpha])
+    return float(lo), float(hi)
+
+
+def detection_curves_from_entries(
+    entry_case: Sequence[Any],
+    target: Any,
+    confidence: Any,
+    case_ids: Sequence[Any],
+    case_target: Any,
+    case_confidence: Any,
+    *,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> DetectionCurves:
+    """The curves from tidy entries: one row per lesion or false positive, and one per case.
+
+    Parameters
+    ----------
+    entry_case, target, confidence : sequences of equal length
+        Each entry's case id, target (1 lesion, 0 false positive) and confidence (0 for a missed lesion).
+    case_ids, case_target, case_confidence : sequences of equal length
+        Every case (those without entries too): its id, whether it holds a lesion, its confidence.
+    n_resamples, confidence_level, seed
+        The case-level bootstrap (``n_resamples=0``: no intervals).
+
+    Returns
+    -------
+    DetectionCurves
+    """
+    case_ids = list(case_ids)
+    index = {c: i for i, c in enumerate(case_ids)}
+    if len(index) != len(case_ids):
+        raise ValueError("case_ids holds a case twice")
+    try:
+        entry_index = np.array([index[c] for c in entry_case], np.int64)
+    except KeyError as exc:
+        raise ValueError(f"an entry names case {exc.args[0]!r}, which is not in case_ids") from None
+    target_arr = np.asarray(target, np.int64)
+    conf = np.asarray(confidence, np.float64)
+    case_t = np.asarray(case_target, np.int64)
+    case_s = np.asarray(case_confidence, np.float64)
+    if not (len(target_arr) == len(conf) == len(entry_index)):
+        raise ValueError("entry_case, target and confidence must have the same length")
+    if not (len(case_t) == len(case_s) == len(case_ids)):
+        raise ValueError("case_ids, case_target and case_confidence must have the same length")
+    for name, values in (("confidence", conf), ("case_confidence", case_s)):
+        if len(values) and (not np.all(np.isfinite(values)) or values.min() < 0):
+            raise ValueError(f"{name} must hold finite values >= 0")
+    n = len(case_ids)
+    entries = _Sorted(target_arr, conf, entry_index)
+    tp, fp = entries.counts(None)
+    positives = np.array(float(target_arr.sum()))
+    ap = float(_ap(tp, fp, positives, entries.threshold))
+    fppc, sens = _froc(tp, fp, positives, max(n, 1), entries.threshold)
+    cpm = float(np.mean(_interp_sensitivity(np.array(CPM_RATES), fppc, sens))) if positives > 0 else float("nan")
+    area, roc_fpr, roc_tpr = _auroc(case_t, case_s, None)
+    auroc = float(area[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(entries.threshold > 0, tp / np.maximum(tp + fp, 1e-300), 0.0)
+        recall = tp / positives if positives > 0 else np.full(len(tp), np.nan)
+    cis = _bootstrap(entries, case_t, case_s, n, n_resamples, confidence_level, seed)
+    return DetectionCurves(
+        ap=ap,
+        auroc=auroc,
+        picai_score=(auroc + ap) / 2,
+        cpm=cpm,
+        ap_ci=cis["ap"],
+        auroc_ci=cis["auroc"],
+        picai_score_ci=cis["picai_score"],
+        cpm_ci=cis["cpm"],
+        froc_threshold=entries.threshold[entries.threshold > 0],
+        froc_fp_per_case=fppc,
+        froc_sensitivity=sens,
+        pr_threshold=entries.threshold,
+        pr_recall=recall,
+        pr_precision=precision,
+        roc_fpr=roc_fpr,
+        roc_tpr=roc_tpr,
+        n_cases=n,
+        n_lesions=int(positives),
+        n_positive_cases=int(case_t.sum()),
+        n_true_positives=int(((target_arr == 1) & (conf > 0)).sum()),
+        n_false_positives=int((target_arr == 0).sum()),
+    )
+
+
+def _bootstrap(entries: _Sorted, case_t, case_s, n: int, n_resamples: int, confidence: float, seed: int) -> dict:
+    names = ("ap", "auroc", "picai_score", "cpm")
+    if n_resamples <= 0 or n < 2:
+        return {k: (float("nan"), float("nan")) for k in names}
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(n_resamples, n))
+    per_batch = max(1, 4_000_000 // max(len(entries.target), n, 1))
+    values: dict[str, list] = {k: [] for k in names}
+    rates = np.array(CPM_RATES)
+    for start in range(0, n_resamples, per_batch):
+        chunk = draws[start : start + per_batch]
+        weight = np.zeros((len(chunk), n))
+        np.add.at(weight, (np.repeat(np.arange(len(chunk)), n), chunk.ravel()), 1.0)
+        tp, fp = entries.counts(weight)
+        positives = (
+            (weight[:, entries.case] * entries.target).sum(axis=1) if len(entries.target) else np.zeros(len(chunk))
+        )
+        ap = _ap(tp, fp, positives, entries.threshold)
+        fppc, sens = _froc(tp, fp, positives, n, entries.threshold)
+        cpm = np.array(
+            [
+                np.mean(_interp_sensitivity(rates, fppc[i], sens[i])) if positives[i] > 0 else np.nan
+                for i in range(len(chunk))
+            ]
+        )
+        auroc = _auroc(case_t, case_s, weight)[0]
+        values["ap"].append(ap)
+        values["auroc"].append(auroc)
+        values["picai_score"].append((ap + auroc) / 2)
+        values["cpm"].append(cpm)
+    return {k: _percentile_ci(np.concatenate(v), confidence) for k, v in values.items()}
+
+
+def detection_curves(
+    matches: Sequence[CandidateMatch],
+    *,
+    case_ids: Sequence[Any] | None = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> DetectionCurves:
+    """The detection curves of a set of cases, each a :class:`CandidateMatch` (see the module docstring).
+
+    Parameters
+    ----------
+    matches : sequence of CandidateMatch
+        One per case, from :func:`match_candidates`.
+    case_ids : sequence, optional
+        The cases' names (default 0, 1, …).
+    n_resamples, confidence_level, seed
+        The case-level bootstrap (``n_resamples=0``: no intervals).
+
+    Returns
+    -------
+    DetectionCurves
+    """
+    ids = list(range(len(matches))) if case_ids is None else list(case_ids)
+    if len(ids) != len(matches):
+        raise ValueError(f"{len(ids)} case_ids for {len(matches)} cases")
+    entry_case: list = []
+    targets, confs = [], []
+    for cid, m in zip(ids, matches):
+        t, c = m.entries()
+        entry_case.extend([cid] * len(t))
+        targets.append(t)
+        confs.append(c)
+    return detection_curves_from_entries(
+        entry_case,
+        np.concatenate(targets) if targets else np.zeros(0),
+        np.concatenate(confs) if confs else np.zeros(0),
+        ids,
+        [int(m.n_lesions > 0) for m in matches],
+        [m.case_confidence for m in matches],
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        seed=seed,
+    )
