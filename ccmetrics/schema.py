@@ -10,6 +10,9 @@ files, :mod:`ccmetrics.analysis.stats`, :mod:`ccmetrics.analysis.plots`, the rep
 ``per_prediction`` (:data:`PER_PREDICTION`)
     One row per predicted connected component of every case and class (with the ``detection``
     metric): matched or not, its size, the lesions it overlaps and where it lies.
+``per_candidate`` (:data:`PER_CANDIDATE`)
+    One row per lesion candidate of a probability map (``--probabilities``): its confidence, whether it is a
+    true positive, the lesion it is matched to, and where it lies.
 ``summary`` (:data:`SUMMARY`)
     One row per class, metric and aggregation: the data set's means, medians and intervals.
 
@@ -46,6 +49,7 @@ __all__ = [
     "Field",
     "PER_CASE",
     "PER_CASE_FRONT",
+    "PER_CANDIDATE",
     "PER_COMPONENT",
     "PER_PREDICTION",
     "SUMMARY",
@@ -98,6 +102,12 @@ MEDIAN = "median"
 CI_LOW = "ci_low"
 CI_HIGH = "ci_high"
 
+CANDIDATE = "candidate"
+CONFIDENCE = "confidence"
+LESION = "lesion"
+SCORE = "score"
+CASE_CONFIDENCE = "case_confidence"
+
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
 
@@ -106,7 +116,7 @@ COMPUTE_SECONDS = "compute_seconds"
 #: only by these names (other files there are the user's)
 PLOT_FILE = re.compile(
     r"(?:metric_vs_volume_\w+|standard_vs_cc_\w+|by_group_cc_\w+|detection_by_size(?:_class\d+)?"
-    r"|case_distribution(?:_class\d+)?)\.png"
+    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc)(?:_class\d+)?)\.png"
 )
 
 # ---------------------------------------------------------------- values
@@ -125,6 +135,9 @@ FLAG_SEPARATOR = ";"
 
 #: ``outcome`` of a predicted component: it overlaps a detected lesion, or not
 TRUE_POSITIVE, FALSE_POSITIVE = "tp", "fp"
+#: ``outcome`` of a lesion candidate that passes the rule with a lesion matched to another candidate: left out
+#: (picai_eval's ``allow_unmatched_candidates_with_minimal_overlap``)
+IGNORED = "ignored"
 #: separator of the lesion numbers in a ``gt_lesions`` cell
 LESION_SEPARATOR = ";"
 
@@ -332,6 +345,36 @@ PER_PREDICTION = TableSchema(
     key=(CASE, CLASS, PREDICTION),
 )
 
+#: one row per lesion candidate of every case and class (with probability maps)
+PER_CANDIDATE = TableSchema(
+    "per_candidate",
+    "per_candidate.csv",
+    fields=(
+        *_CASE_CLASS,
+        Field(CANDIDATE, "int", "the candidate, 1..M in raster order of its first voxel"),
+        Field(CONFIDENCE, "float", "its confidence (the probability map's maximum inside it, or the mean)"),
+        *_VOLUMES,
+        Field(
+            OUTCOME,
+            "str",
+            "tp (matched to a lesion), fp, or ignored (passes the rule with a lesion matched to another)",
+        ),
+        Field(LESION, "int", "the GT component (per_component's number) it is matched to; 0 when it is not"),
+        Field(
+            SCORE, "float", "the detection rule's score with that lesion (unmatched: its best score with any lesion)"
+        ),
+        *(
+            Field(c, "float", f"its centroid, voxel index along axis {i} (NaN for a missing axis)")
+            for i, c in enumerate(CENTROID_VOXEL)
+        ),
+        *(
+            Field(c, "float", f"its centroid in patient (RAS) mm, {c[9]} (NaN without the image's geometry)")
+            for c in CENTROID_MM
+        ),
+    ),
+    key=(CASE, CLASS, CANDIDATE),
+)
+
 #: one row per case and class, every image file of both folders included (errors too)
 PER_CASE = TableSchema(
     "per_case",
@@ -353,6 +396,12 @@ PER_CASE = TableSchema(
     ),
     tail=(
         Field(PRED_VOLUME_ML, "float", "prediction volume in ml (NaN without a spacing)"),
+        Field(
+            CASE_CONFIDENCE,
+            "float",
+            "the case's confidence: its highest candidate confidence, 0 without candidates (--probabilities)",
+            required=False,
+        ),
         *(
             Field(
                 name,

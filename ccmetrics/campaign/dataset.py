@@ -55,6 +55,7 @@ from .._files import atomic_write
 from .._inputs import as_spacing
 from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
+from ..engine.ground_truth import GroundTruth
 from ..formats.dicom import holds_dicom
 from ..formats.grids import align_pair
 from ..formats.io import Image, image_id, is_image_file, load_image
@@ -62,10 +63,12 @@ from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..metrics.case import evaluate
 from ..metrics.classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json
+from ..metrics.detection_curves import DetectionCurves, detection_curves_from_tables
 from ..metrics.detection_rules import DetectionRule
 from ..metrics.results import CaseResult
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
+from .probabilities import ProbabilityOptions, attach_probabilities, case_candidates, read_case_map, segmentation_of
 from .records import file_fingerprint
 from .scheduler import EvaluationFailed, EvaluationInterrupted, Failed, RunInfo, Stopped, run_cases
 
@@ -94,14 +97,16 @@ class CaseTask:
     :class:`~ccmetrics.formats.image.Image`).
 
     ``pred=None`` means the prediction is missing (evaluated as empty and
-    flagged); ``gt=None`` means there is no GT (an error row); ``error`` set
-    means the case is already known to be broken (e.g. two GT files with one id).
+    flagged, unless the segmentation comes from the probability map); ``gt=None`` means there is no GT (an
+    error row); ``error`` set means the case is already known to be broken (e.g. two GT files with one id).
     """
 
     case: str
     gt: Any = None
     pred: Any = None
     error: str = ""
+    #: the case's probability map (a path, an array or an Image), with ``probabilities``
+    prob: Any = None
 
     def file_names(self) -> tuple[str, str]:
         return _describe(self.gt), _describe(self.pred)
@@ -141,6 +146,9 @@ class EvalOptions:
         The folder of DICOM series that places DICOM SEGs.
     segment_classes : bool
         The classes are the segments found in DICOM SEGs (checked per case).
+    probabilities : ProbabilityOptions or None
+        How the cases' probability maps are read, their candidates found and matched
+        (:mod:`ccmetrics.campaign.probabilities`); None: no maps.
 
     Examples
     --------
@@ -166,6 +174,7 @@ class EvalOptions:
     nnunet_counts: bool = False
     reference_images: str | None = None
     segment_classes: bool = False
+    probabilities: ProbabilityOptions | None = None
 
     @classmethod
     def build(
@@ -183,11 +192,13 @@ class EvalOptions:
         ignore_label: int | None = None,
         nnunet_summary: bool = False,
         reference_images: _PathLike | None = None,
+        probabilities: ProbabilityOptions | None = None,
     ) -> EvalOptions:
         """The options from :func:`evaluate_dataset`'s arguments, checked (the messages name the options).
 
         The engine configuration is the one in force here. ``classes=None`` means binary masks, unless the
-        cases hold DICOM SEGs: see :meth:`with_segment_classes`.
+        cases hold DICOM SEGs: see :meth:`with_segment_classes`. With ``probabilities`` the detection rule
+        defaults to ``iou:0.1`` (picai_eval's), and the task is binary.
         """
         records = registry.resolve(metrics)
         if any(isinstance(m.compute, registry.MonaiRegionMetric) and m.name not in registry.names() for m in records):
@@ -200,6 +211,13 @@ class EvalOptions:
         if isinstance(spacing, str) and spacing not in ("header", "voxel"):
             raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
         parsed = parse_classes(classes) if classes is not None else None
+        if probabilities is not None:
+            if parsed is not None:
+                raise ValueError(
+                    "probability maps are evaluated for binary tasks (one map, one class): leave classes out, and "
+                    "choose the map's channel with channel="
+                )
+            detection_rule = "iou:0.1" if detection_rule is None else detection_rule
         ignore_label = _checked_ignore_label(ignore_label, parsed)
         if reference_images is not None:
             if not os.path.isdir(reference_images):
@@ -221,6 +239,7 @@ class EvalOptions:
             ignore_label,
             bool(nnunet_summary),
             None if reference_images is None else str(reference_images),
+            probabilities=probabilities,
         )
 
     def with_segment_classes(self, tasks: Sequence[CaseTask]) -> EvalOptions:
@@ -260,6 +279,7 @@ class EvalOptions:
             "detection_rule": self.detection_rule,
             "tolerance_mm": self.tolerance_mm,
             **({"reference_images": self.reference_images} if self.reference_images else {}),
+            **({"probabilities": self.probabilities.key()} if self.probabilities else {}),
         }
 
 
@@ -415,6 +435,11 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             _check_segments(gt, read, options.classes or ())
         if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
             gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
+        prob = None
+        if options.probabilities is not None:  # the map on the GT's grid; without predictions, its segmentation
+            prob = read_case_map(task.prob, gt, options.probabilities, options.tolerance_mm)
+            read = segmentation_of(prob) if options.probabilities.segment_from_map else read
+            t_read = time.perf_counter() - t0
         if read is None:
             pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine)
             flags.append(MISSING_PREDICTION)
@@ -422,7 +447,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             pred = read
         if gt.array.shape != pred.array.shape:
             raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
-        too_much, need = _over_memory(gt, pred, options.max_case_bytes)
+        too_much, need = _over_memory(gt, pred, options.max_case_bytes, _map_bytes(gt.array.shape, options))
         if too_much:
             output = failed_output(task, options, too_much, t_read, time.perf_counter() - t0 - t_read)
             return {**output, "retry": True}
@@ -438,6 +463,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             detection_rule=options.detection_rule,
         )
         results: dict[int, CaseResult]
+        # with a map, the GT's lesions are labelled once for the metrics and the candidates' matching
+        truth = GroundTruth(gt.array, connectivity=options.connectivity, prepare=False) if prob is not None else None
         # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
         with engine_config(options.engine), memory_guard(options.max_case_bytes, base=need):
             if options.classes:
@@ -450,7 +477,21 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                     **kwargs,
                 )
             else:
-                results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
+                target = gt.array if truth is None else truth
+                results = {1: evaluate(pred.array, target, options.metric_arguments(), **kwargs)}
+            candidates = None
+            if prob is not None and truth is not None:
+                candidates, case_confidence = case_candidates(
+                    prob,
+                    truth.found,
+                    pred.array,
+                    options.probabilities,  # type: ignore[arg-type]
+                    options.detection_rule,
+                    case=task.case,
+                    connectivity=options.connectivity,
+                    voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
+                    affine=gt.affine if gt_known else None,
+                )
     except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
         output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
         return {**output, "retry": True}
@@ -477,6 +518,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row.update(result.case_row())
         row.update(counts.get(c, {}))
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
+        if candidates is not None:
+            row[schema.CASE_CONFIDENCE] = case_confidence
         rows.append(row)
         frame = result.to_frame(task.case, c)
         prediction = result.prediction_frame(task.case, c, gt.affine if gt_known else None)
@@ -491,6 +534,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         "rows": rows,
         "components": pd.concat(frames, ignore_index=True),
         "predictions": None if predictions[0] is None else pd.concat(predictions, ignore_index=True),
+        "candidates": candidates,
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
 
@@ -538,6 +582,7 @@ def failed_output(
         ],
         "components": None,
         "predictions": None,
+        "candidates": None,
         "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
     }
 
@@ -570,6 +615,7 @@ def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     return {
         "gt": file_fingerprint(task.gt),
         "pred": file_fingerprint(task.pred),
+        **({"prob": file_fingerprint(task.prob)} if task.prob is not None else {}),
         "error": task.error,
         "options": options.key(),
         "version": __version__,
@@ -590,10 +636,16 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
         pred = _header(task.pred) if task.pred is not None else None
     except Exception:  # any unreadable header: the case's own evaluation reports it, the run goes on
         return 0
-    return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0))
+    return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0)) + _map_bytes(gt.shape, options)
 
 
-def _over_memory(gt: Image, pred: Image, limit: float | None) -> tuple[str, int]:
+def _map_bytes(shape: Sequence[int], options: EvalOptions) -> int:
+    """What a probability map adds to a case's peak: the float32 map, nnU-Net's other channel while it is cut out,
+    and the candidates' mask and labels (4 + 4 + 1 + 4 bytes a voxel: a bound, the labels grow with the foreground)."""
+    return 13 * math.prod(shape) if options.probabilities is not None else 0
+
+
+def _over_memory(gt: Image, pred: Image, limit: float | None, extra: int = 0) -> tuple[str, int]:
     """Why a read case exceeds the memory limit by its estimated peak with its foreground counted (or ''), and
     that estimate (0 without a limit): the engine adds what its counts need (``ccmetrics.engine._budget``)."""
     from ..engine.memory import estimate_case_bytes, over_limit
@@ -601,7 +653,7 @@ def _over_memory(gt: Image, pred: Image, limit: float | None) -> tuple[str, int]
     if limit is None:
         return "", 0
     foreground = int(np.count_nonzero(gt.array)) + int(np.count_nonzero(pred.array))
-    need = estimate_case_bytes(_header(gt), _header(pred), foreground=foreground)
+    need = estimate_case_bytes(_header(gt), _header(pred), foreground=foreground) + extra
     if need <= limit:
         return "", need
     return over_limit(need, limit, f"for its {foreground} foreground voxels"), need
@@ -654,6 +706,10 @@ class DatasetResult:
     per_prediction : pandas.DataFrame or None
         With the ``detection`` metric: one row per predicted component of every evaluated case and
         class (:data:`ccmetrics.schema.PER_PREDICTION`), sorted by case, class and component; else None.
+    per_candidate : pandas.DataFrame or None
+        With probability maps: one row per lesion candidate of every evaluated case
+        (:data:`ccmetrics.schema.PER_CANDIDATE`), sorted by case, class and candidate; else None. The detection
+        curves: :meth:`detection_curves`.
     """
 
     per_component: pd.DataFrame
@@ -665,6 +721,7 @@ class DatasetResult:
     saved: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     run: RunInfo = field(default_factory=RunInfo, repr=False, compare=False)
     per_prediction: pd.DataFrame | None = None
+    per_candidate: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -715,6 +772,25 @@ class DatasetResult:
             "empty_gt": int(flags.str.contains(EMPTY_GT).sum()),
             "missing_prediction": int(flags.str.contains(MISSING_PREDICTION).sum()),
         }
+
+    def detection_curves(
+        self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    ) -> dict[int, DetectionCurves]:
+        """The lesion-level detection curves (AP, AUROC, FROC, CPM) of each class, from ``per_case`` and
+        ``per_candidate`` (:func:`ccmetrics.metrics.detection_curves.detection_curves_from_tables`); empty without
+        probability maps. Failed cases are no cases of the curves (:attr:`errors` lists them); the intervals use
+        the summary's case-level bootstrap (same ``confidence``, ``n_resamples``, ``seed``).
+        """
+        if self.per_candidate is None:
+            return {}
+        out = {}
+        evaluated = self.per_case[self.per_case[STATUS] != FAILED]
+        for c, rows in evaluated.groupby(CLASS, sort=True):
+            candidates = self.per_candidate[self.per_candidate[CLASS] == c]
+            out[int(c)] = detection_curves_from_tables(
+                rows, candidates, n_resamples=n_resamples, confidence_level=confidence, seed=seed
+            )
+        return out
 
     def summary(self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
         """Mean, median and bootstrap confidence interval of every score, per class.
@@ -782,6 +858,7 @@ class DatasetResult:
             options=self.options,
             columns=self.columns,
             per_prediction=rows(self.per_prediction),
+            per_candidate=rows(self.per_candidate),
         )
 
     def group_summary(
@@ -875,6 +952,7 @@ class DatasetResult:
         summary: pd.DataFrame | None = None,
         size_bins: Sequence[float] | None = None,
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None = None,
+        curves: dict[int, DetectionCurves] | None = None,
         **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
@@ -895,6 +973,9 @@ class DatasetResult:
         groups : tuple, optional
             ``(group_by columns, group_summary frame, case -> group)``: kept in ``summary.json``'s
             ``groups`` and drawn as ``plots/by_group_cc_<m>.png`` (``ccmetrics evaluate --metadata``).
+        curves : dict, optional
+            The :meth:`detection_curves` when computed already; by default computed here (with probability maps),
+            with ``summary_options``.
         **summary_options
             The options of :meth:`summary` (``confidence``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -930,7 +1011,7 @@ class DatasetResult:
         out = Path(out_dir)
         with locked(out):  # no other run writes here meanwhile
             begin_tables(out)  # until finish_tables, a reader refuses the folder
-            written = self._write_tables(out, plots, summary, size_bins, groups, summary_options)
+            written = self._write_tables(out, plots, summary, size_bins, groups, curves, summary_options)
             files = [p for key, p in written.items() if key != "plots"] + written["plots"]
             written["removed"] = finish_tables(out, files)
         return written
@@ -942,6 +1023,7 @@ class DatasetResult:
         summary: pd.DataFrame | None,
         size_bins: Sequence[float] | None,
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None,
+        curves: dict[int, DetectionCurves] | None,
         summary_options: dict[str, Any],
     ) -> dict[str, Any]:
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
@@ -952,6 +1034,12 @@ class DatasetResult:
             predictions = self.per_prediction
             paths[schema.PER_PREDICTION.name] = out / schema.PER_PREDICTION.file
             atomic_write(paths[schema.PER_PREDICTION.name], lambda tmp: predictions.to_csv(tmp, index=False))
+        if self.per_candidate is not None:
+            candidates = self.per_candidate
+            paths[schema.PER_CANDIDATE.name] = out / schema.PER_CANDIDATE.file
+            atomic_write(paths[schema.PER_CANDIDATE.name], lambda tmp: candidates.to_csv(tmp, index=False))
+            curves = self.detection_curves(**summary_options) if curves is None else curves
+        curves = curves or {}
         if summary is None:
             summary = self.summary(**summary_options)
         doc = {
@@ -965,6 +1053,8 @@ class DatasetResult:
             "run": self.run.to_dict(),
             "by_size": _records(self.size_table(size_bins).replace(math.inf, np.nan)),  # last bin: high null
         }
+        if curves:
+            doc["detection_curves"] = {str(c): curve.to_dict() for c, curve in curves.items()}
         if groups is not None:
             doc["groups"] = {"by": groups[0], "summary": _records(groups[1])}
         text = json.dumps(doc, indent=2, allow_nan=False)
@@ -990,6 +1080,10 @@ class DatasetResult:
                 columns=self.columns,
                 size_bins=size_bins,
             )
+            if curves:
+                from ..analysis.detection_plots import write_detection_plots
+
+                written["plots"] += write_detection_plots(curves, out / "plots")
             if groups is not None and self.cc_metrics:
                 from ..analysis.plots import plot_by_group
 
@@ -1017,7 +1111,7 @@ class DatasetResult:
             says to run the evaluation again with ``--resume``.
         """
         out = Path(out_dir)
-        tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION)
+        tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION, schema.PER_CANDIDATE)
         data, _ = read_tables(out, [schema.SUMMARY.file, *(t.file for t in tables)])  # one run's set, checked
         case_file = out / schema.PER_CASE.file
         if schema.PER_CASE.file not in data:
@@ -1049,7 +1143,19 @@ class DatasetResult:
         if schema.PER_PREDICTION.file in data:
             source = io.BytesIO(data[schema.PER_PREDICTION.file])
             per_prediction = schema.PER_PREDICTION.read(out / schema.PER_PREDICTION.file, source=source)
-        return cls(per_component, per_case, options=options, columns=columns, saved=doc, per_prediction=per_prediction)
+        per_candidate = None
+        if schema.PER_CANDIDATE.file in data:
+            source = io.BytesIO(data[schema.PER_CANDIDATE.file])
+            per_candidate = schema.PER_CANDIDATE.read(out / schema.PER_CANDIDATE.file, source=source)
+        return cls(
+            per_component,
+            per_case,
+            options=options,
+            columns=columns,
+            saved=doc,
+            per_prediction=per_prediction,
+            per_candidate=per_candidate,
+        )
 
 
 def _columns_of(names: Sequence[str], per_case: pd.DataFrame) -> dict[str, registry.Column]:
@@ -1113,6 +1219,11 @@ def evaluate_dataset(
     dataset_json: Any = None,
     nnunet_summary: bool = False,
     reference_images: _PathLike | None = None,
+    probabilities: Any = None,
+    candidates: str | None = None,
+    confidence: str = "max",
+    match_by: str = "overlap",
+    channel: int | None = None,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -1159,6 +1270,24 @@ def evaluate_dataset(
         A folder of DICOM image series (searched recursively, headers only): where two DICOM SEGs without
         their empty frames are placed, on the series each refers to (:func:`ccmetrics.formats.grids.align_pair`).
         Without it such a pair is compared on the span of its frames and flagged ``extent_inferred``.
+    probabilities : path or mapping, optional
+        The model's probability maps (:mod:`ccmetrics.campaign.probabilities`): a folder with one map per case
+        named like its GT (a float image in [0, 1] on the GT's grid, or nnU-Net's ``CASE.npz``), or, with cases
+        given as a mapping or list, ``{case: map}`` (paths, arrays or Images). Each case's lesion candidates are
+        matched one-to-one to its lesions (``per_candidate``), and the result's :meth:`DatasetResult.detection_curves`
+        give AP, AUROC, FROC and CPM. Without ``pred`` the segmentation metrics are computed on ``prob > 0.5``.
+        The detection rule then defaults to ``iou:0.1`` (picai_eval's); binary tasks only.
+    candidates : str, optional
+        How candidates are found: ``"components"`` (of ``prob > 0``; the default without predictions),
+        ``"threshold:T"``, ``"dynamic"`` (report_guided_annotation's), ``"prediction"`` (the prediction's
+        components; the default with predictions) (:func:`ccmetrics.metrics.candidates.find_candidates`).
+    confidence : {"max", "mean"}
+        A prediction component's confidence: the map's maximum or mean inside it.
+    match_by : {"overlap", "confidence"}
+        What the one-to-one matching maximizes besides the number of matches: picai_eval's summed overlap, or the
+        summed confidence (the most confident passing candidate is the true positive).
+    channel : int, optional
+        The channel of a multi-channel map (nnU-Net's ``.npz``); default: channel 1 of a two-channel map.
     gt_suffix, pred_suffix : str, optional
         Regular expressions removed from the end of file names (after the
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
@@ -1242,6 +1371,15 @@ def evaluate_dataset(
         file_ending = None
     _check_run(workers, client, case_timeout, out_dir, resume, overwrite)
     limit, budget = _memory_limits(max_memory, client)
+    maps = None
+    if probabilities is not None:
+        folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
+        given = pred is not None or not isinstance(gt, (str, os.PathLike))
+        maps = ProbabilityOptions.build(
+            folder, candidates, pred_given=given, confidence=confidence, match_by=match_by, channel=channel
+        )
+    elif candidates is not None:
+        raise ValueError("candidates are found in probability maps: give probabilities= too")
     options = EvalOptions.build(
         metrics,
         classes=classes,
@@ -1255,8 +1393,12 @@ def evaluate_dataset(
         ignore_label=ignore_label,
         nnunet_summary=nnunet_summary,
         reference_images=reference_images,
+        probabilities=maps,
     )
-    tasks, ignored = _tasks(gt, pred, gt_suffix, pred_suffix, file_ending)
+    tasks, ignored = _tasks(gt, pred, gt_suffix, pred_suffix, file_ending, maps is not None)
+    if maps is not None:
+        orphans = attach_probabilities(tasks, maps, probabilities)
+        tasks = sorted(tasks + [CaseTask(case, error=error) for case, error in orphans], key=lambda t: t.case)
     options = options.with_segment_classes(tasks)
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -1343,12 +1485,27 @@ def _check_run(workers: Any, client: Any, case_timeout: Any, out_dir: Any, resum
 
 
 def _tasks(
-    gt: Any, pred: Any, gt_suffix: str | None, pred_suffix: str | None, file_ending: str | None
+    gt: Any, pred: Any, gt_suffix: str | None, pred_suffix: str | None, file_ending: str | None, maps: bool = False
 ) -> tuple[list[CaseTask], list[str]]:
-    """The cases: two folders paired by case id, or the mapping or list given; and the files ignored."""
+    """The cases: two folders paired by case id (or the GT folder alone, with probability maps), or the mapping or
+    list given; and the files ignored."""
     if isinstance(gt, (str, os.PathLike)):
+        if pred is None and maps:
+            files, ignored = _scan(gt, gt_suffix, "gt", file_ending)
+            if not files:
+                raise ValueError(f"no image file in the GT folder {gt}")
+            tasks = [CaseTask(case, paths[0]) for case, paths in sorted(files.items())]
+            for task, paths in zip(tasks, (files[t.case] for t in tasks)):
+                if len(paths) > 1:
+                    task.error = (
+                        f"case id {task.case!r} is given by several files: {', '.join(Path(p).name for p in paths)}"
+                    )
+            return tasks, ignored
         if pred is None:
-            raise ValueError("give the predictions folder too: evaluate_dataset(gt_dir, pred_dir)")
+            raise ValueError(
+                "give the predictions folder too: evaluate_dataset(gt_dir, pred_dir), or the probability maps "
+                "(probabilities=folder)"
+            )
         return pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
     if pred is not None:
         raise ValueError("with cases given as a mapping or list, leave pred=None")
@@ -1411,10 +1568,24 @@ def _assemble(
         per_prediction = pd.concat(found, ignore_index=True) if found else schema.PER_PREDICTION.empty()
         per_prediction = per_prediction.sort_values(list(schema.PER_PREDICTION.key), kind="stable")
         per_prediction = per_prediction.reset_index(drop=True)
+    per_candidate = None
+    if "probabilities" in record:
+        found = [o["candidates"] for o in outputs if o.get("candidates") is not None and len(o["candidates"])]
+        per_candidate = pd.concat(found, ignore_index=True) if found else schema.PER_CANDIDATE.empty()
+        per_candidate = per_candidate.sort_values(list(schema.PER_CANDIDATE.key), kind="stable")
+        per_candidate = per_candidate.reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
     columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(
-        per_component, per_case, ignored, timings, record, columns, run=run, per_prediction=per_prediction
+        per_component,
+        per_case,
+        ignored,
+        timings,
+        record,
+        columns,
+        run=run,
+        per_prediction=per_prediction,
+        per_candidate=per_candidate,
     )
 
 

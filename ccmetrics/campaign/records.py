@@ -181,17 +181,20 @@ def encode_output(output: dict[str, Any]) -> dict[str, Any]:
         "rows": [{k: _plain(v) for k, v in row.items()} for row in output["rows"]],
         "components": _encode_frame(output.get("components")),
         "predictions": _encode_frame(output.get("predictions")),
+        "candidates": _encode_frame(output.get("candidates")),
         "timing": {k: _plain(v) for k, v in output["timing"].items()},
         "retry": bool(output.get("retry", False)),
     }
 
 
 def decode_output(data: dict[str, Any]) -> dict[str, Any]:
-    """The inverse of :func:`encode_output`: rows, the component and prediction tables with their dtypes, the timing."""
+    """The inverse of :func:`encode_output`: rows, the component, prediction and candidate tables with their dtypes,
+    the timing."""
     return {
         "rows": data["rows"],
         "components": _decode_frame(data.get("components")),
         "predictions": _decode_frame(data.get("predictions")),
+        "candidates": _decode_frame(data.get("candidates")),
         "timing": data["timing"],
         "retry": data.get("retry", False),
     }

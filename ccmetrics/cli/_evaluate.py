@@ -19,7 +19,7 @@ from ._common import (
     _stop_code,
 )
 from ._stop import _command, _failed, _interrupted, _say_removed, _say_stopped
-from ._text import _group_report, _size_report, report
+from ._text import _curves_report, _group_report, _size_report, report
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -33,7 +33,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ev.add_argument(
         "gt_dir", help="folder of GT images (.nii.gz, .nii, .mha, .mhd, .nrrd, DICOM SEG .dcm or a folder per case)"
     )
-    ev.add_argument("pred_dir", help="folder of predictions, same case ids")
+    ev.add_argument(
+        "pred_dir",
+        nargs="?",
+        default=None,
+        help="folder of predictions, same case ids (optional with --probabilities: then the segmentation is "
+        "prob > 0.5)",
+    )
     ev.add_argument(
         "--out",
         required=True,
@@ -65,8 +71,48 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     _what_options(ev)
     _how_options(ev)
+    _probability_options(ev)
     _where_options(ev)
     return ev
+
+
+def _probability_options(ev: argparse.ArgumentParser) -> None:
+    """Probability maps: candidates, their confidence and matching (lesion-level FROC, AP, AUROC)."""
+    ev.add_argument(
+        "--probabilities",
+        default=None,
+        metavar="DIR",
+        help="the model's probability maps, one per case named like the GT: a float image in [0, 1] on the GT's "
+        "grid, or nnU-Net's CASE.npz (--save_probabilities); adds per_candidate.csv, the detection curves (AP, "
+        "AUROC, FROC, CPM) and their plots; binary tasks",
+    )
+    ev.add_argument(
+        "--candidates",
+        default=None,
+        metavar="METHOD",
+        help="lesion candidates of each map: components (of prob > 0; default without PRED_DIR), threshold:T, "
+        "dynamic (report_guided_annotation's), prediction (PRED_DIR's components; default with PRED_DIR)",
+    )
+    ev.add_argument(
+        "--confidence",
+        choices=("max", "mean"),
+        default="max",
+        help="a prediction component's confidence: the map's maximum (default) or mean inside it",
+    )
+    ev.add_argument(
+        "--match-by",
+        choices=("overlap", "confidence"),
+        default="overlap",
+        help="one-to-one matching of candidates to lesions maximizes matches plus summed overlap (default, "
+        "picai_eval's) or plus summed confidence (the most confident passing candidate is the true positive)",
+    )
+    ev.add_argument(
+        "--channel",
+        type=int,
+        default=None,
+        metavar="C",
+        help="the channel of a multi-channel map such as nnU-Net's .npz (default: channel 1 of two)",
+    )
 
 
 def _what_options(ev: argparse.ArgumentParser) -> None:
@@ -156,10 +202,11 @@ def _how_options(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
     ev.add_argument(
         "--detection-rule",
-        default="overlap",
+        default=None,
         metavar="RULE",
-        help="what counts as a detected lesion: overlap (default: any overlap), iou:T, dice:T, coverage:T "
-        "(T in (0, 1], e.g. iou:0.1) or centroid; the detection metric and the 'detected' column follow it",
+        help="what counts as a detected lesion: overlap (default: any overlap; iou:0.1 with --probabilities, as "
+        "picai_eval), iou:T, dice:T, coverage:T (T in (0, 1], e.g. iou:0.1) or centroid; the detection metric, the "
+        "'detected' column and the matching of candidates follow it",
     )
     ev.add_argument(
         "--reference-images",
@@ -258,6 +305,11 @@ def run(args: argparse.Namespace) -> int:
                     overwrite=args.overwrite,
                     case_timeout=args.case_timeout,
                     max_memory=args.max_memory,
+                    probabilities=args.probabilities,
+                    candidates=args.candidates,
+                    confidence=args.confidence,
+                    match_by=args.match_by,
+                    channel=args.channel,
                 )
             except EvaluationInterrupted as stop:
                 return _interrupted(stop, args, time.perf_counter() - start)
@@ -280,6 +332,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
     from .._interrupts import raise_if_stopped
 
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
+    curves = result.detection_curves(n_resamples=args.bootstrap, seed=args.seed)
     groups = None
     if meta is not None:
         from .. import schema
@@ -294,17 +347,22 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         size_bins = parse_size_bins(args.size_bins)
     raise_if_stopped()
     try:
-        written = result.write(args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups)
+        written = result.write(
+            args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups, curves=curves
+        )
     except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
     try:  # the tables are whole now: a stop while the report is printed says so
         raise_if_stopped()
         print(report(result, seconds, summary=summary))
+        if curves:
+            print(_curves_report(curves, result.class_names))
         if groups is not None:
             print(_group_report(groups[0], groups[1]))
         if size_bins is not None:
             print(_size_report(result, size_bins))
-        tables = [written[n] for n in ("per_component", "per_prediction", "per_case", "nnunet_summary") if n in written]
+        names = ("per_component", "per_prediction", "per_candidate", "per_case", "nnunet_summary")
+        tables = [written[n] for n in names if n in written]
         print(
             f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
             + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")

@@ -108,3 +108,35 @@ def _size_report(result, edges) -> str:
     with pd.option_context("display.width", 200):
         text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
     return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
+
+
+def _curves_report(curves, names: dict[int, str]) -> str:
+    """The detection curves ``evaluate --probabilities`` prints: AP, AUROC, the PI-CAI score and CPM with their
+    intervals, and the FROC's sensitivities at the CPM's rates, each computed from the tables."""
+    import math
+
+    def value(v: float, ci) -> str:
+        if not math.isfinite(v):
+            return "undefined"
+        if all(math.isfinite(x) for x in ci):
+            return f"{v:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
+        return f"{v:.4f}"
+
+    lines = []
+    for c, k in curves.items():
+        label = f"class {c}" + (f" ({names[c]})" if c in names else "") if len(curves) > 1 or names else ""
+        negatives = k.n_cases - k.n_positive_cases
+        lines += [
+            "",
+            f"Lesion detection{' of ' + label if label else ''}: {k.n_lesions} lesions in {k.n_positive_cases} "
+            f"cases, {negatives} cases without; {k.n_true_positives} found, {k.n_false_positives} false-positive "
+            "candidates (95% CI: case-level bootstrap)",
+            f"  AP {value(k.ap, k.ap_ci)}   AUROC (cases) {value(k.auroc, k.auroc_ci)}",
+            f"  PI-CAI score (AUROC + AP) / 2 {value(k.picai_score, k.picai_score_ci)}   CPM {value(k.cpm, k.cpm_ci)}",
+            "  sensitivity at "
+            + ", ".join(f"{r:g}: {k.sensitivity_at(r):.3f}" for r in (0.125, 0.25, 0.5, 1, 2, 4, 8))
+            + " false positives per case",
+        ]
+        if not math.isfinite(k.auroc):
+            lines.append("  (AUROC needs cases with and without lesions)")
+    return "\n".join(lines)

@@ -43,11 +43,40 @@ from .surface import (
     physical,
 )
 
-__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels"]
+__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "patient_coordinates", "site_centroids"]
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+
+
+def patient_coordinates(voxel: np.ndarray, affine: Any | None) -> np.ndarray:
+    """Voxel coordinates (N, ndim) in patient (RAS) mm, as (N, 3) with NaN for missing axes (and all NaN without
+    ``affine``, the image's ``(ndim + 1)`` square voxel-to-patient matrix).
+
+    >>> patient_coordinates(np.array([[1.5, 2.0]]), np.diag([0.5, 2.0, 1.0])).tolist()
+    [[0.75, 4.0, nan]]
+    """
+    voxel = np.asarray(voxel, dtype=float)
+    out = np.full((len(voxel), 3), np.nan)
+    if affine is not None and len(voxel):
+        matrix = np.asarray(affine, dtype=float)
+        n = matrix.shape[0] - 1
+        out[:, :n] = voxel[:, :n] @ matrix[:n, :n].T + matrix[:n, n]
+    return out
+
+
+def site_centroids(sites: Any) -> np.ndarray:
+    """The centroid (mean voxel index) of each site of a :class:`~ccmetrics.engine.components.Sites`, (K, ndim).
+
+    >>> from ccmetrics.engine.components import find_sites
+    >>> site_centroids(find_sites(np.array([[1, 1, 0, 1]], bool))).tolist()
+    [[0.0, 0.5], [0.0, 3.0]]
+    """
+    if sites.n == 0:
+        return np.zeros((0, len(sites.shape)))
+    coords = sites.coords().astype(float)
+    return np.add.reduceat(coords, sites.starts[:-1], axis=0) / sites.volumes[:, None]
 
 
 def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None) -> float:

@@ -52,7 +52,7 @@ import numpy as np
 from .image import Image, ImageReadError, missing_file_message
 from .io import _check_nifti, _geometry, check_same_geometry, image_id, is_image_file, load_image
 
-__all__ = ["NPZ_KEYS", "ProbabilityError", "probability_file", "read_probabilities"]
+__all__ = ["NPZ_KEYS", "ProbabilityError", "probability_case_id", "probability_file", "read_probabilities"]
 
 #: the keys of nnU-Net's ``.npz``, in the order they are looked for: v2's ``--save_probabilities``, v1's ``--save_npz``
 NPZ_KEYS = ("probabilities", "softmax")
@@ -330,8 +330,12 @@ def _check_values(path: str, array: np.ndarray) -> None:
         )
 
 
-def _case_id(name: str) -> str | None:
-    """The case id of a probability file's name (``CASE.npz`` or an image file, not a DICOM SEG), else None."""
+def probability_case_id(name: str) -> str | None:
+    """The case id of a probability file's name (``CASE.npz`` or an image file, not a DICOM SEG), else None.
+
+    >>> probability_case_id("case_7.npz"), probability_case_id("case_7.nii.gz"), probability_case_id("plans.json")
+    ('case_7', 'case_7', None)
+    """
     if name.lower().endswith(".npz") and len(name) > 4:
         return name[:-4]
     if is_image_file(name) and not name.lower().endswith(".dcm"):
@@ -380,7 +384,7 @@ def probability_file(folder, case_id: str) -> Path | None:
     found = sorted(
         p
         for p in root.iterdir()
-        if not p.name.startswith(".") and (p.is_file() or p.is_symlink()) and _case_id(p.name) == case_id
+        if not p.name.startswith(".") and (p.is_file() or p.is_symlink()) and probability_case_id(p.name) == case_id
     )
     npz = [p for p in found if p.name.lower().endswith(".npz")]
     if len(found) == 2 and len(npz) == 1:  # nnU-Net: the segmentation beside the probabilities

@@ -60,7 +60,7 @@ __all__ = ["dynamic_candidates"]
 NUM_LESIONS_TO_EXTRACT = 5
 DYNAMIC_THRESHOLD_FACTOR = 2.5
 MIN_VOXELS_DETECTION = 10  # components of at most this many voxels are dropped
-STOP_BELOW = 0.01  # max_prob_failsafe_stopping_threshold
+FAILSAFE_PEAK = 0.01  # max_prob_failsafe_stopping_threshold
 _CUBE = np.ones((3, 3, 3), dtype=bool)
 
 
@@ -130,7 +130,7 @@ def dynamic_candidates(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         max_prob = working.max()
         if np.isnan(max_prob):
             raise ValueError("the probability map contains NaN")
-        if max_prob < STOP_BELOW:
+        if max_prob < FAILSAFE_PEAK:
             break
         if working.ndim != 3:
             raise ValueError(f"the probability map must be 3D, not {working.ndim}D")

@@ -10,10 +10,10 @@ Matching (:func:`match_candidates`), per case
    :func:`~ccmetrics.metrics.matching.site_overlaps`: pairs that do not touch score 0 without being visited.
 2. A pair *passes* when its score reaches the threshold (inclusive: an IoU of exactly 0.1 passes ``iou:0.1``;
    ``overlap``: any shared voxel).
-3. ``prefer="overlap"`` (picai_eval): passing pairs weigh ``1 + score``, the others 0, and the Hungarian
+3. ``match_by="overlap"`` (picai_eval): passing pairs weigh ``1 + score``, the others 0, and the Hungarian
    algorithm (:func:`scipy.optimize.linear_sum_assignment`, ``maximize=True``) picks the one-to-one
    assignment of the largest total: the number of matches *plus* their summed overlap, so two well-overlapping
-   matches can beat three weak ones. ``prefer="confidence"`` (what picai_eval issue #24 asks for): weights
+   matches can beat three weak ones. ``match_by="confidence"`` (what picai_eval issue #24 asks for): weights
    ``1 + confidence``, so among candidates passing the rule the most confident is the true positive.
    The solver runs on the rows and columns that hold a passing pair, in lesion and candidate order.
 4. Matched candidates are true positives (``"tp"``); an unmatched candidate is a false positive (``"fp"``),
@@ -79,16 +79,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
+from .. import schema
 from ..engine.components import Sites
+from ..engine.geometry import patient_coordinates, site_centroids
 from .candidates import Candidates
 from .detection_rules import DetectionRule
 from .matching import site_overlaps
 
 __all__ = [
     "CPM_RATES",
+    "MATCH_BY",
     "OUTCOMES",
+    "candidate_frame",
+    "detection_curves_from_entries",
+    "detection_curves_from_tables",
     "CandidateMatch",
     "DetectionCurves",
     "detection_curves",
@@ -100,7 +107,9 @@ __all__ = [
 CPM_RATES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: what a candidate can be after matching
 OUTCOMES = ("tp", "fp", "ignored")
-_PREFER = ("overlap", "confidence")
+#: what the one-to-one assignment maximizes besides the number of matches: the summed overlap (picai_eval) or
+#: the summed confidence
+MATCH_BY = ("overlap", "confidence")
 
 
 def pair_scores(rule: DetectionRule, intersection: np.ndarray, gt_size: np.ndarray, cand_size: np.ndarray):
@@ -153,7 +162,7 @@ class CandidateMatch:
     Attributes
     ----------
     rule : DetectionRule
-    prefer : str
+    match_by : str
     confidence : ndarray of float64, (M,)
         Each candidate's confidence.
     outcome : ndarray of str, (M,)
@@ -171,7 +180,7 @@ class CandidateMatch:
     """
 
     rule: DetectionRule
-    prefer: str
+    match_by: str
     confidence: np.ndarray
     outcome: np.ndarray
     lesion: np.ndarray
@@ -210,7 +219,7 @@ def match_candidates(
     lesions: Sites,
     rule: Any = "iou:0.1",
     *,
-    prefer: str = "overlap",
+    match_by: str = "overlap",
     ignore_unmatched_passing: bool = True,
 ) -> CandidateMatch:
     """Match one case's candidates to its lesions one-to-one (the module's steps 1–5).
@@ -224,7 +233,7 @@ def match_candidates(
         26-connected, the default).
     rule : str or DetectionRule
         Default ``"iou:0.1"``, picai_eval's.
-    prefer : {"overlap", "confidence"}
+    match_by : {"overlap", "confidence"}
         What the assignment maximizes after the number of matches (see the module docstring).
     ignore_unmatched_passing : bool
         picai_eval's ``allow_unmatched_candidates_with_minimal_overlap`` (default True).
@@ -245,12 +254,12 @@ def match_candidates(
     >>> m = match_candidates(find_candidates(prob), find_sites(gt))
     >>> m.outcome.tolist(), m.lesion_confidence.tolist()
     (['tp', 'ignored'], [0.25])
-    >>> match_candidates(find_candidates(prob), find_sites(gt), prefer="confidence").lesion_confidence.tolist()
+    >>> match_candidates(find_candidates(prob), find_sites(gt), match_by="confidence").lesion_confidence.tolist()
     [0.5]
     """
     rule = DetectionRule.parse(rule)
-    if prefer not in _PREFER:
-        raise ValueError(f"prefer must be 'overlap' (picai_eval) or 'confidence', got {prefer!r}")
+    if match_by not in MATCH_BY:
+        raise ValueError(f"match_by must be 'overlap' (picai_eval) or 'confidence', got {match_by!r}")
     sites = candidates.sites
     if sites.shape != lesions.shape:
         raise ValueError(f"the candidates' image has shape {sites.shape}, the GT {lesions.shape}")
@@ -267,7 +276,7 @@ def match_candidates(
         rows, rinv = np.unique(pg, return_inverse=True)
         cols, cinv = np.unique(pc, return_inverse=True)
         weight = np.zeros((len(rows), len(cols)))
-        weight[rinv, cinv] = 1 + (ps if prefer == "overlap" else conf[pc])
+        weight[rinv, cinv] = 1 + (ps if match_by == "overlap" else conf[pc])
         r, c = linear_sum_assignment(weight, maximize=True)
         keep = weight[r, c] > 0
         gi, ci = rows[r[keep]], cols[c[keep]]
@@ -285,7 +294,7 @@ def match_candidates(
     lesion_conf = np.where(lesion_candidate > 0, conf[np.maximum(lesion_candidate - 1, 0)] if m else 0.0, 0.0)
     return CandidateMatch(
         rule,
-        prefer,
+        match_by,
         conf,
         outcome,
         cand_lesion,
@@ -340,6 +349,46 @@ class DetectionCurves:
     n_true_positives: int
     n_false_positives: int
     extra: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data, as ``summary.json``'s ``detection_curves`` keeps it (NaN as None).
+
+        Each scalar is ``{"value": v, "ci": [low, high]}``; ``froc``, ``pr`` and ``roc`` list the curves' points.
+
+        >>> c = detection_curves_from_entries(["a", "b"], [1, 0], [0.5, 0.9], ["a", "b"], [1, 0], [0.5, 0.9],
+        ...                                   n_resamples=0)
+        >>> d = c.to_dict()
+        >>> d["ap"], d["froc"][0]
+        ({'value': 0.5, 'ci': [None, None]}, {'threshold': 0.9, 'fp_per_case': 0.5, 'sensitivity': 0.0})
+        """
+
+        def plain(v: float) -> float | None:
+            return float(v) if np.isfinite(v) else None
+
+        def scalar(v: float, ci: tuple[float, float]) -> dict[str, Any]:
+            return {"value": plain(v), "ci": [plain(ci[0]), plain(ci[1])]}
+
+        return {
+            "n_cases": self.n_cases,
+            "n_positive_cases": self.n_positive_cases,
+            "n_lesions": self.n_lesions,
+            "n_true_positives": self.n_true_positives,
+            "n_false_positives": self.n_false_positives,
+            "ap": scalar(self.ap, self.ap_ci),
+            "auroc": scalar(self.auroc, self.auroc_ci),
+            "picai_score": scalar(self.picai_score, self.picai_score_ci),
+            "cpm": scalar(self.cpm, self.cpm_ci),
+            "sensitivity_at_fp_per_case": {f"{r:g}": plain(self.sensitivity_at(r)) for r in CPM_RATES},
+            "froc": [
+                {"threshold": plain(t), "fp_per_case": plain(x), "sensitivity": plain(y)}
+                for t, x, y in zip(self.froc_threshold, self.froc_fp_per_case, self.froc_sensitivity)
+            ],
+            "pr": [
+                {"threshold": plain(t), "recall": plain(r), "precision": plain(p)}
+                for t, r, p in zip(self.pr_threshold, self.pr_recall, self.pr_precision)
+            ],
+            "roc": [{"fpr": plain(x), "tpr": plain(y)} for x, y in zip(self.roc_fpr, self.roc_tpr)],
+        }
 
     def sensitivity_at(self, fp_per_case: float) -> float:
         """The FROC's sensitivity at a number of false positives per case (the CPM's interpolation rule).
@@ -588,6 +637,118 @@ def detection_curves(
         ids,
         [int(m.n_lesions > 0) for m in matches],
         [m.case_confidence for m in matches],
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        seed=seed,
+    )
+
+
+def candidate_frame(
+    candidates: Candidates,
+    match: CandidateMatch,
+    case: str | None = None,
+    class_value: int = 1,
+    *,
+    voxel_mm3: float = float("nan"),
+    affine: Any = None,
+) -> pd.DataFrame:
+    """The per-candidate table of one case in the tidy data-set format (:data:`ccmetrics.schema.PER_CANDIDATE`).
+
+    Parameters
+    ----------
+    candidates, match
+        The case's candidates and their matching.
+    case, class_value
+        The case id and class of every row.
+    voxel_mm3 : float
+        One voxel's volume in mm³ (NaN without a spacing).
+    affine : ndarray, optional
+        The image's voxel-to-patient (RAS, mm) matrix; the centroids in mm are NaN without it.
+
+    Examples
+    --------
+    >>> from ccmetrics.engine.components import find_sites
+    >>> from ccmetrics.metrics.candidates import find_candidates
+    >>> gt = np.zeros((1, 8), bool); gt[0, :3] = True
+    >>> prob = np.zeros((1, 8), np.float32); prob[0, :2] = 0.5; prob[0, 6] = 0.25
+    >>> c = find_candidates(prob)
+    >>> frame = candidate_frame(c, match_candidates(c, find_sites(gt)), "a")
+    >>> print(frame[["candidate", "confidence", "volume", "outcome", "lesion", "score"]].to_string(index=False))
+     candidate  confidence  volume outcome  lesion    score
+             1        0.50       2      tp       1 0.666667
+             2        0.25       1      fp       0 0.000000
+    """
+    voxel = site_centroids(candidates.sites)
+    padded = np.full((len(voxel), 3), np.nan)
+    padded[:, : voxel.shape[1]] = voxel
+    patient = patient_coordinates(voxel, affine)
+    volume = candidates.volumes.astype(np.int64)
+    frame = pd.DataFrame(
+        {
+            schema.CASE: case,
+            schema.CLASS: int(class_value),
+            schema.CANDIDATE: np.arange(1, candidates.n + 1, dtype=np.int64),
+            schema.CONFIDENCE: match.confidence,
+            schema.VOLUME: volume,
+            schema.VOLUME_MM3: volume * float(voxel_mm3),
+            schema.OUTCOME: match.outcome.astype(object),
+            schema.LESION: match.lesion,
+            schema.SCORE: match.score,
+            **{c: padded[:, i] for i, c in enumerate(schema.CENTROID_VOXEL)},
+            **{c: patient[:, i] for i, c in enumerate(schema.CENTROID_MM)},
+        }
+    )
+    return frame[schema.PER_CANDIDATE.columns()]
+
+
+def detection_curves_from_tables(
+    per_case: pd.DataFrame,
+    per_candidate: pd.DataFrame,
+    *,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> DetectionCurves:
+    """The curves of one class from the tidy tables: ``per_case`` (its evaluated rows: ``case``, ``n_components``,
+    ``case_confidence``) and ``per_candidate`` (its rows).
+
+    Each case's lesions are its ``n_components``; those without a true-positive candidate enter as missed (0).
+    Rows of failed cases must be left out by the caller (they have no ``n_components``): such a case is no case
+    of the curves, and the caller says so.
+
+    Examples
+    --------
+    >>> per_case = pd.DataFrame({"case": ["a", "b"], "n_components": [2, 0], "case_confidence": [0.9, 0.4]})
+    >>> per_candidate = pd.DataFrame({"case": ["a", "b"], "confidence": [0.9, 0.4], "outcome": ["tp", "fp"]})
+    >>> c = detection_curves_from_tables(per_case, per_candidate, n_resamples=0)
+    >>> c.n_lesions, c.ap, c.auroc, c.froc_sensitivity.tolist()
+    (2, 0.5, 1.0, [0.5, 0.5])
+    """
+    cases = per_case[schema.CASE].astype(str).tolist()
+    n_lesions = per_case[schema.N_COMPONENTS].to_numpy()
+    if np.isnan(n_lesions.astype(float)).any():
+        raise ValueError("per_case holds rows without n_components (failed cases): leave them out first")
+    n_lesions = n_lesions.astype(np.int64)
+    cand_case = per_candidate[schema.CASE].astype(str).to_numpy()
+    outcome = per_candidate[schema.OUTCOME].to_numpy()
+    conf = per_candidate[schema.CONFIDENCE].to_numpy(float)
+    is_tp, is_fp = outcome == schema.TRUE_POSITIVE, outcome == schema.FALSE_POSITIVE
+    found = pd.Series(cand_case[is_tp]).value_counts()
+    missed = n_lesions - np.array([int(found.get(c, 0)) for c in cases], np.int64)
+    if (missed < 0).any():
+        raise ValueError(
+            "per_candidate holds more true positives for a case than its n_components: tables of two runs?"
+        )
+    entry_case = np.concatenate([cand_case[is_tp], cand_case[is_fp], np.repeat(np.array(cases, object), missed)])
+    target = np.concatenate([np.ones(is_tp.sum()), np.zeros(is_fp.sum()), np.ones(missed.sum())])
+    confidence = np.concatenate([conf[is_tp], conf[is_fp], np.zeros(missed.sum())])
+    return detection_curves_from_entries(
+        entry_case.tolist(),
+        target,
+        confidence,
+        cases,
+        (n_lesions > 0).astype(int),
+        per_case[schema.CASE_CONFIDENCE].to_numpy(float),
         n_resamples=n_resamples,
         confidence_level=confidence_level,
         seed=seed,

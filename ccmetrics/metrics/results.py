@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import schema
 from ..engine.components import Sites
+from ..engine.geometry import patient_coordinates
 
 __all__ = ["CaseResult"]
 
@@ -160,12 +161,7 @@ class CaseResult:
         for column in schema.CENTROID_VOXEL:
             if column not in table:
                 table[column] = np.nan
-        voxel = table[list(schema.CENTROID_VOXEL)].to_numpy(float)
-        patient = np.full((len(table), 3), np.nan)
-        if affine is not None and len(table):
-            matrix = np.asarray(affine, dtype=float)
-            n = matrix.shape[0] - 1
-            patient[:, :n] = voxel[:, :n] @ matrix[:n, :n].T + matrix[:n, n]
+        patient = patient_coordinates(table[list(schema.CENTROID_VOXEL)].to_numpy(float), affine)
         for i, column in enumerate(schema.CENTROID_MM):
             table[column] = patient[:, i]
         table.insert(0, schema.CASE, case)

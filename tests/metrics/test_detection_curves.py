@@ -235,7 +235,7 @@ def test_exactly_tenth_matches_and_confidence_preference():
     assert m.outcome.tolist() == ["tp", "fp"] and m.score[0] == 0.1
     gt, det = two_candidates_one_lesion()
     assert ours_case(gt, det).lesion_confidence.tolist() == [pytest.approx(0.3)]
-    assert ours_case(gt, det, prefer="confidence").lesion_confidence.tolist() == [pytest.approx(0.9)]
+    assert ours_case(gt, det, match_by="confidence").lesion_confidence.tolist() == [pytest.approx(0.9)]
     assert ours_case(gt, det).outcome.tolist() == ["tp", "ignored"]
     assert ours_case(gt, det, ignore_unmatched_passing=False).outcome.tolist() == ["tp", "fp"]
 
@@ -307,8 +307,8 @@ def test_undefined_values_and_errors():
         detection_curves_from_entries(["a"], [1], [np.nan], ["a"], [1], [0.5])
     with pytest.raises(ValueError, match="centroid rule"):
         pair_scores(DetectionRule.parse("centroid"), np.array([1]), np.array([1]), np.array([1]))
-    with pytest.raises(ValueError, match="prefer"):
-        ours_case(*iou_exactly_tenth(), prefer="size")
+    with pytest.raises(ValueError, match="match_by"):
+        ours_case(*iou_exactly_tenth(), match_by="size")
 
 
 def test_candidate_methods():

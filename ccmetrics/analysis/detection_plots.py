@@ -1,0 +1,112 @@
+"""Figures of the lesion-level detection curves: FROC, precision–recall and case-level ROC.
+
+Each function draws one :class:`~ccmetrics.metrics.detection_curves.DetectionCurves` (computed from the tidy
+tables by :meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`) on the Agg canvas, never pyplot;
+the legend states the curve's summary value with its bootstrap interval, computed from the data.
+:func:`write_detection_plots` writes ``froc.png``, ``pr.png`` and ``roc.png`` (``_class<k>`` for each class of
+several).
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from collections.abc import Mapping
+
+import numpy as np
+
+from .._files import atomic_write
+from ..metrics.detection_curves import CPM_RATES, DetectionCurves
+from .plots import _figure
+
+__all__ = ["plot_froc", "plot_pr", "plot_roc", "write_detection_plots"]
+
+
+def _value(name: str, value: float, ci: tuple[float, float]) -> str:
+    if not math.isfinite(value):
+        return f"{name} undefined"
+    if all(math.isfinite(v) for v in ci):
+        return f"{name} {value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return f"{name} {value:.3f}"
+
+
+def plot_froc(curves: DetectionCurves, *, ax=None):
+    """The FROC: lesion sensitivity against false positives per case (log axis), the CPM's rates marked.
+
+    >>> from ccmetrics.metrics.detection_curves import detection_curves_from_entries
+    >>> c = detection_curves_from_entries(["a", "a", "b"], [1, 0, 0], [0.9, 0.5, 0.4], ["a", "b"], [1, 0],
+    ...                                   [0.9, 0.4], n_resamples=0)
+    >>> plot_froc(c).get_xlabel()
+    'false positives per case'
+    """
+    ax = ax if ax is not None else _figure((5.5, 4))[0]
+    x = np.concatenate([[0.0], curves.froc_fp_per_case])
+    y = np.concatenate([[0.0], curves.froc_sensitivity])
+    last = max(float(x[-1]), max(CPM_RATES))
+    ax.step(
+        np.append(x, last),
+        np.append(y, y[-1]),
+        where="post",
+        color="tab:blue",
+        label=_value("CPM", curves.cpm, curves.cpm_ci),
+    )
+    at = [curves.sensitivity_at(r) for r in CPM_RATES]
+    ax.plot(CPM_RATES, at, "o", color="tab:orange", ms=4, label="sensitivity at 1/8 … 8 FP per case")
+    ax.set_xscale("symlog", linthresh=CPM_RATES[0])
+    ax.set_xlim(0, last)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("false positives per case")
+    ax.set_ylabel("lesion sensitivity")
+    ax.set_title(f"FROC: {curves.n_lesions} lesions, {curves.n_cases} cases")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
+def plot_pr(curves: DetectionCurves, *, ax=None):
+    """Lesion-level precision against recall (the step curve AP integrates)."""
+    ax = ax if ax is not None else _figure((5.5, 4))[0]
+    keep = curves.pr_threshold > 0
+    recall = np.concatenate([[0.0], curves.pr_recall[keep]])
+    precision = np.concatenate([[curves.pr_precision[keep][0] if keep.any() else 1.0], curves.pr_precision[keep]])
+    ax.step(recall, precision, where="pre", color="tab:blue", label=_value("AP", curves.ap, curves.ap_ci))
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("recall (lesion sensitivity)")
+    ax.set_ylabel("precision")
+    ax.set_title(f"Precision–recall: {curves.n_lesions} lesions")
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
+
+
+def plot_roc(curves: DetectionCurves, *, ax=None):
+    """The case-level ROC (a case is positive when it holds a lesion, scored by its highest confidence)."""
+    ax = ax if ax is not None else _figure((4.5, 4))[0]
+    ax.plot(curves.roc_fpr, curves.roc_tpr, color="tab:blue", label=_value("AUROC", curves.auroc, curves.auroc_ci))
+    ax.plot([0, 1], [0, 1], ":", color="grey", lw=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("false positive rate (cases)")
+    ax.set_ylabel("true positive rate (cases)")
+    negatives = curves.n_cases - curves.n_positive_cases
+    ax.set_title(f"ROC: {curves.n_positive_cases} cases with lesions, {negatives} without")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
+def _save(fig, path: pathlib.Path) -> pathlib.Path:
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120))
+
+
+def write_detection_plots(curves: Mapping[int, DetectionCurves], out_dir) -> list[pathlib.Path]:
+    """Write ``froc.png``, ``pr.png`` and ``roc.png`` (120 dpi) of each class's curves into ``out_dir``.
+
+    One class: no suffix; several: ``_class<k>``. Returns the paths written.
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, curve in curves.items():
+        sfx = "" if len(curves) == 1 else f"_class{k}"
+        for name, draw in (("froc", plot_froc), ("pr", plot_pr), ("roc", plot_roc)):
+            paths.append(_save(draw(curve).figure, out / f"{name}{sfx}.png"))
+    return paths

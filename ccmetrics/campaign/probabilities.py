@@ -1,0 +1,201 @@
+"""Probability maps in a data-set evaluation: each case's map read, its lesion candidates found and matched.
+
+With ``evaluate_dataset(..., probabilities=FOLDER)`` (``ccmetrics evaluate ... --probabilities FOLDER``) every case
+has one probability map, named like its GT (:func:`ccmetrics.formats.probabilities.probability_file`; nnU-Net's
+``CASE.npz`` beside its ``CASE.nii.gz`` is taken). Per case:
+
+1. the map is read once, as float32, on the GT's grid (:func:`~ccmetrics.formats.probabilities.read_probabilities`;
+   values outside [0, 1], NaN, another grid, a missing channel: the case's error row names the problem);
+2. without a predictions folder the case's segmentation is ``prob > 0.5`` (what the argmax of a binary softmax
+   gives), on which the segmentation metrics are computed;
+3. its lesion candidates are found (:func:`~ccmetrics.metrics.candidates.find_candidates`: ``components``,
+   ``threshold:T``, ``dynamic``, or with a predictions folder the prediction's components) and matched one-to-one
+   to the GT's lesions, labelled once for the metrics and the matching alike
+   (:func:`~ccmetrics.metrics.detection_curves.match_candidates`);
+4. the case's output gains its ``per_candidate`` rows and its ``case_confidence``.
+
+The data set's curves (AP, AUROC, FROC, CPM) are computed from the tables
+(:func:`~ccmetrics.metrics.detection_curves.detection_curves_from_tables`) by
+:meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`.
+
+Cost per case: one read of the map, one comparison, one labelling of the candidates, one gather at their voxels
+and the matching on the overlap list: a few passes over the image, whatever the number of lesions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..engine.components import Sites
+from ..formats.image import Image
+from ..formats.probabilities import probability_case_id, probability_file, read_probabilities
+from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candidate_method
+from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
+
+__all__ = ["ProbabilityOptions", "attach_probabilities", "case_candidates", "read_case_map", "SEGMENTATION_THRESHOLD"]
+
+#: without a predictions folder, a case's segmentation is ``prob > SEGMENTATION_THRESHOLD`` (a binary softmax's argmax)
+SEGMENTATION_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class ProbabilityOptions:
+    """How probability maps are used: where they are, how candidates are found and matched.
+
+    Attributes
+    ----------
+    folder : str or None
+        The folder of the maps (absolute); None when they are given case by case.
+    candidates : str
+        ``"components"``, ``"threshold:T"``, ``"dynamic"`` or ``"prediction"`` (the prediction's components).
+    confidence : {"max", "mean"}
+        A prediction component's confidence (the other methods take the maximum).
+    match_by : {"overlap", "confidence"}
+        What the one-to-one matching maximizes besides the number of matches (picai_eval: overlap).
+    channel : int or None
+        The channel of a multi-channel map (nnU-Net's ``.npz``); None: channel 1 of two.
+    segment_from_map : bool
+        No predictions folder: the segmentation is ``prob > 0.5``.
+
+    Examples
+    --------
+    >>> ProbabilityOptions.build(None, None, pred_given=False).candidates
+    'components'
+    >>> ProbabilityOptions.build(None, None, pred_given=True).candidates
+    'prediction'
+    """
+
+    folder: str | None
+    candidates: str = "components"
+    confidence: str = "max"
+    match_by: str = "overlap"
+    channel: int | None = None
+    segment_from_map: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        folder: Any,
+        candidates: str | None,
+        *,
+        pred_given: bool,
+        confidence: str = "max",
+        match_by: str = "overlap",
+        channel: int | None = None,
+    ) -> ProbabilityOptions:
+        """The options checked (messages name the ``evaluate_dataset`` arguments)."""
+        if folder is not None and not os.path.isdir(folder):
+            raise NotADirectoryError(f"probabilities folder {os.fspath(folder)!r} does not exist or is not a folder")
+        method = ("prediction" if pred_given else "components") if candidates is None else str(candidates)
+        if method == "prediction":
+            if not pred_given:
+                raise ValueError("candidates='prediction' takes the prediction's components: give the predictions too")
+        else:
+            kind, threshold = parse_candidate_method(method)
+            method = kind if threshold is None else f"threshold:{threshold:g}"
+        if confidence not in CONFIDENCE_RULES:
+            raise ValueError(f"confidence must be one of {', '.join(CONFIDENCE_RULES)}, got {confidence!r}")
+        if confidence != "max" and method != "prediction":
+            raise ValueError(
+                f"confidence={confidence!r} applies to the prediction's components; candidates={method!r} take the "
+                "map's maximum inside each (picai_eval's convention)"
+            )
+        if match_by not in MATCH_BY:
+            raise ValueError(f"match_by must be one of {', '.join(MATCH_BY)}, got {match_by!r}")
+        if channel is not None and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
+            raise ValueError(f"channel must be a whole number >= 0, got {channel!r}")
+        return cls(
+            None if folder is None else os.path.abspath(folder), method, confidence, match_by, channel, not pred_given
+        )
+
+    def key(self) -> dict[str, Any]:
+        """What changes values (kept in each case's record: change one and ``resume`` evaluates again)."""
+        return {
+            "candidates": self.candidates,
+            "confidence": self.confidence,
+            "match_by": self.match_by,
+            "channel": self.channel,
+            "segment_from_map": self.segment_from_map,
+        }
+
+
+def attach_probabilities(tasks: list[Any], options: ProbabilityOptions, source: Any) -> list[tuple[str, str]]:
+    """Give each case its map (``task.prob``, from the folder or the mapping ``source``); a case without one gets
+    an error. Returns ``(case, error)`` for each map that has no GT case, to become an error row of its own
+    (nothing given is left out without a word).
+    """
+    known = {t.case for t in tasks}
+    if isinstance(source, Mapping):
+        given = {str(k): v for k, v in source.items()}
+        for task in tasks:
+            if not task.error:
+                task.prob = given.get(task.case)
+                if task.prob is None:
+                    task.error = f"no probability map for case {task.case!r} in the probabilities given"
+        return [(case, "no ground truth for this probability map") for case in sorted(set(given) - known)]
+    folder = str(options.folder)
+    for task in tasks:
+        if task.error:
+            continue
+        try:
+            found = probability_file(folder, task.case)
+        except ValueError as exc:
+            task.error = str(exc)
+            continue
+        if found is None:
+            task.error = (
+                f"no probability map for case {task.case!r} in {folder} (expected e.g. {task.case}.nii.gz "
+                f"or {task.case}.npz, named like the GT)"
+            )
+        else:
+            task.prob = str(found)
+    orphans: dict[str, str] = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        case = None if name.startswith(".") or os.path.isdir(path) else probability_case_id(name)
+        if case is not None and case not in known:
+            orphans.setdefault(case, f"no ground truth for this probability map ({path})")
+    return sorted(orphans.items())
+
+
+def read_case_map(prob: Any, gt: Image, options: ProbabilityOptions, tolerance_mm: float) -> Image:
+    """The case's map as float32 on the GT's grid: a file (checked against the GT), or an array or Image given."""
+    if isinstance(prob, (str, os.PathLike)):
+        return read_probabilities(prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm)
+    array = prob.array if isinstance(prob, Image) else np.asarray(prob)
+    if array.shape != gt.array.shape:
+        raise ValueError(f"the probability map has shape {array.shape}, the GT {gt.array.shape}")
+    return Image(np.asarray(array, np.float32), gt.spacing, gt.affine, None)
+
+
+def segmentation_of(prob: Image) -> Image:
+    """The segmentation a binary softmax's argmax gives: ``prob > 0.5``."""
+    return Image((prob.array > SEGMENTATION_THRESHOLD).astype(np.uint8), prob.spacing, prob.affine, prob.path)
+
+
+def case_candidates(
+    prob: Image,
+    lesions: Sites,
+    pred: np.ndarray | None,
+    options: ProbabilityOptions,
+    rule: str,
+    *,
+    case: str,
+    connectivity: int | None,
+    voxel_mm3: float,
+    affine: Any,
+) -> tuple[pd.DataFrame, float]:
+    """One case's candidates matched to its lesions: its ``per_candidate`` rows and its confidence."""
+    if options.candidates == "prediction":
+        found = find_candidates(prob.array, prediction=pred, confidence=options.confidence, connectivity=connectivity)
+    else:
+        found = find_candidates(prob.array, options.candidates, connectivity=connectivity)
+    match = match_candidates(found, lesions, rule, match_by=options.match_by)
+    frame = candidate_frame(found, match, case, 1, voxel_mm3=voxel_mm3, affine=affine)
+    return frame, match.case_confidence

@@ -1,0 +1,270 @@
+"""Probability maps through a data-set evaluation and the command line: picai_eval's numbers end to end,
+nnU-Net's npz, bad input as error rows, resume, workers, the written folder."""
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import SimpleITK as sitk
+
+from ccmetrics import evaluate_dataset
+from ccmetrics.campaign.dataset import DatasetResult
+from ccmetrics.cli import main
+from ccmetrics.engine.components import find_sites
+from ccmetrics.formats.io import load_image, save_image
+from ccmetrics.metrics.candidates import find_candidates
+from ccmetrics.metrics.detection_curves import detection_curves, match_candidates
+
+SHAPE = (20, 24, 16)
+SPACING = (0.8, 0.8, 2.0)
+
+
+def make_case(rng, n_lesions, noise):
+    gt = np.zeros(SHAPE, np.uint8)
+    prob = np.zeros(SHAPE, np.float32)
+    for _ in range(n_lesions):
+        x, y, z = (int(rng.integers(2, s - 6)) for s in SHAPE)
+        gt[x : x + 4, y : y + 4, z : z + 3] = 1
+        if rng.uniform() < 0.8:  # found, more or less well
+            dx = int(rng.integers(0, 3))
+            prob[x + dx : x + dx + 4, y : y + 4, z : z + 3] = np.float32(rng.choice([0.3, 0.55, 0.8, 0.95]))
+    for _ in range(noise):  # false positives, some at the same confidence as lesions (ties)
+        x, y, z = (int(rng.integers(0, s - 2)) for s in SHAPE)
+        if not gt[x : x + 2, y : y + 2, z : z + 2].any():
+            prob[x : x + 2, y : y + 2, z : z + 2] = np.float32(rng.choice([0.2, 0.55, 0.7]))
+    return gt, prob
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("prob")
+    rng = np.random.default_rng(42)
+    for d in ("gt", "prob"):
+        (root / d).mkdir()
+    arrays = {}
+    for i in range(10):
+        gt, prob = make_case(rng, int(rng.integers(0, 4)), int(rng.integers(0, 3)))
+        save_image(root / "gt" / f"case{i:02d}.nii.gz", gt, spacing=SPACING)
+        save_image(root / "prob" / f"case{i:02d}.nii.gz", prob, spacing=SPACING)
+        arrays[f"case{i:02d}"] = (gt, prob)
+    return root, arrays
+
+
+def test_folder_equals_per_case_matching_and_picai(folders):
+    root, arrays = folders
+    result = evaluate_dataset(root / "gt", probabilities=root / "prob", metrics=["dice"], progress=False)
+    assert (result.per_case["status"] != "error").all()
+    # each case's candidates as the metrics layer finds and matches them, on the arrays as read
+    matches = []
+    for case in sorted(arrays):
+        gt = load_image(root / "gt" / f"{case}.nii.gz").array
+        prob = load_image(root / "prob" / f"{case}.nii.gz").array.astype(np.float32)
+        m = match_candidates(find_candidates(prob), find_sites(gt), "iou:0.1")
+        matches.append(m)
+        rows = result.per_candidate[result.per_candidate["case"] == case]
+        assert rows["outcome"].tolist() == m.outcome.tolist()
+        assert rows["confidence"].tolist() == m.confidence.tolist()
+        row = result.per_case[result.per_case["case"] == case].iloc[0]
+        assert row["case_confidence"] == m.case_confidence
+        # without predictions, the segmentation is prob > 0.5
+        assert row["pred_volume"] == int((prob > 0.5).sum())
+    ours = result.detection_curves(n_resamples=0)[1]
+    direct = detection_curves(matches, case_ids=sorted(arrays), n_resamples=0)
+    assert ours.ap == direct.ap and ours.auroc == direct.auroc and ours.cpm == direct.cpm
+    # picai_eval on the same detection maps and GT files
+    picai = pytest.importorskip("picai_eval.eval")
+    ref = picai.evaluate(
+        y_det=[
+            find_candidates(load_image(root / "prob" / f"{c}.nii.gz").array).detection_map() for c in sorted(arrays)
+        ],
+        y_true=[load_image(root / "gt" / f"{c}.nii.gz").array for c in sorted(arrays)],
+        subject_list=sorted(arrays),
+        num_parallel_calls=1,
+        verbose=0,
+    )
+    assert ours.ap == pytest.approx(ref.AP, abs=1e-9)
+    assert ours.auroc == pytest.approx(ref.auroc, abs=1e-9)
+    assert ours.picai_score == pytest.approx(ref.score, abs=1e-9)
+    assert ours.n_lesions == ref.num_lesions
+
+
+def test_written_folder_cli_and_resume(folders, tmp_path, capsys):
+    root, arrays = folders
+    out = tmp_path / "out"
+    code = main(
+        [
+            "evaluate",
+            str(root / "gt"),
+            "--probabilities",
+            str(root / "prob"),
+            "--out",
+            str(out),
+            "--metrics",
+            "dice,detection",
+            "--bootstrap",
+            "200",
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "Lesion detection:" in text and "AP " in text and "CPM " in text and "per_candidate.csv" in text
+    for name in ("per_candidate.csv", "per_case.csv", "summary.json"):
+        assert (out / name).is_file()
+    for name in ("froc.png", "pr.png", "roc.png"):
+        assert (out / "plots" / name).is_file()
+    doc = json.loads((out / "summary.json").read_text())
+    curves = DatasetResult.read(out).detection_curves(n_resamples=200)[1]
+    saved = doc["detection_curves"]["1"]
+    assert saved["ap"]["value"] == curves.ap and saved["ap"]["ci"] == list(curves.ap_ci)
+    assert doc["options"]["probabilities"]["candidates"] == "components"
+    assert doc["options"]["detection_rule"] == "iou:0.1"
+    assert f"AP {curves.ap:.4f} [{curves.ap_ci[0]:.4f}, {curves.ap_ci[1]:.4f}]" in text
+    first = pd.read_csv(out / "per_candidate.csv")
+    # resume: every case from its record, the same tables
+    code = main(
+        [
+            "evaluate",
+            str(root / "gt"),
+            "--probabilities",
+            str(root / "prob"),
+            "--out",
+            str(out),
+            "--metrics",
+            "dice,detection",
+            "--bootstrap",
+            "200",
+            "--quiet",
+            "--resume",
+        ]
+    )
+    assert code == 0
+    assert pd.read_csv(out / "per_candidate.csv").equals(first)
+    # another candidate method is another option: every case evaluated again, other candidates
+    code = main(
+        [
+            "evaluate",
+            str(root / "gt"),
+            "--probabilities",
+            str(root / "prob"),
+            "--out",
+            str(out),
+            "--metrics",
+            "dice",
+            "--candidates",
+            "threshold:0.5",
+            "--quiet",
+            "--resume",
+        ]
+    )
+    assert code == 0
+    again = pd.read_csv(out / "per_candidate.csv")
+    assert (again["confidence"] >= 0.5).all() and len(again) < len(first)
+    assert not (out / "per_prediction.csv").exists()  # stale table of the earlier run removed
+
+
+def test_workers_give_the_same_tables(folders):
+    root, _ = folders
+    one = evaluate_dataset(root / "gt", probabilities=root / "prob", metrics=["dice"], progress=False)
+    two = evaluate_dataset(root / "gt", probabilities=root / "prob", metrics=["dice"], progress=False, workers=2)
+    pd.testing.assert_frame_equal(one.per_candidate, two.per_candidate)
+    pd.testing.assert_frame_equal(one.per_case, two.per_case)
+
+
+def test_prediction_components_with_mean_confidence(folders, tmp_path):
+    root, arrays = folders
+    (tmp_path / "pred").mkdir()
+    for case, (_gt, prob) in arrays.items():
+        save_image(tmp_path / "pred" / f"{case}.nii.gz", (prob > 0.25).astype(np.uint8), spacing=SPACING)
+    result = evaluate_dataset(
+        root / "gt", tmp_path / "pred", ["dice"], probabilities=root / "prob", confidence="mean", progress=False
+    )
+    for case, (_gt, prob) in arrays.items():
+        c = find_candidates(prob, prediction=prob > 0.25, confidence="mean")
+        rows = result.per_candidate[result.per_candidate["case"] == case]
+        assert rows["confidence"].to_numpy() == pytest.approx(c.confidence)
+        assert rows["volume"].tolist() == c.volumes.tolist()
+
+
+def test_nnunet_npz_beside_its_segmentation(tmp_path):
+    """nnU-Net's --save_probabilities layout: CASE.nii.gz (segmentation) and CASE.npz (C, z, y, x) side by side."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "nnunet").mkdir()
+    expected = {}
+    for i in range(3):
+        gt, prob = make_case(rng, 2, 1)
+        image = sitk.GetImageFromArray(gt.T.copy())  # SimpleITK's array order is (z, y, x)
+        image.SetSpacing(SPACING)
+        sitk.WriteImage(image, str(tmp_path / "gt" / f"c{i}.nii.gz"))
+        seg = sitk.GetImageFromArray((prob > 0.5).astype(np.uint8).T.copy())
+        seg.CopyInformation(image)
+        sitk.WriteImage(seg, str(tmp_path / "nnunet" / f"c{i}.nii.gz"))
+        zyx = prob.T  # what nnU-Net writes: (C, z, y, x)
+        np.savez_compressed(tmp_path / "nnunet" / f"c{i}.npz", probabilities=np.stack([1 - zyx, zyx]))
+        expected[f"c{i}"] = find_candidates(prob).confidence
+    (tmp_path / "nnunet" / "plans.json").write_text("{}")
+    result = evaluate_dataset(tmp_path / "gt", probabilities=tmp_path / "nnunet", metrics=["dice"], progress=False)
+    assert (result.per_case["status"] == "ok").all() | (result.per_case["flags"] == "empty_gt").all()
+    for case, conf in expected.items():
+        rows = result.per_candidate[result.per_candidate["case"] == case]
+        assert rows["confidence"].to_numpy() == pytest.approx(conf)
+
+
+def test_bad_maps_are_error_rows_and_nothing_is_dropped(tmp_path):
+    rng = np.random.default_rng(5)
+    for d in ("gt", "prob"):
+        (tmp_path / d).mkdir()
+    for i in range(5):
+        gt, prob = make_case(rng, 1, 0)
+        save_image(tmp_path / "gt" / f"c{i}.nii.gz", gt, spacing=SPACING)
+        if i == 1:
+            prob[0, 0, 0] = np.nan
+        if i == 2:
+            prob[0, 0, 0] = 1.5
+        if i == 3:
+            save_image(tmp_path / "prob" / f"c{i}.nii.gz", prob[:-1], spacing=SPACING)
+            continue
+        if i != 4:
+            save_image(tmp_path / "prob" / f"c{i}.nii.gz", prob, spacing=SPACING)
+    save_image(tmp_path / "prob" / "orphan.nii.gz", np.zeros(SHAPE, np.float32), spacing=SPACING)
+    result = evaluate_dataset(tmp_path / "gt", probabilities=tmp_path / "prob", metrics=["dice"], progress=False)
+    rows = result.per_case.set_index("case")
+    assert rows.loc["c0", "status"] != "error"
+    assert "NaN" in rows.loc["c1", "error"]
+    assert "1.5" in rows.loc["c2", "error"]
+    assert "shape" in rows.loc["c3", "error"]
+    assert "no probability map for case 'c4'" in rows.loc["c4", "error"]
+    assert "no ground truth for this probability map" in rows.loc["orphan", "error"]
+    curves = result.detection_curves(n_resamples=0)[1]
+    assert curves.n_cases == 1  # the failed cases are no cases of the curves (result.errors lists them)
+
+
+def test_arguments_checked():
+    gt = np.zeros((8, 8), np.uint8)
+    with pytest.raises(ValueError, match="binary tasks"):
+        evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt.astype(np.float32)}, classes=[1], progress=False)
+    with pytest.raises(ValueError, match="give probabilities"):
+        evaluate_dataset({"a": (gt, gt)}, candidates="dynamic", progress=False)
+    with pytest.raises(ValueError, match="confidence='mean'"):
+        evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt}, candidates="components", confidence="mean")
+    with pytest.raises(NotADirectoryError, match="probabilities folder"):
+        evaluate_dataset(os.devnull, probabilities="/nonexistent/folder", progress=False)
+
+
+def test_mapping_input():
+    gt = np.zeros((12, 12), np.uint8)
+    gt[2:5, 2:5] = 1
+    prob = np.zeros((12, 12), np.float32)
+    prob[2:5, 2:4] = 0.75
+    prob[9, 9] = 0.5
+    result = evaluate_dataset(
+        {"a": (gt, (prob > 0.6).astype(np.uint8))}, metrics=["dice"], probabilities={"a": prob}, progress=False
+    )
+    assert result.per_candidate["outcome"].tolist() == ["tp"]  # the prediction's one component
+    result = evaluate_dataset(
+        {"a": (gt, None)}, metrics=["dice"], probabilities={"a": prob}, candidates="components", progress=False
+    )
+    assert result.per_candidate["outcome"].tolist() == ["tp", "fp"]
