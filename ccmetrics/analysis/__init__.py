@@ -1,15 +1,20 @@
 """The analysis: tables to statistics and figures.
 
 Bootstrap intervals and paired comparisons of methods (:mod:`~ccmetrics.analysis.stats`), the figures of a
-result folder (:mod:`~ccmetrics.analysis.plots`), lesion-size bins (:mod:`~ccmetrics.analysis.sizes`) and
-subgroups from a metadata table (:mod:`~ccmetrics.analysis.subgroups`). It reads the tidy tables of
-:mod:`ccmetrics.schema`; it knows nothing of how they were made.
+result folder (:mod:`~ccmetrics.analysis.plots`) and of its detection curves
+(:mod:`~ccmetrics.analysis.detection_plots`), lesion-size bins (:mod:`~ccmetrics.analysis.sizes`) and subgroups
+from a metadata table (:mod:`~ccmetrics.analysis.subgroups`). It reads the tidy tables of :mod:`ccmetrics.schema`;
+it knows nothing of how they were made.
 """
 
 from .._lazy import attach
 
 #: public name -> the module of this layer that defines it (loaded on first use)
 _EXPORTS = {
+    "plot_froc": "detection_plots",
+    "plot_pr": "detection_plots",
+    "plot_roc": "detection_plots",
+    "write_detection_plots": "detection_plots",
     "plot_by_group": "plots",
     "plot_case_distribution": "plots",
     "plot_comparison": "plots",
@@ -36,4 +41,4 @@ _EXPORTS = {
     "read_metadata": "subgroups",
 }
 
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("plots", "sizes", "stats", "subgroups"))
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups"))

@@ -11,6 +11,7 @@ from .._lazy import attach
 
 #: public name -> the module of this layer that defines it (loaded on first use)
 _EXPORTS = {
+    "ProbabilityOptions": "probabilities",
     "CaseTask": "dataset",
     "DatasetResult": "dataset",
     "EMPTY_GT": "dataset",
@@ -50,4 +51,6 @@ _EXPORTS = {
     "run_cases": "scheduler",
 }
 
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("dataset", "output_folder", "records", "scheduler"))
+__getattr__, __dir__, __all__ = attach(
+    __name__, _EXPORTS, ("dataset", "output_folder", "probabilities", "records", "scheduler")
+)
