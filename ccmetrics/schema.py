@@ -13,6 +13,9 @@ files, :mod:`ccmetrics.analysis.stats`, :mod:`ccmetrics.analysis.plots`, the rep
 ``per_candidate`` (:data:`PER_CANDIDATE`)
     One row per lesion candidate of a probability map (``--probabilities``): its confidence, whether it is a
     true positive, the lesion it is matched to, and where it lies.
+``thresholds`` (:data:`THRESHOLDS`)
+    One row per case, class and threshold of a probability map (``--thresholds``): the per-region metrics of
+    ``prob >= threshold``, global and CC.
 ``summary`` (:data:`SUMMARY`)
     One row per class, metric and aggregation: the data set's means, medians and intervals.
 
@@ -53,6 +56,7 @@ __all__ = [
     "PER_COMPONENT",
     "PER_PREDICTION",
     "SUMMARY",
+    "THRESHOLDS",
     "TableSchema",
     "base",
     "cc",
@@ -107,6 +111,7 @@ CONFIDENCE = "confidence"
 LESION = "lesion"
 SCORE = "score"
 CASE_CONFIDENCE = "case_confidence"
+THRESHOLD = "threshold"
 
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
@@ -116,7 +121,7 @@ COMPUTE_SECONDS = "compute_seconds"
 #: only by these names (other files there are the user's)
 PLOT_FILE = re.compile(
     r"(?:metric_vs_volume_\w+|standard_vs_cc_\w+|by_group_cc_\w+|detection_by_size(?:_class\d+)?"
-    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc)(?:_class\d+)?)\.png"
+    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc|thresholds)(?:_class\d+)?)\.png"
 )
 
 # ---------------------------------------------------------------- values
@@ -373,6 +378,19 @@ PER_CANDIDATE = TableSchema(
         ),
     ),
     key=(CASE, CLASS, CANDIDATE),
+)
+
+#: one row per case, class and threshold of the probability map (``--thresholds``)
+THRESHOLDS = TableSchema(
+    "thresholds",
+    "thresholds.csv",
+    fields=(
+        *_CASE_CLASS,
+        Field(THRESHOLD, "float", "the threshold t: the segmentation is prob >= t"),
+        Field(EMPTY_GT, "bool", "the GT has no component (left out of the means per threshold)"),
+        Field(WORST_DISTANCE, "float", "the case's worst distance"),
+    ),
+    key=(CASE, CLASS, THRESHOLD),
 )
 
 #: one row per case and class, every image file of both folders included (errors too)

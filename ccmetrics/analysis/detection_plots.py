@@ -4,7 +4,8 @@ Each function draws one :class:`~ccmetrics.metrics.detection_curves.DetectionCur
 tables by :meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`) on the Agg canvas, never pyplot;
 the legend states the curve's summary value with its bootstrap interval, computed from the data.
 :func:`write_detection_plots` writes ``froc.png``, ``pr.png`` and ``roc.png`` (``_class<k>`` for each class of
-several).
+several); :func:`write_threshold_plots` writes ``thresholds.png``, the global and CC means of each metric against
+the threshold of the probability map (``--thresholds``), the best threshold by each marked.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .._files import atomic_write
 from ..metrics.detection_curves import CPM_RATES, DetectionCurves
 from .plots import _figure
 
-__all__ = ["plot_froc", "plot_pr", "plot_roc", "write_detection_plots"]
+__all__ = ["plot_froc", "plot_pr", "plot_roc", "plot_thresholds", "write_detection_plots", "write_threshold_plots"]
 
 
 def _value(name: str, value: float, ci: tuple[float, float]) -> str:
@@ -109,4 +110,57 @@ def write_detection_plots(curves: Mapping[int, DetectionCurves], out_dir) -> lis
         sfx = "" if len(curves) == 1 else f"_class{k}"
         for name, draw in (("froc", plot_froc), ("pr", plot_pr), ("roc", plot_roc)):
             paths.append(_save(draw(curve).figure, out / f"{name}{sfx}.png"))
+    return paths
+
+
+def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, columns=None):
+    """Global and CC means of one metric against the threshold of the probability map, each best threshold marked.
+
+    >>> import pandas as pd
+    >>> means = pd.DataFrame({"class": 1, "threshold": [0.3, 0.5], "n": 2, "dice": [0.9, 0.95],
+    ...                       "cc_dice": [0.8, 0.6]})
+    >>> plot_thresholds(means, {"1/dice": {"standard": 0.5, "cc": 0.3}}, "dice").get_xlabel()
+    'threshold of the probability map'
+    """
+    from ..metrics import registry
+    from ..schema import CLASS, THRESHOLD, cc
+
+    ax = ax if ax is not None else _figure((5.5, 4))[0]
+    table = means[means[CLASS] == class_value]
+    name = registry.display_name(metric, columns)
+    picks = best.get(f"{class_value}/{metric}", {})
+    for kind, column, color, label in (
+        ("standard", metric, "tab:blue", f"global {name}"),
+        ("cc", cc(metric), "tab:orange", f"CC {name}"),
+    ):
+        if column not in table:
+            continue
+        ax.plot(table[THRESHOLD], table[column], "o-", color=color, ms=3, label=label)
+        if kind in picks:
+            t = picks[kind]
+            y = float(table.loc[table[THRESHOLD] == t, column].iloc[0])
+            ax.plot([t], [y], "*", color=color, ms=12, label=f"best by {label}: {t:g}")
+    ax.set_xlabel("threshold of the probability map")
+    ax.set_ylabel(f"mean {name} over cases with lesions")
+    ax.set_title(f"{name} against the threshold ({int(table['n'].max()) if len(table) else 0} cases)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def write_threshold_plots(means, best, out_dir, columns=None) -> list[pathlib.Path]:
+    """Write ``thresholds.png`` (``_class<k>`` for each class of several): one panel per swept metric."""
+    from ..schema import CLASS, cc
+
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    classes = sorted(means[CLASS].unique())
+    metrics = sorted({key.split("/", 1)[1] for key in best}, key=lambda m: list(means.columns).index(m))
+    paths = []
+    for k in classes:
+        axes = _figure((5 * len(metrics), 4), ncols=len(metrics))
+        for ax, m in zip(axes, metrics):
+            if m in means.columns or cc(m) in means.columns:
+                plot_thresholds(means, best, m, class_value=int(k), ax=ax, columns=columns)
+        sfx = "" if len(classes) == 1 else f"_class{k}"
+        paths.append(_save(axes[0].figure, out / f"thresholds{sfx}.png"))
     return paths

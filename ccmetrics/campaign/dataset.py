@@ -66,6 +66,7 @@ from ..metrics.classes import ClassSpec, DatasetJson, class_values, parse_classe
 from ..metrics.detection_curves import DetectionCurves, detection_curves_from_tables
 from ..metrics.detection_rules import DetectionRule
 from ..metrics.results import CaseResult
+from ..metrics.thresholds import sweep, threshold_summary
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
 from .probabilities import ProbabilityOptions, attach_probabilities, case_candidates, read_case_map, segmentation_of
@@ -479,7 +480,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             else:
                 target = gt.array if truth is None else truth
                 results = {1: evaluate(pred.array, target, options.metric_arguments(), **kwargs)}
-            candidates = None
+            candidates, swept = None, None
             if prob is not None and truth is not None:
                 candidates, case_confidence = case_candidates(
                     prob,
@@ -492,6 +493,16 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                     voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
                     affine=gt.affine if gt_known else None,
                 )
+                if options.probabilities and options.probabilities.thresholds:  # one prepared GT for every threshold
+                    kwargs.pop("detection_rule")
+                    swept = sweep(
+                        prob.array,
+                        truth,
+                        options.probabilities.thresholds,
+                        options.metric_arguments(),
+                        case=task.case,
+                        **kwargs,
+                    )
     except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
         output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
         return {**output, "retry": True}
@@ -535,6 +546,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         "components": pd.concat(frames, ignore_index=True),
         "predictions": None if predictions[0] is None else pd.concat(predictions, ignore_index=True),
         "candidates": candidates,
+        "thresholds": swept,
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
 
@@ -583,6 +595,7 @@ def failed_output(
         "components": None,
         "predictions": None,
         "candidates": None,
+        "thresholds": None,
         "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
     }
 
@@ -710,6 +723,10 @@ class DatasetResult:
         With probability maps: one row per lesion candidate of every evaluated case
         (:data:`ccmetrics.schema.PER_CANDIDATE`), sorted by case, class and candidate; else None. The detection
         curves: :meth:`detection_curves`.
+    thresholds : pandas.DataFrame or None
+        With probability maps and ``thresholds``: the per-region metrics of ``prob >= t`` per case, class and
+        threshold (:data:`ccmetrics.schema.THRESHOLDS`); their means and the best threshold by each score:
+        :meth:`threshold_summary`.
     """
 
     per_component: pd.DataFrame
@@ -722,6 +739,7 @@ class DatasetResult:
     run: RunInfo = field(default_factory=RunInfo, repr=False, compare=False)
     per_prediction: pd.DataFrame | None = None
     per_candidate: pd.DataFrame | None = None
+    thresholds: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -792,6 +810,14 @@ class DatasetResult:
             )
         return out
 
+    def threshold_summary(self) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
+        """The means per class and threshold of the ``thresholds`` table over the cases with GT lesions, and the best
+        threshold by each global and CC score (:func:`ccmetrics.metrics.thresholds.threshold_summary`)."""
+        if self.thresholds is None:
+            raise ValueError("no thresholds were swept: evaluate with thresholds= (--thresholds) first")
+        swept = [m for m in self.options.get("metrics", []) if m in self.thresholds.columns]
+        return threshold_summary(self.thresholds, swept)
+
     def summary(self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
         """Mean, median and bootstrap confidence interval of every score, per class.
 
@@ -859,6 +885,7 @@ class DatasetResult:
             columns=self.columns,
             per_prediction=rows(self.per_prediction),
             per_candidate=rows(self.per_candidate),
+            thresholds=rows(self.thresholds),
         )
 
     def group_summary(
@@ -1040,6 +1067,12 @@ class DatasetResult:
             atomic_write(paths[schema.PER_CANDIDATE.name], lambda tmp: candidates.to_csv(tmp, index=False))
             curves = self.detection_curves(**summary_options) if curves is None else curves
         curves = curves or {}
+        swept = None
+        if self.thresholds is not None:
+            table = self.thresholds
+            paths[schema.THRESHOLDS.name] = out / schema.THRESHOLDS.file
+            atomic_write(paths[schema.THRESHOLDS.name], lambda tmp: table.to_csv(tmp, index=False))
+            swept = self.threshold_summary()
         if summary is None:
             summary = self.summary(**summary_options)
         doc = {
@@ -1055,6 +1088,8 @@ class DatasetResult:
         }
         if curves:
             doc["detection_curves"] = {str(c): curve.to_dict() for c, curve in curves.items()}
+        if swept is not None:
+            doc["thresholds"] = {"means": _records(swept[0].replace([math.inf, -math.inf], np.nan)), "best": swept[1]}
         if groups is not None:
             doc["groups"] = {"by": groups[0], "summary": _records(groups[1])}
         text = json.dumps(doc, indent=2, allow_nan=False)
@@ -1084,6 +1119,10 @@ class DatasetResult:
                 from ..analysis.detection_plots import write_detection_plots
 
                 written["plots"] += write_detection_plots(curves, out / "plots")
+            if swept is not None and len(swept[0]):
+                from ..analysis.detection_plots import write_threshold_plots
+
+                written["plots"] += write_threshold_plots(swept[0], swept[1], out / "plots", self.columns)
             if groups is not None and self.cc_metrics:
                 from ..analysis.plots import plot_by_group
 
@@ -1111,7 +1150,7 @@ class DatasetResult:
             says to run the evaluation again with ``--resume``.
         """
         out = Path(out_dir)
-        tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION, schema.PER_CANDIDATE)
+        tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION, schema.PER_CANDIDATE, schema.THRESHOLDS)
         data, _ = read_tables(out, [schema.SUMMARY.file, *(t.file for t in tables)])  # one run's set, checked
         case_file = out / schema.PER_CASE.file
         if schema.PER_CASE.file not in data:
@@ -1147,6 +1186,10 @@ class DatasetResult:
         if schema.PER_CANDIDATE.file in data:
             source = io.BytesIO(data[schema.PER_CANDIDATE.file])
             per_candidate = schema.PER_CANDIDATE.read(out / schema.PER_CANDIDATE.file, source=source)
+        thresholds = None
+        if schema.THRESHOLDS.file in data:
+            source = io.BytesIO(data[schema.THRESHOLDS.file])
+            thresholds = schema.THRESHOLDS.read(out / schema.THRESHOLDS.file, source=source)
         return cls(
             per_component,
             per_case,
@@ -1155,6 +1198,7 @@ class DatasetResult:
             saved=doc,
             per_prediction=per_prediction,
             per_candidate=per_candidate,
+            thresholds=thresholds,
         )
 
 
@@ -1224,6 +1268,7 @@ def evaluate_dataset(
     confidence: str = "max",
     match_by: str = "overlap",
     channel: int | None = None,
+    thresholds: Any = None,
 ) -> DatasetResult:
     """Evaluate a data set of cases: CC-Metrics, global metrics and case-level scores per case and class.
 
@@ -1288,6 +1333,10 @@ def evaluate_dataset(
         summed confidence (the most confident passing candidate is the true positive).
     channel : int, optional
         The channel of a multi-channel map (nnU-Net's ``.npz``); default: channel 1 of a two-channel map.
+    thresholds : str or sequence of float, optional
+        With ``probabilities``: also evaluate the per-region metrics of ``prob >= t`` at each threshold
+        (``"0.1:0.9:0.1"`` or numbers), on each case's GT prepared once: the result's ``thresholds`` table and
+        :meth:`DatasetResult.threshold_summary` (the best threshold by each global and CC score).
     gt_suffix, pred_suffix : str, optional
         Regular expressions removed from the end of file names (after the
         extension) to form case ids, e.g. ``"_0000"`` or ``"_pred"``.
@@ -1376,10 +1425,16 @@ def evaluate_dataset(
         folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
         given = pred is not None or not isinstance(gt, (str, os.PathLike))
         maps = ProbabilityOptions.build(
-            folder, candidates, pred_given=given, confidence=confidence, match_by=match_by, channel=channel
+            folder,
+            candidates,
+            pred_given=given,
+            confidence=confidence,
+            match_by=match_by,
+            channel=channel,
+            thresholds=thresholds,
         )
-    elif candidates is not None:
-        raise ValueError("candidates are found in probability maps: give probabilities= too")
+    elif candidates is not None or thresholds is not None:
+        raise ValueError("candidates and thresholds belong to probability maps: give probabilities= too")
     options = EvalOptions.build(
         metrics,
         classes=classes,
@@ -1574,6 +1629,11 @@ def _assemble(
         per_candidate = pd.concat(found, ignore_index=True) if found else schema.PER_CANDIDATE.empty()
         per_candidate = per_candidate.sort_values(list(schema.PER_CANDIDATE.key), kind="stable")
         per_candidate = per_candidate.reset_index(drop=True)
+    thresholds = None
+    if record.get("probabilities", {}).get("thresholds"):
+        found = [o["thresholds"] for o in outputs if o.get("thresholds") is not None and len(o["thresholds"])]
+        thresholds = pd.concat(found, ignore_index=True) if found else schema.THRESHOLDS.empty()
+        thresholds = thresholds.sort_values(list(schema.THRESHOLDS.key), kind="stable").reset_index(drop=True)
     timings = pd.DataFrame([o["timing"] for o in outputs])
     columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(
@@ -1586,6 +1646,7 @@ def _assemble(
         run=run,
         per_prediction=per_prediction,
         per_candidate=per_candidate,
+        thresholds=thresholds,
     )
 
 

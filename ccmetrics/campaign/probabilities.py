@@ -37,6 +37,7 @@ from ..formats.image import Image
 from ..formats.probabilities import probability_case_id, probability_file, read_probabilities
 from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candidate_method
 from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
+from ..metrics.thresholds import parse_thresholds
 
 __all__ = ["ProbabilityOptions", "attach_probabilities", "case_candidates", "read_case_map", "SEGMENTATION_THRESHOLD"]
 
@@ -62,6 +63,9 @@ class ProbabilityOptions:
         The channel of a multi-channel map (nnU-Net's ``.npz``); None: channel 1 of two.
     segment_from_map : bool
         No predictions folder: the segmentation is ``prob > 0.5``.
+    thresholds : tuple of float
+        Thresholds at which the per-region metrics of ``prob >= t`` are evaluated too
+        (:func:`ccmetrics.metrics.thresholds.sweep`); empty: none.
 
     Examples
     --------
@@ -77,6 +81,7 @@ class ProbabilityOptions:
     match_by: str = "overlap"
     channel: int | None = None
     segment_from_map: bool = False
+    thresholds: tuple[float, ...] = ()
 
     @classmethod
     def build(
@@ -88,6 +93,7 @@ class ProbabilityOptions:
         confidence: str = "max",
         match_by: str = "overlap",
         channel: int | None = None,
+        thresholds: Any = None,
     ) -> ProbabilityOptions:
         """The options checked (messages name the ``evaluate_dataset`` arguments)."""
         if folder is not None and not os.path.isdir(folder):
@@ -110,9 +116,9 @@ class ProbabilityOptions:
             raise ValueError(f"match_by must be one of {', '.join(MATCH_BY)}, got {match_by!r}")
         if channel is not None and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
             raise ValueError(f"channel must be a whole number >= 0, got {channel!r}")
-        return cls(
-            None if folder is None else os.path.abspath(folder), method, confidence, match_by, channel, not pred_given
-        )
+        swept = () if thresholds is None else parse_thresholds(thresholds)
+        folder = None if folder is None else os.path.abspath(folder)
+        return cls(folder, method, confidence, match_by, channel, not pred_given, swept)
 
     def key(self) -> dict[str, Any]:
         """What changes values (kept in each case's record: change one and ``resume`` evaluates again)."""
@@ -122,6 +128,7 @@ class ProbabilityOptions:
             "match_by": self.match_by,
             "channel": self.channel,
             "segment_from_map": self.segment_from_map,
+            **({"thresholds": list(self.thresholds)} if self.thresholds else {}),
         }
 
 

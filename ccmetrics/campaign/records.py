@@ -182,6 +182,7 @@ def encode_output(output: dict[str, Any]) -> dict[str, Any]:
         "components": _encode_frame(output.get("components")),
         "predictions": _encode_frame(output.get("predictions")),
         "candidates": _encode_frame(output.get("candidates")),
+        "thresholds": _encode_frame(output.get("thresholds")),
         "timing": {k: _plain(v) for k, v in output["timing"].items()},
         "retry": bool(output.get("retry", False)),
     }
@@ -195,6 +196,7 @@ def decode_output(data: dict[str, Any]) -> dict[str, Any]:
         "components": _decode_frame(data.get("components")),
         "predictions": _decode_frame(data.get("predictions")),
         "candidates": _decode_frame(data.get("candidates")),
+        "thresholds": _decode_frame(data.get("thresholds")),
         "timing": data["timing"],
         "retry": data.get("retry", False),
     }

@@ -19,7 +19,7 @@ from ._common import (
     _stop_code,
 )
 from ._stop import _command, _failed, _interrupted, _say_removed, _say_stopped
-from ._text import _curves_report, _group_report, _size_report, report
+from ._text import _curves_report, _group_report, _size_report, _threshold_report, report
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -112,6 +112,13 @@ def _probability_options(ev: argparse.ArgumentParser) -> None:
         default=None,
         metavar="C",
         help="the channel of a multi-channel map such as nnU-Net's .npz (default: channel 1 of two)",
+    )
+    ev.add_argument(
+        "--thresholds",
+        default=None,
+        metavar="T",
+        help="also evaluate the metrics of prob >= t at each threshold, START:STOP:STEP (e.g. 0.1:0.9:0.1) or a "
+        "comma list: thresholds.csv, the best threshold by each global and CC score, plots/thresholds.png",
     )
 
 
@@ -310,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
                     confidence=args.confidence,
                     match_by=args.match_by,
                     channel=args.channel,
+                    thresholds=args.thresholds,
                 )
             except EvaluationInterrupted as stop:
                 return _interrupted(stop, args, time.perf_counter() - start)
@@ -357,11 +365,13 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         print(report(result, seconds, summary=summary))
         if curves:
             print(_curves_report(curves, result.class_names))
+        if result.thresholds is not None:
+            print(_threshold_report(*result.threshold_summary()))
         if groups is not None:
             print(_group_report(groups[0], groups[1]))
         if size_bins is not None:
             print(_size_report(result, size_bins))
-        names = ("per_component", "per_prediction", "per_candidate", "per_case", "nnunet_summary")
+        names = ("per_component", "per_prediction", "per_candidate", "thresholds", "per_case", "nnunet_summary")
         tables = [written[n] for n in names if n in written]
         print(
             f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"

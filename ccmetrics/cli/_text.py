@@ -140,3 +140,20 @@ def _curves_report(curves, names: dict[int, str]) -> str:
         if not math.isfinite(k.auroc):
             lines.append("  (AUROC needs cases with and without lesions)")
     return "\n".join(lines)
+
+
+def _threshold_report(means, best) -> str:
+    """The means per threshold (``--thresholds``) and the best threshold by each global and CC score."""
+    import pandas as pd
+
+    if not len(means):
+        return "\nThresholds: no case with GT lesions was evaluated."
+    with pd.option_context("display.width", 200):
+        text = means.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    lines = ["", "Metrics of prob >= threshold, means over cases with GT lesions:", text]
+    for key, picks in best.items():
+        c, m = key.split("/", 1)
+        if picks:
+            shown = ", ".join(f"{'global' if k == 'standard' else 'CC'} {m}: {t:g}" for k, t in picks.items())
+            lines.append(f"  best threshold (class {c}) by {shown}")
+    return "\n".join(lines)

@@ -113,6 +113,10 @@ class EngineConfig:
         tree of all their edge voxels for its distances, instead of a query of each component's tree with
         the minimum kept (one query per voxel, not one per component: 3,072 components crossing one lesion
         took 9 GiB when their distances were stacked). Default 8.
+    region_map_from : int
+        Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
+        partition is computed once and read by each (one nearest-label transform of the image, against a
+        nearest-site search of the voxels outside the GT per evaluation). Default 4.
     """
 
     threads_from: int = 1 << 20
@@ -135,6 +139,7 @@ class EngineConfig:
     query_chunk: int = 1 << 18
     tie_candidates: int = 8
     union_tree_from: int = 8
+    region_map_from: int = 4
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -268,3 +268,36 @@ def test_mapping_input():
         {"a": (gt, None)}, metrics=["dice"], probabilities={"a": prob}, candidates="components", progress=False
     )
     assert result.per_candidate["outcome"].tolist() == ["tp", "fp"]
+
+
+def test_thresholds_table_equals_the_sweep_and_is_written(folders, tmp_path):
+    from ccmetrics.metrics.thresholds import sweep
+
+    root, arrays = folders
+    result = evaluate_dataset(
+        root / "gt",
+        probabilities=root / "prob",
+        metrics=["dice", "hd95"],
+        thresholds="0.25:0.75:0.25",
+        spacing="voxel",
+        progress=False,
+    )
+    for case in arrays:
+        expected = sweep(
+            load_image(root / "prob" / f"{case}.nii.gz").array,
+            load_image(root / "gt" / f"{case}.nii.gz").array,
+            (0.25, 0.5, 0.75),
+            ["dice", "hd95"],
+            case=case,
+        )
+        got = result.thresholds[result.thresholds["case"] == case].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got[expected.columns], expected, check_dtype=False)
+    written = result.write(tmp_path / "out", plots=True, n_resamples=50)
+    assert (tmp_path / "out" / "thresholds.csv").is_file() and (tmp_path / "out" / "plots" / "thresholds.png").is_file()
+    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert doc["thresholds"]["best"] == result.threshold_summary()[1]
+    back = DatasetResult.read(tmp_path / "out")
+    pd.testing.assert_frame_equal(back.thresholds, result.thresholds, check_dtype=False)
+    assert "thresholds" in written
+    with pytest.raises(ValueError, match="give probabilities"):
+        evaluate_dataset(root / "gt", root / "gt", thresholds="0.5", progress=False)
