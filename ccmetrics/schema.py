@@ -112,6 +112,8 @@ LESION = "lesion"
 SCORE = "score"
 CASE_CONFIDENCE = "case_confidence"
 THRESHOLD = "threshold"
+BRIER = "brier"
+ECE = "ece"
 
 READ_SECONDS = "read_seconds"
 COMPUTE_SECONDS = "compute_seconds"
@@ -121,7 +123,7 @@ COMPUTE_SECONDS = "compute_seconds"
 #: only by these names (other files there are the user's)
 PLOT_FILE = re.compile(
     r"(?:metric_vs_volume_\w+|standard_vs_cc_\w+|by_group_cc_\w+|detection_by_size(?:_class\d+)?"
-    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc|thresholds)(?:_class\d+)?)\.png"
+    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc|thresholds|reliability)(?:_class\d+)?)\.png"
 )
 
 # ---------------------------------------------------------------- values
@@ -418,6 +420,13 @@ PER_CASE = TableSchema(
             CASE_CONFIDENCE,
             "float",
             "the case's confidence: its highest candidate confidence, 0 without candidates (--probabilities)",
+            required=False,
+        ),
+        Field(BRIER, "float", "voxel-level Brier score of the probability map (--probabilities)", required=False),
+        Field(
+            ECE,
+            "float",
+            "voxel-level expected calibration error of the map, 10 equal-width bins (--probabilities)",
             required=False,
         ),
         *(

@@ -5,7 +5,9 @@ tables by :meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`) on 
 the legend states the curve's summary value with its bootstrap interval, computed from the data.
 :func:`write_detection_plots` writes ``froc.png``, ``pr.png`` and ``roc.png`` (``_class<k>`` for each class of
 several); :func:`write_threshold_plots` writes ``thresholds.png``, the global and CC means of each metric against
-the threshold of the probability map (``--thresholds``), the best threshold by each marked.
+the threshold of the probability map (``--thresholds``), the best threshold by each marked;
+:func:`write_reliability_plots` writes ``reliability.png``, the lesion-level reliability diagram of the candidates'
+confidences.
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from .._files import atomic_write
 from ..metrics.detection_curves import CPM_RATES, DetectionCurves
 from .plots import _figure
 
-__all__ = ["plot_froc", "plot_pr", "plot_roc", "plot_thresholds", "write_detection_plots", "write_threshold_plots"]
+__all__ = [
+    "plot_froc",
+    "plot_pr",
+    "plot_reliability",
+    "plot_roc",
+    "plot_thresholds",
+    "write_detection_plots",
+    "write_reliability_plots",
+    "write_threshold_plots",
+]
 
 
 def _value(name: str, value: float, ci: tuple[float, float]) -> str:
@@ -163,4 +174,58 @@ def write_threshold_plots(means, best, out_dir, columns=None) -> list[pathlib.Pa
                 plot_thresholds(means, best, m, class_value=int(k), ax=ax, columns=columns)
         sfx = "" if len(classes) == 1 else f"_class{k}"
         paths.append(_save(axes[0].figure, out / f"thresholds{sfx}.png"))
+    return paths
+
+
+def plot_reliability(table, *, ax=None, title: str = "Reliability of candidate confidences"):
+    """The lesion-level reliability diagram: per confidence bin, the fraction of candidates that are lesions,
+    against the diagonal of perfect calibration; each bar labelled with its candidates.
+
+    >>> import pandas as pd
+    >>> from ccmetrics.metrics.calibration import lesion_reliability
+    >>> t = lesion_reliability(pd.DataFrame({"confidence": [0.9, 0.2], "outcome": ["tp", "fp"]}))
+    >>> plot_reliability(t).get_ylabel()
+    'fraction that are lesions (true positives)'
+    """
+    ax = ax if ax is not None else _figure((5, 4))[0]
+    width = table["bin_high"] - table["bin_low"]
+    ax.bar(
+        table["bin_low"],
+        table["tp_fraction"].fillna(0),
+        width=width,
+        align="edge",
+        color="tab:blue",
+        edgecolor="white",
+        alpha=0.8,
+        label="true-positive fraction",
+    )
+    for row in table.itertuples():
+        if row.n:
+            ax.annotate(
+                f"{row.n}",
+                (row.bin_low + (row.bin_high - row.bin_low) / 2, 0.01),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="white" if row.tp_fraction > 0.08 else "black",
+            )
+    ax.plot([0, 1], [0, 1], ":", color="grey", lw=1, label="perfect calibration")
+    ece = table.attrs.get("ece", float("nan"))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("candidate confidence (bin; count at the foot of each bar)")
+    ax.set_ylabel("fraction that are lesions (true positives)")
+    ax.set_title(f"{title}\nECE {ece:.3f}" if math.isfinite(ece) else title, fontsize=10)
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+def write_reliability_plots(tables, out_dir) -> list[pathlib.Path]:
+    """Write ``reliability.png`` (``_class<k>`` for each class of several) from each class's reliability table."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, table in tables.items():
+        sfx = "" if len(tables) == 1 else f"_class{k}"
+        paths.append(_save(plot_reliability(table).figure, out / f"reliability{sfx}.png"))
     return paths

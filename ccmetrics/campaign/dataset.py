@@ -61,6 +61,7 @@ from ..formats.grids import align_pair
 from ..formats.io import Image, image_id, is_image_file, load_image
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
+from ..metrics.calibration import lesion_reliability
 from ..metrics.case import evaluate
 from ..metrics.classes import ClassSpec, DatasetJson, class_values, parse_classes, read_dataset_json
 from ..metrics.detection_curves import DetectionCurves, detection_curves_from_tables
@@ -482,8 +483,9 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                 results = {1: evaluate(pred.array, target, options.metric_arguments(), **kwargs)}
             candidates, swept = None, None
             if prob is not None and truth is not None:
-                candidates, case_confidence = case_candidates(
+                candidates, case_values = case_candidates(
                     prob,
+                    truth.array,
                     truth.found,
                     pred.array,
                     options.probabilities,  # type: ignore[arg-type]
@@ -530,7 +532,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row.update(counts.get(c, {}))
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         if candidates is not None:
-            row[schema.CASE_CONFIDENCE] = case_confidence
+            row.update(case_values)
         rows.append(row)
         frame = result.to_frame(task.case, c)
         prediction = result.prediction_frame(task.case, c, gt.affine if gt_known else None)
@@ -810,6 +812,32 @@ class DatasetResult:
             )
         return out
 
+    def calibration(
+        self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    ) -> dict[int, dict[str, Any]]:
+        """Per class: the mean voxel-level Brier score and ECE of the maps over the evaluated cases (with their
+        bootstrap intervals), and the lesion-level reliability table of the candidates' confidences
+        (:func:`ccmetrics.metrics.calibration.lesion_reliability`, its ``attrs["ece"]`` as ``lesion_ece``); empty
+        without probability maps."""
+        from ..analysis.stats import bootstrap_ci
+
+        if self.per_candidate is None or schema.BRIER not in self.per_case:
+            return {}
+        out: dict[int, dict[str, Any]] = {}
+        evaluated = self.per_case[self.per_case[STATUS] != FAILED]
+        boot: dict[str, Any] = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
+        for c, rows in evaluated.groupby(CLASS, sort=True):
+            entry: dict[str, Any] = {"n_cases": int(len(rows))}
+            for name in (schema.BRIER, schema.ECE):
+                values = rows[name].to_numpy(float)
+                ci = bootstrap_ci(values, **boot)
+                entry[name] = {"value": _finite(values.mean()), "ci": [_finite(ci[0]), _finite(ci[1])]}
+            table = lesion_reliability(self.per_candidate[self.per_candidate[CLASS] == c])
+            entry["lesion_ece"] = _finite(table.attrs["ece"])
+            entry["lesion_reliability"] = table
+            out[int(c)] = entry
+        return out
+
     def threshold_summary(self) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
         """The means per class and threshold of the ``thresholds`` table over the cases with GT lesions, and the best
         threshold by each global and CC score (:func:`ccmetrics.metrics.thresholds.threshold_summary`)."""
@@ -980,6 +1008,7 @@ class DatasetResult:
         size_bins: Sequence[float] | None = None,
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None = None,
         curves: dict[int, DetectionCurves] | None = None,
+        calibration: dict[int, dict[str, Any]] | None = None,
         **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
@@ -1000,9 +1029,9 @@ class DatasetResult:
         groups : tuple, optional
             ``(group_by columns, group_summary frame, case -> group)``: kept in ``summary.json``'s
             ``groups`` and drawn as ``plots/by_group_cc_<m>.png`` (``ccmetrics evaluate --metadata``).
-        curves : dict, optional
-            The :meth:`detection_curves` when computed already; by default computed here (with probability maps),
-            with ``summary_options``.
+        curves, calibration : dict, optional
+            The :meth:`detection_curves` and :meth:`calibration` when computed already; by default computed here
+            (with probability maps), with ``summary_options``.
         **summary_options
             The options of :meth:`summary` (``confidence``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -1038,7 +1067,8 @@ class DatasetResult:
         out = Path(out_dir)
         with locked(out):  # no other run writes here meanwhile
             begin_tables(out)  # until finish_tables, a reader refuses the folder
-            written = self._write_tables(out, plots, summary, size_bins, groups, curves, summary_options)
+            extra = {"curves": curves, "calibration": calibration}
+            written = self._write_tables(out, plots, summary, size_bins, groups, extra, summary_options)
             files = [p for key, p in written.items() if key != "plots"] + written["plots"]
             written["removed"] = finish_tables(out, files)
         return written
@@ -1050,7 +1080,7 @@ class DatasetResult:
         summary: pd.DataFrame | None,
         size_bins: Sequence[float] | None,
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None,
-        curves: dict[int, DetectionCurves] | None,
+        extra: dict[str, Any],
         summary_options: dict[str, Any],
     ) -> dict[str, Any]:
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
@@ -1065,8 +1095,12 @@ class DatasetResult:
             candidates = self.per_candidate
             paths[schema.PER_CANDIDATE.name] = out / schema.PER_CANDIDATE.file
             atomic_write(paths[schema.PER_CANDIDATE.name], lambda tmp: candidates.to_csv(tmp, index=False))
+        curves = extra["curves"]
+        calibration = extra["calibration"]
+        if self.per_candidate is not None:
             curves = self.detection_curves(**summary_options) if curves is None else curves
-        curves = curves or {}
+            calibration = self.calibration(**summary_options) if calibration is None else calibration
+        curves, calibration = curves or {}, calibration or {}
         swept = None
         if self.thresholds is not None:
             table = self.thresholds
@@ -1088,6 +1122,14 @@ class DatasetResult:
         }
         if curves:
             doc["detection_curves"] = {str(c): curve.to_dict() for c, curve in curves.items()}
+        if calibration:
+            doc["calibration"] = {
+                str(c): {
+                    **{k: v for k, v in e.items() if k != "lesion_reliability"},
+                    "lesion_reliability": _records(e["lesion_reliability"]),
+                }
+                for c, e in calibration.items()
+            }
         if swept is not None:
             doc["thresholds"] = {"means": _records(swept[0].replace([math.inf, -math.inf], np.nan)), "best": swept[1]}
         if groups is not None:
@@ -1097,9 +1139,9 @@ class DatasetResult:
         if schema.TP_VOXELS in self.per_case:
             from ..formats.nnunet import nnunet_summary
 
-            extra = [schema.cc(m) for m in self.cc_metrics] + self.case_level_columns
+            columns = [schema.cc(m) for m in self.cc_metrics] + self.case_level_columns
             nnunet = json.dumps(
-                nnunet_summary(self.per_case, self.options, extra), indent=2
+                nnunet_summary(self.per_case, self.options, columns), indent=2
             )  # NaN as nnU-Net writes it
             paths["nnunet_summary"] = out / "nnunet_summary.json"
             atomic_write(paths["nnunet_summary"], lambda tmp: tmp.write_text(nnunet))
@@ -1119,6 +1161,11 @@ class DatasetResult:
                 from ..analysis.detection_plots import write_detection_plots
 
                 written["plots"] += write_detection_plots(curves, out / "plots")
+            if calibration:
+                from ..analysis.detection_plots import write_reliability_plots
+
+                tables = {c: e["lesion_reliability"] for c, e in calibration.items()}
+                written["plots"] += write_reliability_plots(tables, out / "plots")
             if swept is not None and len(swept[0]):
                 from ..analysis.detection_plots import write_threshold_plots
 
@@ -1227,6 +1274,12 @@ def _stats_row(c, metric, aggregation, values, ci) -> dict[str, Any]:
         schema.CI_LOW: float(ci[0]),
         schema.CI_HIGH: float(ci[1]),
     }
+
+
+def _finite(value: Any) -> float | None:
+    """A float for JSON: None where it is not finite (undefined)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _records(frame: pd.DataFrame) -> list[dict[Any, Any]]:

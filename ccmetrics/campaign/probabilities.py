@@ -12,7 +12,8 @@ has one probability map, named like its GT (:func:`ccmetrics.formats.probabiliti
    ``threshold:T``, ``dynamic``, or with a predictions folder the prediction's components) and matched one-to-one
    to the GT's lesions, labelled once for the metrics and the matching alike
    (:func:`~ccmetrics.metrics.detection_curves.match_candidates`);
-4. the case's output gains its ``per_candidate`` rows and its ``case_confidence``.
+4. the case's output gains its ``per_candidate`` rows, its ``case_confidence`` and the map's voxel-level
+   calibration (``brier``, ``ece``: :func:`~ccmetrics.metrics.calibration.voxel_calibration`).
 
 The data set's curves (AP, AUROC, FROC, CPM) are computed from the tables
 (:func:`~ccmetrics.metrics.detection_curves.detection_curves_from_tables`) by
@@ -32,9 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import schema
 from ..engine.components import Sites
 from ..formats.image import Image
 from ..formats.probabilities import probability_case_id, probability_file, read_probabilities
+from ..metrics.calibration import voxel_calibration
 from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candidate_method
 from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
 from ..metrics.thresholds import parse_thresholds
@@ -188,6 +191,7 @@ def segmentation_of(prob: Image) -> Image:
 
 def case_candidates(
     prob: Image,
+    gt: np.ndarray,
     lesions: Sites,
     pred: np.ndarray | None,
     options: ProbabilityOptions,
@@ -197,12 +201,18 @@ def case_candidates(
     connectivity: int | None,
     voxel_mm3: float,
     affine: Any,
-) -> tuple[pd.DataFrame, float]:
-    """One case's candidates matched to its lesions: its ``per_candidate`` rows and its confidence."""
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """One case's candidates matched to its lesions: its ``per_candidate`` rows, and its ``per_case`` values (its
+    confidence, the map's voxel-level Brier score and ECE against ``gt``)."""
     if options.candidates == "prediction":
         found = find_candidates(prob.array, prediction=pred, confidence=options.confidence, connectivity=connectivity)
     else:
         found = find_candidates(prob.array, options.candidates, connectivity=connectivity)
     match = match_candidates(found, lesions, rule, match_by=options.match_by)
     frame = candidate_frame(found, match, case, 1, voxel_mm3=voxel_mm3, affine=affine)
-    return frame, match.case_confidence
+    calibration = voxel_calibration(prob.array, gt)
+    return frame, {
+        schema.CASE_CONFIDENCE: match.case_confidence,
+        schema.BRIER: calibration["brier"],
+        schema.ECE: calibration["ece"],
+    }

@@ -19,7 +19,7 @@ from ._common import (
     _stop_code,
 )
 from ._stop import _command, _failed, _interrupted, _say_removed, _say_stopped
-from ._text import _curves_report, _group_report, _size_report, _threshold_report, report
+from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, report
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -341,6 +341,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
 
     summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
     curves = result.detection_curves(n_resamples=args.bootstrap, seed=args.seed)
+    calibration = result.calibration(n_resamples=args.bootstrap, seed=args.seed)
     groups = None
     if meta is not None:
         from .. import schema
@@ -356,7 +357,13 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
     raise_if_stopped()
     try:
         written = result.write(
-            args.out, plots=not args.no_plots, summary=summary, size_bins=size_bins, groups=groups, curves=curves
+            args.out,
+            plots=not args.no_plots,
+            summary=summary,
+            size_bins=size_bins,
+            groups=groups,
+            curves=curves,
+            calibration=calibration,
         )
     except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
@@ -365,6 +372,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         print(report(result, seconds, summary=summary))
         if curves:
             print(_curves_report(curves, result.class_names))
+            print(_calibration_report(calibration))
         if result.thresholds is not None:
             print(_threshold_report(*result.threshold_summary()))
         if groups is not None:

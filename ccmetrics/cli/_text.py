@@ -157,3 +157,23 @@ def _threshold_report(means, best) -> str:
             shown = ", ".join(f"{'global' if k == 'standard' else 'CC'} {m}: {t:g}" for k, t in picks.items())
             lines.append(f"  best threshold (class {c}) by {shown}")
     return "\n".join(lines)
+
+
+def _calibration_report(calibration) -> str:
+    """The maps' calibration (``--probabilities``): voxel-level Brier score and ECE, lesion-level ECE."""
+
+    def value(entry) -> str:
+        v, (lo, hi) = entry["value"], entry["ci"]
+        if v is None:
+            return "undefined"
+        return f"{v:.4f}" + (f" [{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else "")
+
+    lines = []
+    for c, e in calibration.items():
+        where = f" (class {c})" if len(calibration) > 1 else ""
+        lesion = "undefined (no candidates)" if e["lesion_ece"] is None else f"{e['lesion_ece']:.4f}"
+        lines.append(
+            f"Calibration{where}, {e['n_cases']} cases: voxel Brier {value(e['brier'])}, voxel ECE "
+            f"{value(e['ece'])} (10 bins); candidate confidences' ECE {lesion} (plots/reliability.png)"
+        )
+    return "\n".join(lines)

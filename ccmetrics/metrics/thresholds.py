@@ -42,6 +42,7 @@ from .case import evaluate
 
 __all__ = ["parse_thresholds", "sweep", "threshold_summary"]
 
+
 def parse_thresholds(text: Any) -> tuple[float, ...]:
     """Thresholds from ``"START:STOP:STEP"`` (STOP included when reached) or a comma list; each in (0, 1].
 

@@ -301,3 +301,23 @@ def test_thresholds_table_equals_the_sweep_and_is_written(folders, tmp_path):
     assert "thresholds" in written
     with pytest.raises(ValueError, match="give probabilities"):
         evaluate_dataset(root / "gt", root / "gt", thresholds="0.5", progress=False)
+
+
+def test_calibration_per_case_and_in_the_summary(folders, tmp_path):
+    from ccmetrics.metrics.calibration import lesion_reliability, voxel_calibration
+
+    root, _ = folders
+    result = evaluate_dataset(root / "gt", probabilities=root / "prob", metrics=["dice"], progress=False)
+    for row in result.per_case.itertuples():
+        expected = voxel_calibration(
+            load_image(root / "prob" / f"{row.case}.nii.gz").array, load_image(root / "gt" / f"{row.case}.nii.gz").array
+        )
+        assert row.brier == expected["brier"] and row.ece == expected["ece"]
+    calibration = result.calibration(n_resamples=100)[1]
+    assert calibration["brier"]["value"] == pytest.approx(result.per_case["brier"].mean())
+    assert calibration["lesion_ece"] == lesion_reliability(result.per_candidate).attrs["ece"]
+    result.write(tmp_path / "out", n_resamples=100)
+    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert doc["calibration"]["1"]["brier"] == calibration["brier"]
+    assert len(doc["calibration"]["1"]["lesion_reliability"]) == 10
+    assert (tmp_path / "out" / "plots" / "reliability.png").is_file()
