@@ -17,12 +17,67 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "for two methods), mean ranks and a figure.",
     )
     co.add_argument("result_dirs", nargs="+", help="output folders of `ccmetrics evaluate`, one per method")
-    co.add_argument("--metric", default="cc_dice", help="per-case column to compare (default cc_dice)")
+    co.add_argument(
+        "--metric",
+        default="cc_dice",
+        help="per-case column to compare (default cc_dice), or a detection curve's score of runs with "
+        "--probabilities: ap, auroc, picai_score, cpm (paired case-level bootstrap of each difference)",
+    )
+    co.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    co.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     co.add_argument("--class", dest="class_value", type=int, default=None, help="class to compare (multi-class)")
     co.add_argument("--names", type=_name_list, default=None, help="method names (default: folder names)")
     co.add_argument("--out", default=None, help="folder for comparison.csv and comparison.png (default: none)")
 
     return co
+
+
+#: the detection curves' scores ``compare`` takes (runs of ``evaluate --probabilities``)
+CURVE_SCORES = ("ap", "auroc", "picai_score", "cpm")
+
+
+def _compare_curves(args: argparse.Namespace, results: dict) -> int:
+    """Each run's detection curves against the first's: a paired case-level bootstrap of the differences."""
+    import pandas as pd
+
+    from .. import schema
+    from ..metrics.detection_curves import compare_detection_curves
+
+    def tables(name: str, result) -> tuple:
+        if result.per_candidate is None:
+            raise ValueError(
+                f"{name} holds no per_candidate.csv: compare --metric {args.metric} takes runs of "
+                "`ccmetrics evaluate --probabilities`"
+            )
+        cases = result.per_case[result.per_case[schema.STATUS] != schema.FAILED]
+        cls = args.class_value if args.class_value is not None else int(cases[schema.CLASS].min())
+        candidates = result.per_candidate
+        return cases[cases[schema.CLASS] == cls], candidates[candidates[schema.CLASS] == cls]
+
+    names = list(results)
+    if len(names) < 2:
+        raise ValueError("compare needs two result folders or more")
+    first = tables(names[0], results[names[0]])
+    frames = []
+    for name in names[1:]:
+        table, excluded = compare_detection_curves(
+            tables(name, results[name]), first, n_resamples=args.bootstrap, seed=args.seed
+        )
+        n = int(table["n"].iloc[0])
+        print(
+            f"{name} - {names[0]}: detection curves on {n} paired cases (95% CI and p: paired case-level bootstrap, "
+            f"{args.bootstrap} resamples)"
+            + (f"; {len(excluded)} cases in one run only: {excluded}" if excluded else "")
+        )
+        shown = table.rename(columns={"a": name, "b": names[0]})
+        print(shown.drop(columns="n").to_string(float_format=lambda v: f"{v:.4g}") + "\n")
+        frames.append(table.assign(method=name, reference=names[0]).reset_index())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        pd.concat(frames, ignore_index=True).to_csv(out / "comparison_curves.csv", index=False)
+        print(f"Wrote {out / 'comparison_curves.csv'}")
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if len(names) != len(dirs) or len(set(names)) != len(names):
         raise ValueError(f"need one distinct name per folder, got {names}; pass --names A,B,...")
     results = {name: DatasetResult.read(d) for name, d in zip(names, dirs)}
+    if args.metric in CURVE_SCORES:
+        return _compare_curves(args, results)
     columns = {k: c for r in results.values() for k, c in r.columns.items()}  # the folders' own facts
     result = compare(
         {name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value, columns=columns

@@ -94,6 +94,7 @@ __all__ = [
     "MATCH_BY",
     "OUTCOMES",
     "candidate_frame",
+    "compare_detection_curves",
     "detection_curves_from_entries",
     "detection_curves_from_tables",
     "CandidateMatch",
@@ -564,36 +565,50 @@ def detection_curves_from_entries(
     )
 
 
-def _bootstrap(entries: _Sorted, case_t, case_s, n: int, n_resamples: int, confidence: float, seed: int) -> dict:
-    names = ("ap", "auroc", "picai_score", "cpm")
-    if n_resamples <= 0 or n < 2:
-        return {k: (float("nan"), float("nan")) for k in names}
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(n_resamples, n))
-    per_batch = max(1, 4_000_000 // max(len(entries.target), n, 1))
-    values: dict[str, list] = {k: [] for k in names}
-    rates = np.array(CPM_RATES)
-    for start in range(0, n_resamples, per_batch):
-        chunk = draws[start : start + per_batch]
+_SCALARS = ("ap", "auroc", "picai_score", "cpm")
+
+
+def _weights(n: int, n_resamples: int, seed: int, batch: int):
+    """Case weights of the bootstrap resamples (how often each case is drawn), in batches of ``batch`` resamples."""
+    draws = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    for start in range(0, n_resamples, batch):
+        chunk = draws[start : start + batch]
         weight = np.zeros((len(chunk), n))
         np.add.at(weight, (np.repeat(np.arange(len(chunk)), n), chunk.ravel()), 1.0)
-        tp, fp = entries.counts(weight)
-        positives = (
-            (weight[:, entries.case] * entries.target).sum(axis=1) if len(entries.target) else np.zeros(len(chunk))
-        )
-        ap = _ap(tp, fp, positives, entries.threshold)
-        fppc, sens = _froc(tp, fp, positives, n, entries.threshold)
-        cpm = np.array(
-            [
-                np.mean(_interp_sensitivity(rates, fppc[i], sens[i])) if positives[i] > 0 else np.nan
-                for i in range(len(chunk))
-            ]
-        )
-        auroc = _auroc(case_t, case_s, weight)[0]
-        values["ap"].append(ap)
-        values["auroc"].append(auroc)
-        values["picai_score"].append((ap + auroc) / 2)
-        values["cpm"].append(cpm)
+        yield weight
+
+
+def _resampled(entries: _Sorted, case_t, case_s, n: int, weight: np.ndarray) -> dict[str, np.ndarray]:
+    """AP, AUROC, PI-CAI score and CPM of each resample (rows of ``weight``: case weights)."""
+    tp, fp = entries.counts(weight)
+    if len(entries.target):
+        positives = (weight[:, entries.case] * entries.target).sum(axis=1)
+    else:
+        positives = np.zeros(len(weight))
+    ap = _ap(tp, fp, positives, entries.threshold)
+    fppc, sens = _froc(tp, fp, positives, n, entries.threshold)
+    rates = np.array(CPM_RATES)
+    cpm = np.array(
+        [
+            np.mean(_interp_sensitivity(rates, fppc[i], sens[i])) if positives[i] > 0 else np.nan
+            for i in range(len(weight))
+        ]
+    )
+    auroc = _auroc(case_t, case_s, weight)[0]
+    return {"ap": ap, "auroc": auroc, "picai_score": (ap + auroc) / 2, "cpm": cpm}
+
+
+def _batch(*entries: _Sorted, n: int) -> int:
+    return max(1, 4_000_000 // max(max(len(e.target) for e in entries), n, 1))
+
+
+def _bootstrap(entries: _Sorted, case_t, case_s, n: int, n_resamples: int, confidence: float, seed: int) -> dict:
+    if n_resamples <= 0 or n < 2:
+        return {k: (float("nan"), float("nan")) for k in _SCALARS}
+    values: dict[str, list] = {k: [] for k in _SCALARS}
+    for weight in _weights(n, n_resamples, seed, _batch(entries, n=n)):
+        for k, v in _resampled(entries, case_t, case_s, n, weight).items():
+            values[k].append(v)
     return {k: _percentile_ci(np.concatenate(v), confidence) for k, v in values.items()}
 
 
@@ -701,6 +716,35 @@ def candidate_frame(
     return frame[schema.PER_CANDIDATE.columns()]
 
 
+def _table_entries(per_case: pd.DataFrame, per_candidate: pd.DataFrame) -> dict[str, Any]:
+    """The entries and cases of one class's tables (see :func:`detection_curves_from_tables`)."""
+    cases = per_case[schema.CASE].astype(str).tolist()
+    n_lesions = per_case[schema.N_COMPONENTS].to_numpy()
+    if np.isnan(n_lesions.astype(float)).any():
+        raise ValueError("per_case holds rows without n_components (failed cases): leave them out first")
+    n_lesions = n_lesions.astype(np.int64)
+    cand_case = per_candidate[schema.CASE].astype(str).to_numpy()
+    outcome = per_candidate[schema.OUTCOME].to_numpy()
+    conf = per_candidate[schema.CONFIDENCE].to_numpy(float)
+    is_tp, is_fp = outcome == schema.TRUE_POSITIVE, outcome == schema.FALSE_POSITIVE
+    found = pd.Series(cand_case[is_tp]).value_counts()
+    missed = n_lesions - np.array([int(found.get(c, 0)) for c in cases], np.int64)
+    if (missed < 0).any():
+        raise ValueError(
+            "per_candidate holds more true positives for a case than its n_components: tables of two runs?"
+        )
+    return {
+        "entry_case": np.concatenate(
+            [cand_case[is_tp], cand_case[is_fp], np.repeat(np.array(cases, object), missed)]
+        ).tolist(),
+        "target": np.concatenate([np.ones(is_tp.sum()), np.zeros(is_fp.sum()), np.ones(missed.sum())]),
+        "confidence": np.concatenate([conf[is_tp], conf[is_fp], np.zeros(missed.sum())]),
+        "case_ids": cases,
+        "case_target": (n_lesions > 0).astype(int),
+        "case_confidence": per_case[schema.CASE_CONFIDENCE].to_numpy(float),
+    }
+
+
 def detection_curves_from_tables(
     per_case: pd.DataFrame,
     per_candidate: pd.DataFrame,
@@ -724,32 +768,87 @@ def detection_curves_from_tables(
     >>> c.n_lesions, c.ap, c.auroc, c.froc_sensitivity.tolist()
     (2, 0.5, 1.0, [0.5, 0.5])
     """
-    cases = per_case[schema.CASE].astype(str).tolist()
-    n_lesions = per_case[schema.N_COMPONENTS].to_numpy()
-    if np.isnan(n_lesions.astype(float)).any():
-        raise ValueError("per_case holds rows without n_components (failed cases): leave them out first")
-    n_lesions = n_lesions.astype(np.int64)
-    cand_case = per_candidate[schema.CASE].astype(str).to_numpy()
-    outcome = per_candidate[schema.OUTCOME].to_numpy()
-    conf = per_candidate[schema.CONFIDENCE].to_numpy(float)
-    is_tp, is_fp = outcome == schema.TRUE_POSITIVE, outcome == schema.FALSE_POSITIVE
-    found = pd.Series(cand_case[is_tp]).value_counts()
-    missed = n_lesions - np.array([int(found.get(c, 0)) for c in cases], np.int64)
-    if (missed < 0).any():
-        raise ValueError(
-            "per_candidate holds more true positives for a case than its n_components: tables of two runs?"
-        )
-    entry_case = np.concatenate([cand_case[is_tp], cand_case[is_fp], np.repeat(np.array(cases, object), missed)])
-    target = np.concatenate([np.ones(is_tp.sum()), np.zeros(is_fp.sum()), np.ones(missed.sum())])
-    confidence = np.concatenate([conf[is_tp], conf[is_fp], np.zeros(missed.sum())])
     return detection_curves_from_entries(
-        entry_case.tolist(),
-        target,
-        confidence,
-        cases,
-        (n_lesions > 0).astype(int),
-        per_case[schema.CASE_CONFIDENCE].to_numpy(float),
+        **_table_entries(per_case, per_candidate),
         n_resamples=n_resamples,
         confidence_level=confidence_level,
         seed=seed,
     )
+
+
+def _prepared(inputs: dict[str, Any], order: list[str]) -> tuple[_Sorted, np.ndarray, np.ndarray]:
+    index = {c: i for i, c in enumerate(order)}
+    keep = [i for i, c in enumerate(inputs["case_ids"]) if c in index]
+    at = np.array([index[inputs["case_ids"][i]] for i in keep], np.int64)
+    case_t = np.zeros(len(order), np.int64)
+    case_s = np.zeros(len(order))
+    case_t[at] = np.asarray(inputs["case_target"])[keep]
+    case_s[at] = np.asarray(inputs["case_confidence"], float)[keep]
+    chosen = np.array([c in index for c in inputs["entry_case"]], bool)
+    entry_index = np.array([index[c] for c, k in zip(inputs["entry_case"], chosen) if k], np.int64)
+    entries = _Sorted(np.asarray(inputs["target"])[chosen].astype(np.int64), inputs["confidence"][chosen], entry_index)
+    return entries, case_t, case_s
+
+
+def compare_detection_curves(
+    a: tuple[pd.DataFrame, pd.DataFrame],
+    b: tuple[pd.DataFrame, pd.DataFrame],
+    *,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, list[str]]:
+    """AP, AUROC, the PI-CAI score and CPM of two runs on the same cases, and a paired bootstrap of each difference.
+
+    Parameters
+    ----------
+    a, b : tuple of pandas.DataFrame
+        Each run's ``(per_case, per_candidate)`` of one class (evaluated rows of ``per_case``). Only the cases
+        evaluated in both enter.
+    n_resamples, confidence_level, seed
+        The paired case-level bootstrap: the same resampled cases for both runs, each resample's difference
+        ``a − b``; the interval is its percentile interval, the p-value two-sided,
+        ``2 · min((1 + #{d ≤ 0}) / (1 + B), (1 + #{d ≥ 0}) / (1 + B))`` over the B resamples, at most 1 (a
+        bootstrap p-value, approximate, never below 2 / (1 + B)).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Index ``metric`` (ap, auroc, picai_score, cpm); columns ``a``, ``b``, ``difference``, ``ci_low``,
+        ``ci_high``, ``p_value``, ``n``.
+    excluded : list of str
+        Cases evaluated in one run only.
+
+    Examples
+    --------
+    >>> pc = pd.DataFrame({"case": ["x", "y", "z"], "n_components": [1, 0, 1], "case_confidence": [0.9, 0.2, 0.8]})
+    >>> good = pd.DataFrame({"case": ["x", "y", "z"], "confidence": [0.9, 0.2, 0.8], "outcome": ["tp", "fp", "tp"]})
+    >>> bad = good.assign(outcome=["fp", "fp", "tp"])
+    >>> table, excluded = compare_detection_curves((pc, good), (pc, bad), n_resamples=200)
+    >>> table.loc["ap", ["a", "b", "difference"]].round(3).tolist(), excluded
+    ([1.0, 0.25, 0.75], [])
+    """
+    inputs = [_table_entries(*a), _table_entries(*b)]
+    both = sorted(set(inputs[0]["case_ids"]) & set(inputs[1]["case_ids"]))
+    excluded = sorted(set(inputs[0]["case_ids"]) ^ set(inputs[1]["case_ids"]))
+    n = len(both)
+    prepared = [_prepared(x, both) for x in inputs]
+    point = [_resampled(e, t, s, max(n, 1), np.ones((1, n))) for e, t, s in prepared]
+    diffs: dict[str, list] = {k: [] for k in _SCALARS}
+    if n_resamples > 0 and n >= 2:
+        for weight in _weights(n, n_resamples, seed, _batch(prepared[0][0], prepared[1][0], n=n)):
+            ra, rb = (_resampled(e, t, s, n, weight) for e, t, s in prepared)
+            for k in _SCALARS:
+                diffs[k].append(ra[k] - rb[k])
+    rows = []
+    for k in _SCALARS:
+        d = np.concatenate(diffs[k]) if diffs[k] else np.zeros(0)
+        d = d[np.isfinite(d)]
+        lo, hi = _percentile_ci(d, confidence_level)
+        below, above = (1 + np.sum(d <= 0)) / (1 + len(d)), (1 + np.sum(d >= 0)) / (1 + len(d))
+        p = min(1.0, 2 * min(below, above)) if len(d) else float("nan")
+        va, vb = float(point[0][k][0]), float(point[1][k][0])
+        rows.append(
+            {"metric": k, "a": va, "b": vb, "difference": va - vb, "ci_low": lo, "ci_high": hi, "p_value": p, "n": n}
+        )
+    return pd.DataFrame(rows).set_index("metric"), excluded

@@ -321,3 +321,74 @@ def test_calibration_per_case_and_in_the_summary(folders, tmp_path):
     assert doc["calibration"]["1"]["brier"] == calibration["brier"]
     assert len(doc["calibration"]["1"]["lesion_reliability"]) == 10
     assert (tmp_path / "out" / "plots" / "reliability.png").is_file()
+
+
+def test_cli_compare_detection_curves(folders, tmp_path, capsys):
+    root, arrays = folders
+    (tmp_path / "noisy").mkdir()
+    rng = np.random.default_rng(11)
+    for case, (_gt, prob) in arrays.items():
+        noisy = np.where(prob > 0, rng.uniform(0.05, 1.0), 0).astype(np.float32)
+        save_image(tmp_path / "noisy" / f"{case}.nii.gz", noisy, spacing=SPACING)
+    for name, maps in (("a", root / "prob"), ("b", tmp_path / "noisy")):
+        assert (
+            main(
+                [
+                    "evaluate",
+                    str(root / "gt"),
+                    "--probabilities",
+                    str(maps),
+                    "--out",
+                    str(tmp_path / name),
+                    "--metrics",
+                    "dice",
+                    "--quiet",
+                    "--no-plots",
+                    "--bootstrap",
+                    "50",
+                ]
+            )
+            == 0
+        )
+    capsys.readouterr()
+    code = main(
+        [
+            "compare",
+            str(tmp_path / "a"),
+            str(tmp_path / "b"),
+            "--metric",
+            "cpm",
+            "--bootstrap",
+            "100",
+            "--out",
+            str(tmp_path / "cmp"),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "b - a: detection curves on 10 paired cases" in text and "cpm" in text
+    table = pd.read_csv(tmp_path / "cmp" / "comparison_curves.csv").set_index("metric")
+    a = DatasetResult.read(tmp_path / "a").detection_curves(n_resamples=0)[1]
+    b = DatasetResult.read(tmp_path / "b").detection_curves(n_resamples=0)[1]
+    assert table.loc["cpm", "difference"] == pytest.approx(b.cpm - a.cpm)
+    assert table.loc["ap", "a"] == pytest.approx(b.ap) and table.loc["ap", "b"] == pytest.approx(a.ap)
+    # a folder without probability maps is refused with the fix
+    assert (
+        main(
+            [
+                "evaluate",
+                str(root / "gt"),
+                str(root / "gt"),
+                "--out",
+                str(tmp_path / "plain"),
+                "--metrics",
+                "dice",
+                "--quiet",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "plain"), "--metric", "ap"]) == 2
+    assert "plain holds no per_candidate.csv" in capsys.readouterr().err

@@ -351,3 +351,46 @@ def test_dynamic_candidates_through_find_candidates():
         expected = rga.extract_lesion_candidates(prob, threshold="dynamic")[0]
         c = find_candidates(prob, "dynamic")
         assert c.n > 0 and np.array_equal(c.detection_map(), expected)
+
+
+def tables_of(pairs, ids, rule="iou:0.1"):
+    """per_case and per_candidate tables of cases, as a data-set run writes them."""
+    import pandas as pd
+
+    from ccmetrics.metrics.detection_curves import candidate_frame
+
+    cases, frames = [], []
+    for cid, (gt, det) in zip(ids, pairs):
+        cand = find_candidates(det)
+        lesions = find_sites(gt)
+        m = match_candidates(cand, lesions, rule)
+        frames.append(candidate_frame(cand, m, cid))
+        cases.append({"case": cid, "class": 1, "n_components": lesions.n, "case_confidence": m.case_confidence})
+    return pd.DataFrame(cases), pd.concat(frames, ignore_index=True)
+
+
+def test_compare_detection_curves_paired():
+    from ccmetrics.metrics.detection_curves import compare_detection_curves, detection_curves_from_tables
+
+    pairs = cases()
+    ids = [f"c{i:03d}" for i in range(len(pairs))]
+    rng = np.random.default_rng(8)
+    worse = [(g, np.where(d > 0, np.float32(rng.uniform(0.01, 1)), 0).astype(np.float32)) for g, d in pairs]
+    a, b = tables_of(pairs, ids), tables_of(worse, ids)
+    table, excluded = compare_detection_curves(a, b, n_resamples=400, seed=3)
+    assert excluded == []
+    ca, cb = detection_curves_from_tables(*a, n_resamples=0), detection_curves_from_tables(*b, n_resamples=0)
+    for k in ("ap", "auroc", "cpm", "picai_score"):
+        assert table.loc[k, "a"] == pytest.approx(getattr(ca, k), abs=1e-12)
+        assert table.loc[k, "b"] == pytest.approx(getattr(cb, k), abs=1e-12)
+        assert table.loc[k, "ci_low"] <= table.loc[k, "difference"] <= table.loc[k, "ci_high"]
+    # a run against itself: no difference, p = 1
+    same, _ = compare_detection_curves(a, a, n_resamples=200)
+    assert (same["difference"] == 0).all() and (same["ci_low"] == 0).all() and (same["p_value"] == 1).all()
+    # one case only in a: excluded, named
+    dropped = (a[0][a[0]["case"] != "c000"], a[1][a[1]["case"] != "c000"])
+    table, excluded = compare_detection_curves(dropped, b, n_resamples=0)
+    assert excluded == ["c000"] and table["n"].iloc[0] == len(ids) - 1
+    assert table.loc["ap", "b"] == pytest.approx(
+        detection_curves_from_tables(b[0][b[0]["case"] != "c000"], b[1][b[1]["case"] != "c000"], n_resamples=0).ap
+    )
