@@ -1507,6 +1507,8 @@ def evaluate_dataset(
     if maps is not None:
         orphans = attach_probabilities(tasks, maps, probabilities)
         tasks = sorted(tasks + [CaseTask(case, error=error) for case, error in orphans], key=lambda t: t.case)
+        used = {os.path.abspath(t.prob) for t in tasks if isinstance(t.prob, (str, os.PathLike))}
+        ignored = [f for f in ignored if os.path.abspath(f) not in used]  # nnU-Net's npz beside its segmentation
     options = options.with_segment_classes(tasks)
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)

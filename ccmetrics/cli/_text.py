@@ -174,6 +174,6 @@ def _calibration_report(calibration) -> str:
         lesion = "undefined (no candidates)" if e["lesion_ece"] is None else f"{e['lesion_ece']:.4f}"
         lines.append(
             f"Calibration{where}, {e['n_cases']} cases: voxel Brier {value(e['brier'])}, voxel ECE "
-            f"{value(e['ece'])} (10 bins); candidate confidences' ECE {lesion} (plots/reliability.png)"
+            f"{value(e['ece'])} (10 bins); candidate confidences' ECE {lesion}"
         )
     return "\n".join(lines)
