@@ -55,7 +55,6 @@ from .._files import atomic_write
 from .._inputs import as_spacing
 from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
-from ..engine.ground_truth import GroundTruth
 from ..formats.dicom import holds_dicom
 from ..formats.grids import align_pair
 from ..formats.io import Image, image_id, is_image_file, load_image
@@ -67,10 +66,16 @@ from ..metrics.classes import ClassSpec, DatasetJson, class_values, parse_classe
 from ..metrics.detection_curves import DetectionCurves, detection_curves_from_tables
 from ..metrics.detection_rules import DetectionRule
 from ..metrics.results import CaseResult
-from ..metrics.thresholds import sweep, threshold_summary
+from ..metrics.thresholds import threshold_summary
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
-from .probabilities import ProbabilityOptions, attach_probabilities, case_candidates, read_case_map, segmentation_of
+from .probabilities import (
+    ProbabilityOptions,
+    attach_probabilities,
+    evaluate_with_maps,
+    read_case_maps,
+    segmentation_of,
+)
 from .records import file_fingerprint
 from .scheduler import EvaluationFailed, EvaluationInterrupted, Failed, RunInfo, Stopped, run_cases
 
@@ -213,12 +218,8 @@ class EvalOptions:
         if isinstance(spacing, str) and spacing not in ("header", "voxel"):
             raise ValueError(f"spacing must be 'header', 'voxel' or numbers, got {spacing!r}")
         parsed = parse_classes(classes) if classes is not None else None
-        if probabilities is not None:
-            if parsed is not None:
-                raise ValueError(
-                    "probability maps are evaluated for binary tasks (one map, one class): leave classes out, and "
-                    "choose the map's channel with channel="
-                )
+        if probabilities is not None:  # each class's channel: its label value
+            probabilities = probabilities.with_classes(parsed)
             detection_rule = "iou:0.1" if detection_rule is None else detection_rule
         ignore_label = _checked_ignore_label(ignore_label, parsed)
         if reference_images is not None:
@@ -437,10 +438,10 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             _check_segments(gt, read, options.classes or ())
         if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
             gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
-        prob = None
-        if options.probabilities is not None:  # the map on the GT's grid; without predictions, its segmentation
-            prob = read_case_map(task.prob, gt, options.probabilities, options.tolerance_mm)
-            read = segmentation_of(prob) if options.probabilities.segment_from_map else read
+        maps = None
+        if options.probabilities is not None:  # the maps on the GT's grid; without predictions, the segmentation
+            maps = read_case_maps(task.prob, gt, options.probabilities, options.tolerance_mm)
+            read = segmentation_of(maps[1]) if options.probabilities.segment_from_map else read
             t_read = time.perf_counter() - t0
         if read is None:
             pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine)
@@ -465,11 +466,22 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
             detection_rule=options.detection_rule,
         )
         results: dict[int, CaseResult]
-        # with a map, the GT's lesions are labelled once for the metrics and the candidates' matching
-        truth = GroundTruth(gt.array, connectivity=options.connectivity, prepare=False) if prob is not None else None
+        candidates, swept = None, None
+        case_values: dict[int, dict[str, float]] = {}
         # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
         with engine_config(options.engine), memory_guard(options.max_case_bytes, base=need):
-            if options.classes:
+            if maps is not None:  # each class's lesions labelled once for the metrics and the candidates
+                results, candidates, case_values, swept = evaluate_with_maps(
+                    maps,
+                    pred.array,
+                    gt.array,
+                    options,
+                    kwargs,
+                    case=task.case,
+                    voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
+                    affine=gt.affine if gt_known else None,
+                )
+            elif options.classes:
                 results = evaluate(
                     pred.array,
                     gt.array,
@@ -479,32 +491,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                     **kwargs,
                 )
             else:
-                target = gt.array if truth is None else truth
-                results = {1: evaluate(pred.array, target, options.metric_arguments(), **kwargs)}
-            candidates, swept = None, None
-            if prob is not None and truth is not None:
-                candidates, case_values = case_candidates(
-                    prob,
-                    truth.array,
-                    truth.found,
-                    pred.array,
-                    options.probabilities,  # type: ignore[arg-type]
-                    options.detection_rule,
-                    case=task.case,
-                    connectivity=options.connectivity,
-                    voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
-                    affine=gt.affine if gt_known else None,
-                )
-                if options.probabilities and options.probabilities.thresholds:  # one prepared GT for every threshold
-                    kwargs.pop("detection_rule")
-                    swept = sweep(
-                        prob.array,
-                        truth,
-                        options.probabilities.thresholds,
-                        options.metric_arguments(),
-                        case=task.case,
-                        **kwargs,
-                    )
+                results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
     except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
         output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
         return {**output, "retry": True}
@@ -531,8 +518,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row.update(result.case_row())
         row.update(counts.get(c, {}))
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
-        if candidates is not None:
-            row.update(case_values)
+        row.update(case_values.get(c, {}))
         rows.append(row)
         frame = result.to_frame(task.case, c)
         prediction = result.prediction_frame(task.case, c, gt.affine if gt_known else None)
@@ -1374,7 +1360,9 @@ def evaluate_dataset(
         given as a mapping or list, ``{case: map}`` (paths, arrays or Images). Each case's lesion candidates are
         matched one-to-one to its lesions (``per_candidate``), and the result's :meth:`DatasetResult.detection_curves`
         give AP, AUROC, FROC and CPM. Without ``pred`` the segmentation metrics are computed on ``prob > 0.5``.
-        The detection rule then defaults to ``iou:0.1`` (picai_eval's); binary tasks only.
+        The detection rule then defaults to ``iou:0.1`` (picai_eval's). With ``classes`` (plain labels, not
+        regions) class ``c``'s map is channel ``c`` of each ``.npz`` (nnU-Net's order), and the predictions are
+        needed.
     candidates : str, optional
         How candidates are found: ``"components"`` (of ``prob > 0``; the default without predictions),
         ``"threshold:T"``, ``"dynamic"`` (report_guided_annotation's), ``"prediction"`` (the prediction's

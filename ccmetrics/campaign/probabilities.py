@@ -25,6 +25,7 @@ and the matching on the overlap list: a few passes over the image, whatever the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,14 +36,29 @@ import pandas as pd
 
 from .. import schema
 from ..engine.components import Sites
+from ..engine.ground_truth import GroundTruth
 from ..formats.image import Image
-from ..formats.probabilities import probability_case_id, probability_file, read_probabilities
+from ..formats.probabilities import (
+    probability_case_id,
+    probability_file,
+    read_probabilities,
+    read_probability_channels,
+)
 from ..metrics.calibration import voxel_calibration
 from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candidate_method
+from ..metrics.case import evaluate, prepare_classes
 from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
-from ..metrics.thresholds import parse_thresholds
+from ..metrics.thresholds import parse_thresholds, sweep
 
-__all__ = ["ProbabilityOptions", "attach_probabilities", "case_candidates", "read_case_map", "SEGMENTATION_THRESHOLD"]
+__all__ = [
+    "SEGMENTATION_THRESHOLD",
+    "ProbabilityOptions",
+    "attach_probabilities",
+    "case_candidates",
+    "evaluate_with_maps",
+    "read_case_maps",
+    "segmentation_of",
+]
 
 #: without a predictions folder, a case's segmentation is ``prob > SEGMENTATION_THRESHOLD`` (a binary softmax's argmax)
 SEGMENTATION_THRESHOLD = 0.5
@@ -69,6 +85,9 @@ class ProbabilityOptions:
     thresholds : tuple of float
         Thresholds at which the per-region metrics of ``prob >= t`` are evaluated too
         (:func:`ccmetrics.metrics.thresholds.sweep`); empty: none.
+    class_channels : tuple of (int, int)
+        With classes of label maps: each class value and its channel (nnU-Net's: the label value); empty for a
+        binary task.
 
     Examples
     --------
@@ -85,6 +104,7 @@ class ProbabilityOptions:
     channel: int | None = None
     segment_from_map: bool = False
     thresholds: tuple[float, ...] = ()
+    class_channels: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def build(
@@ -132,7 +152,30 @@ class ProbabilityOptions:
             "channel": self.channel,
             "segment_from_map": self.segment_from_map,
             **({"thresholds": list(self.thresholds)} if self.thresholds else {}),
+            **({"class_channels": [list(p) for p in self.class_channels]} if self.class_channels else {}),
         }
+
+    def with_classes(self, classes: Any) -> ProbabilityOptions:
+        """The options for label maps with ``classes``: each class's channel is its label value (nnU-Net's order:
+        background 0, then the labels); regions (unions of labels) and ``channel`` are refused, as is a run without
+        predictions (the segmentation of several classes is the argmax of every channel, which these maps are not).
+        """
+        if not classes:
+            return self
+        regions = [c.name for c in classes if len(c.labels) != 1]
+        if regions:
+            raise ValueError(
+                f"probability maps of regions ({', '.join(regions)}) are not read yet: nnU-Net's region-based "
+                "models write one sigmoid per region; evaluate plain labels (classes=[1, 2]) or one region's map "
+                "as a binary task"
+            )
+        if self.channel is not None:
+            raise ValueError("give classes (each class's channel is its label value) or channel, not both")
+        if self.segment_from_map:
+            raise ValueError(
+                "with classes, give the predictions too (nnU-Net's segmentations: the folder holding the .npz)"
+            )
+        return dataclasses.replace(self, class_channels=tuple((c.value, c.labels[0]) for c in classes))
 
 
 def attach_probabilities(tasks: list[Any], options: ProbabilityOptions, source: Any) -> list[tuple[str, str]]:
@@ -174,19 +217,90 @@ def attach_probabilities(tasks: list[Any], options: ProbabilityOptions, source: 
     return sorted(orphans.items())
 
 
-def read_case_map(prob: Any, gt: Image, options: ProbabilityOptions, tolerance_mm: float) -> Image:
-    """The case's map as float32 on the GT's grid: a file (checked against the GT), or an array or Image given."""
+def read_case_maps(prob: Any, gt: Image, options: ProbabilityOptions, tolerance_mm: float) -> dict[int, Image]:
+    """The case's maps as float32 on the GT's grid, by class value (1 for a binary task): a file (checked against
+    the GT; a ``.npz`` decompressed once for every class), or an array or Image given (a binary task)."""
     if isinstance(prob, (str, os.PathLike)):
-        return read_probabilities(prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm)
+        if not options.class_channels:
+            return {1: read_probabilities(prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm)}
+        channels = [ch for _, ch in options.class_channels]
+        maps = read_probability_channels(prob, channels, like=gt, tolerance_mm=tolerance_mm)
+        return {c: maps[ch] for c, ch in options.class_channels}
+    if options.class_channels:
+        raise ValueError("with classes, give each case's probabilities as a file (nnU-Net's .npz)")
     array = prob.array if isinstance(prob, Image) else np.asarray(prob)
     if array.shape != gt.array.shape:
         raise ValueError(f"the probability map has shape {array.shape}, the GT {gt.array.shape}")
-    return Image(np.asarray(array, np.float32), gt.spacing, gt.affine, None)
+    return {1: Image(np.asarray(array, np.float32), gt.spacing, gt.affine, None)}
 
 
 def segmentation_of(prob: Image) -> Image:
     """The segmentation a binary softmax's argmax gives: ``prob > 0.5``."""
     return Image((prob.array > SEGMENTATION_THRESHOLD).astype(np.uint8), prob.spacing, prob.affine, prob.path)
+
+
+def evaluate_with_maps(
+    maps: dict[int, Image],
+    pred: np.ndarray,
+    gt: np.ndarray,
+    options: Any,
+    settings: dict[str, Any],
+    *,
+    case: str,
+    voxel_mm3: float,
+    affine: Any,
+) -> tuple[dict[int, Any], pd.DataFrame, dict[int, dict[str, float]], pd.DataFrame | None]:
+    """One case with its maps: each class evaluated on its GT prepared once (:func:`ccmetrics.evaluate`), whose
+    lesions its candidates are matched to, and the thresholds swept on it.
+
+    ``options`` is the data set's :class:`~ccmetrics.campaign.dataset.EvalOptions`; ``settings`` the keyword
+    arguments of :func:`ccmetrics.evaluate` (spacing, tolerances, connectivity, detection rule).
+
+    Returns
+    -------
+    results : dict of int to CaseResult
+    candidates : pandas.DataFrame
+        The case's ``per_candidate`` rows.
+    values : dict of int to dict
+        Each class's ``per_case`` values (``case_confidence``, ``brier``, ``ece``).
+    thresholds : pandas.DataFrame or None
+        The case's ``thresholds`` rows.
+    """
+    probabilities: ProbabilityOptions = options.probabilities
+    metrics = options.metric_arguments()
+    if options.classes:
+        prepared = [
+            (spec.value, mask, truth)
+            for spec, mask, truth in prepare_classes(
+                pred, gt, options.classes, ignore_label=options.ignore_label, connectivity=options.connectivity
+            )
+        ]
+    else:
+        prepared = [(1, pred, GroundTruth(gt, connectivity=options.connectivity, prepare=False))]
+    results, frames, values, swept = {}, [], {}, []
+    plain = {k: v for k, v in settings.items() if k != "detection_rule"}
+    for c, mask, truth in prepared:
+        results[c] = evaluate(mask, truth, metrics, **settings)
+        frame, values[c] = case_candidates(
+            maps[c],
+            truth.array,
+            truth.found,
+            mask,
+            probabilities,
+            options.detection_rule,
+            case=case,
+            class_value=c,
+            connectivity=options.connectivity,
+            voxel_mm3=voxel_mm3,
+            affine=affine,
+        )
+        frames.append(frame)
+        if probabilities.thresholds:  # the same prepared GT for every threshold
+            swept.append(
+                sweep(maps[c].array, truth, probabilities.thresholds, metrics, case=case, class_value=c, **plain)
+            )
+    table = pd.concat(frames, ignore_index=True)
+    return results, table, values, pd.concat(swept, ignore_index=True) if swept else None
 
 
 def case_candidates(
@@ -198,6 +312,7 @@ def case_candidates(
     rule: str,
     *,
     case: str,
+    class_value: int = 1,
     connectivity: int | None,
     voxel_mm3: float,
     affine: Any,
@@ -209,7 +324,7 @@ def case_candidates(
     else:
         found = find_candidates(prob.array, options.candidates, connectivity=connectivity)
     match = match_candidates(found, lesions, rule, match_by=options.match_by)
-    frame = candidate_frame(found, match, case, 1, voxel_mm3=voxel_mm3, affine=affine)
+    frame = candidate_frame(found, match, case, class_value, voxel_mm3=voxel_mm3, affine=affine)
     calibration = voxel_calibration(prob.array, gt)
     return frame, {
         schema.CASE_CONFIDENCE: match.case_confidence,

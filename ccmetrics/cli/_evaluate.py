@@ -84,7 +84,7 @@ def _probability_options(ev: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the model's probability maps, one per case named like the GT: a float image in [0, 1] on the GT's "
         "grid, or nnU-Net's CASE.npz (--save_probabilities); adds per_candidate.csv, the detection curves (AP, "
-        "AUROC, FROC, CPM) and their plots; binary tasks",
+        "AUROC, FROC, CPM) and their plots; with --classes (labels), class c's map is channel c",
     )
     ev.add_argument(
         "--candidates",

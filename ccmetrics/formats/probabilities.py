@@ -52,7 +52,14 @@ import numpy as np
 from .image import Image, ImageReadError, missing_file_message
 from .io import _check_nifti, _geometry, check_same_geometry, image_id, is_image_file, load_image
 
-__all__ = ["NPZ_KEYS", "ProbabilityError", "probability_case_id", "probability_file", "read_probabilities"]
+__all__ = [
+    "NPZ_KEYS",
+    "ProbabilityError",
+    "probability_case_id",
+    "probability_file",
+    "read_probabilities",
+    "read_probability_channels",
+]
 
 #: the keys of nnU-Net's ``.npz``, in the order they are looked for: v2's ``--save_probabilities``, v1's ``--save_npz``
 NPZ_KEYS = ("probabilities", "softmax")
@@ -63,6 +70,54 @@ class ProbabilityError(ValueError):
     """A probability map that cannot be used: missing, on another grid than the GT, with values that are
     no probabilities, or with several channels and none chosen. The message names the file, the problem
     and the fix."""
+
+
+def read_probability_channels(
+    path, channels: Any, *, like: Image | None = None, tolerance_mm: float | None = None
+) -> dict[int, Image]:
+    """Several channels of one probability file, each as :func:`read_probabilities` reads one; a ``.npz`` is
+    decompressed once for all of them.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    channels : sequence of int
+        The channels (of a ``.npz``: its first axis; of a 4D NIfTI: its last). A 3D image file holds one map:
+        it is the map of a single channel asked for.
+    like, tolerance_mm
+        As in :func:`read_probabilities`.
+
+    Returns
+    -------
+    dict of int to Image
+        Each channel's float32 map, checked (values in [0, 1], finite).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ccmetrics.formats.io import load_image, save_image
+    >>> folder = tempfile.mkdtemp()
+    >>> save_image(os.path.join(folder, "gt.nii.gz"), np.zeros((4, 3, 2), np.uint8))
+    >>> gt = load_image(os.path.join(folder, "gt.nii.gz"))
+    >>> p = np.full((2, 3, 4), 0.25, np.float32)
+    >>> np.savez_compressed(os.path.join(folder, "c.npz"), probabilities=np.stack([p, p * 2, p * 3, 1 - p * 6]))
+    >>> maps = read_probability_channels(os.path.join(folder, "c.npz"), (1, 2), like=gt)
+    >>> {k: float(v.array[0, 0, 0]) for k, v in maps.items()}
+    {1: 0.5, 2: 0.75}
+    """
+    wanted = [int(c) for c in channels]
+    if len(set(wanted)) != len(wanted) or not wanted:
+        raise ValueError(f"channels must be distinct channel numbers, got {channels!r}")
+    name = os.path.basename(os.fspath(path)).lower()
+    if len(wanted) == 1 or not name.endswith(".npz"):
+        return {c: read_probabilities(path, like=like, channel=c, tolerance_mm=tolerance_mm) for c in wanted}
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ProbabilityError(missing_file_message(path, "probability file"))
+    images = _read_npz(path, like, wanted)
+    for image in images.values():
+        _check_values(path, image.array)
+    return images
 
 
 def read_probabilities(
@@ -129,7 +184,7 @@ def read_probabilities(
         raise ProbabilityError(missing_file_message(path, "probability file"))
     name = os.path.basename(path).lower()
     if name.endswith(".npz") and len(name) > 4:
-        image = _read_npz(path, like, channel)
+        image = _read_npz(path, like, [channel])[channel]
     elif is_image_file(path) and not name.endswith(".dcm"):
         image = _read_image(path, channel)
         if like is not None:
@@ -206,8 +261,9 @@ def _channel_index(path: str, channel: Any, count: int, where: str) -> int:
     return index
 
 
-def _read_npz(path: str, like: Image | None, channel: int | None) -> Image:
-    """nnU-Net's ``.npz``: the chosen channel, transposed onto ``like``'s grid, float32."""
+def _read_npz(path: str, like: Image | None, channels: list[Any]) -> dict[Any, Image]:
+    """nnU-Net's ``.npz``: the chosen channels (None: the default one), transposed onto ``like``'s grid, float32;
+    the file is decompressed once."""
     if like is None:
         raise ProbabilityError(
             f"{path!r} is an nnU-Net .npz, which holds no geometry: pass like= (the case's GT, "
@@ -226,15 +282,16 @@ def _read_npz(path: str, like: Image | None, channel: int | None) -> Image:
     two_d = like.array.ndim == 2 and len(shape) == 4 and shape[1] == 1  # nnU-Net's 2D images: (C, 1, y, x)
     spatial = shape[2:] if two_d else shape[1:]
     count = shape[0]
-    if channel is None:
+    if None in channels:
         if count != 2:
             raise ProbabilityError(
                 f"{path!r} holds {count} channel{'s' if count != 1 else ''} (nnU-Net's order: background "
                 "first, then the labels of dataset.json, or one per region): choose the class's one with "
                 f"channel= (0 to {count - 1}; --classes on the command line)"
             )
-        channel = 1  # a binary task: background, foreground
-    index = _channel_index(path, channel, count, "(the first axis of nnU-Net's (C, z, y, x))")
+    # None: a binary task's foreground (background, foreground)
+    where = "(the first axis of nnU-Net's (C, z, y, x))"
+    index = {c: _channel_index(path, 1 if c is None else c, count, where) for c in channels}
     reversed_shape = tuple(reversed(spatial))
     if reversed_shape != like.array.shape:
         hint = ""
@@ -253,10 +310,13 @@ def _read_npz(path: str, like: Image | None, channel: int | None) -> Image:
             stack = npz[key]
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise ProbabilityError(f"cannot read {path!r}: {e}{_HINT}") from e
-    array = stack[index][0] if two_d else stack[index]
-    # reversed axes (a view), then one copy of this channel only: the (C, ...) stack is not kept
-    array = _as_float32(path, array.transpose(), copy=count > 1)
-    return Image(array, tuple(like.spacing), np.array(like.affine, dtype=float), path)
+    out = {}
+    for c, i in index.items():
+        array = stack[i][0] if two_d else stack[i]
+        # reversed axes (a view), then one copy of each channel asked for: the (C, ...) stack is not kept
+        array = _as_float32(path, array.transpose(), copy=count > 1)
+        out[c] = Image(array, tuple(like.spacing), np.array(like.affine, dtype=float), path)
+    return out
 
 
 def _npz_header(path: str) -> tuple[str, tuple[int, ...], np.dtype]:

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+import numpy as np
+
 from .. import schema
 from .._inputs import (
     as_binary_mask,
@@ -49,11 +51,11 @@ from ..engine.ground_truth import GroundTruth
 from . import registry
 from ._engines import case_values, region_values
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
-from .classes import parse_classes, remove_ignored
+from .classes import ClassSpec, parse_classes, remove_ignored
 from .detection_rules import DetectionRule, LesionDetections, judge
 from .results import CaseResult, component_table, prediction_table
 
-__all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate"]
+__all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate", "prepare_classes"]
 
 #: the built-in metrics with a value per component (and a CC version)
 BUILTIN_METRICS = registry.names(per_region=True)
@@ -361,13 +363,36 @@ def _evaluate_classes(
         raise ValueError("classes=... takes label maps, not a GroundTruth; prepare one GroundTruth per class")
     if as_sites_mode(sites) != "components":
         raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
+    prepared = prepare_classes(pred, gt, classes, ignore_label=ignore_label, connectivity=options.get("connectivity"))
+    return {spec.value: evaluate(mask, truth, metrics, **options) for spec, mask, truth in prepared}
+
+
+def prepare_classes(
+    pred: Any, gt: Any, classes: Any, *, ignore_label: int | None = None, connectivity: int | None = None
+) -> list[tuple[ClassSpec, np.ndarray, GroundTruth]]:
+    """Each class of two label maps as :func:`evaluate` with ``classes`` takes it: the class, the prediction's
+    mask and the GT's mask as a :class:`~ccmetrics.engine.ground_truth.GroundTruth` (not yet prepared), after the
+    ignore label's voxels became background in both.
+
+    Pass each pair to :func:`evaluate` (the values are those of ``evaluate(pred, gt, classes=...)``) and keep the
+    GroundTruth for more work on the same lesions (their components are found once).
+
+    Examples
+    --------
+    >>> gt = np.array([[1, 1, 0, 2]]); pred = np.array([[1, 0, 0, 2]])
+    >>> [(spec.value, mask.tolist(), truth.found.n) for spec, mask, truth in prepare_classes(pred, gt, [1, 2])]
+    [(1, [[True, False, False, False]], 1), (2, [[False, False, False, True]], 1)]
+    """
     specs = parse_classes(classes)
     pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
     if ignore_label is not None:
         ignore_label = int(as_non_negative(ignore_label, "ignore_label"))
         gt_map, pred_map, _ = remove_ignored(gt_map, pred_map, ignore_label)
-    return {c.value: evaluate(c.mask(pred_map), c.mask(gt_map), metrics, **options) for c in specs}
+    return [
+        (spec, spec.mask(pred_map), GroundTruth(spec.mask(gt_map), connectivity=connectivity, prepare=False))
+        for spec in specs
+    ]
 
 
 def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it

@@ -244,8 +244,14 @@ def test_bad_maps_are_error_rows_and_nothing_is_dropped(tmp_path):
 
 def test_arguments_checked():
     gt = np.zeros((8, 8), np.uint8)
-    with pytest.raises(ValueError, match="binary tasks"):
-        evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt.astype(np.float32)}, classes=[1], progress=False)
+    arrays = evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt.astype(np.float32)}, classes=[1], progress=False)
+    assert "as a file (nnU-Net's .npz)" in arrays.per_case["error"].iloc[0]
+    with pytest.raises(ValueError, match="regions"):
+        evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt}, classes="wt=1+2", progress=False)
+    with pytest.raises(ValueError, match="not both"):
+        evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt}, classes=[1], channel=1, progress=False)
+    with pytest.raises(ValueError, match="give the predictions too"):
+        evaluate_dataset(os.path.dirname(__file__), probabilities=os.path.dirname(__file__), classes=[1])
     with pytest.raises(ValueError, match="give probabilities"):
         evaluate_dataset({"a": (gt, gt)}, candidates="dynamic", progress=False)
     with pytest.raises(ValueError, match="confidence='mean'"):
@@ -392,3 +398,49 @@ def test_cli_compare_detection_curves(folders, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "plain"), "--metric", "ap"]) == 2
     assert "plain holds no per_candidate.csv" in capsys.readouterr().err
+
+
+def test_classes_read_their_channels_of_nnunet_npz(tmp_path):
+    """Label maps with two classes: channel c of nnU-Net's (3, z, y, x) npz is class c's map, matched to gt == c."""
+    rng = np.random.default_rng(21)
+    for d in ("gt", "nnunet"):
+        (tmp_path / d).mkdir()
+    expected = {}
+    for i in range(4):
+        gt = np.zeros(SHAPE, np.uint8)
+        probs = np.zeros((3, *SHAPE), np.float32)
+        for label in (1, 2):
+            g, p = make_case(rng, 2, 1)
+            gt[g > 0] = label
+            probs[label] = p
+        probs[0] = 1 - np.clip(probs[1] + probs[2], 0, 1)
+        seg = np.argmax(probs, axis=0).astype(np.uint8)
+        save_image(tmp_path / "gt" / f"c{i}.nii.gz", gt, spacing=SPACING)
+        save_image(tmp_path / "nnunet" / f"c{i}.nii.gz", seg, spacing=SPACING)
+        np.savez_compressed(tmp_path / "nnunet" / f"c{i}.npz", probabilities=probs.transpose(0, 3, 2, 1))
+        for label in (1, 2):
+            cand = find_candidates(probs[label], prediction=seg == label)
+            expected[(f"c{i}", label)] = match_candidates(cand, find_sites(gt == label), "iou:0.1")
+    result = evaluate_dataset(
+        tmp_path / "gt",
+        tmp_path / "nnunet",
+        ["dice"],
+        classes=[1, 2],
+        probabilities=tmp_path / "nnunet",
+        progress=False,
+    )
+    assert (result.per_case["status"] != "error").all()
+    for (case, label), m in expected.items():
+        rows = result.per_candidate[(result.per_candidate["case"] == case) & (result.per_candidate["class"] == label)]
+        assert rows["outcome"].tolist() == m.outcome.tolist()
+        assert rows["confidence"].tolist() == m.confidence.tolist()
+        row = result.per_case[(result.per_case["case"] == case) & (result.per_case["class"] == label)].iloc[0]
+        assert row["case_confidence"] == m.case_confidence
+    # the per-class values equal evaluate(classes=...) without maps
+    plain = evaluate_dataset(tmp_path / "gt", tmp_path / "nnunet", ["dice"], classes=[1, 2], progress=False)
+    assert plain.per_case["cc_dice"].tolist() == result.per_case["cc_dice"].tolist()
+    curves = result.detection_curves(n_resamples=0)
+    assert sorted(curves) == [1, 2]
+    for label in (1, 2):
+        direct = detection_curves([expected[(f"c{i}", label)] for i in range(4)], n_resamples=0)
+        assert curves[label].ap == direct.ap and curves[label].cpm == direct.cpm
