@@ -8,12 +8,17 @@ positive, and per case every GT lesion and false positive with a thumbnail (axia
 sagittal slices through its centroid, GT and prediction contours, Voronoi region borders), on an
 empty background or, with ``--images IMAGE_DIR`` (``write_report(..., images=...)``), on the scan: one
 row of panels per channel (nnU-Net's ``CASE_0000``, ``CASE_0001``, ...: CT, PET), each in its own grey
-scale, and only where the scan lies on the GT's voxel grid (otherwise a note says why).
+scale, and only where the scan lies on the GT's voxel grid (otherwise a note says why). A folder evaluated with
+probability maps (``--probabilities``) gets a section of the lesion-detection curves (AP, AUROC, PI-CAI score,
+CPM, the sensitivity at 1/8 to 8 false positives per case, the calibration, the best thresholds and their
+figures, as ``summary.json`` holds them), and each lesion in the finder the confidence of the candidate matched
+to it, or *missed*, beside the false-positive candidates with theirs.
 
 Modules, in the order the data flows: :mod:`~ccmetrics.report.data` (tables, ranking, components
 of the images, the scans' channels), :mod:`~ccmetrics.report.geometry` (crop boxes, contour lines,
 the scan's slices), :mod:`~ccmetrics.report.thumbnails` (drawing, the grey-scale window),
-:mod:`~ccmetrics.report.page` (the Jinja2 template in ``templates/``). Needs Jinja2 and matplotlib
+:mod:`~ccmetrics.report.detection` (the probability maps' section and candidates), :mod:`~ccmetrics.report.page`
+(the Jinja2 template in ``templates/``). Needs Jinja2 and matplotlib
 (imported when a report is written).
 """
 

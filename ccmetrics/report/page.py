@@ -30,7 +30,7 @@ from typing import Any, Callable, Union
 import pandas as pd
 
 from .. import schema
-from . import data, geometry, thumbnails
+from . import data, detection, geometry, thumbnails
 
 __all__ = [
     "AGGREGATIONS",
@@ -63,6 +63,11 @@ PLOT_CAPTIONS = (
     ),
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
     (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
+)
+#: why a case whose segmentation was its probability map's (``--probabilities`` without PRED_DIR) is not drawn
+SEGMENTED_FROM_MAP = (
+    "the prediction is the probability map's segmentation (prob > 0.5), a file per_case.csv does not name: "
+    "no thumbnails, no false-positive components (the map's candidates are listed)"
 )
 AGGREGATIONS = {
     schema.STANDARD: "standard (global value per case)",
@@ -99,6 +104,9 @@ class ReportInfo:
         Cases with thumbnails drawn on the empty background although ``images`` was given, each with
         the reason: no image found, or a channel on another grid (shape, spacing, origin or direction
         differs from the GT's), or unreadable.
+    n_fp_candidates : int or None
+        False-positive candidates of the probability maps listed in the lesion finder; None for a folder
+        without probability maps (no ``per_candidate.csv``).
     """
 
     path: Path
@@ -113,6 +121,7 @@ class ReportInfo:
     n_on_image: int = 0
     channels: list[str] = field(default_factory=list)
     not_on_image: list[str] = field(default_factory=list)
+    n_fp_candidates: int | None = None
 
     def __str__(self) -> str:
         size = self.size_bytes
@@ -122,6 +131,8 @@ class ReportInfo:
             f"{self.n_thumbnail_cases} ({_count(self.n_thumbnails, 'image')}), {_count(self.n_lesions, 'lesion')}, "
             f"{_count(self.n_false_positives, 'false positive')}"
         )
+        if self.n_fp_candidates is not None:
+            text += f", {_count(self.n_fp_candidates, 'false-positive candidate')} of the probability maps"
         if self.unreadable:
             text += f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  " + "\n  ".join(
                 self.unreadable
@@ -225,6 +236,8 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
     gt_file = data.resolve_image(row.get(schema.GT_FILE), folder.path, image_root)
     pred_name = row.get(schema.PRED_FILE)
     pred_given = isinstance(pred_name, str) and bool(pred_name)
+    if not pred_given and (folder.options.get("probabilities") or {}).get("segment_from_map"):
+        return None, SEGMENTED_FROM_MAP
     pred_file = data.resolve_image(pred_name, folder.path, image_root) if pred_given else None
     missing = [
         str(n)
@@ -502,6 +515,7 @@ def _case_entry(
                 "label": c.label,
                 "volume": c.voxels * ml if unit == "ml" else c.voxels,
                 "region": c.region or None,
+                "voxels": c.voxels,
                 "thumb": None,
             }
             for c in images.false_positives
@@ -566,7 +580,11 @@ def build_model(
     ``empty_gt``, ``plots``, ``cases`` (in the order of the per-case sections: worst CC value of the
     primary metric first, failed cases last), ``finder`` (every lesion and false positive), ``primary``,
     ``metrics``, ``unit``, ``images`` (the scans' folder or None), ``image_notes`` (the drawn cases not
-    drawn on the scan, each with its ``image_note``), ``n_on_image``, ``channels`` and more.
+    drawn on the scan, each with its ``image_note``), ``n_on_image``, ``channels``; with probability maps
+    (``per_candidate.csv``): ``with_candidates`` True, each lesion's ``confidence`` (None: missed) and each
+    case's ``fp_candidates`` (:func:`ccmetrics.report.detection.attach_candidates`), ``finder`` rows of kind
+    ``fp_candidate``, and ``detection`` (the section of curves, :func:`ccmetrics.report.detection.section`;
+    empty without); and more.
 
     Raises
     ------
@@ -619,12 +637,8 @@ def build_model(
             )
         )
     cases = [entries[position] for position in range(len(order))]
-    finder = []
-    for case in cases:
-        for les in case["lesions"]:
-            finder.append({**les, "case": case, "kind": "lesion"})
-        for fp in case["false_positives"] or []:
-            finder.append({**fp, "case": case, "kind": "false_positive", "detected": None})
+    maps = _probability_model(folder, cases, unit)  # first: each lesion's confidence into the cases
+    finder = _finder(cases)
     by_gap = sorted(cases, key=lambda c: _gap_key(c, primary))
     counts = folder.doc.get("counts", {})
     problems = [c for c in cases if c["status"] != schema.OK]
@@ -643,6 +657,7 @@ def build_model(
         "plots": [
             {"name": p.name, "caption": _plot_caption(p, folder.label), "src": thumbnails.data_uri(p.read_bytes())}
             for p in folder.plots
+            if p not in detection.figure_paths(maps["detection"], folder)  # shown in the detection section
         ],
         "cases": cases,
         "cases_by_gap": by_gap,
@@ -664,7 +679,43 @@ def build_model(
         "image_notes": [c for c in cases if c["image_note"]],
         "n_on_image": sum(c["on_image"] for c in cases),
         "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
+        **maps,
     }
+
+
+def _probability_model(folder: data.ResultFolder, cases: Sequence[dict[str, Any]], unit: str) -> dict[str, Any]:
+    """The page's keys of the probability maps: ``detection`` (the section; empty without maps),
+    ``with_candidates``, ``candidate_counts`` (None without), ``probabilities`` (the evaluation's options of the
+    maps) and ``max_fp_candidates``. With ``per_candidate.csv``, each lesion's confidence and each case's
+    false-positive candidates are put into ``cases`` (:func:`ccmetrics.report.detection.attach_candidates`)."""
+    candidates = folder.result.per_candidate
+    options = folder.options.get("probabilities") or {}
+    if candidates is not None:
+        detection.attach_candidates(cases, candidates, unit, method=options.get("candidates"))
+    return {
+        "detection": detection.section(folder),
+        "with_candidates": candidates is not None,
+        "candidate_counts": None if candidates is None else detection.candidate_counts(cases),
+        "probabilities": options,
+        "max_fp_candidates": detection.MAX_CASE_CANDIDATES,
+    }
+
+
+def _finder(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the lesion finder: per case its lesions, its false positives, then (with probability maps)
+    its false-positive candidates, the most confident first (``kind``: ``"lesion"``, ``"false_positive"``,
+    ``"fp_candidate"``)."""
+    finder = []
+    for case in cases:
+        for les in case["lesions"]:
+            finder.append({**les, "case": case, "kind": "lesion"})
+        for fp in case["false_positives"] or []:
+            finder.append({**fp, "case": case, "kind": "false_positive", "detected": None})
+        for i, candidate in enumerate(case.get("fp_candidates") or []):
+            shown = i < detection.MAX_CASE_CANDIDATES  # listed in the case's section too: the link goes to its row
+            row = {**candidate, "case": case, "kind": "fp_candidate", "detected": None, "region": None, "thumb": None}
+            finder.append({**row, "id": candidate["id"] if shown else case["anchor"]})
+    return finder
 
 
 def _gap_key(case: dict[str, Any], primary: str | None):
@@ -814,4 +865,5 @@ def write_report(
         model["n_on_image"],
         model["channels"],
         [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
+        n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
     )
