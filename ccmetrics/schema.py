@@ -92,6 +92,7 @@ FLAGS = "flags"
 ERROR = "error"
 GT_FILE = "gt_file"
 PRED_FILE = "pred_file"
+PROB_FILE = "prob_file"
 SPACING = "spacing"
 N_COMPONENTS = "n_components"
 EMPTY_GT = "empty_gt"
@@ -408,6 +409,13 @@ PER_CASE = TableSchema(
         Field(ERROR, "str", "why the case could not be evaluated", filled=True),
         Field(GT_FILE, "str", "the GT file"),
         Field(PRED_FILE, "str", "the prediction file (empty when missing)"),
+        Field(
+            PROB_FILE,
+            "str",
+            "the probability map's file (--probabilities; empty when missing)",
+            required=False,
+            filled=True,
+        ),
         Field(SPACING, "str", "the spacing used, e.g. 0.8x0.8x3, or 'voxel'"),
         Field(N_COMPONENTS, "float", "GT components (empty on error rows)"),
         Field(EMPTY_GT, "object", "the GT has no component (True/False; empty on error rows)"),

@@ -424,7 +424,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     from ..engine._budget import MemoryLimitError, memory_guard
 
     gt_file, pred_file = task.file_names()
-    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
     t0 = time.perf_counter()
     t_read = 0.0
     try:
@@ -573,7 +573,7 @@ def failed_output(
 ) -> dict[str, Any]:
     """The output of a case that could not be evaluated: one error row per class saying why."""
     gt_file, pred_file = task.file_names()
-    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file}
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
     names = {c.value: {schema.CLASS_NAME: c.name} for c in options.classes} if options.classes else {}
     return {
         "rows": [
@@ -586,6 +586,13 @@ def failed_output(
         "thresholds": None,
         "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
     }
+
+
+def _map_file(task: CaseTask, options: EvalOptions) -> dict[str, str]:
+    """The ``prob_file`` cell of a run with probability maps: the case's map file (empty when given as an array)."""
+    if options.probabilities is None:
+        return {}
+    return {schema.PROB_FILE: _describe(task.prob) if task.prob is not None else ""}
 
 
 def _nnunet_counts(results: dict[int, Any], gt: np.ndarray, options: EvalOptions) -> dict[int, dict[str, int]]:

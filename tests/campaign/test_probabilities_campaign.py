@@ -70,6 +70,7 @@ def test_folder_equals_per_case_matching_and_picai(folders):
         assert row["case_confidence"] == m.case_confidence
         # without predictions, the segmentation is prob > 0.5
         assert row["pred_volume"] == int((prob > 0.5).sum())
+        assert row["prob_file"] == str(root / "prob" / f"{case}.nii.gz") and row["pred_file"] == ""
     ours = result.detection_curves(n_resamples=0)[1]
     direct = detection_curves(matches, case_ids=sorted(arrays), n_resamples=0)
     assert ours.ap == direct.ap and ours.auroc == direct.auroc and ours.cpm == direct.cpm
@@ -236,7 +237,7 @@ def test_bad_maps_are_error_rows_and_nothing_is_dropped(tmp_path):
     assert "NaN" in rows.loc["c1", "error"]
     assert "1.5" in rows.loc["c2", "error"]
     assert "shape" in rows.loc["c3", "error"]
-    assert "no probability map for case 'c4'" in rows.loc["c4", "error"]
+    assert "no probability map for case 'c4'" in rows.loc["c4", "error"] and rows.loc["c4", "prob_file"] == ""
     assert "no ground truth for this probability map" in rows.loc["orphan", "error"]
     curves = result.detection_curves(n_resamples=0)[1]
     assert curves.n_cases == 1  # the failed cases are no cases of the curves (result.errors lists them)
