@@ -1468,21 +1468,16 @@ def evaluate_dataset(
         file_ending = None
     _check_run(workers, client, case_timeout, out_dir, resume, overwrite)
     limit, budget = _memory_limits(max_memory, client)
-    maps = None
-    if probabilities is not None:
-        folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
-        given = pred is not None or not isinstance(gt, (str, os.PathLike))
-        maps = ProbabilityOptions.build(
-            folder,
-            candidates,
-            pred_given=given,
-            confidence=confidence,
-            match_by=match_by,
-            channel=channel,
-            thresholds=thresholds,
-        )
-    elif candidates is not None or thresholds is not None:
-        raise ValueError("candidates and thresholds belong to probability maps: give probabilities= too")
+    maps = _probability_options(
+        probabilities,
+        gt,
+        pred,
+        candidates,
+        confidence=confidence,
+        match_by=match_by,
+        channel=channel,
+        thresholds=thresholds,
+    )
     options = EvalOptions.build(
         metrics,
         classes=classes,
@@ -1500,10 +1495,7 @@ def evaluate_dataset(
     )
     tasks, ignored = _tasks(gt, pred, gt_suffix, pred_suffix, file_ending, maps is not None)
     if maps is not None:
-        orphans = attach_probabilities(tasks, maps, probabilities)
-        tasks = sorted(tasks + [CaseTask(case, error=error) for case, error in orphans], key=lambda t: t.case)
-        used = {os.path.abspath(t.prob) for t in tasks if isinstance(t.prob, (str, os.PathLike))}
-        ignored = [f for f in ignored if os.path.abspath(f) not in used]  # nnU-Net's npz beside its segmentation
+        tasks, ignored = _with_maps(tasks, ignored, maps, probabilities)
     options = options.with_segment_classes(tasks)
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)
@@ -1511,6 +1503,35 @@ def evaluate_dataset(
     return _run_campaign(
         tasks, ignored, options, options.record(gt_suffix, pred_suffix), out_dir, resume, overwrite, run, budget
     )
+
+
+def _probability_options(
+    probabilities: Any, gt: Any, pred: Any, candidates: str | None, **kwargs: Any
+) -> ProbabilityOptions | None:
+    """The probability maps' options of :func:`evaluate_dataset` (None without maps). Predictions are given with a
+    predictions folder, or when a case of the mapping or list holds one; else each segmentation is ``prob > 0.5``."""
+    if probabilities is None:
+        if candidates is not None or kwargs.get("thresholds") is not None:
+            raise ValueError("candidates and thresholds belong to probability maps: give probabilities= too")
+        return None
+    folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
+    if isinstance(gt, (str, os.PathLike)):
+        given = pred is not None
+    else:
+        items = gt.values() if isinstance(gt, Mapping) else ((g, p) for _, g, p in gt)
+        given = any(p is not None for _, p in items)
+    return ProbabilityOptions.build(folder, candidates, pred_given=given, **kwargs)
+
+
+def _with_maps(
+    tasks: list[CaseTask], ignored: list[str], maps: ProbabilityOptions, source: Any
+) -> tuple[list[CaseTask], list[str]]:
+    """The tasks with their maps (:func:`~ccmetrics.campaign.probabilities.attach_probabilities`), an error task for
+    each map without GT, and the ignored files without the maps taken (nnU-Net's npz beside its segmentation)."""
+    orphans = attach_probabilities(tasks, maps, source)
+    tasks = sorted(tasks + [CaseTask(case, error=error) for case, error in orphans], key=lambda t: t.case)
+    used = {os.path.abspath(t.prob) for t in tasks if isinstance(t.prob, (str, os.PathLike))}
+    return tasks, [f for f in ignored if os.path.abspath(f) not in used]
 
 
 def _run_campaign(

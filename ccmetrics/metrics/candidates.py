@@ -146,10 +146,10 @@ def _check_map(prob: Any) -> np.ndarray:
     if arr.ndim not in (2, 3):
         raise ValueError(f"the probability map must be 2D or 3D, got shape {arr.shape}")
     arr = arr.astype(np.float32, copy=False)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        raise ValueError(f"the probability map holds {int(bad.sum())} NaN or infinite values")
-    lo, hi = float(arr.min(initial=0.0)), float(arr.max(initial=0.0))
+    lo, hi = float(arr.min(initial=0.0)), float(arr.max(initial=0.0))  # NaN propagates; +-inf are extremes
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"the probability map holds {bad} NaN or infinite values")
     if lo < 0 or hi > 1:
         raise ValueError(
             f"the probability map must lie in [0, 1], found values from {lo:g} to {hi:g}: "
@@ -161,7 +161,10 @@ def _check_map(prob: Any) -> np.ndarray:
 def _confidences(prob: np.ndarray, sites: Sites, rule: str) -> np.ndarray:
     if sites.n == 0:
         return np.zeros(0, np.float64)
-    values = prob.ravel()[sites.flat_index]
+    if prob.flags.c_contiguous:
+        values = prob.ravel()[sites.flat_index]
+    else:  # e.g. nibabel's Fortran-ordered arrays: gather by index, never a copy of the whole map
+        values = prob[np.unravel_index(sites.flat_index, prob.shape)]
     if rule == "max":
         return np.maximum.reduceat(values, sites.starts[:-1]).astype(np.float64)
     return np.add.reduceat(values.astype(np.float64), sites.starts[:-1]) / sites.volumes

@@ -275,6 +275,8 @@ def test_mapping_input():
         {"a": (gt, None)}, metrics=["dice"], probabilities={"a": prob}, candidates="components", progress=False
     )
     assert result.per_candidate["outcome"].tolist() == ["tp", "fp"]
+    # no case holds a prediction: the segmentation is prob > 0.5, not a missing prediction
+    assert result.per_case["flags"].iloc[0] == "" and result.per_case["pred_volume"].iloc[0] == int((prob > 0.5).sum())
 
 
 def test_thresholds_table_equals_the_sweep_and_is_written(folders, tmp_path):

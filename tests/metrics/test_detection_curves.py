@@ -394,3 +394,13 @@ def test_compare_detection_curves_paired():
     assert table.loc["ap", "b"] == pytest.approx(
         detection_curves_from_tables(b[0][b[0]["case"] != "c000"], b[1][b[1]["case"] != "c000"], n_resamples=0).ap
     )
+
+
+def test_fortran_ordered_maps_give_the_same_candidates():
+    """nibabel's arrays are Fortran-ordered: the confidences are gathered by index, with the same values."""
+    rng = np.random.default_rng(4)
+    det = detection_map(rng, (12, 14, 9), 5)
+    prob = det * rng.uniform(0.5, 1.0, det.shape).astype(np.float32)
+    c, f = find_candidates(prob), find_candidates(np.asfortranarray(prob))
+    assert c.confidence.tolist() == f.confidence.tolist() and c.volumes.tolist() == f.volumes.tolist()
+    assert f.n > 0
