@@ -490,9 +490,12 @@ def part_pairs(args, refs) -> dict:
         f"dynamic candidates: report_guided_annotation {spread(t['rga'])} s, ccmetrics {spread(t['ours_dynamic'])} s; "
         f"ratio per case {spread(res['ratio_dynamic'])}x"
     )
+    probe = ours_whole("probe", cases[0][0], cases[0][1], None).per_case.iloc[0]  # what pred=None does
+    segmented = int(probe["pred_volume"]) == int(np.count_nonzero(cases[0][1] > 0.5))
+    what = "segmented as prob > 0.5" if segmented else f"pred_volume {probe['pred_volume']}"
     print(
         f"evaluate_dataset, one case in memory (first {whole} cases): pred=None {spread(t['whole_none'])} s "
-        f"(flags the case missing_prediction: its dice is 0, no segmentation from the map), pred=prob > 0.5 "
+        f"({what}; flags: {probe['flags'] or 'none'}), pred=prob > 0.5 "
         f"{spread(t['whole_seg'])} s; picai evaluate_case / this {spread(res['ratio_whole'])}x"
     )
     res["cases_data"] = cases
