@@ -122,6 +122,32 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
     raise ValueError(f"{name} has unsupported dtype {arr.dtype}; use bool, integer or float")
 
 
+def as_probability_map(x: Any, name: str = "the probability map") -> np.ndarray:
+    """A 2D or 3D probability map as float32 (no copy when it is float32 already; bool and integers cast), checked:
+    finite, in [0, 1]. Float64 is rounded to float32, as picai_eval does.
+
+    >>> as_probability_map(np.array([[0.5, 1.0]])).dtype
+    dtype('float32')
+    """
+    arr = to_numpy(x, name)
+    if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer):
+        arr = arr.astype(np.float32)
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if arr.ndim not in (2, 3):
+        raise ValueError(f"{name} must be 2D or 3D, got shape {arr.shape}")
+    arr = arr.astype(np.float32, copy=False)
+    lo, hi = float(arr.min(initial=0.0)), float(arr.max(initial=0.0))  # NaN propagates; +-inf are extremes
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"{name} holds {bad} NaN or infinite values")
+    if lo < 0 or hi > 1:
+        raise ValueError(
+            f"{name} must lie in [0, 1], found values from {lo:g} to {hi:g}: apply the model's sigmoid or softmax first"
+        )
+    return arr
+
+
 def as_label_map(x: Any, name: str) -> np.ndarray:
     """Validate an integer label map (0 = background, other values = labels)."""
     arr = to_numpy(x, name)

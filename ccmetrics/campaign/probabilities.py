@@ -279,6 +279,11 @@ def evaluate_with_maps(
         prepared = [(1, pred, GroundTruth(gt, connectivity=options.connectivity, prepare=False))]
     results, frames, values, swept = {}, [], {}, []
     plain = {k: v for k, v in settings.items() if k != "detection_rule"}
+    ignored = gt == options.ignore_label if options.classes and options.ignore_label is not None else None
+    if ignored is not None and ignored.any():  # nnU-Net's ignore label: no candidate, no voxel, no threshold there
+        maps = {
+            c: Image(np.where(ignored, np.float32(0), m.array), m.spacing, m.affine, m.path) for c, m in maps.items()
+        }
     for c, mask, truth in prepared:
         results[c] = evaluate(mask, truth, metrics, **settings)
         frame, values[c] = case_candidates(
@@ -293,6 +298,7 @@ def evaluate_with_maps(
             connectivity=options.connectivity,
             voxel_mm3=voxel_mm3,
             affine=affine,
+            ignore=ignored,
         )
         frames.append(frame)
         if probabilities.thresholds:  # the same prepared GT for every threshold
@@ -316,6 +322,7 @@ def case_candidates(
     connectivity: int | None,
     voxel_mm3: float,
     affine: Any,
+    ignore: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """One case's candidates matched to its lesions: its ``per_candidate`` rows, and its ``per_case`` values (its
     confidence, the map's voxel-level Brier score and ECE against ``gt``)."""
@@ -325,7 +332,7 @@ def case_candidates(
         found = find_candidates(prob.array, options.candidates, connectivity=connectivity)
     match = match_candidates(found, lesions, rule, match_by=options.match_by)
     frame = candidate_frame(found, match, case, class_value, voxel_mm3=voxel_mm3, affine=affine)
-    calibration = voxel_calibration(prob.array, gt)
+    calibration = voxel_calibration(prob.array, gt, ignore=ignore)
     return frame, {
         schema.CASE_CONFIDENCE: match.case_confidence,
         schema.BRIER: calibration["brier"],

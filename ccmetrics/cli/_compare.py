@@ -43,6 +43,14 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
     from .. import schema
     from ..metrics.detection_curves import compare_detection_curves
 
+    names = list(results)
+    if len(names) < 2:
+        raise ValueError("compare needs two result folders or more")
+    classes = sorted({int(c) for r in results.values() for c in r.per_case[schema.CLASS].dropna().unique()})
+    if args.class_value is None and len(classes) > 1:
+        raise ValueError(f"the runs hold classes {classes}: choose one with --class")
+    cls = args.class_value if args.class_value is not None else classes[0]
+
     def tables(name: str, result) -> tuple:
         if result.per_candidate is None:
             raise ValueError(
@@ -50,13 +58,9 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
                 "`ccmetrics evaluate --probabilities`"
             )
         cases = result.per_case[result.per_case[schema.STATUS] != schema.FAILED]
-        cls = args.class_value if args.class_value is not None else int(cases[schema.CLASS].min())
         candidates = result.per_candidate
         return cases[cases[schema.CLASS] == cls], candidates[candidates[schema.CLASS] == cls]
 
-    names = list(results)
-    if len(names) < 2:
-        raise ValueError("compare needs two result folders or more")
     first = tables(names[0], results[names[0]])
     frames = []
     for name in names[1:]:
@@ -64,8 +68,10 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
             tables(name, results[name]), first, n_resamples=args.bootstrap, seed=args.seed
         )
         n = int(table["n"].iloc[0])
+        of = f" of class {cls}" if len(classes) > 1 else ""
         print(
-            f"{name} - {names[0]}: detection curves on {n} paired cases (95% CI and p: paired case-level bootstrap, "
+            f"{name} - {names[0]}: detection curves{of} on {n} paired cases "
+            "(95% CI and p: paired case-level bootstrap, "
             f"{args.bootstrap} resamples)"
             + (f"; {len(excluded)} cases in one run only: {excluded}" if excluded else "")
         )

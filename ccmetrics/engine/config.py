@@ -113,6 +113,10 @@ class EngineConfig:
         tree of all their edge voxels for its distances, instead of a query of each component's tree with
         the minimum kept (one query per voxel, not one per component: 3,072 components crossing one lesion
         took 9 GiB when their distances were stacked). Default 8.
+    assignment_full_below : int
+        Lesions x candidates from which the one-to-one matching of a probability map's candidates is solved on the
+        rows and columns holding a passing pair only, instead of the full matrix picai_eval solves (the same total;
+        an exact tie may be broken otherwise). Default 2**22 (32 MiB).
     region_map_from : int
         Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
         partition is computed once and read by each (one nearest-label transform of the image, against a
@@ -140,6 +144,7 @@ class EngineConfig:
     tie_candidates: int = 8
     union_tree_from: int = 8
     region_map_from: int = 4
+    assignment_full_below: int = 1 << 22
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

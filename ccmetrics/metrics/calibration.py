@@ -48,7 +48,7 @@ def _bins(p: np.ndarray, n_bins: int) -> np.ndarray:
     return np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
 
 
-def voxel_calibration(prob: Any, gt: Any, *, n_bins: int = DEFAULT_BINS) -> dict[str, float]:
+def voxel_calibration(prob: Any, gt: Any, *, n_bins: int = DEFAULT_BINS, ignore: Any = None) -> dict[str, float]:
     """The case's voxel-level Brier score and ECE (the module docstring gives both definitions).
 
     Parameters
@@ -59,6 +59,8 @@ def voxel_calibration(prob: Any, gt: Any, *, n_bins: int = DEFAULT_BINS) -> dict
         The GT mask, same shape.
     n_bins : int
         Equal-width bins of the ECE.
+    ignore : array_like of bool, optional
+        Voxels left out (nnU-Net's ignore label): N counts the others.
 
     Returns
     -------
@@ -72,11 +74,16 @@ def voxel_calibration(prob: Any, gt: Any, *, n_bins: int = DEFAULT_BINS) -> dict
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     n = p_all.size
+    visited = p_all != 0  # a voxel with p = 0 outside the GT adds 0 to every sum below: only the others are visited
+    visited |= y_all
+    if ignore is not None:
+        left_out = np.asarray(ignore, bool)
+        if left_out.shape != p_all.shape:
+            raise ValueError(f"ignore has shape {left_out.shape}, prob {p_all.shape}")
+        visited &= ~left_out
+        n -= int(np.count_nonzero(left_out))
     if n == 0:
         return {"brier": float("nan"), "ece": float("nan")}
-    # a voxel with p = 0 outside the GT adds 0 to every sum below: only the others are visited (exactly)
-    visited = p_all != 0
-    visited |= y_all
     p_sel = p_all[visited]
     y_sel = y_all[visited]
     squares = 0.0

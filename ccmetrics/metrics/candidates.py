@@ -13,12 +13,13 @@ method              candidates, and the confidence of each
                     already holding one value) this is exactly picai_eval's ``parse_detection_map``.
 ``"threshold:T"``   the components of ``prob >= T`` (``0 < T <= 1``); the maximum inside.
 ``"dynamic"``       report_guided_annotation's ``extract_lesion_candidates(prob, threshold="dynamic")``
-                    with its defaults, voxel for voxel (:mod:`ccmetrics.metrics._dynamic_candidates`
-                    gives the algorithm).
+                    with its other defaults, voxel for voxel (:mod:`ccmetrics.metrics._dynamic_candidates`
+                    gives the algorithm). Its own default is ``threshold="dynamic-fast"``, another
+                    algorithm: name ``"dynamic"`` there to compare.
 ``prediction=``     the components of a binary prediction mask given beside the map; the confidence is
                     the maximum of the map inside each (``confidence="mean"``: the mean). A component
-                    where the map is 0 everywhere is a candidate of confidence 0, which never counts as
-                    found.
+                    where the map is 0 everywhere is a candidate of confidence 0: never matched (it is in
+                    no detection map), a false positive on no operating point.
 ==================  ==================================================================================
 
 Cost: one comparison of the map with 0 or T, one labelling (the engine's, :func:`find_sites`), one gather of
@@ -47,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._inputs import as_binary_mask
+from .._inputs import as_binary_mask, as_probability_map
 from ..engine.components import Sites, find_sites
 
 __all__ = ["CANDIDATE_METHODS", "CONFIDENCE_RULES", "Candidates", "find_candidates", "parse_candidate_method"]
@@ -137,27 +138,6 @@ def parse_candidate_method(method: Any) -> tuple[str, float | None]:
     return kind, t
 
 
-def _check_map(prob: Any) -> np.ndarray:
-    arr = np.asarray(prob)
-    if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer):
-        arr = arr.astype(np.float32)
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise TypeError(f"the probability map must hold numbers, got dtype {arr.dtype}")
-    if arr.ndim not in (2, 3):
-        raise ValueError(f"the probability map must be 2D or 3D, got shape {arr.shape}")
-    arr = arr.astype(np.float32, copy=False)
-    lo, hi = float(arr.min(initial=0.0)), float(arr.max(initial=0.0))  # NaN propagates; +-inf are extremes
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        bad = int(np.count_nonzero(~np.isfinite(arr)))
-        raise ValueError(f"the probability map holds {bad} NaN or infinite values")
-    if lo < 0 or hi > 1:
-        raise ValueError(
-            f"the probability map must lie in [0, 1], found values from {lo:g} to {hi:g}: "
-            "apply the model's sigmoid or softmax first"
-        )
-    return arr
-
-
 def _confidences(prob: np.ndarray, sites: Sites, rule: str) -> np.ndarray:
     if sites.n == 0:
         return np.zeros(0, np.float64)
@@ -207,7 +187,7 @@ def find_candidates(
     >>> find_candidates(prob, prediction=pred, confidence="mean").confidence.tolist()
     [0.75, 0.25]
     """
-    arr = _check_map(prob)
+    arr = as_probability_map(prob)
     if confidence not in CONFIDENCE_RULES:
         raise ValueError(f"confidence must be one of {', '.join(CONFIDENCE_RULES)}, got {confidence!r}")
     if prediction is not None:

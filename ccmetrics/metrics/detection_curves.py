@@ -15,7 +15,9 @@ Matching (:func:`match_candidates`), per case
    assignment of the largest total: the number of matches *plus* their summed overlap, so two well-overlapping
    matches can beat three weak ones. ``match_by="confidence"`` (what picai_eval issue #24 asks for): weights
    ``1 + confidence``, so among candidates passing the rule the most confident is the true positive.
-   The solver runs on the rows and columns that hold a passing pair, in lesion and candidate order.
+   The solver runs on the full lesions x candidates matrix in lesion and candidate order, with picai_eval's
+   overlap (1e-8 added to numerator and denominator), so that an exact tie goes its way; a candidate of
+   confidence 0 (a prediction's component where the map is 0: in no detection map) is never matched.
 4. Matched candidates are true positives (``"tp"``); an unmatched candidate is a false positive (``"fp"``),
    except that with ``ignore_unmatched_passing=True`` (picai_eval's
    ``allow_unmatched_candidates_with_minimal_overlap``, its default) an unmatched candidate that passes the
@@ -30,7 +32,9 @@ false positive (target 0, its confidence).
 
 - **AP**: picai_eval's: scikit-learn's precision–recall curve over the entries, precision set to 0 at the
   threshold 0 (missed lesions), ``AP = Σ (R_i − R_{i−1}) P_i`` over the distinct confidences in descending
-  order. Undefined (NaN) without lesions.
+  order. Undefined (NaN) without lesions, where picai_eval gives 0 (scikit-learn warns that there is no positive
+  and sets the recall to 1): a set of cases without lesions has no AP, and its bootstrap resamples are left out
+  of the interval rather than counted as 0.
 - **AUROC**, case level: cases are positive when they hold a lesion, scored by their confidence; the area
   under the ROC curve by the trapezoidal rule (ties in score enter together: a tie between a positive and a
   negative case counts one half). Undefined without positive or without negative cases.
@@ -84,6 +88,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .. import schema
 from ..engine.components import Sites
+from ..engine.config import current
 from ..engine.geometry import patient_coordinates, site_centroids
 from .candidates import Candidates
 from .detection_rules import DetectionRule
@@ -206,11 +211,12 @@ class CandidateMatch:
         return int((self.outcome == "fp").sum())
 
     def entries(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(target, confidence)``: one entry per lesion (1, its confidence or 0), then per false positive (0, …).
+        """``(target, confidence)``: one entry per lesion (1, its confidence or 0), then per false positive (0, …) of
+        confidence > 0 (one of confidence 0 is in no detection map picai_eval reads, and on no operating point).
 
         These are picai_eval's ``lesion_results`` (without the overlap) in this module's order.
         """
-        fp = self.confidence[self.outcome == "fp"]
+        fp = self.confidence[(self.outcome == "fp") & (self.confidence > 0)]
         target = np.concatenate([np.ones(self.n_lesions, np.int8), np.zeros(len(fp), np.int8)])
         return target, np.concatenate([self.lesion_confidence, fp])
 
@@ -267,27 +273,26 @@ def match_candidates(
     k, m = lesions.n, sites.n
     conf = np.asarray(candidates.confidence, np.float64)
     ov = site_overlaps(sites, lesions)
-    score, passes = pair_scores(rule, ov.pair_intersection, ov.gt_sizes[ov.pair_gt], ov.pred_sizes[ov.pair_pred])
+    g_size, c_size = ov.gt_sizes[ov.pair_gt], ov.pred_sizes[ov.pair_pred]
+    score, passes = pair_scores(rule, ov.pair_intersection, g_size, c_size)
+    passes &= conf[ov.pair_pred] > 0  # confidence 0: no candidate of the detection map picai_eval reads
     pg, pc, ps = ov.pair_gt[passes], ov.pair_pred[passes], score[passes]
     lesion_candidate = np.zeros(k, np.int64)
     cand_lesion = np.zeros(m, np.int64)
     cand_score = np.zeros(m)
-    if len(ps):
+    if len(score):
         np.maximum.at(cand_score, ov.pair_pred, score)  # the best score of each candidate, for the table
-        rows, rinv = np.unique(pg, return_inverse=True)
-        cols, cinv = np.unique(pc, return_inverse=True)
-        weight = np.zeros((len(rows), len(cols)))
-        weight[rinv, cinv] = 1 + (ps if match_by == "overlap" else conf[pc])
-        r, c = linear_sum_assignment(weight, maximize=True)
-        keep = weight[r, c] > 0
-        gi, ci = rows[r[keep]], cols[c[keep]]
+    if len(ps):
+        if match_by == "overlap":
+            value = _picai_weights(rule, ov.pair_intersection[passes], g_size[passes], c_size[passes], ps)
+        else:
+            value = conf[pc]
+        gi, ci = _assign(pg, pc, 1 + value, k, m)
         lesion_candidate[gi] = ci + 1
         cand_lesion[ci] = gi + 1
-        matched_score = np.zeros((len(rows), len(cols)))
-        matched_score[rinv, cinv] = ps
-        cand_score[ci] = matched_score[r[keep], c[keep]]
-    elif len(score):
-        np.maximum.at(cand_score, ov.pair_pred, score)
+        order = np.argsort(pg * m + pc)
+        at = np.searchsorted((pg * m + pc)[order], gi * m + ci)
+        cand_score[ci] = ps[order][at]  # the rule's exact score with the matched lesion
     outcome = np.full(m, "fp", dtype="<U7")
     if ignore_unmatched_passing and len(pc):
         outcome[np.unique(pc)] = "ignored"
@@ -304,6 +309,39 @@ def match_candidates(
         lesion_conf.astype(np.float64),
         candidates.case_confidence,
     )
+
+
+def _picai_weights(rule: DetectionRule, inter, g_size, c_size, score) -> np.ndarray:
+    """picai_eval's overlap of each passing pair, with its 1e-8 in numerator and denominator (which orders pairs
+    of equal IoU by the smaller union): so that the assignment breaks exact ties as picai_eval's does."""
+    eps = 1e-8
+    inter, g, c = (np.asarray(a, np.float64) for a in (inter, g_size, c_size))
+    if rule.kind in ("iou", "overlap"):
+        return (inter + eps) / (g + c - inter + eps)
+    if rule.kind == "dice":
+        return (2 * inter + eps) / (g + c + eps)
+    return np.asarray(score, np.float64)
+
+
+def _assign(pg: np.ndarray, pc: np.ndarray, weight: np.ndarray, k: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The Hungarian assignment maximizing the summed weight of the passing pairs (lesion, candidate indices).
+
+    Solved on the full lesions x candidates matrix as picai_eval does (so that exact ties go its way) up to
+    :attr:`ccmetrics.engine.config.EngineConfig.assignment_full_below` entries; above, on the rows and columns that
+    hold a passing pair only (the same total; an exact tie may then be broken otherwise).
+    """
+    if k * m <= current().assignment_full_below:
+        rows, cols = np.arange(k), np.arange(m)
+        matrix = np.zeros((k, m))
+        matrix[pg, pc] = weight
+    else:
+        rows, rinv = np.unique(pg, return_inverse=True)
+        cols, cinv = np.unique(pc, return_inverse=True)
+        matrix = np.zeros((len(rows), len(cols)))
+        matrix[rinv, cinv] = weight
+    r, c = linear_sum_assignment(matrix, maximize=True)
+    keep = matrix[r, c] > 0
+    return rows[r[keep]], cols[c[keep]]
 
 
 @dataclass(frozen=True)
@@ -561,7 +599,7 @@ def detection_curves_from_entries(
         n_lesions=int(positives),
         n_positive_cases=int(case_t.sum()),
         n_true_positives=int(((target_arr == 1) & (conf > 0)).sum()),
-        n_false_positives=int((target_arr == 0).sum()),
+        n_false_positives=int(((target_arr == 0) & (conf > 0)).sum()),
     )
 
 
@@ -719,6 +757,8 @@ def candidate_frame(
 def _table_entries(per_case: pd.DataFrame, per_candidate: pd.DataFrame) -> dict[str, Any]:
     """The entries and cases of one class's tables (see :func:`detection_curves_from_tables`)."""
     cases = per_case[schema.CASE].astype(str).tolist()
+    if len(set(cases)) != len(cases):
+        raise ValueError("per_case holds a case twice: give the rows of one class (per_case[per_case['class'] == c])")
     n_lesions = per_case[schema.N_COMPONENTS].to_numpy()
     if np.isnan(n_lesions.astype(float)).any():
         raise ValueError("per_case holds rows without n_components (failed cases): leave them out first")
@@ -726,7 +766,7 @@ def _table_entries(per_case: pd.DataFrame, per_candidate: pd.DataFrame) -> dict[
     cand_case = per_candidate[schema.CASE].astype(str).to_numpy()
     outcome = per_candidate[schema.OUTCOME].to_numpy()
     conf = per_candidate[schema.CONFIDENCE].to_numpy(float)
-    is_tp, is_fp = outcome == schema.TRUE_POSITIVE, outcome == schema.FALSE_POSITIVE
+    is_tp, is_fp = outcome == schema.TRUE_POSITIVE, (outcome == schema.FALSE_POSITIVE) & (conf > 0)
     found = pd.Series(cand_case[is_tp]).value_counts()
     missed = n_lesions - np.array([int(found.get(c, 0)) for c in cases], np.int64)
     if (missed < 0).any():

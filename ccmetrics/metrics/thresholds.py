@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from .._inputs import as_probability_map
 from ..engine.config import current
 from ..engine.ground_truth import GroundTruth
 from . import registry
@@ -104,7 +105,8 @@ def sweep(
         One row per threshold: ``case``, ``class``, ``threshold``, ``empty_gt``, ``worst_distance``, then ``m`` and
         ``cc_m`` per metric.
     """
-    arr = np.asarray(prob)
+    arr = as_probability_map(prob)
+    thresholds = [float(t) for t in thresholds]  # Python floats: compared with the float32 map as float32
     truth = gt if isinstance(gt, GroundTruth) else GroundTruth(gt, connectivity=connectivity)
     chosen = [m for m in registry.resolve(list(metrics)) if m.per_region]
     if not chosen:

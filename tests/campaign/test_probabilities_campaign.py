@@ -447,3 +447,42 @@ def test_classes_read_their_channels_of_nnunet_npz(tmp_path):
     for label in (1, 2):
         direct = detection_curves([expected[(f"c{i}", label)] for i in range(4)], n_resamples=0)
         assert curves[label].ap == direct.ap and curves[label].cpm == direct.cpm
+
+
+def test_ignore_label_leaves_the_maps_ignored_voxels_out(tmp_path):
+    """nnU-Net's ignore label: no candidate, no calibration voxel, no thresholded voxel in the ignored region."""
+    from ccmetrics.metrics.calibration import voxel_calibration
+
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "nnunet").mkdir()
+    gt = np.full(SHAPE, 2, np.uint8)  # class 2 everywhere but ...
+    gt[1:4, 1:4, 1:4] = 1  # ... one lesion of class 1
+    gt[10:14, 10:14, 5:9] = 3  # ... and an unannotated block (ignore label 3)
+    probs = np.zeros((4, *SHAPE), np.float32)
+    probs[1][1:4, 1:4, 1:4] = 0.9
+    probs[1][10:14, 10:14, 5:9] = 0.95  # confident inside the ignored block
+    probs[2] = (gt == 2) * np.float32(0.8)
+    probs[0] = np.clip(1 - probs[1] - probs[2], 0, 1)
+    seg = np.where(gt == 3, 1, gt).astype(np.uint8)  # the model calls the ignored block class 1
+    save_image(tmp_path / "gt" / "c.nii.gz", gt, spacing=SPACING)
+    save_image(tmp_path / "nnunet" / "c.nii.gz", seg, spacing=SPACING)
+    np.savez_compressed(tmp_path / "nnunet" / "c.npz", probabilities=probs.transpose(0, 3, 2, 1))
+    result = evaluate_dataset(
+        tmp_path / "gt",
+        tmp_path / "nnunet",
+        ["dice"],
+        classes=[1],
+        ignore_label=3,
+        candidates="components",
+        probabilities=tmp_path / "nnunet",
+        thresholds="0.5",
+        progress=False,
+    )
+    row = result.per_case.iloc[0]
+    assert row["status"] == "ok" and row["dice"] == 1.0
+    assert result.per_candidate["outcome"].tolist() == ["tp"] and row["case_confidence"] == pytest.approx(0.9)
+    assert result.thresholds["dice"].tolist() == [1.0]
+    expected = voxel_calibration(np.where(gt == 3, 0, probs[1]), gt == 1, ignore=gt == 3)
+    assert row["brier"] == pytest.approx(expected["brier"]) and row["ece"] == pytest.approx(expected["ece"])
+    kept = gt != 3
+    assert row["brier"] == pytest.approx(np.mean((probs[1][kept].astype(float) - (gt[kept] == 1)) ** 2))

@@ -404,3 +404,95 @@ def test_fortran_ordered_maps_give_the_same_candidates():
     c, f = find_candidates(prob), find_candidates(np.asfortranarray(prob))
     assert c.confidence.tolist() == f.confidence.tolist() and c.volumes.tolist() == f.volumes.tolist()
     assert f.n > 0
+
+
+def line_case(gt_segments, det_segments, length=30):
+    gt = np.zeros((1, 1, length), bool)
+    det = np.zeros((1, 1, length), np.float32)
+    for a, b in gt_segments:
+        gt[0, 0, a:b] = True
+    for a, b, conf in det_segments:
+        det[0, 0, a:b] = conf
+    return gt, det
+
+
+@pytest.mark.parametrize(
+    "gt_segments,det_segments",
+    [
+        # a lesion without candidate beside one with two candidates of equal IoU (1/6): picai's full matrix
+        ([(0, 2), (10, 14)], [(8, 11, 0.3), (13, 16, 0.9)]),
+        # equal exact IoU 2/12 and 1/6: picai's 1e-8 prefers the smaller union
+        ([(8, 12)], [(0, 10, 0.3), (11, 14, 0.9)]),
+    ],
+)
+def test_exact_ties_broken_as_picai(gt_segments, det_segments):
+    gt, det = line_case(gt_segments, det_segments)
+    y_list, _ = picai_case(gt, det)
+    target, conf = ours_case(gt, det).entries()
+    assert sorted_entries(zip(target, conf)) == sorted_entries((t, c) for t, c, _ in y_list)
+
+
+def test_tie_heavy_random_lines_equal_picai():
+    """Segments of lengths 1-3 and three confidence levels: many exact ties in IoU and in confidence."""
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        starts = np.sort(rng.choice(np.arange(0, 28, 4), size=int(rng.integers(1, 5)), replace=False))
+        gts = [(int(s), int(s) + int(rng.integers(1, 4))) for s in starts]
+        cstarts = np.sort(rng.choice(np.arange(1, 28, 3), size=int(rng.integers(1, 6)), replace=False))
+        dets = [(int(s), int(s) + int(rng.integers(1, 3)), float(rng.choice([0.3, 0.6, 0.9]))) for s in cstarts]
+        gt, det = line_case(gts, dets)
+        y_list, case_conf = picai_case(gt, det)
+        m = ours_case(gt, det)
+        target, conf = m.entries()
+        assert sorted_entries(zip(target, conf)) == sorted_entries((t, c) for t, c, _ in y_list)
+        assert m.case_confidence == case_conf
+
+
+def test_zero_confidence_prediction_components_never_match():
+    """A prediction component where the map is 0 is in no detection map: it takes no lesion from a real candidate."""
+    gt, _ = line_case([(10, 15)], [])
+    prob = np.zeros(gt.shape, np.float32)
+    prob[0, 0, 14:16] = 0.8
+    pred = np.zeros(gt.shape, bool)
+    pred[0, 0, 10:13] = pred[0, 0, 14:16] = pred[0, 0, 20:22] = True
+    cand = find_candidates(prob, prediction=pred)
+    assert cand.confidence.tolist() == [0.0, pytest.approx(0.8), 0.0]
+    m = match_candidates(cand, find_sites(gt))
+    assert m.outcome.tolist() == ["fp", "tp", "fp"] and m.lesion_confidence.tolist() == [pytest.approx(0.8)]
+    y_list, _ = picai_case(gt, cand.detection_map())
+    target, conf = m.entries()
+    assert sorted_entries(zip(target, conf)) == sorted_entries((t, c) for t, c, _ in y_list)
+    assert detection_curves([m], n_resamples=0).n_false_positives == 0
+
+
+def test_reduced_assignment_has_the_same_total():
+    """Above EngineConfig.assignment_full_below the solver sees the passing rows and columns only: same total."""
+    from ccmetrics import engine_config
+
+    rng = np.random.default_rng(13)
+    for _ in range(60):
+        shape = (4, 10, 10)
+        gt, det = boxes(rng, shape, int(rng.integers(1, 5))), detection_map(rng, shape, int(rng.integers(1, 6)))
+        full = ours_case(gt, det)
+        with engine_config(assignment_full_below=0):
+            reduced = ours_case(gt, det)
+        assert full.tp == reduced.tp
+        assert full.score[full.outcome == "tp"].sum() == pytest.approx(reduced.score[reduced.outcome == "tp"].sum())
+
+
+def test_tables_of_two_classes_at_once_are_refused():
+    from ccmetrics.metrics.detection_curves import compare_detection_curves, detection_curves_from_tables
+
+    pairs = cases()[:4]
+    per_case, per_candidate = tables_of(pairs, ["a", "b", "c", "d"])
+    two = (pd_concat([per_case, per_case.assign(**{"class": 2})]), per_candidate)
+    with pytest.raises(ValueError, match="holds a case twice"):
+        compare_detection_curves(two, two, n_resamples=0)
+    with pytest.raises(ValueError, match="holds a case twice"):
+        detection_curves_from_tables(*two, n_resamples=0)
+
+
+def pd_concat(frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
