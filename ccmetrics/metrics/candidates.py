@@ -13,8 +13,8 @@ method              candidates, and the confidence of each
                     already holding one value) this is exactly picai_eval's ``parse_detection_map``.
 ``"threshold:T"``   the components of ``prob >= T`` (``0 < T <= 1``); the maximum inside.
 ``"dynamic"``       report_guided_annotation's ``extract_lesion_candidates(prob, threshold="dynamic")``
-                    with its other defaults, voxel for voxel (:mod:`ccmetrics.metrics._dynamic_candidates`
-                    gives the algorithm). Its own default is ``threshold="dynamic-fast"``, another
+                    with its other defaults, voxel for voxel (``ccmetrics.metrics._dynamic_candidates``
+                    in the package gives the algorithm). Its own default is ``threshold="dynamic-fast"``, another
                     algorithm: name ``"dynamic"`` there to compare.
 ``prediction=``     the components of a binary prediction mask given beside the map; the confidence is
                     the maximum of the map inside each (``confidence="mean"``: the mean). A component
@@ -22,10 +22,10 @@ method              candidates, and the confidence of each
                     no detection map), a false positive on no operating point.
 ==================  ==================================================================================
 
-Cost: one comparison of the map with 0 or T, one labelling (the engine's, :func:`find_sites`), one gather of
-the map at the candidates' voxels and one ``np.maximum.reduceat``: the work grows with the image once and with
-the candidates' voxels after that. Exactness: confidences are the map's own float32 values (the maximum is
-exact; the mean is summed in float64).
+Cost: one comparison of the map with 0 or T, one labelling (the engine's,
+:func:`~ccmetrics.engine.components.find_sites`), one gather of the map at the candidates' voxels and one
+``np.maximum.reduceat``: the work grows with the image once and with the candidates' voxels after that.
+Exactness: confidences are the map's own float32 values (the maximum is exact; the mean is summed in float64).
 
 Examples
 --------

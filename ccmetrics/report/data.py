@@ -8,7 +8,10 @@ GT voxel, labelled with :func:`ccmetrics.label_components` at the evaluation's c
 Voronoi region each one falls in (the GT component whose region holds most of its voxels). Regions are
 found voxel by voxel where needed (:class:`Regions`: the false positives' voxels and the thumbnails'
 slices), with :func:`ccmetrics.engine.partition.assign_nearest`, which equals :func:`ccmetrics.voronoi_partition`
-voxel for voxel, so no dense region map of a large image is ever built.
+voxel for voxel, so no dense region map of a large image is ever built. A case evaluated without a prediction
+file, on the segmentation of its probability map (``ccmetrics evaluate GT_DIR --probabilities PROB_DIR``), is
+read as the evaluation read it: ``prob > 0.5`` of the map ``prob_file`` names (:func:`read_map_pair`), the
+prediction's place taken by that segmentation.
 
 The scans the thumbnails are drawn on (``ccmetrics report --images IMAGE_DIR``) are found here too:
 :class:`ImageFolder` lists IMAGE_DIR once and gives each case its channels, nnU-Net's
@@ -53,6 +56,7 @@ __all__ = [
     "masks_of",
     "primary_metric",
     "read_channel",
+    "read_map_pair",
     "read_pair",
     "read_result_folder",
     "resolve_image",
@@ -536,6 +540,55 @@ def read_pair(
     read = None if pred_file is None else load_image(pred_file)
     gt_image, read, _ = align_pair(load_image(gt_file), read, reference=reference_images, atol_mm=tolerance_mm)
     return gt_image, (np.zeros_like(gt_image.array) if read is None else read.array)
+
+
+def read_map_pair(
+    gt_file: Path | None,
+    prob_file: Path,
+    *,
+    channel: int | None = None,
+    reference_images: Any = None,
+    tolerance_mm: float = 1e-3,
+) -> tuple[Image, np.ndarray]:
+    """A case's GT image and the segmentation of its probability map, ``prob > 0.5``
+    (:data:`ccmetrics.campaign.probabilities.SEGMENTATION_THRESHOLD`), as the evaluation made it when no
+    prediction was given (``ccmetrics evaluate GT_DIR --probabilities PROB_DIR``): the GT put on its grid as
+    :func:`read_pair` puts it, the map read once on that grid
+    (:func:`ccmetrics.formats.probabilities.read_probabilities`, ``like`` the GT, the run's ``channel``) and let go
+    once compared: what is kept is the boolean segmentation, as a prediction file's array would be.
+
+    Raises
+    ------
+    ccmetrics.formats.probabilities.ProbabilityError
+        The map cannot be read or used (missing, another grid, values outside [0, 1], a channel missing): the
+        message names the file.
+    OSError, ValueError
+        The GT cannot be read.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ccmetrics.formats.io import save_image
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> save_image(folder / "gt.nii.gz", np.zeros((4, 1, 1), np.uint8))
+    >>> save_image(folder / "prob.nii.gz", np.array([0.2, 0.5, 0.51, 1.0], np.float32).reshape(4, 1, 1))
+    >>> gt, seg = read_map_pair(folder / "gt.nii.gz", folder / "prob.nii.gz")
+    >>> seg.ravel().tolist()
+    [False, False, True, True]
+    """
+    from ..campaign.probabilities import SEGMENTATION_THRESHOLD
+    from ..formats.grids import align_pair
+    from ..formats.io import load_image
+    from ..formats.probabilities import ProbabilityError, read_probabilities
+
+    gt_image, _, _ = align_pair(load_image(gt_file), None, reference=reference_images, atol_mm=tolerance_mm)
+    try:
+        prob = read_probabilities(prob_file, like=gt_image, channel=channel, tolerance_mm=tolerance_mm)
+    except ProbabilityError:
+        raise
+    except (OSError, ValueError) as exc:  # whatever else reading it raised is the map's problem too
+        raise ProbabilityError(f"{os.fspath(prob_file)!r}: {exc}") from exc
+    return gt_image, np.greater(prob.array, SEGMENTATION_THRESHOLD)
 
 
 # ---------------------------------------------------------------- the scans under the masks

@@ -296,7 +296,7 @@ def section(folder: data.ResultFolder) -> list[dict[str, Any]]:
     ``n_positive_cases``, ``n_negative_cases``, ``n_lesions``, ``n_true_positives``, ``n_false_positives``),
     ``scores`` (AP, AUROC, PI-CAI score, CPM: ``key``, ``name``, ``value``, ``low``, ``high``; ``score``: the same
     by key), ``sensitivity``
-    (``rate`` such as ``"1/8"``, ``value``), ``calibration`` (:func:`_calibration`, None without),
+    (``rate`` such as ``"1/8"``, ``value``), ``calibration`` (``_calibration``, None without),
     ``thresholds`` (the best threshold by each score, None without ``--thresholds``) and ``figures`` (the
     evaluation's figures, inline). Empty for a folder without probability maps.
     """

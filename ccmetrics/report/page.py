@@ -64,10 +64,16 @@ PLOT_CAPTIONS = (
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
     (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
 )
-#: why a case whose segmentation was its probability map's (``--probabilities`` without PRED_DIR) is not drawn
+#: why a case whose segmentation was its probability map's (``--probabilities`` without PRED_DIR) is not drawn when
+#: ``per_case.csv`` names no map file (the map was given as an array); a map file is read and ``prob > 0.5`` drawn
 SEGMENTED_FROM_MAP = (
-    "the prediction is the probability map's segmentation (prob > 0.5), a file per_case.csv does not name: "
-    "no thumbnails, no false-positive components (the map's candidates are listed)"
+    "the prediction is the probability map's segmentation (prob > 0.5), and per_case.csv names no map file "
+    "(given as an array): no thumbnails, no false-positive components (the map's candidates are listed)"
+)
+#: why a case segmented from its probability map is not drawn: the map (named in the reason) cannot be read now
+MAP_UNREADABLE = (
+    "could not read the probability map whose segmentation (prob > 0.5) was the prediction, so no thumbnails and "
+    "no false-positive components (the map's candidates are listed): {reason}"
 )
 AGGREGATIONS = {
     schema.STANDARD: "standard (global value per case)",
@@ -228,16 +234,26 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
     """(CaseImages or None, problem text or None) for one per-case row.
 
     ``pairs``: the files already read for another class of the case (:func:`ccmetrics.report.data.read_pair`,
-    by file names), filled as files are read.
+    by file names), filled as files are read. A case evaluated on its probability map's segmentation (no
+    ``pred_file``, ``options.probabilities.segment_from_map``) reads its ``prob_file`` once and takes ``prob > 0.5``
+    as the prediction (:func:`ccmetrics.report.data.read_map_pair`); a map that cannot be read now is the case's
+    problem (:data:`MAP_UNREADABLE`, naming the file and why), the rest of the report is written all the same.
     """
+    from ..formats.probabilities import ProbabilityError
+
     pairs = {} if pairs is None else pairs
     if row[schema.STATUS] == schema.FAILED:
         return None, None
     gt_file = data.resolve_image(row.get(schema.GT_FILE), folder.path, image_root)
     pred_name = row.get(schema.PRED_FILE)
-    pred_given = isinstance(pred_name, str) and bool(pred_name)
-    if not pred_given and (folder.options.get("probabilities") or {}).get("segment_from_map"):
-        return None, SEGMENTED_FROM_MAP
+    pred_given = _named(pred_name)
+    map_file = None  # the probability map whose prob > 0.5 was the prediction
+    if not pred_given and _segmented_from_map(folder):
+        map_name = row.get(schema.PROB_FILE)
+        if not _named(map_name) or map_name == "<array>":
+            return None, SEGMENTED_FROM_MAP
+        # a map no longer found is passed on as named: reading it says that it is missing
+        map_file = data.resolve_image(map_name, folder.path, image_root) or Path(str(map_name))
     pred_file = data.resolve_image(pred_name, folder.path, image_root) if pred_given else None
     missing = [
         str(n)
@@ -259,8 +275,17 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
             false_positives = mine[schema.PREDICTION].astype(int).tolist()
         elif predictions is not None:
             false_positives = []
-        key = (str(gt_file), str(pred_file))
+        key = (str(gt_file), str(pred_file), str(map_file))
         reference, tolerance = folder.options.get("reference_images"), folder.options.get("tolerance_mm", 1e-3)
+        if key not in pairs and map_file is not None:
+            channel = (folder.options.get("probabilities") or {}).get("channel")
+            try:
+                pairs[key] = data.read_map_pair(
+                    gt_file, map_file, channel=channel, reference_images=reference, tolerance_mm=tolerance
+                )
+            except ProbabilityError as exc:
+                reason = str(exc) if str(map_file) in str(exc) else f"{map_file}: {exc}"
+                return None, MAP_UNREADABLE.format(reason=reason)
         if key not in pairs:
             pairs[key] = data.read_pair(gt_file, pred_file, reference_images=reference, tolerance_mm=tolerance)
         images = data.load_case(
@@ -278,6 +303,16 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
     except (OSError, ValueError) as exc:
         return None, f"could not read the images: {exc}"
     return images, None
+
+
+def _named(cell: Any) -> bool:
+    """Whether a file cell of ``per_case.csv`` names a file (not empty, not NaN)."""
+    return isinstance(cell, str) and bool(cell)
+
+
+def _segmented_from_map(folder: data.ResultFolder) -> bool:
+    """Whether a case without a prediction file was evaluated on its probability map's ``prob > 0.5``."""
+    return bool((folder.options.get("probabilities") or {}).get("segment_from_map"))
 
 
 def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> str | None:
@@ -541,6 +576,8 @@ def _case_entry(
         "error": row.get(schema.ERROR) or "",
         "gt_file": row.get(schema.GT_FILE) if isinstance(row.get(schema.GT_FILE), str) else "",
         "pred_file": row.get(schema.PRED_FILE) if isinstance(row.get(schema.PRED_FILE), str) else "",
+        "prob_file": row.get(schema.PROB_FILE) if isinstance(row.get(schema.PROB_FILE), str) else "",
+        "segmented_from_map": _segmented_from_map(folder) and not _named(row.get(schema.PRED_FILE)),
         "rank": rank,
         "drawn": False,
         "thumbnails_wanted": draw,

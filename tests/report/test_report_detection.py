@@ -179,12 +179,108 @@ def test_false_positive_candidates_are_listed_with_their_confidence(report, resu
     assert [c["confidence"] for c in case_c["fp_candidates"]] == [pytest.approx(0.3)]
 
 
-def test_maps_without_predictions_draw_no_empty_prediction(report):
-    """The segmentation was the map's (prob > 0.5), a file the folder does not name: no thumbnail shows an empty
-    prediction, each case says why."""
+def outcomes(model):
+    """Each case's lesions (number, found) and false-positive components (number, voxels, region), by case."""
+    return {
+        c["case"]: (
+            [(les["label"], les["detected"]) for les in c["lesions"]],
+            [(fp["label"], fp["voxels"], fp["region"]) for fp in c["false_positives"] or []],
+        )
+        for c in model["cases"]
+    }
+
+
+def test_maps_without_predictions_draw_the_segmentation_of_the_map(report, result, maps):
+    """The segmentation was the map's (prob > 0.5): the report reads the map and draws that segmentation as the
+    prediction, the same lesions found and missed, the same false positives, the same thumbnails as a run given
+    that segmentation as PRED_DIR."""
     _, info, html = report
-    assert info.n_thumbnails == 0 and len(info.unreadable) == 3
-    assert all(page.SEGMENTED_FROM_MAP in line for line in info.unreadable)
+    assert not info.unreadable and page.SEGMENTED_FROM_MAP not in html
+    model = page.build_model(result)
+    by_case = {c["case"]: c for c in model["cases"]}
+    case_a = by_case["case_a"]
+    assert case_a["drawn"] and case_a["segmented_from_map"] and case_a["prob_file"].endswith("case_a.nii.gz")
+    assert [(les["label"], les["detected"]) for les in case_a["lesions"]] == [(1, True), (2, False)]
+    assert all(les["thumb"] for les in case_a["lesions"])  # the missed lesion is drawn too
+    (fp,) = case_a["false_positives"]  # the 0.7 blob: a false-positive component of prob > 0.5
+    assert fp["thumb"] and fp["voxels"] == 4 * 4 * 4
+    assert by_case["case_c"]["false_positives"] == []  # the 0.3 blob: in no segmentation, a candidate only
+    assert info.n_thumbnails == 4 and info.n_false_positives == 1  # lesions 1, 2 of case_a, case_b's, the fp
+    files = re.search(r'<p class="files">GT <code>[^<]*case_a\.nii\.gz</code> · prediction (.*?)</p>', html, re.S)
+    assert files and "prob &gt; 0.5" in files.group(1) and "case_a.nii.gz" in files.group(1)
+    per_component = pd.read_csv(result / "per_component.csv", dtype={"case": str})
+    for case, (lesions, _) in outcomes(model).items():
+        rows = per_component[per_component["case"] == case].sort_values("component")
+        assert lesions == list(zip(rows["component"], rows["detected"].astype(bool)))
+
+    given = page.build_model(evaluate(maps, maps.parent / "segmentation_given", predictions=True))
+    assert outcomes(given) == outcomes(model)  # prob > 0.5 as PRED_DIR: the same lesion outcomes
+    thumbs = {(r["case"]["case"], r["kind"], r["label"]): r["thumb"]["src"] for r in model["finder"] if r["thumb"]}
+    same = {(r["case"]["case"], r["kind"], r["label"]): r["thumb"]["src"] for r in given["finder"] if r["thumb"]}
+    assert thumbs == same and len(thumbs) == 4
+
+
+def test_a_map_deleted_after_the_evaluation_is_named_and_the_report_still_written(tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(write_maps(tmp_path / "written"), data)
+    result = evaluate(data, tmp_path / "results")
+    (data / "prob" / "case_a.nii.gz").unlink()
+    out = tmp_path / "report.html"
+    info = write_report(result, out)
+    assert out.is_file() and len(info.unreadable) == 1
+    (line,) = info.unreadable
+    assert line.startswith("case_a: could not read the probability map") and "prob > 0.5" in line
+    assert str(data / "prob" / "case_a.nii.gz") in line and "not found" in line
+    model = page.build_model(result)
+    by_case = {c["case"]: c for c in model["cases"]}
+    assert not by_case["case_a"]["drawn"] and by_case["case_a"]["false_positives"] is None
+    assert [les["detected"] for les in by_case["case_a"]["lesions"]] == [True, False]  # the tables, as evaluated
+    assert by_case["case_b"]["drawn"] and by_case["case_b"]["lesions"][0]["thumb"]  # the other cases drawn
+    html = html_lib.unescape(out.read_text(encoding="utf-8"))
+    assert f"Images: {line.split(': ', 1)[1]}" in html  # the case's note on the page
+
+
+def test_an_nnunet_npz_map_is_drawn_from_its_channel(tmp_path):
+    """nnU-Net's CASE.npz ((C, z, y, x), channel 1 the foreground) is read on the GT's grid, as the evaluation did."""
+    from ccmetrics.formats.io import Image, save_image
+
+    like = Image(np.zeros(SHAPE, np.uint8), SPACING, np.diag(SPACING + (1.0,)))
+    for sub in ("gt", "prob"):
+        (tmp_path / sub).mkdir()
+    gt = np.zeros(SHAPE, np.uint8)
+    gt[4:12, 30:40, 2:8] = 1  # found: 0.8
+    gt[30:33, 5:8, 15:18] = 1  # missed: 0.4
+    prob = np.zeros(SHAPE, np.float32)
+    prob[4:12, 30:40, 2:8] = 0.8
+    prob[30:33, 5:8, 15:18] = 0.4
+    prob[40:44, 40:44, 18:22] = 0.9  # a false positive
+    save_image(tmp_path / "gt" / "case_n.nii.gz", gt, like=like)
+    np.savez_compressed(tmp_path / "prob" / "case_n.npz", probabilities=np.stack([1 - prob.T, prob.T]))
+    from ccmetrics.cli import main
+
+    out = tmp_path / "results"
+    args = ["evaluate", str(tmp_path / "gt"), "--probabilities", str(tmp_path / "prob"), "--out", str(out)]
+    assert main([*args, "--quiet", "--metrics", "dice,detection"]) == 0
+    model = page.build_model(out)
+    ((lesions, fps),) = outcomes(model).values()
+    assert lesions == [(1, True), (2, False)] and [(v, r) for _, v, r in fps] == [(4 * 4 * 4, 1)]
+    assert model["n_drawn"] == 1 and not model["unreadable"] and model["cases"][0]["prob_file"].endswith(".npz")
+
+
+def test_a_map_given_as_an_array_is_not_drawn_and_says_why(tmp_path):
+    """per_case.csv names no file for a map given as an array: nothing to read, the case says so."""
+    import ccmetrics
+
+    gt = np.zeros((24, 24, 12), np.uint8)
+    gt[4:10, 4:10, 3:7] = 1
+    prob = (gt * 0.9).astype(np.float32)
+    out = tmp_path / "results"
+    ccmetrics.evaluate_dataset({"c": (gt, None)}, probabilities={"c": prob}, progress=False).write(out)
+    model = page.build_model(out)
+    (case,) = model["cases"]
+    assert not case["drawn"] and case["problem"] == page.SEGMENTED_FROM_MAP
 
 
 def test_maps_with_predictions_give_the_false_positive_components_their_confidence(maps):
@@ -239,8 +335,10 @@ def test_browser_shows_the_section_and_sorts_by_confidence(report, tmp_path):
             return [...table.tBodies[0].rows].map(r => r.cells[column].textContent.trim());
             """
         )
-        assert values[0] == "missed" and len(values) == 5  # 3 lesions, 2 false-positive candidates
-        assert [float(v) for v in values[1:]] == sorted(float(v) for v in values[1:])
+        # 3 lesions, case_a's false-positive component of prob > 0.5 (no candidate is it: "–"), 2 fp candidates
+        assert values[0] == "missed" and len(values) == 6 and values.count("–") == 1
+        numbers = [float(v) for v in values[1:] if v != "–"]
+        assert len(numbers) == 4 and numbers == sorted(numbers)
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
