@@ -1380,7 +1380,9 @@ def evaluate_dataset(
         What the one-to-one matching maximizes besides the number of matches: picai_eval's summed overlap, or the
         summed confidence (the most confident passing candidate is the true positive).
     channel : int, optional
-        The channel of a multi-channel map (nnU-Net's ``.npz``); default: channel 1 of a two-channel map.
+        The channel of a multi-channel map (nnU-Net's ``.npz``); default: channel 1 of a two-channel map. With
+        classes, each class's channel follows nnU-Net's order: a label's value, or with a region-based
+        ``dataset_json`` the region's place among its foreground entries (one sigmoid each).
     thresholds : str or sequence of float, optional
         With ``probabilities``: also evaluate the per-region metrics of ``prob >= t`` at each threshold
         (``"0.1:0.9:0.1"`` or numbers), on each case's GT prepared once: the result's ``thresholds`` table and
@@ -1468,6 +1470,7 @@ def evaluate_dataset(
         file_ending = None
     _check_run(workers, client, case_timeout, out_dir, resume, overwrite)
     limit, budget = _memory_limits(max_memory, client)
+    region_based = dataset_json is not None and any(c.is_region for c in classes)
     maps = _probability_options(
         probabilities,
         gt,
@@ -1477,6 +1480,7 @@ def evaluate_dataset(
         match_by=match_by,
         channel=channel,
         thresholds=thresholds,
+        region_based=region_based,
     )
     options = EvalOptions.build(
         metrics,

@@ -86,8 +86,12 @@ class ProbabilityOptions:
         Thresholds at which the per-region metrics of ``prob >= t`` are evaluated too
         (:func:`ccmetrics.metrics.thresholds.sweep`); empty: none.
     class_channels : tuple of (int, int)
-        With classes of label maps: each class value and its channel (nnU-Net's: the label value); empty for a
-        binary task.
+        With classes of label maps: each class value and its channel (nnU-Net's: the label value; of a
+        region-based model, the region's place among the dataset.json's foreground entries); empty for a binary
+        task.
+    region_based : bool
+        The classes come from a region-based nnU-Net dataset.json (a label given as a list): its model writes one
+        sigmoid channel per foreground entry, in the order of ``labels``, without a background channel.
 
     Examples
     --------
@@ -105,6 +109,7 @@ class ProbabilityOptions:
     segment_from_map: bool = False
     thresholds: tuple[float, ...] = ()
     class_channels: tuple[tuple[int, int], ...] = ()
+    region_based: bool = False
 
     @classmethod
     def build(
@@ -117,6 +122,7 @@ class ProbabilityOptions:
         match_by: str = "overlap",
         channel: int | None = None,
         thresholds: Any = None,
+        region_based: bool = False,
     ) -> ProbabilityOptions:
         """The options checked (messages name the ``evaluate_dataset`` arguments)."""
         if folder is not None and not os.path.isdir(folder):
@@ -141,7 +147,7 @@ class ProbabilityOptions:
             raise ValueError(f"channel must be a whole number >= 0, got {channel!r}")
         swept = () if thresholds is None else parse_thresholds(thresholds)
         folder = None if folder is None else os.path.abspath(folder)
-        return cls(folder, method, confidence, match_by, channel, not pred_given, swept)
+        return cls(folder, method, confidence, match_by, channel, not pred_given, swept, (), bool(region_based))
 
     def key(self) -> dict[str, Any]:
         """What changes values (kept in each case's record: change one and ``resume`` evaluates again)."""
@@ -156,18 +162,19 @@ class ProbabilityOptions:
         }
 
     def with_classes(self, classes: Any) -> ProbabilityOptions:
-        """The options for label maps with ``classes``: each class's channel is its label value (nnU-Net's order:
-        background 0, then the labels); regions (unions of labels) and ``channel`` are refused, as is a run without
-        predictions (the segmentation of several classes is the argmax of every channel, which these maps are not).
+        """The options for label maps with ``classes``, as nnU-Net orders its channels (``LabelManager``): a plain
+        label's channel is its value (background 0, then the labels); with a region-based dataset.json
+        (``region_based``), class ``k`` (the k-th foreground entry of ``labels``) is channel ``k - 1`` (one sigmoid
+        per entry, no background). Regions without that dataset.json, ``channel``, and a run without predictions
+        (a segmentation of several classes is no single map's threshold) are refused.
         """
         if not classes:
             return self
         regions = [c.name for c in classes if len(c.labels) != 1]
-        if regions:
+        if regions and not self.region_based:
             raise ValueError(
-                f"probability maps of regions ({', '.join(regions)}) are not read yet: nnU-Net's region-based "
-                "models write one sigmoid per region; evaluate plain labels (classes=[1, 2]) or one region's map "
-                "as a binary task"
+                f"the channels of regions ({', '.join(regions)}) follow the model's dataset.json: give it "
+                "(dataset_json=, --dataset-json), whose foreground entries are the channels in order"
             )
         if self.channel is not None:
             raise ValueError("give classes (each class's channel is its label value) or channel, not both")
@@ -175,6 +182,8 @@ class ProbabilityOptions:
             raise ValueError(
                 "with classes, give the predictions too (nnU-Net's segmentations: the folder holding the .npz)"
             )
+        if self.region_based:
+            return dataclasses.replace(self, class_channels=tuple((c.value, c.value - 1) for c in classes))
         return dataclasses.replace(self, class_channels=tuple((c.value, c.labels[0]) for c in classes))
 
 

@@ -486,3 +486,56 @@ def test_ignore_label_leaves_the_maps_ignored_voxels_out(tmp_path):
     assert row["brier"] == pytest.approx(expected["brier"]) and row["ece"] == pytest.approx(expected["ece"])
     kept = gt != 3
     assert row["brier"] == pytest.approx(np.mean((probs[1][kept].astype(float) - (gt[kept] == 1)) ** 2))
+
+
+def test_region_based_dataset_json_reads_one_sigmoid_per_region(tmp_path):
+    """nnU-Net's region-based models write one sigmoid per foreground entry of dataset.json, in its order, without a
+    background channel (nnunetv2 2.8.1's LabelManager.foreground_regions; the order is checked against nnU-Net's own
+    code by tests/crosscheck/nnunet_probability_channels.py)."""
+    rng = np.random.default_rng(31)
+    for d in ("gt", "nnunet"):
+        (tmp_path / d).mkdir()
+    labels = {"background": 0, "whole tumor": [1, 2], "core": 2}
+    (tmp_path / "dataset.json").write_text(
+        json.dumps({"labels": labels, "regions_class_order": [1, 2], "file_ending": ".nii.gz"})
+    )
+    expected = {}
+    for i in range(3):
+        gt = np.zeros(SHAPE, np.uint8)
+        g1, p1 = make_case(rng, 2, 1)
+        gt[g1 > 0] = 1
+        core = g1 & (rng.uniform(size=SHAPE) < 0.6)
+        gt[core > 0] = 2
+        sig = np.stack([p1, np.where(core > 0, p1 * 0.9, 0).astype(np.float32)])  # whole tumour, core
+        seg = np.where(sig[1] > 0.5, 2, np.where(sig[0] > 0.5, 1, 0)).astype(np.uint8)
+        save_image(tmp_path / "gt" / f"c{i}.nii.gz", gt, spacing=SPACING)
+        save_image(tmp_path / "nnunet" / f"c{i}.nii.gz", seg, spacing=SPACING)
+        np.savez_compressed(tmp_path / "nnunet" / f"c{i}.npz", probabilities=sig.transpose(0, 3, 2, 1))
+        for value, region in ((1, (1, 2)), (2, (2,))):
+            gt_mask, pred_mask = np.isin(gt, region), np.isin(seg, region)
+            cand = find_candidates(sig[value - 1], prediction=pred_mask)
+            expected[(f"c{i}", value)] = match_candidates(cand, find_sites(gt_mask), "iou:0.1")
+    result = evaluate_dataset(
+        tmp_path / "gt",
+        tmp_path / "nnunet",
+        ["dice"],
+        dataset_json=tmp_path / "dataset.json",
+        probabilities=tmp_path / "nnunet",
+        progress=False,
+    )
+    assert (result.per_case["status"] != "error").all()
+    assert result.options["probabilities"]["class_channels"] == [[1, 0], [2, 1]]
+    for (case, value), m in expected.items():
+        rows = result.per_candidate[(result.per_candidate["case"] == case) & (result.per_candidate["class"] == value)]
+        assert rows["confidence"].tolist() == m.confidence.tolist()
+        assert rows["outcome"].tolist() == m.outcome.tolist()
+    # regions given without the dataset.json: their channels are unknown, refused with the fix
+    with pytest.raises(ValueError, match="dataset.json"):
+        evaluate_dataset(
+            tmp_path / "gt",
+            tmp_path / "nnunet",
+            ["dice"],
+            classes="wt=1+2,core=2",
+            probabilities=tmp_path / "nnunet",
+            progress=False,
+        )
