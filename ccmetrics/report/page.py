@@ -62,7 +62,7 @@ PLOT_CAPTIONS = (
         "line are cases where the global value hides what happens per lesion.",
     ),
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
-    (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin: small lesions are missed more often."),
+    (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin."),
 )
 #: why a case whose segmentation was its probability map's (``--probabilities`` without PRED_DIR) is not drawn when
 #: ``per_case.csv`` names no map file (the map was given as an array); a map file is read and ``prob > 0.5`` drawn
@@ -216,15 +216,33 @@ def anchor(case: str, class_value: Any, multi_class: bool) -> str:
     return text + (f"-class{class_value}" if multi_class else "")
 
 
-def _plot_caption(path: Path, label: Callable[[str], str]) -> str:
-    """The caption of a plot file, its metric named by ``label`` (a folder's :meth:`~data.ResultFolder.label`)."""
+def _plot_caption(path: Path, label: Callable[[str], str], by_size: list[dict] | None = None) -> str:
+    """The caption of a plot file, its metric named by ``label`` (a folder's :meth:`~data.ResultFolder.label`); the
+    detection-by-size plot's states each bin's lesions found, from ``summary.json``'s ``by_size`` (never a claim the
+    data do not show)."""
     for pattern, caption in PLOT_CAPTIONS:
         match = re.match(pattern, path.stem)
         if match:
             groups = [label(g) for g in match.groups() if g and not g.startswith("_class")]
             suffix = re.search(r"_class(\d+)$", path.stem)
-            return caption.format(*groups) + (f" (class {suffix.group(1)})" if suffix else "")
+            text = caption.format(*groups)
+            if path.stem.startswith("detection_by_size") and by_size:
+                text += _size_rates(by_size, int(suffix.group(1)) if suffix else None)
+            return text + (f" (class {suffix.group(1)})" if suffix else "")
     return path.stem.replace("_", " ")
+
+
+def _size_rates(by_size: list[dict], class_value: int | None) -> str:
+    """`` Lesions found: 0.1–1 ml 4 of 6, ...`` for the bins holding lesions (of one class, or of the only one).
+
+    >>> _size_rates([{"class": 1, "bin": "<1 ml", "lesions": 1, "detected": 1},
+    ...              {"class": 1, "bin": "1–10 ml", "lesions": 13, "detected": 8}], None)
+    ' Lesions found per bin: <1 ml 1 of 1, 1–10 ml 8 of 13.'
+    """
+    rows = [r for r in by_size if r.get("lesions") and (class_value is None or r.get("class") == class_value)]
+    if not rows:
+        return ""
+    return " Lesions found per bin: " + ", ".join(f"{r['bin']} {r['detected']} of {r['lesions']}" for r in rows) + "."
 
 
 # ---------------------------------------------------------------- one case
@@ -692,7 +710,11 @@ def build_model(
         "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
         "plots": [
-            {"name": p.name, "caption": _plot_caption(p, folder.label), "src": thumbnails.data_uri(p.read_bytes())}
+            {
+                "name": p.name,
+                "caption": _plot_caption(p, folder.label, folder.doc.get("by_size")),
+                "src": thumbnails.data_uri(p.read_bytes()),
+            }
             for p in folder.plots
             if p not in detection.figure_paths(maps["detection"], folder)  # shown in the detection section
         ],

@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 import tempfile
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +218,15 @@ def test_report_of_the_example_data(example_report, example_result):
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch: self-contained
     assert html.count('class="plot"') == len(list((example_result / "plots").glob("*.png")))
     assert "case_005" in html and "no prediction file" in html
+
+
+def test_detection_by_size_caption_states_the_data(example_report, example_result):
+    """The caption says how many lesions of each bin were found, from summary.json, and claims nothing else."""
+    html = unescape(example_report[0].read_text())
+    by_size = json.loads((example_result / "summary.json").read_text())["by_size"]
+    shown = [f"{r['bin']} {r['detected']} of {r['lesions']}" for r in by_size if r["lesions"]]
+    assert shown and "Lesions found per bin: " + ", ".join(shown) + "." in html
+    assert "missed more often" not in html
 
 
 # ---------------------------------------------------------------- in the browser
