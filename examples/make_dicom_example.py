@@ -183,7 +183,20 @@ def make_case(folder: Path, case: str, seed: int) -> None:
     write_seg(folder / "pred" / f"{case}.dcm", pred, source, {1: "lesion"})
 
 
+def _check_extra() -> None:
+    """The ``dicom`` extra's packages are there, else a message that names the install command."""
+    import importlib.util
+
+    missing = [name for name in ("pydicom", "highdicom") if importlib.util.find_spec(name) is None]
+    if missing:
+        sys.exit(
+            f"make_dicom_example.py needs {' and '.join(missing)}: install the dicom extra, "
+            'pip install -e ".[dicom]" (or pip install "ccmetrics-toolkit[dicom]"; Python >= 3.10)'
+        )
+
+
 def main(out: str) -> None:
+    _check_extra()
     folder = Path(out)
     for seed, case in enumerate(("case_001", "case_002")):
         make_case(folder, case, seed)

@@ -2,6 +2,8 @@
 
 import math
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -130,3 +132,16 @@ def test_detection_rules_example_hand_computed(capsys):
     assert r.case_scores["precision"] == pytest.approx(1 / 3) and r.case_scores["sensitivity"] == 0.5
     out = capsys.readouterr().out
     assert "iou:0.5      detected [True, True]" in out and "coverage:0.6 detected [False, True]" in out
+
+
+def test_dicom_example_without_pydicom_names_the_extra(tmp_path):
+    # sys.modules[name] = None makes the package unimportable, as on a machine without it
+    code = (
+        "import sys, runpy; sys.modules['pydicom'] = None; "
+        f"sys.argv = ['make_dicom_example.py', {str(tmp_path / 'out')!r}]; "
+        f"runpy.run_path({str(ROOT / 'examples' / 'make_dicom_example.py')!r}, run_name='__main__')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert 'needs pydicom: install the dicom extra, pip install -e ".[dicom]"' in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
