@@ -296,6 +296,19 @@ _VOLUMES = (
 )
 
 
+#: a component's centroid, in voxels and in patient mm
+_CENTROIDS = (
+    *(
+        Field(c, "float", f"its centroid, voxel index along axis {i} (NaN for a missing axis)")
+        for i, c in enumerate(CENTROID_VOXEL)
+    ),
+    *(
+        Field(c, "float", f"its centroid in patient (RAS) mm, {c[9]} (NaN without the image's geometry)")
+        for c in CENTROID_MM
+    ),
+)
+
+
 #: one row per GT connected component (lesion) of every case and class
 PER_COMPONENT = TableSchema(
     "per_component",
@@ -341,14 +354,7 @@ PER_PREDICTION = TableSchema(
             "int",
             "the GT component whose Voronoi region holds most of its voxels (ties: the lowest; 0 without GT)",
         ),
-        *(
-            Field(c, "float", f"its centroid, voxel index along axis {i} (NaN for a missing axis)")
-            for i, c in enumerate(CENTROID_VOXEL)
-        ),
-        *(
-            Field(c, "float", f"its centroid in patient (RAS) mm, {c[9]} (NaN without the image's geometry)")
-            for c in CENTROID_MM
-        ),
+        *_CENTROIDS,
     ),
     key=(CASE, CLASS, PREDICTION),
 )
@@ -371,14 +377,7 @@ PER_CANDIDATE = TableSchema(
         Field(
             SCORE, "float", "the detection rule's score with that lesion (unmatched: its best score with any lesion)"
         ),
-        *(
-            Field(c, "float", f"its centroid, voxel index along axis {i} (NaN for a missing axis)")
-            for i, c in enumerate(CENTROID_VOXEL)
-        ),
-        *(
-            Field(c, "float", f"its centroid in patient (RAS) mm, {c[9]} (NaN without the image's geometry)")
-            for c in CENTROID_MM
-        ),
+        *_CENTROIDS,
     ),
     key=(CASE, CLASS, CANDIDATE),
 )

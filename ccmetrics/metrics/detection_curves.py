@@ -475,12 +475,17 @@ class _Sorted:
         return tp, fp
 
 
+def _pr(tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, threshold: np.ndarray):
+    """Precision (0 at the threshold 0, as picai_eval sets it) and recall at the descending thresholds (last axis)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where((tp + fp > 0) & (threshold > 0), tp / (tp + fp), 0.0)
+        recall = tp / positives[..., None]
+    return precision, recall
+
+
 def _ap(tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     """picai_eval's AP from cumulative counts at the descending thresholds (last axis)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
-        precision = np.where(threshold > 0, precision, 0.0)
-        recall = tp / positives[..., None]
+    precision, recall = _pr(tp, fp, positives, threshold)
     d_recall = np.diff(recall, axis=-1, prepend=0.0)
     return np.where(positives > 0, np.sum(d_recall * precision, axis=-1), np.nan)
 
@@ -574,9 +579,7 @@ def detection_curves_from_entries(
     cpm = float(np.mean(_interp_sensitivity(np.array(CPM_RATES), fppc, sens))) if positives > 0 else float("nan")
     area, roc_fpr, roc_tpr = _auroc(case_t, case_s, None)
     auroc = float(area[0])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(entries.threshold > 0, tp / np.maximum(tp + fp, 1e-300), 0.0)
-        recall = tp / positives if positives > 0 else np.full(len(tp), np.nan)
+    precision, recall = _pr(tp, fp, positives, entries.threshold)
     cis = _bootstrap(entries, case_t, case_s, n, n_resamples, confidence_level, seed)
     return DetectionCurves(
         ap=ap,

@@ -113,6 +113,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 
 import numpy as np  # noqa: E402
+from bench_dataset import _cpu_times, _nproc, _status_kib  # noqa: E402  (the same machine measurements)
 
 import ccmetrics  # noqa: E402
 from ccmetrics.synthetic import lesion_case  # noqa: E402
@@ -174,25 +175,6 @@ def tiny_case() -> tuple[np.ndarray, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- machine load
-
-
-def _nproc() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def _cpu_times() -> dict[str, float] | None:
-    """Machine-wide CPU seconds from ``/proc/stat`` (all CPUs): busy and idle."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    tick = os.sysconf("SC_CLK_TCK")
-    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return {"busy": (user + nice + system + irq + softirq) / tick, "idle": (idle + iowait) / tick}
 
 
 def _own_cpu() -> float:
@@ -590,17 +572,6 @@ def ensure_data(data: Path, cases: int, shape, workers: int, kinds) -> dict | No
         for i in missing:
             _generate_one(str(data), i, shape, kinds)
     return {"generated": len(missing), "wall": time.perf_counter() - start}
-
-
-def _status_kib(pid, field: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 class TreeSampler(threading.Thread):
