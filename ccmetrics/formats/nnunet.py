@@ -5,7 +5,16 @@ TN, ``Dice = 2 TP / (2 TP + FP + FN)`` and ``IoU = TP / (TP + FP + FN)`` (both N
 ``TP + FP + FN = 0``), ``n_pred = TP + FP`` and ``n_ref = TP + FN``, with the voxels of the ignore
 label left out of all four counts; ``mean`` holds the NaN-ignoring mean of every value over the cases
 per label or region, ``foreground_mean`` the mean of those means over the labels or regions (label 0
-left out). Keys: ``"2"`` for a label, ``"(1, 2, 3)"`` for a region.
+left out). Keys (``label_or_region_to_key``: ``str`` of the label or region): ``"2"`` for a label,
+``"(1, 2, 3)"`` for a region, ``"(3,)"`` for a region of one label (``"enhancing tumor": [3]`` in a
+``dataset.json`` that has regions: :attr:`ccmetrics.metrics.classes.ClassSpec.one_label_region`).
+
+The means are nnU-Net's arithmetic, bit for bit: for each key and value, ``np.nanmean`` of the list of the
+cases' values in nnU-Net's case order (the prediction files' names, sorted), NaN included (it sums the
+array with NaN set to 0, so leaving the NaN out first would sum in another order and can change the last
+bit); ``foreground_mean`` is ``np.mean`` of the keys' means in nnU-Net's order of the labels or regions:
+a data set with a region of two or more labels evaluates its ``labels`` entries in the file's order, any
+other data set its labels sorted (``LabelManager.foreground_regions`` / ``foreground_labels``).
 
 :func:`nnunet_summary` builds the same structure from a data set's ``per_case`` table evaluated with
 ``nnunet_summary=True`` (which adds the voxel counts ``tp_voxels`` ...), and adds to each label's or
@@ -19,18 +28,37 @@ lesion's distance is the case's worst distance) and the case-level scores (``les
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..metrics.classes import ClassSpec
 
 __all__ = ["nnunet_summary"]
 
 
-def _key(labels: list[int]) -> str:
-    return str(labels[0]) if len(labels) == 1 else str(tuple(labels))
+def _nnunet_order(classes: list[ClassSpec]) -> list[ClassSpec]:
+    """The classes in the order nnU-Net evaluates them: as given when one is a region of two or more labels
+    (``LabelManager.foreground_regions``: ``labels`` in the dataset.json's order), else sorted by label
+    (``foreground_labels``)."""
+    if any(c.is_region for c in classes):
+        return list(classes)
+    return sorted(classes, key=lambda c: c.labels[0])
+
+
+def _nanmean(values: list[Any]) -> float:
+    """``np.nanmean`` of the values in their order, as nnU-Net takes it (ints as an int64 array, floats with
+    their NaN as a float64 array; anything else, e.g. a missing value, as float); NaN, silently, if all are."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iuf":
+        array = np.array(values, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice": nnU-Net writes NaN too
+        return float(np.nanmean(array))
 
 
 def _plain(value: Any) -> Any:
@@ -63,8 +91,12 @@ def nnunet_summary(per_case: pd.DataFrame, options: dict[str, Any], extra_column
     """
     if schema.TP_VOXELS not in per_case:
         raise ValueError("per_case holds no voxel counts: evaluate with nnunet_summary=True (--nnunet-summary)")
-    classes = options.get("classes") or [{"value": 1, "name": "1", "labels": [1]}]
-    keys = {int(c["value"]): _key(list(c["labels"])) for c in classes}
+    specs = [  # folders written before class names existed hold the labels only
+        ClassSpec.from_dict(c) if isinstance(c, dict) else ClassSpec(int(c), str(c), (int(c),))
+        for c in options.get("classes") or []
+    ]
+    classes = _nnunet_order(specs or [ClassSpec(1, "1", (1,))])
+    keys = {c.value: c.nnunet_key for c in classes}  # in nnU-Net's order
     per_case_list: list[dict[str, Any]] = []
     left_out: list[dict[str, str]] = []
     for case, rows in per_case.groupby(schema.CASE, sort=True):
@@ -76,7 +108,7 @@ def nnunet_summary(per_case: pd.DataFrame, options: dict[str, Any], extra_column
             left_out.append({"case": str(case), "reason": reason})
             continue
         metrics: dict[str, dict[str, Any]] = {}
-        for _, row in rows.sort_values(schema.CLASS).iterrows():
+        for _, row in rows.iterrows():
             tp, fp, fn, tn = (
                 int(row[c]) for c in (schema.TP_VOXELS, schema.FP_VOXELS, schema.FN_VOXELS, schema.TN_VOXELS)
             )
@@ -90,19 +122,17 @@ def nnunet_summary(per_case: pd.DataFrame, options: dict[str, Any], extra_column
             metrics[keys[int(row[schema.CLASS])]] = entry
         per_case_list.append(
             {
-                "metrics": metrics,
+                "metrics": {k: metrics[k] for k in keys.values() if k in metrics},  # nnU-Net's order
                 "prediction_file": str(first[schema.PRED_FILE]),
                 "reference_file": str(first[schema.GT_FILE]),
             }
         )
+    # nnU-Net's case order: its prediction files' names, sorted (subfiles); the sort is stable for equal names
+    per_case_list.sort(key=lambda c: os.path.basename(c["prediction_file"]))
     mean: dict[str, dict[str, float]] = {}
     for key in keys.values():
         names = list(per_case_list[0]["metrics"][key]) if per_case_list else []
-        mean[key] = {}
-        for name in names:
-            values = np.array([c["metrics"][key].get(name, math.nan) for c in per_case_list], dtype=float)
-            finite = values[~np.isnan(values)]
-            mean[key][name] = float(finite.mean()) if finite.size else math.nan  # np.nanmean, without its warning
+        mean[key] = {name: _nanmean([c["metrics"][key].get(name, math.nan) for c in per_case_list]) for name in names}
     foreground = [k for k in mean if k != "0"]
     names = list(mean[foreground[0]]) if foreground else []
     foreground_mean = {name: float(np.mean([mean[k][name] for k in foreground])) for name in names}

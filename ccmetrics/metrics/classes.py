@@ -47,11 +47,26 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\- ]+$")
 
 @dataclass(frozen=True)
 class ClassSpec:
-    """One evaluated class: its ``class`` value in the tables, its name, and the labels whose union it is."""
+    """One evaluated class: its ``class`` value in the tables, its name, and the labels whose union it is.
+
+    Attributes
+    ----------
+    value : int
+        The ``class`` value in the tables.
+    name : str
+    labels : tuple of int
+        The labels whose union the class is, in the order given.
+    one_label_region : bool
+        A region of one label: given as a list (``"enhancing tumor": [3]``, as nnU-Net's BraTS conversion
+        writes it) in a ``dataset.json`` (or mapping) that also has a region of two or more labels. nnU-Net then
+        evaluates it as the tuple ``(3,)`` and keys it ``"(3,)"``; in a data set without such a region it
+        evaluates the label 3 (key ``"3"``), so this is False there, as for every other class.
+    """
 
     value: int
     name: str
     labels: tuple[int, ...]
+    one_label_region: bool = False
 
     @property
     def is_region(self) -> bool:
@@ -60,8 +75,18 @@ class ClassSpec:
 
     @property
     def nnunet_key(self) -> str:
-        """The class's key in nnU-Net's ``summary.json``: ``"2"`` for a label, ``"(1, 2, 3)"`` for a region."""
-        return str(self.labels[0]) if len(self.labels) == 1 else str(tuple(self.labels))
+        """The class's key in nnU-Net's ``summary.json``: ``"2"`` for a label, ``"(1, 2, 3)"`` for a region.
+
+        nnU-Net's ``label_or_region_to_key`` is ``str()`` of what it evaluates: an int label, or a region as
+        the tuple of its labels in the order given, ``"(3,)"`` for a region of one label
+        (:attr:`one_label_region`).
+
+        >>> ClassSpec(1, "et", (3,)).nnunet_key, ClassSpec(3, "et", (3,), one_label_region=True).nnunet_key
+        ('3', '(3,)')
+        """
+        if len(self.labels) == 1 and not self.one_label_region:
+            return str(self.labels[0])
+        return str(tuple(self.labels))
 
     def mask(self, label_map: np.ndarray) -> np.ndarray:
         """The class's boolean mask in a label map (``label_map == label``, or the union of its labels).
@@ -74,11 +99,17 @@ class ClassSpec:
         return np.isin(label_map, self.labels)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "name": self.name, "labels": list(self.labels)}
+        """Plain data (``one_label_region`` only where True, so other classes' records are unchanged)."""
+        data: dict[str, Any] = {"value": self.value, "name": self.name, "labels": list(self.labels)}
+        if self.one_label_region:
+            data["one_label_region"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClassSpec:
-        return cls(int(data["value"]), str(data["name"]), tuple(int(v) for v in data["labels"]))
+        """The ClassSpec of :meth:`to_dict`'s data."""
+        labels = tuple(int(v) for v in data["labels"])
+        return cls(int(data["value"]), str(data["name"]), labels, bool(data.get("one_label_region", False)))
 
 
 def _label(text: Any, where: str) -> int:
@@ -93,8 +124,11 @@ def _label(text: Any, where: str) -> int:
     return value
 
 
-def _number(specs: list[tuple[str, tuple[int, ...]]]) -> tuple[ClassSpec, ...]:
-    """ClassSpecs with their ``class`` values: the label when every class is one label, else 1..n."""
+def _number(
+    specs: list[tuple[str, tuple[int, ...]]], one_label_regions: frozenset[str] = frozenset()
+) -> tuple[ClassSpec, ...]:
+    """ClassSpecs with their ``class`` values: the label when every class is one label, else 1..n; the classes
+    named in ``one_label_regions`` are regions of one label (:attr:`ClassSpec.one_label_region`)."""
     if not specs:
         raise ValueError("classes is empty: name at least one label or region")
     names = [n for n, _ in specs]
@@ -111,7 +145,9 @@ def _number(specs: list[tuple[str, tuple[int, ...]]]) -> tuple[ClassSpec, ...]:
         if len(set(values)) != len(values):
             raise ValueError(f"two classes are the same label: {values}")
         return tuple(ClassSpec(labels[0], name, labels) for name, labels in specs)
-    return tuple(ClassSpec(i, name, labels) for i, (name, labels) in enumerate(specs, start=1))
+    return tuple(
+        ClassSpec(i, name, labels, name in one_label_regions) for i, (name, labels) in enumerate(specs, start=1)
+    )
 
 
 def parse_classes(classes: Any) -> tuple[ClassSpec, ...]:
@@ -122,7 +158,9 @@ def parse_classes(classes: Any) -> tuple[ClassSpec, ...]:
     classes : sequence of int, str, or sequence of ClassSpec
         Integers are labels named by their value; in text, ``name=l1+l2`` is a region named ``name``,
         ``name=3`` a named label, a bare number a label; a mapping name -> label or list of labels
-        (as ``dataset.json``'s ``labels``) is taken in its order.
+        (as ``dataset.json``'s ``labels``) is taken in its order; there, as in nnU-Net, a list of one label
+        is a region of one label (:attr:`ClassSpec.one_label_region`) when another entry is a list of two or
+        more labels, else the label.
 
     Returns
     -------
@@ -139,6 +177,10 @@ def parse_classes(classes: Any) -> tuple[ClassSpec, ...]:
     [(1, 'liver', (1,)), (2, 'tumour', (2,))]
     >>> parse_classes({"whole tumor": [1, 2, 3], "enhancing tumor": 3})[1].nnunet_key
     '3'
+    >>> parse_classes({"whole tumor": [1, 2, 3], "enhancing tumor": [3]})[1].nnunet_key
+    '(3,)'
+    >>> parse_classes({"edema": [1], "core": 2})[0].nnunet_key
+    '1'
     """
     if isinstance(classes, ClassSpec):
         classes = [classes]
@@ -148,11 +190,16 @@ def parse_classes(classes: Any) -> tuple[ClassSpec, ...]:
             raise ValueError(f"classes must have distinct values and names, got {list(classes)}")
         return tuple(classes)
     if isinstance(classes, dict):
-        specs = []
+        # nnU-Net's LabelManager: a data set has regions when an entry is a list or tuple of 2+ labels; then
+        # every list or tuple is a region (a tuple, also of one label), else every entry is a label
+        has_regions = any(isinstance(v, (list, tuple)) and len(v) > 1 for v in classes.values())
+        specs, one_label_regions = [], set()
         for name, labels in classes.items():
+            if has_regions and isinstance(labels, (list, tuple)) and len(labels) == 1:
+                one_label_regions.add(str(name))
             labels = labels if isinstance(labels, (list, tuple)) else [labels]
             specs.append((str(name), tuple(_label(v, f"class {name!r}") for v in labels)))
-        return _number(specs)
+        return _number(specs, frozenset(one_label_regions))
     if isinstance(classes, str):
         specs = []
         for part in (p.strip() for p in classes.split(",")):
@@ -250,6 +297,15 @@ def read_dataset_json(path: str | os.PathLike[str]) -> DatasetJson:
     >>> d = read_dataset_json(path)
     >>> [(c.value, c.name, c.nnunet_key) for c in d.classes], d.ignore_label, d.file_ending
     ([(1, 'whole tumor', '(1, 2, 3)'), (2, 'tumor core', '(2, 3)'), (3, 'enhancing tumor', '3')], 4, '.nii.gz')
+
+    A list of one label, as nnU-Net's BraTS conversion scripts write ``"enhancing tumor": [3]``, is a region
+    of one label, keyed ``"(3,)"`` as nnU-Net keys it:
+
+    >>> with open(path, "w") as f:
+    ...     json.dump({"labels": {"background": 0, "whole tumor": [1, 2, 3], "enhancing tumor": [3]},
+    ...                "regions_class_order": [1, 3], "file_ending": ".nii.gz"}, f)
+    >>> [c.nnunet_key for c in read_dataset_json(path).classes]
+    ['(1, 2, 3)', '(3,)']
     """
     path = os.fspath(path)
     try:

@@ -3,8 +3,9 @@
 The nnU-Net summary is checked against an independent computation written here from nnU-Net v2's
 published definitions (``nnunetv2/evaluation/evaluate_predictions.py``: ``region_or_label_to_mask``,
 ``compute_tp_fp_fn_tn`` with the ignore mask taken from the reference, Dice and IoU NaN when
-TP + FP + FN = 0, ``np.nanmean`` over cases, ``np.mean`` over the labels/regions), on files read with
-SimpleITK as nnU-Net's default reader does.
+TP + FP + FN = 0, ``np.nanmean`` over the cases in the sorted order of the prediction files, ``np.mean``
+over the labels/regions, keys ``label_or_region_to_key``: ``str`` of the label or of the region's tuple), on
+files read with SimpleITK as nnU-Net's default reader does. Floats are compared bit for bit.
 """
 
 import json
@@ -18,7 +19,8 @@ import pandas as pd
 import pytest
 import SimpleITK as sitk
 
-from ccmetrics import evaluate, evaluate_dataset
+from ccmetrics import evaluate, evaluate_dataset, schema
+from ccmetrics.formats.nnunet import nnunet_summary
 from ccmetrics.metrics.classes import ClassSpec, parse_classes, read_dataset_json, remove_ignored
 
 BRATS = {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": 3}
@@ -128,7 +130,38 @@ def test_read_dataset_json_and_its_errors(tmp_path):
         read_dataset_json(path)
 
 
+def test_nnunet_keys_of_every_way_to_write_a_label_or_region(tmp_path):
+    """nnU-Net keys what it evaluates with ``str()`` (``label_or_region_to_key``): a data set with a region of
+    two or more labels evaluates every list or tuple as a tuple, ``[3]`` as ``(3,)`` (keyed "(3,)"), and an int
+    as the int; a data set without one evaluates labels only, ``[3]`` as 3 (``LabelManager.has_regions``)."""
+    path = tmp_path / "dataset.json"
+    labels = {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": [3], "edema": 1}
+    path.write_text(json.dumps({"labels": labels, "regions_class_order": [1, 2, 3, 1], "file_ending": ".nii.gz"}))
+    classes = read_dataset_json(path).classes
+    assert [c.nnunet_key for c in classes] == ["(1, 2, 3)", "(2, 3)", "(3,)", "1"]
+    assert [c.one_label_region for c in classes] == [False, False, True, False]
+    assert [c.labels for c in classes] == [(1, 2, 3), (2, 3), (3,), (1,)]  # the masks are unchanged
+    assert [ClassSpec.from_dict(c.to_dict()) for c in classes] == list(classes)
+    assert classes[2].to_dict() == {"value": 3, "name": "enhancing tumor", "labels": [3], "one_label_region": True}
+    assert classes[3].to_dict() == {"value": 4, "name": "edema", "labels": [1]}  # other classes' records as before
+    forms = [
+        ({"a": (3,), "b": (1, 2)}, ["(3,)", "(1, 2)"]),  # tuples as lists
+        ({"x": [3, 1, 2], "y": [2], "z": 1}, ["(3, 1, 2)", "(2,)", "1"]),  # a region's labels in the order given
+        ({"b": 2, "a": [1]}, ["2", "1"]),  # no region of two or more labels: [1] is the label 1
+        ({"a": (1,), "b": 2}, ["1", "2"]),
+        ({"wt": [1, 2, 3], "et": 3}, ["(1, 2, 3)", "3"]),
+    ]
+    for form, keys in forms:
+        assert [c.nnunet_key for c in parse_classes(form)] == keys, form
+    assert parse_classes("wt=1+2+3,et=3")[1].nnunet_key == "3"  # text names labels and regions, no lists
+
+
 # ---------------------------------------------------------------- a data set and nnU-Net's summary
+
+
+def same_bits(a, b):
+    """The same float, bit for bit (NaN equals NaN)."""
+    return float(a).hex() == float(b).hex()
 
 
 def nnunet_reference(gt_dir, pred_dir, regions_or_labels, ignore_label, ending):
@@ -199,7 +232,7 @@ def brats_dataset(tmp_path_factory):
     out = root / "out"
     cmd = [sys.executable, "-m", "ccmetrics", "evaluate", str(gt_dir), str(pred_dir), "--out", str(out)]
     cmd += ["--dataset-json", str(dataset_json), "--nnunet-summary", "--metrics", "dice,hd95,lesion_dice,detection"]
-    cmd += ["--quiet", "--no-plots", "--bootstrap", "100"]
+    cmd += ["--no-plots", "--bootstrap", "100"]  # not --quiet: the listing of the files written is checked
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     return {"gt": gt_dir, "pred": pred_dir, "out": out, "json": dataset_json, "stdout": run.stdout}
@@ -222,12 +255,134 @@ def test_nnunet_summary_equals_nnunets_computation(brats_dataset):
                 assert (math.isnan(a) and math.isnan(b)) or a == b, (key, name, a, b)
             assert "cc_dice" in g["metrics"][key] and "lesion_dice" in g["metrics"][key]
     assert math.isnan(got["metric_per_case"][3]["metrics"]["3"]["Dice"])  # the NaN case is really exercised
-    for key in want["mean"]:
+    for key in want["mean"]:  # bit for bit: nnU-Net's np.nanmean in its case order
         for name in nnunet_keys:
-            assert got["mean"][key][name] == pytest.approx(want["mean"][key][name], rel=1e-12), (key, name)
+            assert same_bits(got["mean"][key][name], want["mean"][key][name]), (key, name)
     for name in nnunet_keys:
-        assert got["foreground_mean"][name] == pytest.approx(want["foreground_mean"][name], rel=1e-12)
+        assert same_bits(got["foreground_mean"][name], want["foreground_mean"][name]), name
     assert got["left_out"] == []
+
+
+def summary_of(cases, classes):
+    """``nnunet_summary`` of a ``per_case`` table holding the columns it reads: ``cases`` maps a case name to
+    its prediction file's name and, per class value, TP, FP and FN (TN: the rest of 10**6 voxels)."""
+    rows = []
+    for case, (file_name, counts) in cases.items():
+        for value, (tp, fp, fn) in counts.items():
+            rows.append(
+                {
+                    schema.CASE: case,
+                    schema.CLASS: value,
+                    schema.STATUS: schema.OK,
+                    schema.FLAGS: "",
+                    schema.ERROR: "",
+                    schema.GT_FILE: f"/gt/{file_name}",
+                    schema.PRED_FILE: f"/pred/{file_name}",
+                    schema.TP_VOXELS: tp,
+                    schema.FP_VOXELS: fp,
+                    schema.FN_VOXELS: fn,
+                    schema.TN_VOXELS: 10**6 - tp - fp - fn,
+                }
+            )
+    return nnunet_summary(pd.DataFrame(rows), {"classes": [c.to_dict() for c in classes]}, [])
+
+
+def dice(tp, fp, fn):
+    return math.nan if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def random_counts(rng, n_cases, values):
+    """Per case and class value, TP, FP, FN of a few thousand voxels; about a third of them 0, 0, 0 (an absent
+    label: Dice NaN)."""
+    return [
+        {v: (0, 0, 0) if rng.random() < 0.35 else tuple(int(x) for x in rng.integers(0, 3000, 3)) for v in values}
+        for _ in range(n_cases)
+    ]
+
+
+def test_one_label_region_is_keyed_as_nnunet_keys_it_in_the_summary(tmp_path):
+    """BraTS as nnU-Net's conversion scripts write it, ``"enhancing tumor": [3]``: nnU-Net's key is "(3,)"."""
+    path = tmp_path / "dataset.json"
+    labels = {**BRATS, "enhancing tumor": [3]}
+    path.write_text(json.dumps({"labels": labels, "regions_class_order": [1, 2, 3], "file_ending": ".nii.gz"}))
+    classes = read_dataset_json(path).classes
+    counts = {1: (10, 2, 3), 2: (5, 0, 1), 3: (0, 0, 0)}
+    got = summary_of({"c0": ("c0.nii.gz", counts), "c1": ("c1.nii.gz", counts)}, classes)
+    assert list(got["mean"]) == ["(1, 2, 3)", "(2, 3)", "(3,)"]
+    assert [list(c["metrics"]) for c in got["metric_per_case"]] == [["(1, 2, 3)", "(2, 3)", "(3,)"]] * 2
+    assert got["metric_per_case"][0]["metrics"]["(2, 3)"]["Dice"] == 10 / 11
+    assert math.isnan(got["mean"]["(3,)"]["Dice"]) and got["mean"]["(3,)"]["TN"] == 10**6
+
+
+def test_means_are_numpy_nanmean_over_the_cases_in_order_bit_for_bit():
+    """nnU-Net's ``mean`` is ``np.nanmean`` of the list of the cases' values, NaN included: it sums the array
+    with NaN set to 0 (numpy's pairwise sum, eight partial sums), not the finite values alone. Counts are
+    searched until the finite values' mean (the old computation) and their plain sum / count both differ from
+    np.nanmean in the last bit, so the test tells the orders apart."""
+    rng = np.random.default_rng(20240530)
+    for _ in range(2000):
+        counts = random_counts(rng, 30, [1])
+        values = np.array([dice(*c[1]) for c in counts])
+        finite = values[~np.isnan(values)]
+        want = float(np.nanmean(values))
+        if want != float(finite.mean()) and want != sum(finite.tolist()) / finite.size:
+            break
+    else:
+        pytest.fail("no counts found whose nanmean differs from the finite values' mean")
+    cases = {f"case_{i:02d}": (f"case_{i:02d}.nii.gz", c) for i, c in enumerate(counts)}
+    got = summary_of(cases, parse_classes([1]))
+    assert same_bits(got["mean"]["1"]["Dice"], want)
+    assert not same_bits(got["mean"]["1"]["Dice"], float(finite.mean()))
+    ious = [math.nan if sum(c[1]) == 0 else c[1][0] / sum(c[1]) for c in counts]
+    assert same_bits(got["mean"]["1"]["IoU"], float(np.nanmean(ious)))
+    assert got["mean"]["1"]["TP"] == float(np.mean([c[1][0] for c in counts]))
+    assert same_bits(got["foreground_mean"]["Dice"], want)
+
+
+def test_means_follow_nnunets_case_order_the_sorted_prediction_files():
+    """nnU-Net averages its prediction files in their sorted order (and lists them so): ``case-00.nii.gz`` ...
+    ``case-22.nii.gz`` come before ``case.nii.gz`` ('-' < '.') although the case ``case`` sorts before
+    ``case-00``. Counts are searched until the two orders give np.nanmean values that differ in the last bit."""
+    rng = np.random.default_rng(7)
+    names = ["case"] + [f"case-{i:02d}" for i in range(23)]
+    for _ in range(2000):
+        counts = dict(zip(names, random_counts(rng, len(names), [1])))
+        in_file_order = [dice(*counts[n][1]) for n in sorted(names, key=lambda n: f"{n}.nii.gz")]
+        in_case_order = [dice(*counts[n][1]) for n in sorted(names)]
+        want = float(np.nanmean(in_file_order))
+        if want != float(np.nanmean(in_case_order)):
+            break
+    else:
+        pytest.fail("no counts found whose mean depends on the case order")
+    got = summary_of({n: (f"{n}.nii.gz", counts[n]) for n in names}, parse_classes([1]))
+    assert same_bits(got["mean"]["1"]["Dice"], want)
+    files = [c["prediction_file"].split("/")[-1] for c in got["metric_per_case"]]
+    assert files == [f"case-{i:02d}.nii.gz" for i in range(23)] + ["case.nii.gz"]
+
+
+def test_foreground_mean_is_numpy_mean_in_nnunets_order_of_the_labels(tmp_path):
+    """A label-based dataset.json: nnU-Net evaluates its labels sorted (``foreground_labels``), whatever the
+    order of ``labels``; ``foreground_mean`` is ``np.mean`` of their means in that order. Counts are searched
+    until the file's order (2, 3, 1) gives another last bit."""
+    path = tmp_path / "dataset.json"
+    doc = {"labels": {"background": 0, "core": 2, "enhancing": 3, "edema": [1]}, "file_ending": ".nii.gz"}
+    path.write_text(json.dumps(doc))
+    classes = read_dataset_json(path).classes
+    assert [c.value for c in classes] == [2, 3, 1]
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        counts = random_counts(rng, 10, [1, 2, 3])
+        means = {v: float(np.nanmean([dice(*c[v]) for c in counts])) for v in (1, 2, 3)}
+        want = float(np.mean([means[1], means[2], means[3]]))
+        if not any(math.isnan(m) for m in means.values()) and want != float(np.mean([means[2], means[3], means[1]])):
+            break
+    else:
+        pytest.fail("no counts found whose foreground mean depends on the order of the labels")
+    got = summary_of({f"c{i}": (f"c{i}.nii.gz", c) for i, c in enumerate(counts)}, classes)
+    assert all(same_bits(got["mean"][str(v)]["Dice"], means[v]) for v in (1, 2, 3))
+    assert same_bits(got["foreground_mean"]["Dice"], want)
+    assert list(got["mean"]) == ["1", "2", "3"]
+    assert [list(c["metrics"]) for c in got["metric_per_case"]] == [["1", "2", "3"]] * len(counts)
 
 
 def test_dataset_json_classes_names_ignore_and_file_ending(brats_dataset):
