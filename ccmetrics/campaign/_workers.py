@@ -184,6 +184,7 @@ def run_jobs(
     on_done: Callable[[Job, Any], None],
     on_failed: Callable[[Job, str], None],
     note: Callable[[str], None] = print,
+    routine: Callable[[str], None] | None = None,
     timeout: float | None = None,
     budget_bytes: float | None = None,
 ) -> None:
@@ -191,8 +192,10 @@ def run_jobs(
 
     ``function`` and ``shared`` must be picklable (a top-level function); ``shared`` is sent once
     per process. ``on_done(job, result)`` and ``on_failed(job, message)`` are called in this process
-    as jobs end, in completion order; ``note(text)`` tells of retries and of memory waits.
+    as jobs end, in completion order; ``note(text)`` tells of a worker that died and of retries, ``routine(text)``
+    (default ``note``) of memory waits.
     """
+    routine = note if routine is None else routine
     context = multiprocessing.get_context("spawn")
     queue: deque[Job] = deque(jobs)
     alone: deque[Job] = deque()  # cases whose worker died: tried again with nothing beside them
@@ -262,7 +265,7 @@ def run_jobs(
                     if busy and budget_bytes is not None and used + job.need_bytes > budget_bytes:
                         if id(job) not in waited:
                             waited.add(id(job))
-                            note(
+                            routine(
                                 f"{job.name}: needs about {format_bytes(job.need_bytes)} (estimate), so fewer "
                                 f"cases run beside it (memory budget {format_bytes(budget_bytes)})"
                             )

@@ -126,6 +126,10 @@ def _note(text: str) -> None:
         tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
 
 
+def _silent(text: str) -> None:
+    """A routine note with ``progress=False`` (``--quiet``): not shown; ``result.run`` keeps what it says."""
+
+
 def _evaluate_encoded(task: Any, shared: tuple[Callable[[Any, Any], dict[str, Any]], Any]) -> dict[str, Any]:
     """One case, wherever it runs (this process, a worker process, a Dask worker): ``evaluate(task, options)``
     (the data-set module's, handed in: this module never imports it), encoded as its record will hold it."""
@@ -185,7 +189,7 @@ def run_cases(
 
     try:
         if store is not None and resume:
-            _take_records(store, tasks, prints, info, outputs)
+            _take_records(store, tasks, prints, info, outputs, routine=_note if progress else _silent)
         todo = [t for t in tasks if t.case not in outputs]
         bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
         runnable = []
@@ -209,6 +213,7 @@ def run_cases(
                 on_done=lambda job, encoded: keep(by_name[job.name], encoded),
                 on_failed=lambda job, message: fail(by_name[job.name], message),
                 note=_note,
+                routine=_note if progress else _silent,
                 timeout=case_timeout,
                 budget_bytes=memory_budget,
             )
@@ -237,9 +242,11 @@ def _take_records(
     prints: dict[str, dict[str, Any]],
     info: RunInfo,
     outputs: dict[str, dict[str, Any]],
+    routine: Callable[[str], None] = _note,
 ) -> None:
     """Resume: put into ``outputs`` the output of every case whose record still stands; note in ``info`` why each
-    other case is evaluated; remove the records of cases no longer in the folders and the damaged ones."""
+    other case is evaluated; remove the records of cases no longer in the folders and the damaged ones. A damaged
+    record is always noted; ``routine`` tells what was kept and which cases changed (silent with ``progress=False``)."""
     records, problems = store.scan()
     by_path = {store.path(t.case): t.case for t in tasks}
     damaged = {(p.case if p.case is not None else by_path.get(p.path)): p.reason for p in problems}
@@ -264,7 +271,7 @@ def _take_records(
         counts[_kind(reason)] = counts.get(_kind(reason), 0) + 1
     detail = ", ".join(f"{n} {k}" for k, n in counts.items())
     dropped = info.dropped_records
-    _note(
+    routine(
         f"resuming from {store.folder}: {info.reused} case(s) kept, {len(info.reasons)} to evaluate"
         + (f" ({detail})" if detail else "")
         + (
@@ -274,8 +281,10 @@ def _take_records(
         )
     )
     for case, reason in info.reasons.items():
-        if reason != "new":
-            _note(f"  {case}: {reason}" + (": evaluated again" if reason.startswith("record ") else ""))
+        if reason.startswith("record "):
+            _note(f"  {case}: {reason}: evaluated again")
+        elif reason != "new":
+            routine(f"  {case}: {reason}")
     for problem in problems:
         if problem.case is None and problem.path not in by_path:
             _note(f"  record file {problem.path.name}: {problem.reason}; removed")

@@ -36,6 +36,7 @@ from ._common import (
     EXIT_RUN_FAILED,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    _reader_may_leave,
     _signals_ignored,
     _stop_code,
 )
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .. import _interrupts
 
     _interrupts.received.clear()
-    with _stop_signals(restore=argv is not None):
+    with _stop_signals(restore=argv is not None), _reader_may_leave():
         args = argparse.Namespace(command=None, out=None)
         try:
             args = build_parser().parse_args(argv)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 __all__ = [
     "EXIT_CASE_FAILED",
@@ -69,3 +72,52 @@ def _stop_code() -> int:
     from .._interrupts import received
 
     return EXIT_TERMINATED if received and received[0] == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+class _PipeGuard:
+    """``sys.stdout`` while a command runs: once the reader of a pipe has left (``ccmetrics ... | head``), what
+    is printed further is dropped instead of ending the command with ``BrokenPipeError``; the command finishes
+    its work (the tables are written before anything is printed) and returns its own exit code."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_left()
+
+    def _reader_left(self) -> None:
+        self.gone = True
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())  # what the stream still buffers goes nowhere at exit
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _reader_may_leave() -> Iterator[None]:
+    """Run the block with :class:`_PipeGuard` as ``sys.stdout``."""
+    real = sys.stdout
+    sys.stdout = _PipeGuard(real)
+    try:
+        yield
+    finally:
+        guard, sys.stdout = sys.stdout, real
+        if getattr(guard, "gone", False):
+            with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                real.flush()

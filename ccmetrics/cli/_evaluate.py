@@ -18,7 +18,7 @@ from ._common import (
     _spacing_arg,
     _stop_code,
 )
-from ._stop import _command, _failed, _interrupted, _say_removed, _say_stopped
+from ._stop import _command, _failed, _interrupted, _listed, _say_removed, _say_stopped
 from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, report
 
 
@@ -250,7 +250,12 @@ def _where_options(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     ev.add_argument("--no-plots", action="store_true", help="write no figures")
-    ev.add_argument("--quiet", action="store_true", help="no progress bar (for logs); notes and errors still shown")
+    ev.add_argument(
+        "--quiet",
+        action="store_true",
+        help="for logs and scripts: no progress bar, no tables or routine notes; errors (and faults such as a "
+        "worker that died) on stderr, and one closing line",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -369,6 +374,8 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         return _failed(args, exc, result)
     try:  # the tables are whole now: a stop while the report is printed says so
         raise_if_stopped()
+        if args.quiet:
+            return _closing_line(args, result, seconds, written)
         print(report(result, seconds, summary=summary))
         if curves:
             print(_curves_report(curves, result.class_names))
@@ -391,3 +398,20 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
         return _stop_code()
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _closing_line(args: argparse.Namespace, result, seconds: float, written: dict) -> int:
+    """``--quiet``: each failed case's error on stderr, then one line on stdout (the counts and where the
+    results are); the exit code as without ``--quiet``."""
+    from .. import schema
+
+    table = result.per_case
+    for row in table[table[schema.STATUS] == schema.FAILED].drop_duplicates(schema.CASE).itertuples():
+        print(f"ccmetrics evaluate: {row.case} failed: {row.error}", file=sys.stderr)
+    n = result.counts()
+    print(
+        f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
+        f"{n['failed']} failed; results in {written['summary'].parent}"
+        + (f"; removed {_listed(written['removed'])} (of an earlier run)" if written["removed"] else "")
+    )
+    return EXIT_CASE_FAILED if n["failed"] else EXIT_OK

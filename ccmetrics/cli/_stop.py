@@ -93,13 +93,17 @@ def _say_stopped(args: argparse.Namespace, what: str, finished: int, pending: in
     )
 
 
+def _listed(names: list[str]) -> str:
+    """Up to 8 names, then how many more."""
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
 def _say_removed(removed: list[str]) -> None:
     """Name the files of an earlier run that this run's options do not produce (removed by ``DatasetResult.write``)."""
     if not removed:
         return
-    shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")
     print(
-        f"Removed {shown}: written by an earlier run into this folder, not produced with these options"
+        f"Removed {_listed(removed)}: written by an earlier run into this folder, not produced with these options"
         + (" (run `ccmetrics report` again for a report of these tables)" if "report.html" in removed else "")
     )
 

@@ -86,7 +86,7 @@ def cli(*args, env=None, **kwargs):
 
 
 def evaluate_args(gt, pred, out, *extra):
-    common = ["--metrics", "dice,hd95,faulty,detection", "--plugin", PLUGIN, "--quiet", "--no-plots"]
+    common = ["--metrics", "dice,hd95,faulty,detection", "--plugin", PLUGIN, "--no-plots"]
     return ["evaluate", gt, pred, "--out", out, *common, "--bootstrap", "50", *extra]
 
 

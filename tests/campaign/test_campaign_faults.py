@@ -263,7 +263,7 @@ def test_a_narrower_resume_removes_the_files_it_does_not_produce(tmp_path):
     assert all(schema.PLOT_FILE.fullmatch(name) for name in figures), figures  # how they are told apart
     for mine in ("my_figure.png", "case_distribution_mine.png", "notes.txt"):  # files that are not ccmetrics' stay
         (out / "plots" / mine).write_bytes(b"the user's own")
-    narrow = cli("evaluate", gt, pred, "--out", out, "--metrics", "dice", "--quiet", "--bootstrap", "50", "--resume")
+    narrow = cli("evaluate", gt, pred, "--out", out, "--metrics", "dice", "--bootstrap", "50", "--resume")
     assert narrow.returncode == 0, narrow.stderr
     after = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     for stale in ("per_prediction.csv", "nnunet_summary.json", "report.html", "plots/standard_vs_cc_nsd.png"):

@@ -106,7 +106,6 @@ def test_written_folder_cli_and_resume(folders, tmp_path, capsys):
             "dice,detection",
             "--bootstrap",
             "200",
-            "--quiet",
         ]
     )
     assert code == 0

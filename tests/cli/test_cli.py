@@ -208,7 +208,7 @@ def test_evaluate_computes_the_bootstrap_summary_once(data, tmp_path, monkeypatc
 
     monkeypatch.setattr(DatasetResult, "summary", counted)
     out = tmp_path / "out"
-    args = ["--out", str(out), "--quiet", "--no-plots", "--bootstrap", "500", "--seed", "5"]
+    args = ["--out", str(out), "--no-plots", "--bootstrap", "500", "--seed", "5"]
     assert main(["evaluate", str(data["gt"]), str(data["root"] / "method0"), *args]) == 0
     assert calls == [{"n_resamples": 500, "seed": 5}]
     assert "cc_pooled" in capsys.readouterr().out
@@ -297,7 +297,6 @@ def test_report_printed_on_stdout(data, tmp_path, capsys):
             str(data["root"] / "method0"),
             "--out",
             str(tmp_path),
-            "--quiet",
             "--no-plots",
             "--bootstrap",
             "50",
@@ -339,7 +338,7 @@ def test_failed_cases_exit_1_and_are_reported(tmp_path, capsys):
     code = main(
         ["evaluate", str(g), str(p), "--out", str(tmp_path / "out"), "--quiet", "--no-plots", "--metrics", "dice"]
     )
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # --quiet: each error on stderr
     assert code == 1
     table = read_case_table(tmp_path / "out").set_index("case")
     assert set(table.index) == file_ids(g, p)
@@ -353,7 +352,7 @@ def test_failed_cases_exit_1_and_are_reported(tmp_path, capsys):
     }
     for case, word in words.items():
         assert table.loc[case, "status"] == "error" and word in table.loc[case, "error"], case
-        assert re.search(rf"error\s+{case}: .*{re.escape(word)}", printed, re.S), case
+        assert re.search(rf"ccmetrics evaluate: {case} failed: .*{re.escape(word)}", printed, re.S), case
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert doc["counts"]["failed"] == 5 and doc["counts"]["evaluated"] == 1
     assert {e["case"] for e in doc["errors"]} == set(words)
