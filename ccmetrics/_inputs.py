@@ -19,6 +19,16 @@ MAX_SPACING = 1e6
 CONNECTIVITIES = {2: (8, 4), 3: (26, 18, 6)}
 
 
+class NotBinaryError(ValueError):
+    """A mask that holds an integer label other than 0 and 1 (``value``): a label map given where a binary mask
+    is expected. ``name`` is the argument's name; callers that know the user's terms (a data set, the command
+    line) catch it to say how to evaluate the labels there."""
+
+    def __init__(self, message: str, name: str, value: int) -> None:
+        super().__init__(message)
+        self.name, self.value = name, value
+
+
 def to_numpy(x: Any, name: str) -> np.ndarray:
     """Return ``x`` as a numpy array (torch tensors are detached and moved to the CPU)."""
     if isinstance(x, np.ndarray):
@@ -101,10 +111,12 @@ def as_binary_mask(x: Any, name: str) -> np.ndarray:
             lo = arr.min() if np.issubdtype(arr.dtype, np.signedinteger) else 0  # one pass for unsigned
             if lo < 0 or hi > 1:
                 bad = hi if hi > 1 else lo
-                raise ValueError(
+                raise NotBinaryError(
                     f"{name} must be a binary mask (0/1), but it holds the value {int(bad)}; "
                     f"for a class label map pass classes=[...] to evaluate, for a GT instance map "
-                    f"sites='labels', or pass a mask such as {name} == label"
+                    f"sites='labels', or pass a mask such as {name} == label",
+                    name,
+                    int(bad),
                 )
         if arr.itemsize == 1:  # 0/1 bytes are valid booleans: viewed, not converted
             return c_contiguous(arr.view(bool))

@@ -3,7 +3,8 @@
 Bootstrap intervals and paired comparisons of methods (:mod:`~ccmetrics.analysis.stats`), the figures of a
 result folder (:mod:`~ccmetrics.analysis.plots`) and of its detection curves
 (:mod:`~ccmetrics.analysis.detection_plots`), lesion-size bins (:mod:`~ccmetrics.analysis.sizes`) and subgroups
-from a metadata table (:mod:`~ccmetrics.analysis.subgroups`). It reads the tidy tables of :mod:`ccmetrics.schema`;
+from a metadata table (:mod:`~ccmetrics.analysis.subgroups`), and the signs that a run's GT and predictions were
+swapped (:mod:`~ccmetrics.analysis.swap`). It reads the tidy tables of :mod:`ccmetrics.schema`;
 it knows nothing of how they were made.
 """
 
@@ -28,6 +29,7 @@ _EXPORTS = {
     "lesion_volumes": "sizes",
     "parse_size_bins": "sizes",
     "size_table": "sizes",
+    "swap_signs": "swap",
     "Comparison": "stats",
     "FriedmanNemenyi": "stats",
     "NO_DIFFERENCE": "stats",
@@ -41,4 +43,6 @@ _EXPORTS = {
     "read_metadata": "subgroups",
 }
 
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups"))
+__getattr__, __dir__, __all__ = attach(
+    __name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups", "swap")
+)

@@ -52,7 +52,7 @@ import pandas as pd
 
 from .. import schema
 from .._files import atomic_write
-from .._inputs import as_spacing
+from .._inputs import NotBinaryError, as_spacing
 from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
 from ..formats.dicom import holds_dicom
@@ -437,7 +437,10 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         if options.segment_classes:
             _check_segments(gt, read, options.classes or ())
         if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
-            gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
+            try:
+                gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
+            except ValueError as exc:
+                raise _CaseError(_with_tolerance(str(exc), options.tolerance_mm)) from None
         maps = None
         if options.probabilities is not None:  # the maps on the GT's grid; without predictions, the segmentation
             maps = read_case_maps(task.prob, gt, options.probabilities, options.tolerance_mm)
@@ -491,7 +494,10 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                     **kwargs,
                 )
             else:
-                results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
+                try:
+                    results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
+                except NotBinaryError as exc:
+                    raise _CaseError(_label_map_found(exc, gt.array if exc.name == "gt" else pred.array)) from None
     except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
         output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
         return {**output, "retry": True}
@@ -613,6 +619,29 @@ def _nnunet_counts(results: dict[int, Any], gt: np.ndarray, options: EvalOptions
             schema.TN_VOXELS: total - ignored - tp - fp - fn,
         }
     return out
+
+
+def _with_tolerance(problem: str, tolerance_mm: float) -> str:
+    """A grid mismatch, with the tolerance on the origin named where the origin differs."""
+    if "origin differs" not in problem:
+        return problem
+    return (
+        f"{problem} (the origins may differ by at most {tolerance_mm:g} mm; a larger --tolerance-mm, "
+        "tolerance_mm= in Python, accepts more)"
+    )
+
+
+def _label_map_found(exc: NotBinaryError, array: np.ndarray) -> str:
+    """A label map given as a binary mask: its labels (counted only now, on the way to the error row), and how
+    to evaluate them in a data set, in the command line's terms and Python's."""
+    labels = [int(v) for v in np.unique(array) if v != 0]
+    shown = ",".join(map(str, labels[:12])) + (",..." if len(labels) > 12 else "")
+    which = "the GT" if exc.name == "gt" else "the prediction"
+    return (
+        f"{which} is a label map (labels {shown}), not a binary mask (0/1): evaluate its labels one by one with "
+        f"--classes {shown} (classes=[{shown.replace(',', ', ')}] in Python), regions with e.g. "
+        "--classes 'wt=1+2+3,tc=2+3', or give nnU-Net's --dataset-json"
+    )
 
 
 def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
@@ -1516,7 +1545,10 @@ def _probability_options(
     predictions folder, or when a case of the mapping or list holds one; else each segmentation is ``prob > 0.5``."""
     if probabilities is None:
         if candidates is not None or kwargs.get("thresholds") is not None:
-            raise ValueError("candidates and thresholds belong to probability maps: give probabilities= too")
+            raise ValueError(
+                "candidates and thresholds belong to probability maps: give the maps too (--probabilities DIR; "
+                "probabilities= in Python)"
+            )
         return None
     folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
     if isinstance(gt, (str, os.PathLike)):
@@ -1633,8 +1665,8 @@ def _tasks(
             return tasks, ignored
         if pred is None:
             raise ValueError(
-                "give the predictions folder too: evaluate_dataset(gt_dir, pred_dir), or the probability maps "
-                "(probabilities=folder)"
+                "give the predictions folder too (ccmetrics evaluate GT_DIR PRED_DIR; evaluate_dataset(gt_dir, "
+                "pred_dir) in Python), or the probability maps (--probabilities DIR; probabilities=folder)"
             )
         return pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
     if pred is not None:

@@ -288,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    if not args.quiet:
+        _say_folders(args)
     start = time.perf_counter()
     try:
         with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
@@ -372,6 +374,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         )
     except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
+    _say_swap_signs(args, result)
     try:  # the tables are whole now: a stop while the report is printed says so
         raise_if_stopped()
         if args.quiet:
@@ -398,6 +401,30 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
         return _stop_code()
     return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+
+
+def _say_folders(args: argparse.Namespace) -> None:
+    """Which folder the run takes as the ground truth and which as the predictions (stderr)."""
+    if args.pred_dir is not None:
+        predictions = f"predictions from {args.pred_dir}"
+    else:
+        predictions = f"predictions: prob > 0.5 of the maps in {args.probabilities}"
+    print(f"ccmetrics: ground truth (GT) from {args.gt_dir}; {predictions}", file=sys.stderr)
+
+
+def _say_swap_signs(args: argparse.Namespace, result) -> None:
+    """A note (stderr, also with --quiet) when the GT and prediction folders look swapped."""
+    from ..analysis.swap import swap_signs
+
+    if args.pred_dir is None:
+        return
+    signs = swap_signs(result)
+    if signs:
+        print(
+            "ccmetrics: note: GT_DIR and PRED_DIR may be swapped (the GT folder comes first: "
+            "ccmetrics evaluate GT_DIR PRED_DIR): " + "; ".join(signs),
+            file=sys.stderr,
+        )
 
 
 def _closing_line(args: argparse.Namespace, result, seconds: float, written: dict) -> int:

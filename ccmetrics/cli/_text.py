@@ -21,11 +21,7 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
         f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
         f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"
     ]
-    table = result.per_case
-    problems = table[table[schema.STATUS] != schema.OK].drop_duplicates(schema.CASE)
-    for row in problems.itertuples():
-        text = row.error if row.status == schema.FAILED else row.flags
-        lines.append(f"  {row.status:<8}{row.case}: {text}")
+    lines += _problems(result.per_case, result.class_names)
     for name in result.ignored_files:
         lines.append(
             f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
@@ -63,6 +59,38 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
                 f"{volume}); not in the means above"
             )
     return "\n".join(lines)
+
+
+def _problems(table, names: dict[int, str]) -> list[str]:
+    """One line per case with a problem: its status and what it is; with classes, each flag or error names the
+    classes it holds for ("every class" when all have it; an error of the case itself, such as a file that could
+    not be read, as it is)."""
+    from .. import schema
+
+    lines = []
+    for case, rows in table.groupby(schema.CASE, sort=False):
+        bad = rows[rows[schema.STATUS] != schema.OK]
+        if bad.empty:
+            continue
+        texts: dict[str, list[str]] = {}
+        for row in bad.to_dict("records"):
+            text = row[schema.ERROR] if row[schema.STATUS] == schema.FAILED else row[schema.FLAGS]
+            c = int(row[schema.CLASS])
+            texts.setdefault(str(text), []).append(names.get(c, str(c)))
+        every_class = len(texts) == 1 and len(bad) == len(rows)
+        failed = (bad[schema.STATUS] == schema.FAILED).any()
+        if len(rows) == 1 or (every_class and failed):  # one class, or the case itself failed
+            shown = "; ".join(texts)
+        elif every_class:
+            shown = f"{next(iter(texts))} (every class)"
+        else:
+            shown = "; ".join(
+                f"{text} (class{'es' if len(classes) > 1 else ''} {', '.join(classes)})"
+                for text, classes in texts.items()
+            )
+        status = schema.FAILED if failed else bad[schema.STATUS].iloc[0]
+        lines.append(f"  {status:<8}{case}: {shown}")
+    return lines
 
 
 def _with_ci_text(table):

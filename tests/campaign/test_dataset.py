@@ -143,11 +143,11 @@ ERRORS = {  # case -> words its error message must hold
     "dup": ["several files", "dup.mha", "dup.nii.gz"],
     "shape": ["shape", "(24, 24, 12)", "(20, 24, 12)"],
     "spacing": ["spacing", "2.5", "3.0"],
-    "origin": ["origin", "5.0"],
+    "origin": ["origin", "5.0", "--tolerance-mm"],
     "direction": ["direction"],
     "truncated": ["truncated", "truncated.nii.gz"],
-    "label2": ["pred", "binary", "2"],
-    "gt_label3": ["gt", "binary", "3"],
+    "label2": ["the prediction is a label map (labels 1,2)", "binary", "--classes 1,2", "classes=[1, 2]"],
+    "gt_label3": ["the GT is a label map (labels 1,3)", "binary", "--classes 1,3", "classes=[1, 3]"],
     "nan": ["pred", "NaN"],
 }
 

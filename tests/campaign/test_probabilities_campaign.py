@@ -252,7 +252,7 @@ def test_arguments_checked():
         evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt}, classes=[1], channel=1, progress=False)
     with pytest.raises(ValueError, match="give the predictions too"):
         evaluate_dataset(os.path.dirname(__file__), probabilities=os.path.dirname(__file__), classes=[1])
-    with pytest.raises(ValueError, match="give probabilities"):
+    with pytest.raises(ValueError, match="give the maps too"):
         evaluate_dataset({"a": (gt, gt)}, candidates="dynamic", progress=False)
     with pytest.raises(ValueError, match="confidence='mean'"):
         evaluate_dataset({"a": (gt, gt)}, probabilities={"a": gt}, candidates="components", confidence="mean")
@@ -307,7 +307,7 @@ def test_thresholds_table_equals_the_sweep_and_is_written(folders, tmp_path):
     back = DatasetResult.read(tmp_path / "out")
     pd.testing.assert_frame_equal(back.thresholds, result.thresholds, check_dtype=False)
     assert "thresholds" in written
-    with pytest.raises(ValueError, match="give probabilities"):
+    with pytest.raises(ValueError, match="give the maps too"):
         evaluate_dataset(root / "gt", root / "gt", thresholds="0.5", progress=False)
 
 
