@@ -230,6 +230,22 @@ def test_region_holding_most_of_a_prediction_against_the_partition():
     assert r.per_prediction["region"].tolist() == want
 
 
+def test_the_pages_state_the_region_rule_the_code_follows():
+    """One rule for a predicted component's region (false positives included), stated where it is written (the
+    column's description) and, word for word, in the README and the definitions page."""
+    from pathlib import Path
+
+    from ccmetrics import schema
+
+    rule = next(f.description for f in schema.PER_PREDICTION.fields if f.name == schema.REGION)
+    assert rule == "the GT component whose Voronoi region holds most of its voxels (ties: the lowest; 0 without GT)"
+    root = Path(__file__).resolve().parents[2]
+    for page in (root / "README.md", root / "docs" / "definitions.md"):
+        text = " ".join(page.read_text().split())
+        assert rule in text, page.name
+        assert "lies nearest" not in text, page.name  # the rule the code never followed
+
+
 def test_without_detection_no_prediction_table_and_rule_still_applies():
     gt, pred = line(20, (0, 10)), line(20, (0, 3))
     r = evaluate(pred, gt, ["dice"])
