@@ -2,7 +2,8 @@
 
 Each function draws one :class:`~ccmetrics.metrics.detection_curves.DetectionCurves` (computed from the tidy
 tables by :meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`) on the Agg canvas, never pyplot;
-the legend states the curve's summary value with its bootstrap interval, computed from the data.
+the legend states the curve's summary value with its bootstrap interval, computed from the data (a legend only
+where something labelled is drawn: :func:`ccmetrics.analysis.plots._legend`).
 :func:`write_detection_plots` writes ``froc.png``, ``pr.png`` and ``roc.png`` (``_class<k>`` for each class of
 several); :func:`write_threshold_plots` writes ``thresholds.png``, the global and CC means of each metric against
 the threshold of the probability map (``--thresholds``), the best threshold by each marked;
@@ -20,7 +21,7 @@ import numpy as np
 
 from .._files import atomic_write
 from ..metrics.detection_curves import CPM_RATES, DetectionCurves
-from .plots import _figure
+from .plots import _count, _figure, _legend
 
 __all__ = [
     "plot_froc",
@@ -69,8 +70,8 @@ def plot_froc(curves: DetectionCurves, *, ax=None):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("false positives per case")
     ax.set_ylabel("lesion sensitivity")
-    ax.set_title(f"FROC: {curves.n_lesions} lesions, {curves.n_cases} cases")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"FROC: {_count(curves.n_lesions, 'lesion')}, {_count(curves.n_cases, 'case')}")
+    _legend(ax, loc="lower right", fontsize=8)
     return ax
 
 
@@ -85,8 +86,8 @@ def plot_pr(curves: DetectionCurves, *, ax=None):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("recall (lesion sensitivity)")
     ax.set_ylabel("precision")
-    ax.set_title(f"Precision–recall: {curves.n_lesions} lesions")
-    ax.legend(loc="lower left", fontsize=8)
+    ax.set_title(f"Precision–recall: {_count(curves.n_lesions, 'lesion')}")
+    _legend(ax, loc="lower left", fontsize=8)
     return ax
 
 
@@ -100,8 +101,8 @@ def plot_roc(curves: DetectionCurves, *, ax=None):
     ax.set_xlabel("false positive rate (cases)")
     ax.set_ylabel("true positive rate (cases)")
     negatives = curves.n_cases - curves.n_positive_cases
-    ax.set_title(f"ROC: {curves.n_positive_cases} cases with lesions, {negatives} without")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"ROC: {_count(curves.n_positive_cases, 'case')} with lesions, {negatives} without")
+    _legend(ax, loc="lower right", fontsize=8)
     return ax
 
 
@@ -153,8 +154,8 @@ def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, 
             ax.plot([t], [y], "*", color=color, ms=12, label=f"best by {label}: {t:g}")
     ax.set_xlabel("threshold of the probability map")
     ax.set_ylabel(f"mean {name} over cases with lesions")
-    ax.set_title(f"{name} against the threshold ({int(table['n'].max()) if len(table) else 0} cases)")
-    ax.legend(fontsize=8)
+    ax.set_title(f"{name} against the threshold ({_count(int(table['n'].max()) if len(table) else 0, 'case')})")
+    _legend(ax, fontsize=8)  # nothing drawn when the table holds neither column
     return ax
 
 
@@ -216,7 +217,7 @@ def plot_reliability(table, *, ax=None, title: str = "Reliability of candidate c
     ax.set_xlabel("candidate confidence (bin; count at the foot of each bar)")
     ax.set_ylabel("fraction that are lesions (true positives)")
     ax.set_title(f"{title}\nECE {ece:.3f}" if math.isfinite(ece) else title, fontsize=10)
-    ax.legend(loc="upper left", fontsize=8)
+    _legend(ax, loc="upper left", fontsize=8)
     return ax
 
 

@@ -8,6 +8,11 @@ is made, and figures use the Agg canvas directly, never pyplot: nothing depends 
 pyplot's global state. Rows of ``per_case`` with status ``"error"`` are skipped; rows with an empty GT
 are left out of the per-case plots (their scores follow a special rule) and the caption says how many.
 :func:`write_plots` writes the standard set of PNGs into a folder.
+
+Volumes are in ml (``volume_mm3 / 1000``) in every figure, as in the summary and the report, or in voxels when a
+lesion's ``volume_mm3`` is unknown (no spacing). Counts are written with their noun in the singular for one
+(``1 empty-GT case``). A legend is drawn only when something labelled was drawn (:func:`_legend`): a figure with
+nothing to show (every case failed, a class with no lesion) warns nothing.
 """
 
 from __future__ import annotations
@@ -65,6 +70,45 @@ def _of_class(df, class_value, table):
     return df[df[CLASS] == class_value]
 
 
+def _count(n, noun):
+    """``n`` and its noun, singular for exactly one.
+
+    >>> _count(1, "empty-GT case"), _count(0, "lesion"), _count(2, "error row")
+    ('1 empty-GT case', '0 lesions', '2 error rows')
+    """
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _legend(ax, **kw):
+    """Draw ``ax``'s legend if anything on it is labelled (matplotlib warns "No artists with labels found to put in
+    legend" otherwise); the legend, or None.
+
+    >>> ax = _figure((2, 2))[0]
+    >>> _legend(ax) is None
+    True
+    >>> _ = ax.plot([0, 1], [0, 1], label="identity")
+    >>> _legend(ax).get_texts()[0].get_text()
+    'identity'
+    """
+    if "handles" not in kw and not ax.get_legend_handles_labels()[0]:
+        return None
+    if "handles" in kw and not kw["handles"]:
+        return None
+    return ax.legend(**kw)
+
+
+def _plain_log_ticks(axis):
+    """Label a log axis with plain numbers (``0.1``, ``1``, ``10`` ml), on the ticks matplotlib labels anyway."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Plain(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(Plain())
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def _suffix(class_value):
     return "" if class_value is None else f" (class {class_value})"
 
@@ -93,10 +137,10 @@ def _case_values(df, column, columns=None):
 
 def _caption(n, n_empty, n_error, n_dropped=0, width=200):
     parts = [
-        f"n = {n} cases with lesions",
-        f"{n_empty} empty-GT cases not shown" * bool(n_empty),
-        f"{n_error} error row{'s' * (n_error != 1)} skipped" * bool(n_error),
-        f"{n_dropped} non-finite value{'s' * (n_dropped != 1)} dropped" * bool(n_dropped),
+        f"n = {_count(n, 'case')} with lesions",
+        f"{_count(n_empty, 'empty-GT case')} not shown" * bool(n_empty),
+        f"{_count(n_error, 'error row')} skipped" * bool(n_error),
+        f"{_count(n_dropped, 'non-finite value')} dropped" * bool(n_dropped),
     ]
     lines = []
     for p in filter(None, parts):  # wrap between parts only
@@ -125,7 +169,7 @@ def _metric_columns(df, metrics, columns=None):
 def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=None, columns=None):
     """Per-lesion ``metric`` against lesion volume (log x), missed lesions marked in red.
 
-    The x axis is in mm³ when ``volume_mm3`` is known for every lesion, else in voxels. For an overlap
+    The x axis is in ml when ``volume_mm3`` is known for every lesion, else in voxels. For an overlap
     metric, dashed lines show the plain mean over lesions (what CC-Metrics average) and the
     volume-weighted mean (close to the global score), which makes the size bias of a global score
     visible; a black line gives the median per log-size bin. Missed lesions' infinite distances are
@@ -152,7 +196,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     """
     df = _of_class(per_component, class_value, "per_component")
     _require(df, [metric], "per_component", "pass metric= one of its metric columns")
-    vol, unit = lesion_volumes(df, unit="mm³")
+    vol, unit = lesion_volumes(df, unit="ml")
     y = df[metric].to_numpy(float)
     distance = registry.is_distance(metric, columns)
     at_worst = WORST_DISTANCE in df.columns and distance and bool(np.isinf(y).any())
@@ -169,6 +213,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
             kw["label"] += f" ({mask.sum()}{', at worst distance' * (at_worst and kw['marker'] == 'x')})"
             ax.scatter(vol[mask], y[mask], s=18, **kw)
     ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
     v, w = vol[ok], y[ok]
     if len(v) >= 6 and v.max() > v.min():
         edges = np.geomspace(v.min(), v.max() * (1 + 1e-9), 7)
@@ -185,10 +230,9 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     ax.set(
         xlabel=f"lesion volume ({unit}, log scale)",
         ylabel=f"{metric} per lesion",
-        title=f"{metric} per lesion vs size{_suffix(class_value)}\n{int(ok.sum())} lesions{note}",
+        title=f"{metric} per lesion vs size{_suffix(class_value)}\n{_count(int(ok.sum()), 'lesion')}{note}",
     )
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", loc="best")
+    _legend(ax, fontsize="small", loc="best")
     return ax.figure
 
 
@@ -237,7 +281,7 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None, c
         f"{_caption(int(ok.sum()), n_empty, n_error, int((~ok).sum()), width=60)}",
     )
     ax.title.set_fontsize("medium")
-    ax.legend(fontsize="small", loc="best")
+    _legend(ax, fontsize="small", loc="best")  # nothing to show (every case failed, a class without lesions): none
     return ax.figure
 
 
@@ -308,7 +352,8 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
         a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")
     from matplotlib.patches import Patch
 
-    axes[0].legend(
+    _legend(
+        axes[0],
         handles=[
             Patch(color=STANDARD_COLOR, alpha=0.5, label="standard (global)"),
             Patch(color=CC_COLOR, alpha=0.5, label="CC (per lesion)"),
@@ -347,9 +392,9 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     """
     df = _of_class(per_component, class_value, "per_component")
     _require(df, [DETECTED], "per_component", "it is True where the lesion overlaps the prediction")
-    _, unit = lesion_volumes(df, unit="mm³")
+    _, unit = lesion_volumes(df, unit="ml")
     if bins is not None and len(bins) >= 2 and bins[0] == 0 and math.isinf(bins[-1]):  # full edges (mm³ or voxels)
-        bins = [b / 1000.0 if unit == "mm³" else b for b in bins[1:-1]]
+        bins = [b / 1000.0 if unit == "ml" else b for b in bins[1:-1]]
     table = size_table(df if CLASS in df.columns else df.assign(**{CLASS: 1}), bins)
     table = table[table[CLASS] == table[CLASS].iloc[0]]
     counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
@@ -361,9 +406,9 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     ax.set_xticks(range(len(table)), table["bin"].tolist())
     ax.set_ylim(0, 1.12)
     ax.set(
-        xlabel=f"lesion size ({'ml' if unit == 'mm³' else 'voxels'})",
+        xlabel=f"lesion size ({unit})",
         ylabel="detection rate",
-        title=f"Lesion detection by size{_suffix(class_value)} ({int(counts.sum())} lesions)",
+        title=f"Lesion detection by size{_suffix(class_value)} ({_count(int(counts.sum()), 'lesion')})",
     )
     return ax.figure
 
@@ -438,7 +483,7 @@ def plot_comparison(scores: pd.DataFrame, mean_ranks: pd.Series, metric: str):
         left.plot([i - 0.25, i + 0.25], [np.nanmedian(values[:, i])] * 2, color="black", lw=2, zorder=4)
     rot = dict(rotation=30, ha="right") if len(methods) > 3 else {}
     left.set_xticks(x, methods, **rot)
-    left.set(ylabel=metric, title=f"{metric} per case ({len(scores)} cases; bar = median)")
+    left.set(ylabel=metric, title=f"{metric} per case ({_count(len(scores), 'case')}; bar = median)")
     bars = right.bar(x, mean_ranks[methods].to_numpy(float), color=STANDARD_COLOR, alpha=0.8)
     right.bar_label(bars, fmt="%.2f", fontsize="small")
     right.set_xticks(x, methods, **rot)

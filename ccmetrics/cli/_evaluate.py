@@ -19,7 +19,7 @@ from ._common import (
     _stop_code,
 )
 from ._stop import _command, _failed, _interrupted, _listed, _say_removed, _say_stopped
-from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, report
+from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, counted, report
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -437,8 +437,7 @@ def _closing_line(args: argparse.Namespace, result, seconds: float, written: dic
         print(f"ccmetrics evaluate: {row.case} failed: {row.error}", file=sys.stderr)
     n = result.counts()
     print(
-        f"{n['cases']} cases in {seconds:.1f} s: {n['evaluated']} evaluated ({n['flagged']} flagged), "
-        f"{n['failed']} failed; results in {written['summary'].parent}"
+        f"{counted(n, seconds)}; results in {written['summary'].parent}"
         + (f"; removed {_listed(written['removed'])} (of an earlier run)" if written["removed"] else "")
     )
     return EXIT_CASE_FAILED if n["failed"] else EXIT_OK

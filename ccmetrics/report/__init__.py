@@ -8,7 +8,10 @@ positive, and per case every GT lesion and false positive with a thumbnail (axia
 sagittal slices through its centroid, GT and prediction contours, Voronoi region borders), on an
 empty background or, with ``--images IMAGE_DIR`` (``write_report(..., images=...)``), on the scan: one
 row of panels per channel (nnU-Net's ``CASE_0000``, ``CASE_0001``, ...: CT, PET), each in its own grey
-scale, and only where the scan lies on the GT's voxel grid (otherwise a note says why). A folder evaluated with
+scale, and each channel only where it lies on the GT's voxel grid (otherwise a note says why: a PET on another grid
+is left out, the CT beside it drawn). Under each thumbnail, where the component lies: its centroid in patient
+coordinates (RAS+ mm, as ``per_prediction.csv``'s ``centroid_x_mm`` ...) and the voxel its slices go through, 0-based
+(numpy/nibabel, 3D Slicer) and 1-based (ITK-SNAP). Volumes are in ml throughout. A folder evaluated with
 probability maps (``--probabilities``) gets a section of the lesion-detection curves (AP, AUROC, PI-CAI score,
 CPM, the sensitivity at 1/8 to 8 false positives per case, the calibration, the best thresholds and their
 figures, as ``summary.json`` holds them), and each lesion in the finder the confidence of the candidate matched

@@ -19,6 +19,11 @@ The scans the thumbnails are drawn on (``ccmetrics report --images IMAGE_DIR``) 
 reads one channel and checks it lies on the GT's voxel grid (:func:`ccmetrics.formats.io.check_same_geometry`,
 the evaluation's tolerance). The caller reads one channel at a time, cuts the slices it needs and lets
 the array go.
+
+Where a component lies (:func:`position`): its centroid in patient coordinates, RAS+ mm, from the GT's affine
+(:func:`ccmetrics.engine.geometry.patient_coordinates`, as ``per_prediction.csv``'s centroid columns), and the voxel
+the thumbnail's planes go through, 0-based and counted from 1 (ITK-SNAP). A case's ``standard − CC`` difference is
+undefined where either value is ∞ (:func:`with_differences`, :func:`undefined_difference`).
 """
 
 from __future__ import annotations
@@ -48,18 +53,21 @@ __all__ = [
     "ChannelFile",
     "Component",
     "ImageFolder",
+    "Position",
     "Regions",
     "ResultFolder",
     "find_components",
     "label",
     "load_case",
     "masks_of",
+    "position",
     "primary_metric",
     "read_channel",
     "read_map_pair",
     "read_pair",
     "read_result_folder",
     "resolve_image",
+    "undefined_difference",
     "voxel_ml",
     "with_differences",
     "worst_first",
@@ -189,23 +197,65 @@ def primary_metric(metrics: Sequence[str], columns: dict[str, registry.Column] |
 def with_differences(
     per_case: pd.DataFrame, metrics: Sequence[str], columns: dict[str, registry.Column] | None = None
 ) -> pd.DataFrame:
-    """``per_case`` plus ``delta_m = m - cc_m`` for each metric (non-finite distances as the worst distance).
+    """``per_case`` plus ``delta_m = m - cc_m`` for each metric; NaN (shown as ``–``) where either value is not a
+    finite number.
 
     A positive Dice difference means the global Dice looks better than the average lesion: it hides
     missed or poorly segmented small lesions. For distances a negative difference means the same.
 
+    A distance of ∞ (the GT or the prediction is empty: no surface to measure from) has no difference with a
+    number: ∞ minus a number is no measure of what the global value hides, and counting the ∞ as the case's
+    worst distance, as the means do, would show a difference of 0 between "∞" and the worst distance that the CC
+    value also is when every lesion is missed. So the difference is left undefined (NaN) and the page says why
+    (:func:`undefined_difference`).
+
     Examples
     --------
-    >>> t = pd.DataFrame({"dice": [0.9], "cc_dice": [0.5], "hd95": [float("inf")], "cc_hd95": [40.0],
-    ...                   "worst_distance": [100.0]})
+    >>> t = pd.DataFrame({"dice": [0.9, 0.0], "cc_dice": [0.5, 0.0], "hd95": [30.0, float("inf")],
+    ...                   "cc_hd95": [40.0, 100.0], "worst_distance": [100.0, 100.0]})
     >>> with_differences(t, ["dice", "hd95"])[["delta_dice", "delta_hd95"]].round(3).values.tolist()
-    [[0.4, 60.0]]
+    [[0.4, -10.0], [0.0, nan]]
     """
     out = per_case.copy()
-    worst = out[schema.WORST_DISTANCE] if schema.WORST_DISTANCE in out else np.nan
     for m in metrics:
-        out[f"delta_{m}"] = cc_values(out[m], m, worst, columns) - cc_values(out[schema.cc(m)], m, worst, columns)
+        standard, cc = (pd.to_numeric(out[c], errors="coerce").to_numpy(float) for c in (m, schema.cc(m)))
+        defined = np.isfinite(standard) & np.isfinite(cc)
+        out[f"delta_{m}"] = np.where(defined, standard - cc, np.nan)
     return out
+
+
+def undefined_difference(standard: Any, cc: Any, name: str, worst: Any = None, unit: str = "mm") -> str | None:
+    """Why a case's difference ``standard - cc`` of the metric called ``name`` is not shown (one of them is ∞), or
+    None when it is shown or simply missing. ``worst``: the case's worst distance (in ``unit``), named in the text.
+
+    >>> text = undefined_difference(float("inf"), 307.34996, "HD95", 307.34996)
+    >>> text.split(": ")[0]
+    'HD95 is ∞ (the GT or the prediction is empty'
+    >>> text.split(". ")[1]
+    "In the data-set means this ∞ counts as the case's worst distance, 307.3 mm."
+    >>> undefined_difference(2.0, 3.0, "HD95") is None, undefined_difference(None, 3.0, "HD95")
+    (True, None)
+    """
+    values = []
+    for v in (standard, cc):
+        try:
+            values.append(float(v))
+        except (TypeError, ValueError):
+            return None
+    infinite = [label for label, v in zip((name, f"CC-{name}"), values) if math.isinf(v)]
+    if not infinite:
+        return None
+    verb = "is" if len(infinite) == 1 else "are"
+    text = (
+        f"{' and '.join(infinite)} {verb} ∞ (the GT or the prediction is empty: no surface to measure from), and ∞ "
+        "minus a number is no number: no difference is shown. In the data-set means this ∞ counts as the case's "
+        "worst distance"
+    )
+    try:
+        worst_value = float(worst)
+    except (TypeError, ValueError):
+        worst_value = math.nan
+    return text + (f", {worst_value:.4g} {unit}." if math.isfinite(worst_value) else ".")
 
 
 def worst_first(
@@ -279,6 +329,96 @@ class Component:
     def extent_mm(self, spacing: Sequence[float]) -> float:
         """Largest side of the bounding box in mm."""
         return max((stop - start) * float(s) for (start, stop), s in zip(self.bbox, spacing))
+
+    @property
+    def center(self) -> tuple[int, ...]:
+        """The voxel the thumbnail's planes go through: the centroid rounded to the nearest voxel (halves up).
+
+        >>> Component("lesion", 1, 2, (3.5, 0.49), ((3, 5), (0, 1)), 1).center
+        (4, 0)
+        """
+        return tuple(int(math.floor(x + 0.5)) for x in self.centroid)
+
+
+#: what the page calls an array axis (``array[i, j, k]``, nibabel's and ITK's index order)
+AXES = "ijk"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a component lies, in the numbers a viewer shows.
+
+    Attributes
+    ----------
+    voxel : tuple of int
+        The centroid rounded to the nearest voxel (:attr:`Component.center`): the voxel the thumbnail's planes go
+        through, as 0-based indices ``(i, j, k)`` of the GT's voxel grid (``array[i, j, k]`` of nibabel; the index
+        order of ITK and SimpleITK's ``GetPixel``; 3D Slicer's Data Probe shows these 0-based IJK).
+    mm : tuple of float or None
+        The centroid (unrounded) in patient coordinates, RAS+ mm (x grows to the patient's right, y to anterior,
+        z to superior; nibabel's and 3D Slicer's convention), exactly as ``per_prediction.csv``'s ``centroid_x_mm``,
+        ``centroid_y_mm``, ``centroid_z_mm`` (:func:`ccmetrics.engine.geometry.patient_coordinates`); two values for a
+        2D image; None without the image's affine.
+
+    Examples
+    --------
+    >>> p = position(Component("lesion", 1, 2, (16.25, 57.0, 40.5), ((16, 17), (57, 58), (40, 42)), 1),
+    ...              np.array([[-2.0, 0, 0, 90], [0, 2.0, 0, -130], [0, 0, 3.0, -72], [0, 0, 0, 1]]))
+    >>> p.voxel, p.one_based, p.mm
+    ((16, 57, 41), (17, 58, 42), (57.5, -16.0, 49.5))
+    >>> p.voxel_text, p.mm_text
+    ('i 16, j 57, k 41', 'x 57.5, y −16.0, z 49.5 mm')
+    """
+
+    voxel: tuple[int, ...]
+    mm: tuple[float, ...] | None
+
+    @property
+    def one_based(self) -> tuple[int, ...]:
+        """The voxel counted from 1, as ITK-SNAP's Cursor Inspector shows it (its index plus one)."""
+        return tuple(v + 1 for v in self.voxel)
+
+    @property
+    def voxel_text(self) -> str:
+        """``"i 16, j 57, k 41"``: the 0-based voxel, axis by axis."""
+        return ", ".join(f"{AXES[a]} {v}" for a, v in enumerate(self.voxel))
+
+    @property
+    def one_based_text(self) -> str:
+        """``"17, 58, 42"``: the voxel counted from 1 (ITK-SNAP)."""
+        return ", ".join(str(v) for v in self.one_based)
+
+    @property
+    def mm_text(self) -> str | None:
+        """``"x −12.3, y 45.6, z 78.9 mm"`` (0.1 mm, a true minus sign), None without the affine."""
+        if self.mm is None:
+            return None
+        values = ", ".join(f"{name} {_mm(v)}" for name, v in zip("xyz", self.mm))
+        return values + " mm"
+
+
+def _mm(value: float) -> str:
+    """A coordinate in mm to 0.1 mm, with a minus sign (never ``−0.0``).
+
+    >>> _mm(-12.345), _mm(-0.04), _mm(3.0)
+    ('−12.3', '0.0', '3.0')
+    """
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text.replace("-", "−")
+
+
+def position(component: Component, affine: np.ndarray | None) -> Position:
+    """The :class:`Position` of a component of an image whose voxel-to-RAS matrix is ``affine``.
+
+    ``affine`` is the ``(ndim + 1)`` square matrix of :class:`ccmetrics.formats.image.Image` (None: no mm).
+    """
+    from ..engine.geometry import patient_coordinates
+
+    mm = None
+    if affine is not None:
+        ndim = len(component.centroid)
+        mm = tuple(float(v) for v in patient_coordinates(np.array([component.centroid]), affine)[0][:ndim])
+    return Position(component.center, mm)
 
 
 class Regions:

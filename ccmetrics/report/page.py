@@ -11,9 +11,22 @@ then each channel of the scan is read once (:class:`~ccmetrics.report.data.Image
 :func:`~ccmetrics.report.data.read_channel`), its slices cut for every thumbnail of every class of the case
 (:func:`~ccmetrics.report.geometry.with_image`) and the channel let go before the next one is read: at
 most one channel of one case is in memory. A thumbnail gets one row per channel, with the channel's
-window (:func:`~ccmetrics.report.thumbnails.choose_window`). A case whose scan is missing, unreadable or
-on another voxel grid than its GT (any channel) is drawn on the empty background, with a note on the
-page saying why, and counted in :class:`ReportInfo` (``not_on_image``).
+window (:func:`~ccmetrics.report.thumbnails.choose_window`). Each channel is checked on its own: a channel on
+another voxel grid than its GT, or unreadable, is left out (a CT on the GT's grid is drawn beside a PET that is not),
+with a note on the page saying why, counted in :class:`ReportInfo` (``channels_left_out``); a case whose scan is
+missing, or none of whose channels can be drawn, is drawn on the empty background, with a note saying why, counted
+in ``not_on_image``.
+
+Where each lesion and false positive lies is written under its thumbnail (:class:`~ccmetrics.report.data.Position`):
+its centroid in patient coordinates, RAS+ mm (x to the patient's right, y anterior, z superior: the
+convention of nibabel and 3D Slicer, and exactly the numbers of ``per_prediction.csv``'s ``centroid_x_mm``,
+``centroid_y_mm``, ``centroid_z_mm``), computed from the GT's affine; and the voxel the thumbnail's planes go
+through (the centroid rounded), as the 0-based indices ``i, j, k`` of the GT's voxel grid (numpy/nibabel,
+SimpleITK's ``GetPixel``, 3D Slicer's Data Probe) and counted from 1 as ITK-SNAP's Cursor Inspector shows it.
+
+Volumes are in ml throughout (``volume_mm3 / 1000``; in voxels for an evaluation in voxel units). A case's
+``standard − CC`` difference with ∞ on either side is shown as ``–`` with a note: ∞ minus a number is no number
+(:func:`~ccmetrics.report.data.with_differences`).
 """
 
 from __future__ import annotations
@@ -108,8 +121,11 @@ class ReportInfo:
         The channels drawn, in the order of their rows (their names, or codes such as ``0000``).
     not_on_image : list of str
         Cases with thumbnails drawn on the empty background although ``images`` was given, each with
-        the reason: no image found, or a channel on another grid (shape, spacing, origin or direction
-        differs from the GT's), or unreadable.
+        the reason: no image found, or no channel on the GT's grid (shape, spacing, origin or direction
+        differs from the GT's) or readable.
+    channels_left_out : list of str
+        Cases drawn on the scan with one or more of its channels left out, each with the reason (that channel on
+        another grid, or unreadable): the other channels are drawn.
     n_fp_candidates : int or None
         False-positive candidates of the probability maps listed in the lesion finder; None for a folder
         without probability maps (no ``per_candidate.csv``).
@@ -128,6 +144,7 @@ class ReportInfo:
     channels: list[str] = field(default_factory=list)
     not_on_image: list[str] = field(default_factory=list)
     n_fp_candidates: int | None = None
+    channels_left_out: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         size = self.size_bytes
@@ -150,19 +167,38 @@ class ReportInfo:
                 text += f"; {_count(len(self.not_on_image), 'case')} on the empty background:\n  " + "\n  ".join(
                     self.not_on_image
                 )
+            if self.channels_left_out:
+                text += (
+                    f"\nChannels left out (the other channels drawn) in {_count(len(self.channels_left_out), 'case')}:"
+                    + "".join(f"\n  {line}" for line in self.channels_left_out)
+                )
         return text
 
 
 # ---------------------------------------------------------------- small helpers
 
 
-def _count(n: int, noun: str) -> str:
-    """``n`` and the noun, plural unless ``n == 1``.
+#: nouns of the page whose plural is not the noun and ``s``
+_PLURALS = {"is": "are", "has": "have", "was": "were"}
 
-    >>> _count(1, "case"), _count(3, "case")
-    ('1 case', '3 cases')
+
+def _noun(n: Any, noun: str) -> str:
+    """The noun as it goes with the count ``n``: singular for exactly 1, plural for any other count (0, 2, none).
+
+    >>> _noun(1, "case"), _noun(0, "case"), _noun(2.0, "lesion"), _noun(None, "case"), _noun(2, "has")
+    ('case', 'cases', 'lesions', 'cases', 'have')
     """
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    one = _number(n) == 1
+    return noun if one else _PLURALS.get(noun, noun + "s")
+
+
+def _count(n: Any, noun: str) -> str:
+    """``n`` and the noun, plural unless ``n == 1`` (``–`` for no number, as :func:`fmt` shows it).
+
+    >>> _count(1, "case"), _count(3, "case"), _count(0, "empty-GT case"), _count(None, "case")
+    ('1 case', '3 cases', '0 empty-GT cases', '– cases')
+    """
+    return f"{fmt(n)} {_noun(n, noun)}"
 
 
 def _number(value: Any) -> float | None:
@@ -376,57 +412,74 @@ class _ChannelRows:
     window: thumbnails.WindowSpec
 
 
-def _on_image(
-    grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str
-) -> tuple[list[_ChannelRows], str | None]:
+@dataclass
+class _Scan:
+    """What could be drawn of one case's scan: the channels cut for every thumbnail, the channels left out (each
+    ``(label, why)``), and why nothing is drawn on the scan (None when at least one channel is)."""
+
+    rows: list[_ChannelRows] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    note: str | None = None
+
+
+def _on_image(grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str) -> _Scan:
     """Every channel of a case's scan cut for the thumbnails of all its classes, one channel in memory at a
-    time, each read once; or why not. ``grid``: the GT's (:meth:`ccmetrics.report.data.CaseImages.grid`)."""
+    time, each read once. ``grid``: the GT's (:meth:`ccmetrics.report.data.CaseImages.grid`).
+
+    Each channel is drawn if it lies on the GT's grid, whatever the others do: a PET on another grid beside a CT on
+    the GT's leaves the CT drawn, and the PET is left out with the reason (``left_out``). A case without a scan, or
+    with no channel on the grid, is drawn on the empty background (``note`` says why).
+    """
     try:
         files = scans.folder.channels(case)
     except ValueError as exc:
-        return [], str(exc)
+        return _Scan(note=str(exc))
     if not files:
-        return [], f"no image found in {scans.folder.path} (looked for {scans.folder.expected(case)})"
-    rows: list[_ChannelRows] = []
-    problems: list[str] = []
+        return _Scan(note=f"no image found in {scans.folder.path} (looked for {scans.folder.expected(case)})")
+    scan = _Scan()
     for file in files:
         label = file.label(scans.names)
         named = f"{file.code} ({label})" if file.code and label != file.code else label
         channel, problem = data.read_channel(file, grid, label=named, tolerance_mm=scans.tolerance_mm)
-        if problem:
-            problems.append(problem)
-        elif channel is not None and not problems:  # one channel off the grid: none is drawn
+        if problem or channel is None:
+            scan.left_out.append((label, problem or f"channel {named} could not be read"))
+        else:
             cut = {key: geometry.with_image(g, channel.array) for key, g in geometries.items()}
-            rows.append(_ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
+            scan.rows.append(_ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
         channel = None  # only the slices are kept: the array goes before the next channel is read
-    if problems:
-        return [], "; ".join(problems)
-    return rows, None
+    if not scan.rows:  # no channel on the grid: the empty background, and why
+        return _Scan(note="; ".join(why for _, why in scan.left_out))
+    return scan
 
 
 def _geometries(images: data.CaseImages) -> dict[tuple, geometry.ThumbnailGeometry]:
     """The crop of every component of a case, keyed ``(kind, label)``: small arrays, kept without the masks."""
     geometries = {}
     for c in images.lesions + images.false_positives:
-        center = tuple(int(math.floor(x + 0.5)) for x in c.centroid)
-        box = geometry.crop_box(center, geometry.half_widths(c.extent_mm(images.spacing), images.spacing))
+        box = geometry.crop_box(c.center, geometry.half_widths(c.extent_mm(images.spacing), images.spacing))
         geometries[(c.kind, c.label)] = geometry.thumbnail_geometry(
-            center, box, images.gt, images.pred, images.regions, images.spacing, own_region=c.region
+            c.center, box, images.gt, images.pred, images.regions, images.spacing, own_region=c.region
         )
     return geometries
 
 
 def _thumbnails(
-    geometries: dict[tuple, geometry.ThumbnailGeometry], channels: Sequence[_ChannelRows], ndim: int, panel_px: int
+    geometries: dict[tuple, geometry.ThumbnailGeometry],
+    channels: Sequence[_ChannelRows],
+    ndim: int,
+    panel_px: int,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> dict[tuple, dict[str, Any]]:
     """The thumbnails of every component of a case, drawn on each of ``channels`` (the same keys cut from
     each) or on the empty background without one.
 
-    Each thumbnail is ``{"src", "caption", "rows"}``: ``rows`` holds one ``{"label", "src", "scale",
-    "low", "high"}`` per channel of the scan (one row with label None on the empty background), ``src``
-    is the first row's image.
+    Each thumbnail is ``{"src", "caption", "rows", "left_out"}``: ``rows`` holds one ``{"label", "src", "scale",
+    "low", "high"}`` per channel of the scan drawn (one row with label None on the empty background), ``src``
+    is the first row's image; ``left_out`` one ``{"label", "why"}`` per channel not drawn (on another grid, or
+    unreadable) beside channels that are.
     """
     renderer = thumbnails.Renderer(ndim, panel_px=panel_px)
+    missing = [{"label": label, "why": why} for label, why in left_out] if channels else []
     out = {}
     for key, g in geometries.items():
         rows: list[dict[str, str | None]] = []
@@ -445,7 +498,7 @@ def _thumbnails(
         if not rows:
             src = thumbnails.data_uri(renderer.render(g))
             rows.append({"label": None, "src": src, "scale": None, "low": None, "high": None})
-        out[key] = {"src": rows[0]["src"], "caption": thumbnails.caption(g), "rows": rows}
+        out[key] = {"src": rows[0]["src"], "caption": thumbnails.caption(g), "rows": rows, "left_out": missing}
     return out
 
 
@@ -486,29 +539,50 @@ def _drawn_case(
     merged = {(i, *key): g for i, p in enumerate(pending) for key, g in p.geometries.items()}
     grid = next((p.grid for p in pending if p.grid is not None), None)
     case = str(items[0][1][schema.CASE])
-    channels, note = ([], None) if scans is None or not merged else _on_image(grid, merged, scans, case)
+    scan = _Scan() if scans is None or not merged else _on_image(grid, merged, scans, case)
     out = {}
     for i, ((position, _, _), p) in enumerate(zip(items, pending)):
-        mine = [replace(c, geometries={key[1:]: g for key, g in c.geometries.items() if key[0] == i}) for c in channels]
-        thumbs = _thumbnails(p.geometries, mine, p.grid.array.ndim, panel_px) if p.geometries else {}
-        _attach(p.entry, thumbs, note, [c.label for c in channels])
+        mine = [
+            replace(c, geometries={key[1:]: g for key, g in c.geometries.items() if key[0] == i}) for c in scan.rows
+        ]
+        thumbs = _thumbnails(p.geometries, mine, p.grid.array.ndim, panel_px, scan.left_out) if p.geometries else {}
+        _attach(p.entry, thumbs, scan, [c.label for c in scan.rows])
         out[position] = p.entry
     return out
 
 
-def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], note: str | None, channels: list[str]) -> None:
-    """Put a case entry's thumbnails in place (each lesion's and false positive's ``thumb``)."""
+def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: _Scan, channels: list[str]) -> None:
+    """Put a case entry's thumbnails in place (each lesion's and false positive's ``thumb``), with the case's
+    ``image_note`` (nothing drawn on the scan, and why) or ``channel_note`` (the channels left out, and why)."""
     for lesion in entry["lesions"]:
         lesion["thumb"] = thumbs.get(("lesion", lesion["label"]))
     for fp in entry["false_positives"] or []:
         fp["thumb"] = thumbs.get(("false_positive", fp["label"]))
     channels = channels if thumbs else []
+    left_out = "; ".join(why for _, why in scan.left_out) if thumbs and channels and scan.left_out else None
     entry.update(
         drawn=bool(thumbs),
         on_image=bool(thumbs) and bool(channels),
         channels=channels,
-        image_note=note if thumbs else None,
+        image_note=scan.note if thumbs else None,
+        channel_note=left_out,
+        channels_left_out=[label for label, _ in scan.left_out] if left_out else [],
     )
+
+
+def _position(component: data.Component, images: data.CaseImages) -> dict[str, Any]:
+    """Where a lesion or false positive lies, as the page shows it (:class:`~ccmetrics.report.data.Position`):
+    ``mm`` (its centroid in RAS+ mm, as ``per_prediction.csv``'s ``centroid_x_mm`` ...; None without the affine),
+    ``mm_text``, ``voxel`` (the voxel the thumbnail's planes go through, 0-based ``i, j, k``), ``voxel_text`` and
+    ``one_based`` (that voxel counted from 1, as ITK-SNAP shows it)."""
+    where = data.position(component, images.affine)
+    return {
+        "mm": where.mm,
+        "mm_text": where.mm_text,
+        "voxel": where.voxel,
+        "voxel_text": where.voxel_text,
+        "one_based": where.one_based_text,
+    }
 
 
 def _class_title(row: pd.Series, class_value: Any) -> str:
@@ -544,6 +618,7 @@ def _case_entry(
     """A case's section without thumbnails (:func:`_attach` puts them in)."""
     case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     name = anchor(case, class_value, multi_class)
+    found = {c.label: c for c in images.lesions} if images is not None else {}
     lesions = []
     comp: Any  # a row of itertuples (its fields are not typed)
     for comp in comps.itertuples(index=False):
@@ -556,6 +631,7 @@ def _case_entry(
                 "volume": volume,
                 "detected": bool(comp.detected),
                 "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
+                "position": _position(found[k], images) if k in found and images is not None else None,
                 "thumb": None,
             }
         )
@@ -569,20 +645,27 @@ def _case_entry(
                 "volume": c.voxels * ml if unit == "ml" else c.voxels,
                 "region": c.region or None,
                 "voxels": c.voxels,
+                "position": _position(c, images),
                 "thumb": None,
             }
             for c in images.false_positives
         ]
-    metrics = [
-        {
-            "key": m,
-            "name": folder.label(m),
-            "standard": row.get(m),
-            "cc": row.get(schema.cc(m)),
-            "delta": row.get(f"delta_{m}"),
-        }
-        for m in folder.case_metrics
-    ]
+    distance_unit = "voxels" if unit == "voxels" else "mm"
+    metrics = []
+    for m in folder.case_metrics:
+        standard, cc = row.get(m), row.get(schema.cc(m))
+        metric_name = folder.label(m)
+        why = data.undefined_difference(standard, cc, metric_name, row.get(schema.WORST_DISTANCE), distance_unit)
+        metrics.append(
+            {
+                "key": m,
+                "name": metric_name,
+                "standard": standard,
+                "cc": cc,
+                "delta": row.get(f"delta_{m}"),
+                "delta_note": why,
+            }
+        )
     scores = [{"key": s, "name": folder.label(s), "value": row.get(s)} for s in folder.case_scores]
     return {
         "case": case,
@@ -603,6 +686,8 @@ def _case_entry(
         "on_image": False,
         "channels": [],
         "image_note": None,
+        "channel_note": None,
+        "channels_left_out": [],
         "metrics": metrics,
         "scores": scores,
         "lesions": lesions,
@@ -635,7 +720,10 @@ def build_model(
     ``empty_gt``, ``plots``, ``cases`` (in the order of the per-case sections: worst CC value of the
     primary metric first, failed cases last), ``finder`` (every lesion and false positive), ``primary``,
     ``metrics``, ``unit``, ``images`` (the scans' folder or None), ``image_notes`` (the drawn cases not
-    drawn on the scan, each with its ``image_note``), ``n_on_image``, ``channels``; with probability maps
+    drawn on the scan, each with its ``image_note``), ``channel_notes`` (the cases drawn on the scan with a channel
+    left out, each with its ``channel_note``), ``n_on_image``, ``channels``; each lesion and false positive of a case
+    whose images were read has its ``position`` (:func:`_position`), each case metric its ``delta_note`` (why its
+    difference is not shown, :func:`ccmetrics.report.data.undefined_difference`); with probability maps
     (``per_candidate.csv``): ``with_candidates`` True, each lesion's ``confidence`` (None: missed) and each
     case's ``fp_candidates`` (:func:`ccmetrics.report.detection.attach_candidates`), ``finder`` rows of kind
     ``fp_candidate``, and ``detection`` (the section of curves, :func:`ccmetrics.report.detection.section`;
@@ -736,6 +824,7 @@ def build_model(
         "is_distance": {m: folder.is_distance(m) for m in metrics},
         "images": str(scans.folder.path) if scans is not None else None,
         "image_notes": [c for c in cases if c["image_note"]],
+        "channel_notes": [c for c in cases if c["channel_note"]],
         "n_on_image": sum(c["on_image"] for c in cases),
         "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
         **maps,
@@ -802,6 +891,8 @@ def render_html(model: dict[str, Any]) -> str:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["fmt"] = fmt
+    env.filters["count"] = _count
+    env.filters["noun"] = _noun
     env.filters["sortval"] = sort_value
     env.globals["abs_sortval"] = lambda v: "" if (number := _number(v)) is None else sort_value(abs(number))
     style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
@@ -844,9 +935,11 @@ def write_report(
         Folder of the scans to draw the thumbnails on (default: none, the empty background). A case
         ``CASE`` has the channels ``CASE_0000``, ``CASE_0001``, ... (nnU-Net's naming; e.g. CT and PET),
         or the one channel ``CASE``, with any extension of :data:`ccmetrics.formats.io.IMAGE_EXTENSIONS`. Each
-        channel is one row of panels. Each channel must lie on its GT's voxel grid (shape, spacing,
-        origin and direction, checked as the evaluation checks a prediction): a case with a channel on
-        another grid, or without a scan, is drawn on the empty background with a note saying why.
+        channel is one row of panels. Each channel is drawn only where it lies on its GT's voxel grid (shape,
+        spacing, origin and direction, checked as the evaluation checks a prediction): a channel on another grid,
+        or unreadable, is left out with a note saying why (the case's other channels are drawn;
+        ``ReportInfo.channels_left_out``); a case without a scan, or none of whose channels lies on the grid, is
+        drawn on the empty background with a note saying why (``ReportInfo.not_on_image``).
     channel_names : sequence of str, optional
         Names of the channels in the order of their numbers (``["CT", "PET"]``); default: the codes
         (``0000``, ``0001``; ``image`` for a file named by the case id).
@@ -925,4 +1018,5 @@ def write_report(
         model["channels"],
         [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
         n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
+        channels_left_out=[f"{c['title']}: {c['channel_note']}" for c in model["channel_notes"]],
     )

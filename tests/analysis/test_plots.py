@@ -62,9 +62,9 @@ def test_import_does_not_load_matplotlib():
 def test_metric_vs_volume_log_x_and_missed_marked():
     fig = plots.plot_metric_vs_volume(components())
     ax = fig.axes[0]
-    assert ax.get_xscale() == "log" and "mm³" in ax.get_xlabel()
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "lesion volume (ml, log scale)"  # ml, as everywhere else
     detected, missed = (c.get_offsets() for c in ax.collections[:2])
-    assert sorted(detected[:, 0]) == [50.0, 500.0, 5000.0, 20000.0] and sorted(missed[:, 0]) == [60.0, 80.0]
+    assert sorted(detected[:, 0]) == [0.05, 0.5, 5.0, 20.0] and sorted(missed[:, 0]) == [0.06, 0.08]
     assert list(missed[:, 1]) == [0.0, 0.0]
     labels = ax.get_legend_handles_labels()[1]
     assert "missed (2)" in labels and any(lbl.startswith("volume-weighted mean") for lbl in labels)
@@ -85,7 +85,7 @@ def test_standard_vs_cc_excludes_error_empty_and_non_finite():
     xy = points(ax)
     assert sorted(map(tuple, xy)) == [(0.6, 0.65), (0.7, 0.3), (0.8, 0.8), (0.9, 0.5)]
     title = " ".join(ax.get_title().split())
-    assert "n = 4 cases with lesions; 1 empty-GT cases not shown; 1 error row skipped" in title
+    assert "n = 4 cases with lesions; 1 empty-GT case not shown; 1 error row skipped" in title
     identity = ax.lines[0].get_xydata()
     assert identity[0, 0] == identity[0, 1] <= 0.3 and identity[1, 0] == identity[1, 1] >= 0.9
     assert ax.get_xlim() == ax.get_ylim() and ax.get_aspect() == 1.0
@@ -111,7 +111,7 @@ def test_case_distribution_groups_and_counts():
     assert [t.get_text() for t in overlap.get_xticklabels()] == ["dice", "cc_dice"]
     assert [t.get_text() for t in distance.get_xticklabels()] == ["hd95", "cc_hd95"]
     assert len(points(overlap)) == 8 and len(points(distance)) == 7  # 4 usable cases, one inf hd95
-    assert "n = 4 cases with lesions; 1 empty-GT cases not shown" in fig.get_suptitle()
+    assert "n = 4 cases with lesions; 1 empty-GT case not shown" in fig.get_suptitle()
     fig = plots.plot_case_distribution(cases(), ["cc_dice"])
     assert len(fig.axes) == 1 and len(points(fig.axes[0])) == 4
 
@@ -200,3 +200,88 @@ def test_empty_prediction_distance_plotted_at_the_worst_distance():
     points = fig.axes[0].collections[0].get_offsets()
     assert np.asarray(points).tolist() == [[3.0, 4.0], [50.0, 50.0]]
     assert "dropped" not in fig.axes[0].get_title()
+
+
+# ---------------------------------------------------------------- issue 30: units, counts and legends
+
+
+def test_volume_axes_are_in_ml_with_plain_tick_labels():
+    """Issue 30: the metric-vs-volume plot was in mm³, every other volume of the summary and report in ml."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    table = components((800.0, 1500.0, 4000.0, 9000.0, 22000.0, 45000.0))
+    ax = plots.plot_metric_vs_volume(table).axes[0]
+    assert "mm" not in ax.get_xlabel() and "ml" in ax.get_xlabel()
+    assert sorted(points(ax)[:, 0]) == pytest.approx(table["volume_mm3"].to_numpy() / 1000)
+    FigureCanvasAgg(ax.figure).draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and 0.8 <= t.get_position()[0] <= 45]
+    assert labels == ["1", "10"]  # 1 ml and 10 ml, not 10^0 and 10^1
+    ax = plots.plot_detection_by_size(table).axes[0]
+    assert ax.get_xlabel() == "lesion size (ml)"
+
+
+def test_counts_take_the_singular_for_one():
+    """Issue 30: "1 empty-GT cases"."""
+    one = cases().iloc[[0, 5]]  # a case with lesions and an empty-GT case
+    ax = plots.plot_standard_vs_cc(one).axes[0]
+    title = " ".join(ax.get_title().split())
+    assert "n = 1 case with lesions; 1 empty-GT case not shown" in title and "cases" not in title
+    fig = plots.plot_case_distribution(one)
+    assert "n = 1 case with lesions; 1 empty-GT case not shown" in " ".join(fig.get_suptitle().split())
+    assert plots._caption(2, 0, 1, 1) == "n = 2 cases with lesions; 1 error row skipped; 1 non-finite value dropped"
+    ax = plots.plot_metric_vs_volume(components((500.0,), (1,))).axes[0]
+    assert ax.get_title().endswith("\n1 lesion")
+    ax = plots.plot_detection_by_size(components((500.0,), (1,))).axes[0]
+    assert ax.get_title() == "Lesion detection by size (1 lesion)"
+
+
+def test_nothing_to_show_draws_no_legend_and_warns_nothing():
+    """Issue 30: matplotlib's "No artists with labels found to put in legend" leaked out."""
+    import warnings
+
+    failed = cases().assign(status="error")
+    no_lesions = cases().assign(empty_gt=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for table in (failed, no_lesions):
+            ax = plots.plot_standard_vs_cc(table, "dice").axes[0]
+            assert ax.get_legend() is None and len(points(ax)) == 0
+        ax = plots.plot_standard_vs_cc(cases(), "dice").axes[0]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["identity (CC = standard)"]
+        ax = plots.plot_metric_vs_volume(components().assign(dice=np.nan)).axes[0]
+        assert ax.get_legend() is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["classes", "every_case_failed"])
+def test_evaluate_writes_its_plots_without_a_warning(tmp_path, run):
+    """Issue 30: ``ccmetrics evaluate --classes 1,2`` (class 2 absent: every case an empty GT) and a run whose every
+    case failed printed matplotlib's legend warning; the real command, warnings made errors."""
+    import shutil
+    import warnings
+    from pathlib import Path
+
+    from ccmetrics.cli import main
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "data"
+    gt, pred, extra = examples / "gt", examples / "pred", ["--classes", "1,2"]
+    if run == "every_case_failed":
+        gt, pred, extra = tmp_path / "gt", tmp_path / "pred", []
+        gt.mkdir()
+        pred.mkdir()
+        for name in ("case_001.nii.gz", "case_002.nii.gz"):
+            shutil.copy(examples / "gt" / name, gt / name)
+            (pred / name).write_bytes(b"not an image")  # each case fails to read
+    out = tmp_path / "results"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(["evaluate", str(gt), str(pred), "--out", str(out), "--metrics", "dice,hd95", "--quiet", *extra])
+    assert code == (0 if run == "classes" else 1)  # 1: a case failed
+    per_case = pd.read_csv(out / "per_case.csv")
+    written = sorted(p.name for p in (out / "plots").glob("*.png"))
+    if run == "classes":
+        assert set(per_case["class"]) == {1, 2} and per_case.loc[per_case["class"] == 2, "empty_gt"].all()
+        assert "standard_vs_cc_dice_class2.png" in written and "case_distribution_class2.png" in written
+    else:
+        assert (per_case["status"] == "error").all() and len(per_case) == 2
+        assert written == ["case_distribution.png", "standard_vs_cc_dice.png", "standard_vs_cc_hd95.png"]

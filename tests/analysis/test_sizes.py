@@ -68,7 +68,8 @@ def test_dataset_size_table_and_cli(tmp_path):
         assert row["false_positives"] == ((fp_ml >= low) & (fp_ml < high)).sum()
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ccmetrics", "evaluate", str(EXAMPLES / "gt"), str(EXAMPLES / "pred")]
-    cmd += ["--out", str(out), "--metrics", "dice,detection", "--size-bins", "0.5,2", "--quiet", "--no-plots"]
+    cmd += ["--out", str(out), "--metrics", "dice,detection", "--size-bins", "0.5,2", "--no-plots"]  # not --quiet:
+    # the summary, this table included, is what --quiet leaves out
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "Detection by lesion size" in run.stdout and "0.5–2 ml" in run.stdout

@@ -75,7 +75,7 @@ def test_cli_metadata_group_by(tmp_path):
     meta.write_text(META)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ccmetrics", "evaluate", str(EXAMPLES / "gt"), str(EXAMPLES / "pred")]
-    cmd += ["--out", str(out), "--metrics", "dice", "--bootstrap", "100", "--quiet"]
+    cmd += ["--out", str(out), "--metrics", "dice", "--bootstrap", "100"]  # not --quiet: it leaves out the summary
     run = subprocess.run([*cmd, "--metadata", str(meta), "--group-by", "scanner"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "Summary by scanner" in run.stdout and MISSING_GROUP in run.stdout

@@ -108,3 +108,13 @@ def test_candidates_without_maps_names_the_option(label_maps, capsys):
     )
     assert code == 2
     assert "give the maps too (--probabilities DIR; probabilities= in Python)" in capsys.readouterr().err
+
+
+def test_one_case_is_one_case(label_maps, capsys):
+    one = label_maps / "one"
+    one.mkdir()
+    (one / "c2.nii.gz").write_bytes((label_maps / "gt" / "c2.nii.gz").read_bytes())
+    code, printed = _evaluate(capsys, one, one, "--out", label_maps / "o1")
+    assert code == 0 and printed.startswith("1 case in ") and ": 1 evaluated (0 flagged), 0 failed;" in printed
+    code = main(["evaluate", str(one), str(one), "--out", str(label_maps / "o2"), "--metrics", "dice", "--quiet"])
+    assert code == 0 and capsys.readouterr().out.startswith("1 case in ")

@@ -229,6 +229,142 @@ def test_detection_by_size_caption_states_the_data(example_report, example_resul
     assert "missed more often" not in html
 
 
+# ---------------------------------------------------------------- issue 30: positions, counts, ∞
+
+
+def oblique_folders(root):
+    """The case of :func:`synthetic_folders` written with nibabel on a coronal grid (j runs inferior-superior, k
+    anterior-posterior, i right to left) with an origin far from 0: an affine no diagonal guess reproduces."""
+    import nibabel as nib
+
+    affine = np.array([[-2.0, 0, 0, 90.0], [0, 0, 3.0, -40.0], [0, 2.0, 0, -100.0], [0, 0, 0, 1]])
+    gt_dir, pred_dir = synthetic_folders(root)
+    for folder in (gt_dir, pred_dir):
+        array = np.asarray(nib.load(folder / "case_a.nii.gz").dataobj)
+        nib.Nifti1Image(array.astype(np.uint8), affine).to_filename(folder / "case_a.nii.gz")
+    return gt_dir, pred_dir, affine
+
+
+def position_of(html, row_id):
+    """(data-ras as floats, data-voxel as ints, the text) of the position under a row's thumbnail."""
+    row = html[html.index(f'<tr id="{row_id}"') :]
+    row = row[: row.index("</tr>")]
+    match = re.search(
+        r'<span class="position" data-voxel="([^"]*)" data-ras="([^"]*)">(.*?)</span>\)</span>', row, re.S
+    )
+    text = " ".join(re.sub(r"<[^>]+>", "", match.group(3) + ")").split())
+    return [float(v) for v in match.group(2).split()], [int(v) for v in match.group(1).split()], unescape(text)
+
+
+def test_each_lesion_and_false_positive_has_its_position_in_mm_and_in_voxels(tmp_path):
+    """Issue 30: positions were array indices only. The centroid in RAS mm, computed here from the file's affine
+    with nibabel, equals the page's; a false positive's equals per_prediction.csv's centroid_x_mm ...; the voxel is
+    the centroid rounded, 0-based and (ITK-SNAP) 1-based."""
+    import nibabel as nib
+    from scipy import ndimage
+
+    gt_dir, pred_dir, affine = oblique_folders(tmp_path / "data")
+    result = evaluate_folder(gt_dir, pred_dir, tmp_path / "results")
+    write_report(result, tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    gt = np.asarray(nib.load(gt_dir / "case_a.nii.gz").dataobj) > 0
+    assert np.array_equal(nib.load(gt_dir / "case_a.nii.gz").affine, affine)
+    labels, n = ndimage.label(gt, np.ones((3, 3, 3)))
+    assert n == 2
+    for k in (1, 2):
+        centroid = np.argwhere(labels == k).mean(0)
+        mm = nib.affines.apply_affine(affine, centroid)
+        ras, voxel, text = position_of(html, f"case-case_a-lesion-{k}")
+        assert ras == pytest.approx(mm.tolist(), abs=1e-9)
+        assert voxel == [int(np.floor(c + 0.5)) for c in centroid]
+        shown = ", ".join(f"{a} {v:.1f}".replace("-", "−") for a, v in zip("xyz", mm))
+        one_based = ", ".join(str(v + 1) for v in voxel)
+        assert text == (
+            f"centroid {shown} mm (RAS) · voxel i {voxel[0]}, j {voxel[1]}, k {voxel[2]} (ITK-SNAP {one_based})"
+        )
+    # lesion 2, gt[34:37, 30:33, 12:15]: centroid voxel (35, 31, 13), at x = -2 * 35 + 90, y = 3 * 13 - 40, ...
+    assert position_of(html, "case-case_a-lesion-2")[2] == (
+        "centroid x 20.0, y −1.0, z −38.0 mm (RAS) · voxel i 35, j 31, k 13 (ITK-SNAP 36, 32, 14)"
+    )
+    predictions = pd.read_csv(result / "per_prediction.csv")
+    (fp,) = predictions[predictions["outcome"] == "fp"].itertuples()
+    ras, voxel, _ = position_of(html, f"case-case_a-fp-{fp.prediction}")
+    assert ras == pytest.approx([fp.centroid_x_mm, fp.centroid_y_mm, fp.centroid_z_mm], abs=1e-9)
+    assert voxel == [int(np.floor(c + 0.5)) for c in (fp.centroid_i, fp.centroid_j, fp.centroid_k)]
+    assert "3D Slicer" in html and "ITK-SNAP" in html and "RAS+ mm" in html  # the page says what the numbers are
+
+
+def test_a_lesion_not_drawn_still_shows_its_position(example_result, tmp_path):
+    out = tmp_path / "one.html"
+    write_report(example_result, out, max_cases=1)
+    html = out.read_text()
+    assert html.count('<span class="where-only">') == 28 + 5 - html.count('<figure class="thumb">')
+    assert html.count('<span class="position"') == 33  # every lesion and false positive
+
+
+def visible_text(html):
+    return unescape(
+        " ".join(re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)>.*?</\1>", "", html, flags=re.S)).split())
+    )
+
+
+#: "1 cases", "1 empty-GT cases", "1 false-positive candidates": a count of one with a plural noun
+SINGULAR_AS_PLURAL = re.compile(r"(?<![\d.,−-])1 (?:[\w-]+ )?(case|lesion|candidate|threshold|image|row|value)s\b")
+
+
+def test_one_of_anything_is_singular_on_the_page(tmp_path, example_result):
+    """Issue 30: "1 empty-GT cases". A one-case folder, one case drawn, one unreadable: no "1 ...s" anywhere."""
+    result = evaluate_folder(*synthetic_folders(tmp_path / "data"), tmp_path / "results")
+    out = tmp_path / "one.html"
+    info = write_report(result, out, max_cases=1)
+    html = out.read_text()
+    assert '<strong data-count="cases">1</strong> case</li>' in html
+    assert "Thumbnails are drawn for at most 1 case, the worst first" in visible_text(html)
+    assert "1 case, thumbnails for 1 (3 images), 2 lesions, 1 false positive" in str(info)
+    texts = [visible_text(html)]
+    write_report(example_result, tmp_path / "example.html", max_cases=1)
+    example = visible_text((tmp_path / "example.html").read_text())
+    assert "No thumbnails for this case (only the worst case is drawn)." in example
+    assert "1 case with an empty GT" in example
+    texts.append(example)
+    shutil.rmtree(tmp_path / "data")  # the images are gone: one case could not be read
+    write_report(result, tmp_path / "unreadable.html")
+    texts.append(visible_text((tmp_path / "unreadable.html").read_text()))
+    assert "Images that could not be read (1 case)" in texts[-1]
+    for text in texts:
+        assert not SINGULAR_AS_PLURAL.search(text), SINGULAR_AS_PLURAL.search(text).group(0)
+
+
+def test_a_difference_with_infinity_is_not_zero(example_report, example_result):
+    """Issue 30: case_005 (no prediction) showed HD95 ∞, CC-HD95 307.3 and a difference of 0."""
+    html = example_report[0].read_text()
+    per_case = pd.read_csv(example_result / "per_case.csv").set_index("case")
+    assert math.isinf(per_case.loc["case_005", "hd95"]) and math.isfinite(per_case.loc["case_005", "cc_hd95"])
+    section = html[html.index('<details id="case-case_005"') :]
+    section = section[: section.index("</details>")]
+    rows = {
+        name: [unescape(v) for v in re.findall(r"<td[^>]*>([^<]*)</td>", cells)]
+        for name, cells in re.findall(r"<tr><th>([^<]*)</th>(.*?)</tr>", section)
+    }
+    assert rows["standard (global)"] == ["0", "0", "∞"]
+    assert rows["CC (mean over lesions)"] == ["0", "0", "307.3"]
+    assert rows["standard − CC"] == ["0", "0", "–"]  # Dice, NSD, HD95: no 0 for ∞ − 307.3
+    worst = page.fmt(per_case.loc["case_005", "worst_distance"])
+    note = visible_text(section[section.index('<p class="muted delta-note"') :])
+    assert note.startswith(
+        "“–” for HD95: HD95 is ∞ (the GT or the prediction is empty: no surface to measure from), and ∞ minus a "
+        "number is no number: no difference is shown. In the data-set means this ∞ counts as the case's worst "
+        f"distance, {worst} mm."
+    )
+    # the ranked table: the same –, undefined (empty data-value), its reason on hover
+    row = re.search(r'<tr data-text="case_005".*?</tr>', html, re.S).group(0)
+    cell = re.search(r'<td class="num undefined" data-value="" data-sort="" title="([^"]*)">–</td>', row)
+    assert cell and unescape(cell.group(1)).startswith("HD95 is ∞")
+    assert data.with_differences(per_case.reset_index(), ["hd95"])["delta_hd95"].isna().tolist() == [
+        not math.isfinite(v) for v in per_case["hd95"]
+    ]
+
+
 # ---------------------------------------------------------------- in the browser
 
 
@@ -324,6 +460,26 @@ def test_browser_thumbnails_load_and_no_console_errors(driver, tmp_path):
     assert errors == []
     shot = tmp_path / "report.png"
     assert driver.save_screenshot(str(shot)) and shot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_browser_case_table_fits_1400_px(driver):
+    """Issue 30: the ranked cases were cut off with a horizontal scroll at 1400 px (README's metrics: 21 columns)."""
+    driver.set_window_size(1400, 900)
+    try:
+        assert driver.execute_script("return window.innerWidth") == 1400
+        width = driver.execute_script(
+            """
+            const table = document.getElementById('case-table'), box = table.parentElement;
+            const right = Math.max(...[...table.tHead.rows[0].cells].map(c => c.getBoundingClientRect().right));
+            return [box.scrollWidth, box.clientWidth, table.offsetWidth, table.tHead.rows[0].cells.length, right,
+                    box.getBoundingClientRect().right, document.documentElement.scrollWidth];
+            """
+        )
+        scroll, client, table, columns, right, box_right, page_width = width
+        assert columns == 21 and scroll <= client and table <= client and right <= box_right
+        assert page_width <= 1400  # nor does the page scroll sideways
+    finally:
+        driver.set_window_size(1200, 900)
 
 
 def save_screenshot(out, case="case-case_002"):

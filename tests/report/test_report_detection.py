@@ -342,3 +342,40 @@ def test_browser_shows_the_section_and_sorts_by_confidence(report, tmp_path):
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+def visible_text(html):
+    return html_lib.unescape(
+        " ".join(re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)>.*?</\1>", "", html, flags=re.S)).split())
+    )
+
+
+#: "1 cases", "1 empty-GT cases", "1 false-positive candidates": a count of one with a plural noun
+SINGULAR_AS_PLURAL = re.compile(r"(?<![\d.,−-])1 (?:[\w-]+ )?(?:case|lesion|candidate|threshold|image|row|value)s\b")
+
+
+def test_counts_of_one_are_singular(report, result):
+    """Issue 30 ("1 empty-GT cases"): every count phrase of the page, detection section included, takes the singular
+    for one: on this data set (one missed lesion, one case without lesions), and with every count of the detection
+    section set to one."""
+    _, _, html = report
+    assert re.search(r"(?<![\d.,−-])1 (?:[\w-]+ )?(case|lesion|candidate)\b", visible_text(html))
+    assert SINGULAR_AS_PLURAL.findall(visible_text(html)) == []
+    model = page.build_model(result)
+    (d,) = model["detection"]
+    for key in ("n_cases", "n_positive_cases", "n_lesions", "n_true_positives", "n_false_positives"):
+        d[key] = 1
+    d["calibration"].update(n_cases=1, n_candidates=1, n_lesion_candidates=1)
+    d["thresholds"].update(n_cases=1, n_thresholds=1)
+    section = visible_text(section_html(page.render_html(model)))
+    for phrase in (
+        "1 GT lesion in 1 case with lesions",
+        "1 lesion (100%) matched to a candidate, 1 false-positive candidate (1 per case)",
+        "Calibration over 1 case:",
+        "1 candidate of mean confidence",
+        "1 threshold from",
+        "mean over 1 case with lesions:",
+        "the fraction of 1 lesion found against the false-positive candidates per case (1 case)",
+    ):
+        assert phrase in section, phrase
+    assert SINGULAR_AS_PLURAL.findall(section) == []

@@ -238,7 +238,8 @@ def test_channel_discovery(tmp_path):
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    """Four identical cases evaluated once: a and b get a scan on the GT's grid, c's PET is off it, d has none."""
+    """Four identical cases evaluated once: a and b get a scan on the GT's grid, c's PET is off it (its CT on it),
+    d has none."""
     root = tmp_path_factory.mktemp("scans")
     gt_dir, pred_dir, image_dir = write_cases(
         root, {"case_a": "ok", "case_b": "ok", "case_c": "spacing", "case_d": None}
@@ -267,7 +268,10 @@ def test_thumbnails_get_one_row_per_channel_with_its_window(result):
         # PET: from 0 to the maximum within each crop
         assert thumbs[1]["rows"][1]["scale"] == "0–12.3" and thumbs[2]["rows"][1]["scale"] == "0–6"
         assert fp["rows"][1]["scale"] == "0–1"  # the false positive's crop holds neither lesion
-    assert model["channels"] == ["CT", "PET"] and model["n_on_image"] == 2
+    assert model["channels"] == ["CT", "PET"] and model["n_on_image"] == 3  # case_c on its CT
+    c = cases["case_c"]
+    assert c["on_image"] and c["channels"] == ["CT"] and c["channels_left_out"] == ["PET"]
+    assert c["image_note"] is None and c["channel_note"].startswith("channel 0001 (PET): spacing differs")
     # a window asked for, by channel name
     lung = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"], window={"CT": "-600/1500"})
     assert by_case(lung)["case_a"]["lesions"][0]["thumb"]["rows"][0]["scale"] == "L −600 W 1500"
@@ -281,34 +285,81 @@ def test_thumbnails_get_one_row_per_channel_with_its_window(result):
         ("shape", "channel 0001 (PET): shape differs: gt (48, 48, 24), image (24, 24, 24)"),
     ],
 )
-def test_scan_on_another_grid_is_not_drawn_and_is_counted(tmp_path, how, why):
+def test_a_channel_on_another_grid_is_left_out_and_the_others_drawn(tmp_path, how, why):
+    """Issue 30: a PET on another grid drew the whole case on the empty background although its CT was fine."""
     gt_dir, pred_dir, image_dir = write_cases(tmp_path, {"case_a": "ok", "case_b": how})
     folder = evaluate(gt_dir, pred_dir, tmp_path / "results")
     out = tmp_path / "report.html"
     info = write_report(folder, out, images=image_dir, channel_names=["CT", "PET"])
-    assert (info.n_on_image, info.channels, info.images) == (1, ["CT", "PET"], image_dir)
-    assert info.not_on_image == [f"case_b: {why}"]
-    assert f"1 case on the empty background:\n  case_b: {why}" in str(info)
+    assert (info.n_on_image, info.channels, info.images) == (2, ["CT", "PET"], image_dir)
+    assert info.not_on_image == [] and info.channels_left_out == [f"case_b: {why}"]
+    assert f"Channels left out (the other channels drawn) in 1 case:\n  case_b: {why}" in str(info)
+    assert "on the empty background" not in str(info)
     model = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])
-    b = by_case(model)["case_b"]
-    assert not b["on_image"] and b["image_note"] == why and b["channels"] == []
-    for item in b["lesions"] + b["false_positives"]:  # the CT is on the grid, but the case falls back whole
-        assert [r["label"] for r in item["thumb"]["rows"]] == [None]
+    a, b = by_case(model)["case_a"], by_case(model)["case_b"]
+    assert b["on_image"] and b["channels"] == ["CT"] and b["image_note"] is None
+    assert b["channel_note"] == why and b["channels_left_out"] == ["PET"]
+    for item, same in zip(b["lesions"] + b["false_positives"], a["lesions"] + a["false_positives"]):
+        thumb = item["thumb"]
+        assert [r["label"] for r in thumb["rows"]] == ["CT"] and thumb["left_out"] == [{"label": "PET", "why": why}]
+        assert thumb["rows"][0] == same["thumb"]["rows"][0]  # the CT drawn as in a case whose PET is on the grid
     html = out.read_text()
+    assert html.count('class="warning channel-note"') == 1 and 'class="warning image-note"' not in html
+    assert f"Channel PET left out (drawn: CT): {why}" in html and 'id="channel-notes"' in html
+    assert html.count('<div class="thumb-row" data-channel="PET">') == 3  # case_a only
+    assert html.count('<div class="thumb-row" data-channel="CT">') == 6  # both cases
+    assert html.count('<div class="thumb-left-out" data-channel="PET"') == 3  # case_b's lesions and false positive
+
+
+def test_a_pet_written_by_nibabel_on_another_grid_leaves_the_ct_drawn(tmp_path):
+    """The PET of a case written with nibabel, one voxel larger along k than the GT: only the PET is left out."""
+    import nibabel as nib
+
+    gt_dir, pred_dir, image_dir = write_cases(tmp_path, {"case_a": "ok"})
+    _, pet = scans(masks()[0])
+    other = np.concatenate([pet, pet[:, :, -1:]], axis=2)  # 25 slices
+    nib.Nifti1Image(other, AFFINE).to_filename(image_dir / "case_a_0001.nii.gz")
+    folder = evaluate(gt_dir, pred_dir, tmp_path / "results")
+    info = write_report(folder, tmp_path / "report.html", images=image_dir, channel_names=["CT", "PET"])
+    why = "channel 0001 (PET): shape differs: gt (48, 48, 24), image (48, 48, 25)"
+    assert info.n_on_image == 1 and info.not_on_image == [] and info.channels_left_out == [f"case_a: {why}"]
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<div class="thumb-row" data-channel="CT">') == 3 and 'data-channel="PET">' not in html
+    assert html.count(f'<div class="thumb-left-out" data-channel="PET" title="{why}">') == 3
+
+
+def test_no_channel_on_the_grid_falls_back_whole(tmp_path):
+    """When every channel lies off the GT's grid the case is drawn on the empty background, each channel's reason
+    given."""
+    gt_dir, pred_dir, image_dir = write_cases(tmp_path, {"case_a": "ok", "case_b": "origin"})
+    ct, _ = scans(masks()[0])
+    shifted = AFFINE.copy()
+    shifted[2, 3] += 6.0
+    save_image(image_dir / "case_b_0000.nii.gz", ct, like=Image(ct, SPACING, shifted))
+    folder = evaluate(gt_dir, pred_dir, tmp_path / "results")
+    info = write_report(folder, tmp_path / "report.html", images=image_dir, channel_names=["CT", "PET"])
+    origin = "origin differs: gt (-48.0, -48.0, -36.0) mm, image (-48.0, -48.0, -30.0) mm"
+    why = f"channel 0000 (CT): {origin}; channel 0001 (PET): {origin}"
+    assert info.n_on_image == 1 and info.not_on_image == [f"case_b: {why}"] and info.channels_left_out == []
+    assert f"1 case on the empty background:\n  case_b: {why}" in str(info)
+    b = by_case(page.build_model(folder, images=image_dir, channel_names=["CT", "PET"]))["case_b"]
+    assert not b["on_image"] and b["image_note"] == why and b["channels"] == [] and b["channel_note"] is None
+    for item in b["lesions"] + b["false_positives"]:
+        assert [r["label"] for r in item["thumb"]["rows"]] == [None] and item["thumb"]["left_out"] == []
+    html = (tmp_path / "report.html").read_text()
     assert html.count('class="warning image-note"') == 1 and f"Not drawn on the image: {why}" in html
-    assert 'id="image-notes"' in html and html.count('<div class="thumb-row" data-channel="PET">') == 3
 
 
 def test_case_without_a_scan_falls_back_with_a_note(result, tmp_path):
     folder, image_dir = result
     info = write_report(folder, tmp_path / "report.html", images=image_dir)
-    assert info.n_on_image == 2 and info.channels == ["0000", "0001"]
-    assert len(info.not_on_image) == 2
-    assert info.not_on_image[1] == (
+    assert info.n_on_image == 3 and info.channels == ["0000", "0001"]
+    assert info.not_on_image == [
         f"case_d: no image found in {image_dir} "
         "(looked for case_d_0000.nii.gz, case_d_0001.nii.gz, ... or case_d.nii.gz)"
-    )
-    assert info.not_on_image[0].startswith("case_c: channel 0001: spacing differs")
+    ]
+    assert len(info.channels_left_out) == 1  # case_c: drawn on its CT, its PET left out
+    assert info.channels_left_out[0].startswith("case_c: channel 0001: spacing differs")
     # without --images nothing changes: one plain thumbnail per component, no note
     plain = page.build_model(folder)
     assert plain["images"] is None and not plain["image_notes"] and plain["n_on_image"] == 0
@@ -354,7 +405,8 @@ def test_cli_refuses_a_missing_image_folder_and_bad_options(result, tmp_path, ca
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert f"Thumbnails drawn on the images in {image_dir}: 2 cases (channels 0000, 0001); 2 cases on" in printed
+    assert f"Thumbnails drawn on the images in {image_dir}: 3 cases (channels 0000, 0001); 1 case on" in printed
+    assert "Channels left out (the other channels drawn) in 1 case:\n  case_c: channel 0001: spacing differs" in printed
     assert "L −600 W 1500" in out.read_text()
 
 
@@ -375,13 +427,14 @@ def test_browser_shows_channel_rows_scales_and_the_geometry_note(tmp_path):
     assert (
         "Thumbnails drawn on the images in" in done.stdout
         and "case_b: channel 0001 (PET): origin differs" in done.stdout
+        and "Channels left out" in done.stdout
     )
 
     d = browser(tmp_path)
     try:
         d.get(out.as_uri())
         d.find_element("id", "expand-all").click()
-        assert d.find_element("css selector", '[data-count="on_image"]').text == "1"
+        assert d.find_element("css selector", '[data-count="on_image"]').text == "2"
         # case_a: every lesion and false positive has a CT row and a PET row, each with its scale
         for row_id in ("case-case_a-lesion-1", "case-case_a-lesion-2", "case-case_a-fp-2"):
             rows = d.find_elements("css selector", f"#{row_id} .thumb-row")
@@ -393,17 +446,19 @@ def test_browser_shows_channel_rows_scales_and_the_geometry_note(tmp_path):
         assert (
             d.find_element("css selector", '#case-case_a-lesion-2 .thumb-row[data-channel="PET"] .scale').text == "0–6"
         )
-        # case_b: its PET lies two slices off: the note says so, the thumbnails are on the empty background
-        note = d.find_element("css selector", "#case-case_b .image-note")
-        assert note.is_displayed()
-        assert note.text == (
-            "Not drawn on the image: channel 0001 (PET): origin differs: gt (-48.0, -48.0, -36.0) mm, "
-            "image (-48.0, -48.0, -30.0) mm"
-        )
-        assert d.find_elements("css selector", "#case-case_b .thumb-row") == []
-        assert len(d.find_elements("css selector", "#case-case_b img.thumb")) == 3
-        summary = d.find_element("id", "image-notes")
+        # case_b: its PET lies two slices off: the note says so, the thumbnails are on its CT alone
+        why = "channel 0001 (PET): origin differs: gt (-48.0, -48.0, -36.0) mm, image (-48.0, -48.0, -30.0) mm"
+        note = d.find_element("css selector", "#case-case_b .channel-note")
+        assert note.is_displayed() and note.text == f"Channel PET left out (drawn: CT): {why}"
+        assert d.find_elements("css selector", "#case-case_b .image-note") == []
+        rows = d.find_elements("css selector", "#case-case_b .thumb-row")
+        assert len(rows) == 3 and {r.get_attribute("data-channel") for r in rows} == {"CT"}
+        assert all(r.find_element("css selector", "img.thumb").get_attribute("naturalWidth") != "0" for r in rows)
+        left_out = d.find_elements("css selector", "#case-case_b .thumb-left-out")
+        assert len(left_out) == 3 and all(e.is_displayed() and e.text == f"PET not drawn: {why}" for e in left_out)
+        summary = d.find_element("id", "channel-notes")
         assert "case_b" in summary.text and "origin differs" in summary.text
+        assert d.find_elements("id", "image-notes") == []
         images = d.execute_script("return [...document.images].map(i => [i.complete, i.naturalWidth]);")
         assert all(complete and width > 0 for complete, width in images)
         assert [e for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
