@@ -1,6 +1,8 @@
 """Every code block of the README and the documentation runs, and prints what the page shows.
 
-For each page, in order, in a scratch folder holding a copy of ``examples/`` (the paths the pages use):
+The pages run in order (the README, the documentation pages, CONTRIBUTING.md) in one scratch folder holding a
+copy of ``examples/`` (the paths the pages use), as a reader who follows them top to bottom; afterwards every
+file they wrote must be in ``.gitignore``. In each page:
 
 * a ``python`` block runs in a fresh interpreter; a run of comment lines (``# ...``) right after a top-level
   ``print(...)`` is everything the block printed since the previous such run (a note ``<- ...`` at the end of
@@ -117,9 +119,55 @@ def test_shown_output_finds_every_run_after_a_print():
     assert out == f"1\n{SHOWN}\n2\n{SHOWN}\n"
 
 
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory) -> dict:
+    """One folder for every page, as a reader has it: a copy of ``examples/``, then what each page wrote."""
+    folder = tmp_path_factory.mktemp("reader")
+    shutil.copytree(ROOT / "examples", folder / "examples")
+    return {"folder": folder, "ran": []}
+
+
+def _run_in_order(page: Path, reader: dict) -> None:
+    """Run every page before ``page`` that has not run yet, then ``page``, in the reader's one folder."""
+    for earlier in PAGES[: PAGES.index(page) + 1]:
+        if earlier not in reader["ran"]:
+            reader["ran"].append(earlier)  # once, even if it fails: the later pages then fail as a reader's would
+            run_page(earlier, reader["folder"])
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_block_of_the_page_runs(page, tmp_path):
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+def test_every_block_of_the_page_runs(page, reader):
+    """The pages run in order (README first) in one folder: each page after the ones before it, as a reader who
+    follows them top to bottom meets them (a page whose command collides with an earlier page's output fails)."""
+    _run_in_order(page, reader)
+
+
+def test_the_pages_leave_only_ignored_files(reader):
+    """What the pages write is in ``.gitignore``: after running them all, ``git status`` of a clone stays clean."""
+    _run_in_order(PAGES[-1], reader)
+    folder = reader["folder"]
+    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "examples").rglob("*") if p.is_file()}
+    written = sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.relative_to(folder).as_posix() not in shipped and "__pycache__" not in p.parts
+    )
+    assert written, "the pages wrote nothing?"
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--verbose", "--non-matching", "--stdin"],
+        cwd=ROOT,
+        input="\n".join(written),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode == 128:
+        pytest.skip(f"git check-ignore cannot run here: {done.stderr.strip()}")
+    not_ignored = [line.split("\t")[-1] for line in done.stdout.splitlines() if line.startswith("::")]
+    assert not not_ignored, f"files the pages write that .gitignore does not cover: {not_ignored}"
+
+
+def run_page(page: Path, folder: Path) -> None:
+    """Run the page's blocks in ``folder`` and check what they print against what the page shows."""
     found = blocks(page)
     for i, (language, argument, code) in enumerate(found):
         follows = found[i + 1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
@@ -128,7 +176,7 @@ def test_every_block_of_the_page_runs(page, tmp_path):
             marked, runs = shown_output(code)
             done = subprocess.run(
                 [sys.executable, "-c", marked],
-                cwd=tmp_path,
+                cwd=folder,
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -145,12 +193,12 @@ def test_every_block_of_the_page_runs(page, tmp_path):
                 if SKIPPED.match(command):
                     printed = None
                     continue
-                printed = run(shlex.split(command, comments=True), tmp_path)
+                printed = run(shlex.split(command, comments=True), folder)
                 if shown:
                     assert normal(printed) == normal("\n".join(shown)), f"{page.name}: {command}"
         elif language == "{literalinclude}" and argument.endswith(".py") and follows is not None:
             script = (page.parent / argument).resolve()
-            printed = run([sys.executable, str(script)], tmp_path)
+            printed = run([sys.executable, str(script)], folder)
         else:
             continue
         if follows is not None:
