@@ -229,6 +229,33 @@ def test_detection_by_size_caption_states_the_data(example_report, example_resul
     assert "missed more often" not in html
 
 
+def test_detection_by_size_caption_on_two_data_sets_whose_findings_go_opposite_ways(example_report, tmp_path):
+    """Issue 30: the caption claimed 'small lesions are missed more often' whatever the data. On the example data
+    the smallest bin is found 1 of 1 and the larger ones 8 of 13 and 8 of 14 (the issue's count); on a data set
+    built here the small lesions are all missed and the large all found. Each caption states its own counts."""
+    html = unescape(example_report[0].read_text())
+    assert "Lesions found per bin: 0.1–1 ml 1 of 1, 1–10 ml 8 of 13, ≥10 ml 8 of 14." in html
+    from ccmetrics.formats.io import Image, save_image
+
+    like = Image(np.zeros((60, 60, 40), np.uint8), (1.0, 1.0, 1.0), np.eye(4))
+    for sub in ("gt", "pred"):
+        (tmp_path / sub).mkdir()
+    for case in range(2):
+        gt = np.zeros((60, 60, 40), np.uint8)
+        pred = np.zeros_like(gt)
+        for k, x in enumerate((2, 30)):
+            gt[x : x + 12, 2:14, 2:14] = 1  # 1728 mm3 = 1.728 ml: found
+            pred[x : x + 12, 2:14, 2:14] = 1
+            gt[x : x + 3, 40:43, 30 + 4 * k : 33 + 4 * k] = 1  # 27 mm3 = 0.027 ml: missed
+        save_image(tmp_path / "gt" / f"c{case}.nii.gz", gt, like=like)
+        save_image(tmp_path / "pred" / f"c{case}.nii.gz", pred, like=like)
+    out = evaluate_folder(tmp_path / "gt", tmp_path / "pred", tmp_path / "results")
+    write_report(out, tmp_path / "report.html")
+    html = unescape((tmp_path / "report.html").read_text())
+    assert "Lesions found per bin: <0.1 ml 0 of 4, 1–10 ml 4 of 4." in html
+    assert "missed more often" not in html
+
+
 # ---------------------------------------------------------------- issue 30: positions, counts, ∞
 
 
