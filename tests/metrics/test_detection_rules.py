@@ -335,7 +335,7 @@ def test_resume_after_changing_the_rule_equals_a_fresh_run(tmp_path):
 
     def run(out, *extra):
         cmd = [sys.executable, "-m", "ccmetrics", "evaluate", str(EXAMPLES / "gt"), str(EXAMPLES / "pred")]
-        cmd += ["--out", str(out), "--metrics", "dice,detection", "--quiet", "--no-plots", "--bootstrap", "200", *extra]
+        cmd += ["--out", str(out), "--metrics", "dice,detection", "--no-plots", "--bootstrap", "200", *extra]
         return subprocess.run(cmd, capture_output=True, text=True)
 
     first = run(tmp_path / "a")

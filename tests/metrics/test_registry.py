@@ -317,7 +317,6 @@ def plugin_run(tmp_path_factory):
         root / "lab_metrics.py",
         "--workers",
         "2",
-        "--quiet",
         "--bootstrap",
         "200",
     )
