@@ -10,7 +10,8 @@ Sub-commands:
   :func:`ccmetrics.analysis.stats.compare` on the folders' ``per_case.csv``;
 * ``ccmetrics report RESULT_DIR --out report.html [--images IMAGE_DIR]`` →
   :func:`ccmetrics.report.write_report`, one self-contained HTML page with every lesion and false
-  positive (with ``--images``: its thumbnails drawn on the scans).
+  positive (with ``--images``: its thumbnails drawn on the scans);
+* ``ccmetrics warm-up`` → compiles every numba kernel into numba's cache (``NUMBA_CACHE_DIR``).
 
 Exit codes: 0 success; 1 when a case failed (its error row says why);
 2 for a usage error or input that cannot be evaluated at all (a missing
@@ -28,7 +29,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _compare, _evaluate, _partition, _report
+from . import _compare, _evaluate, _partition, _report, _warm_up
 from ._common import (
     EXIT_CASE_FAILED,
     EXIT_INTERRUPTED,
@@ -55,7 +56,13 @@ __all__ = [
     "report",
 ]
 
-_COMMANDS = {"evaluate": _evaluate, "partition": _partition, "compare": _compare, "report": _report}
+_COMMANDS = {
+    "evaluate": _evaluate,
+    "partition": _partition,
+    "compare": _compare,
+    "report": _report,
+    "warm-up": _warm_up,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

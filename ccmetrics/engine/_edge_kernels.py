@@ -2,7 +2,8 @@
 
 Same rules as the numpy code they replace (:func:`ccmetrics.engine.surface.mask_edges`, the span-map branch of
 :func:`ccmetrics.engine.surface.own_face_edges`), passes over the list without numpy temporaries, shared between
-the CPU cores; the numpy code stays for short lists, so that small images never import numba.
+the CPU cores (:func:`ccmetrics.engine._launch.share`); the numpy code stays for short lists, so that small
+images never import numba.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import PARALLEL
+from ._launch import Kernel, share
+
+_CHUNK = 1 << 16  # list entries per slice of the work
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _mask_edges(flat_index, shape, strides, mask, out):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _mask_edges(flat_index, shape, strides, mask, out, first, stop):  # pragma: no cover (compiled)
     """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
     ndim = shape.shape[0]
-    for i in numba.prange(flat_index.shape[0]):
+    for i in range(first, stop):
         f = flat_index[i]
         rest = f
         edge = False
@@ -31,18 +34,19 @@ def _mask_edges(flat_index, shape, strides, mask, out):
         out[i] = edge
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
-    """out[i]: voxel i is a union edge, or a face neighbour holds another label (a map of the flat span)."""
-    n = flat_index.shape[0]
-    label_map = np.zeros(span, np.int32)
-    for i in numba.prange(n):
-        label_map[flat_index[i] - first] = labels[i]
-    for i in numba.prange(n):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _own_edges_in_span(flat_index, labels, union_edge, origin, strides, label_map, out, phase, first, stop):
+    """Phase 0: the label map of the flat span (from voxel ``origin``) for entries first to stop. Phase 1:
+    out[i] for those entries: voxel i is a union edge, or a face neighbour holds another label."""
+    if phase == 0:  # pragma: no cover (compiled)
+        for i in range(first, stop):
+            label_map[flat_index[i] - origin] = labels[i]
+        return
+    for i in range(first, stop):  # pragma: no cover (compiled)
         if union_edge[i]:
             out[i] = True
             continue
-        a = flat_index[i] - first  # an interior voxel: every face neighbour is in the list, so in the span
+        a = flat_index[i] - origin  # an interior voxel: every face neighbour is in the list, so in the span
         m = labels[i]
         differs = False
         for stride in strides:
@@ -52,13 +56,22 @@ def _own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out
         out[i] = differs
 
 
+_MASK_EDGES = Kernel(_mask_edges, "void(int64[:], int64[:], int64[:], uint8[:], boolean[:], int64, int64)")
+_OWN_EDGES = Kernel(
+    _own_edges_in_span,
+    "void(int64[:], int32[:], boolean[:], int64, int64[:], int32[:], boolean[:], int64, int64, int64)",
+)
+
+
 def mask_edges(flat_index, shape, strides, mask, out):
     """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
-    with PARALLEL:
-        _mask_edges(flat_index, shape, strides, mask, out)
+    share(_MASK_EDGES, len(flat_index), (flat_index, shape, strides, mask, out), _CHUNK)
 
 
 def own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out):
     """The span-map edge test of :func:`ccmetrics.engine.surface.own_face_edges` (see ``_own_edges_in_span``)."""
-    with PARALLEL:
-        _own_edges_in_span(flat_index, labels, union_edge, first, span, strides, out)
+    label_map = np.zeros(span, np.int32)
+    for phase in (0, 1):
+        share(
+            _OWN_EDGES, len(flat_index), (flat_index, labels, union_edge, first, strides, label_map, out, phase), _CHUNK
+        )

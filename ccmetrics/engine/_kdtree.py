@@ -30,12 +30,10 @@ GIL, so callers' threads run queries side by side.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numba
 import numpy as np
 
-from ._launch import PARALLEL
+from ._launch import Kernel, share
 
 _LEAF = 32
 _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own chain of hints)
@@ -47,7 +45,7 @@ _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own c
 _STACK = 1 << 15
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bounds(points, perm, first, stop, box, k):
     """box[k] = the lows (columns 0-3) and highs (4-7) of points[perm[first:stop]] (padding axes 0)."""
     m = points.shape[1]
@@ -64,8 +62,8 @@ def _bounds(points, perm, first, stop, box, k):
                 box[k, 4 + d] = v
 
 
-@numba.njit(cache=True, nogil=True)
-def build(points, leafsize):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _build(points, leafsize):  # pragma: no cover (compiled)
     """Tree over ``points`` (n, m <= 4) float64: ``(pts, nodes, box)``.
 
     ``pts`` (n, 4): the points in tree order, padded with zero coordinates (adding 0.0 to a sum is
@@ -79,7 +77,7 @@ def build(points, leafsize):
     nodes = np.empty((cap, 3), np.int64)  # start, end, left
     box = np.empty((cap, 8))
     nodes[0, 0], nodes[0, 1] = 0, n
-    _bounds(points, perm, 0, n, box, 0)
+    _bounds(points, perm, np.int64(0), np.int64(n), box, np.int64(0))  # int64: one version (no literals)
     count = 1
     stack = np.empty(_STACK, np.int64)
     stack[0] = 0
@@ -121,8 +119,8 @@ def build(points, leafsize):
         nodes[node, 2] = a
         nodes[a, 0], nodes[a, 1] = s, i
         nodes[a + 1, 0], nodes[a + 1, 1] = i, e
-        _bounds(points, perm, s, i, box, a)
-        _bounds(points, perm, i, e, box, a + 1)
+        _bounds(points, perm, np.int64(s), np.int64(i), box, np.int64(a))
+        _bounds(points, perm, np.int64(i), np.int64(e), box, np.int64(a + 1))
         stack[top] = a
         stack[top + 1] = a + 1
         top += 2
@@ -133,7 +131,7 @@ def build(points, leafsize):
     return pts, nodes, box
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _grow(a, cap):
     out = np.empty((cap, a.shape[1]), a.dtype)
     for i in range(a.shape[0]):  # loops: numba compiles a slice assignment about 10x slower
@@ -142,23 +140,9 @@ def _grow(a, cap):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def query(pts, nodes, box, queries, bound2, out):
-    """Squared-distance minimum of each query (k, m) over the tree's points, square-rooted, into ``out``
-    (float64): ``inf`` where no point is nearer than ``bound2`` (squared; ``inf`` for no bound)."""
-    _query_range(pts, nodes, box, queries, bound2, out, 0, queries.shape[0])
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def query_parallel(pts, nodes, box, queries, bound2, out, chunk):
-    """:func:`query` with chunks of ``chunk`` queries shared between the CPU cores (same values)."""
-    n = queries.shape[0]
-    for c in numba.prange((n + chunk - 1) // chunk):
-        _query_range(pts, nodes, box, queries, bound2, out, c * chunk, min(n, (c + 1) * chunk))
-
-
-@numba.njit(cache=True, nogil=True)
-def _query_range(pts, nodes, box, queries, bound2, out, first, stop):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _query_range(pts, nodes, box, queries, bound2, out, first, stop):  # pragma: no cover (compiled)
+    """:func:`query` for the queries first to stop."""
     m = queries.shape[1]
     stack = np.empty(_STACK, np.int64)
     hint = -1
@@ -203,7 +187,7 @@ def _query_range(pts, nodes, box, queries, bound2, out, first, stop):
             out[qi] = np.inf
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _point(pts, i, q0, q1, q2, q3):
     """Squared distance summed axis by axis from 0.0, as scipy's KD-tree sums it."""
     r = 0.0
@@ -218,13 +202,13 @@ def _point(pts, i, q0, q1, q2, q3):
     return r
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _side(x, lo, hi):
     a = max(lo - x, x - hi, 0.0)  # at most one of the two differences is positive
     return a * a
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _box(box, k, q0, q1, q2, q3):
     return (
         _side(q0, box[k, 0], box[k, 4])
@@ -232,6 +216,24 @@ def _box(box, k, q0, q1, q2, q3):
         + _side(q2, box[k, 2], box[k, 6])
         + _side(q3, box[k, 3], box[k, 7])
     )
+
+
+#: one version each: float64 points of any strides (coordinates of 1 to 4 axes), int64 nodes
+build = Kernel(_build, "(float64[:, :], int64)")
+_QUERY = Kernel(
+    _query_range, "void(float64[:, :], int64[:, :], float64[:, :], float64[:, :], float64, float64[:], int64, int64)"
+)
+
+
+def query(pts, nodes, box, queries, bound2, out) -> None:
+    """Squared-distance minimum of each query (k, m) over the tree's points, square-rooted, into ``out``
+    (float64): ``inf`` where no point is nearer than ``bound2`` (squared; ``inf`` for no bound)."""
+    _QUERY(pts, nodes, box, queries, bound2, out, 0, len(queries))
+
+
+def query_parallel(pts, nodes, box, queries, bound2, out, chunk) -> None:
+    """:func:`query` with chunks of ``chunk`` queries shared between the CPU cores (same values)."""
+    share(_QUERY, len(queries), (pts, nodes, box, queries, bound2, out), chunk)
 
 
 def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.inf, workers: int = 1) -> np.ndarray:
@@ -261,15 +263,13 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
         )
     if len(target) == 0:
         raise ValueError("target is empty: there is no nearest point")
-    tree = build(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
+    pts, nodes, box = build(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
     out = np.empty(len(source))
     bound2 = float(bound) * float(bound)
-    kernels: Any = (query, query_parallel)  # numba dispatchers: their call signatures are not annotated
     if workers > 1 and len(source) >= 2 * _PARALLEL_CHUNK:
-        with PARALLEL:
-            kernels[1](*tree, source, bound2, out, _PARALLEL_CHUNK)
+        query_parallel(pts, nodes, box, source, bound2, out, _PARALLEL_CHUNK)
     else:
-        kernels[0](*tree, source, bound2, out)
+        query(pts, nodes, box, source, bound2, out)
     return out
 
 

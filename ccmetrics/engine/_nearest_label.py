@@ -28,7 +28,7 @@ where it is not flagged, every other label is farther than label ``l1`` under an
 
 Cost: three passes over the volume, each O(n) per line times (1 + distinct labels in the line);
 memory 12 bytes per voxel (d1, d2 in float32, l1 in int32). Lines are shared between the CPU cores
-(``numba.prange``); the result does not depend on the number of threads.
+(:func:`ccmetrics.engine._launch.share`); the result does not depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import PARALLEL
+from ._launch import Kernel, share
+from .config import thread_count
 
 _INF = np.inf
 _REL_MARGIN = 2e-6  # relative margin on squared distances within which another label flags the voxel
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _envelope(f, n, w, v, z):
     """Lower envelope of the parabolas q -> f[q] + w (x - q)^2 (finite f only); returns its size."""
     k = -1
@@ -67,7 +68,7 @@ def _envelope(f, n, w, v, z):
     return k + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
     """One line: (f1, l1, f2) -> (g1, m1, g2). Work arrays v, z, fl, seen of length >= n + 1."""
     w = spacing * spacing
@@ -119,7 +120,7 @@ def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
             g2[x] = fl[p] + a * a
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _line_work(n):
     """Work arrays of :func:`_line` for lines of n voxels: f1, lb, f2, g1, m1, g2, v, z, fl, seen."""
     return (
@@ -136,60 +137,45 @@ def _line_work(n):
     )
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _pass_last_axis(labels, spacing2, d1, l1, d2):
-    """Axis 2 from the label map: sites are the voxels with label > 0."""
-    n0, n1, n2 = labels.shape
-    for i in numba.prange(n0):
-        f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n2)
-        for k in range(n2):
-            f2[k] = _INF  # no second label before the first pass
-        for j in range(n1):
-            any_site = False
-            for k in range(n2):
-                lab = labels[i, j, k]
-                lb[k] = lab
-                if lab > 0:
-                    f1[k] = 0.0
-                    any_site = True
-                else:
-                    f1[k] = _INF
-            if not any_site:
-                for k in range(n2):
-                    d1[i, j, k] = _INF
-                    l1[i, j, k] = 0
-                    d2[i, j, k] = _INF
-                continue
-            _line(f1, lb, f2, n2, spacing2, g1, m1, g2, v, z, fl, seen)
-            for k in range(n2):
-                d1[i, j, k] = g1[k]
-                l1[i, j, k] = m1[k]
-                d2[i, j, k] = g2[k]
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _pass(spacing, d1, l1, d2, mode, first, stop):  # pragma: no cover (compiled)
+    """One pass, in place, along axis 1 of the 3D views (d1, l1, d2), for the axis-0 slices first to stop.
 
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _pass_lines(spacing, d1, l1, d2, flag):
-    """One pass, in place, along axis 1 of the 3D views (d1, l1, d2), one axis-0 slice per task.
-
-    With ``flag`` (the last pass), only labels are written: negated where another label lies within
-    the margin.
+    ``mode`` 0 (the first pass): the sites are the voxels with l1 > 0, no second label yet. 1: a pass of the
+    maps. 2 (the last pass): only labels are written, negated where another label lies within the margin.
     """
-    n0, n, n2 = d1.shape
-    for i in numba.prange(n0):
-        f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n)
+    n = d1.shape[1]
+    n2 = d1.shape[2]
+    f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n)
+    for i in range(first, stop):
         for k in range(n2):
             any_site = False
             for j in range(n):
-                f1[j] = d1[i, j, k]
-                lb[j] = l1[i, j, k]
-                f2[j] = d2[i, j, k]
-                if f1[j] != _INF:
-                    any_site = True
+                if mode == 0:
+                    lab = l1[i, j, k]
+                    lb[j] = lab
+                    f2[j] = _INF  # no second label before the first pass
+                    if lab > 0:
+                        f1[j] = 0.0
+                        any_site = True
+                    else:
+                        f1[j] = _INF
+                else:
+                    f1[j] = d1[i, j, k]
+                    lb[j] = l1[i, j, k]
+                    f2[j] = d2[i, j, k]
+                    if f1[j] != _INF:
+                        any_site = True
             if not any_site:  # no site reached this line yet: it stays at infinity
+                if mode == 0:
+                    for j in range(n):
+                        d1[i, j, k] = _INF
+                        l1[i, j, k] = 0
+                        d2[i, j, k] = _INF
                 continue
             _line(f1, lb, f2, n, spacing, g1, m1, g2, v, z, fl, seen)
             for j in range(n):
-                if flag:
+                if mode == 2:
                     lab = m1[j]
                     if g1[j] > 0.0 and g2[j] <= g1[j] * (1.0 + _REL_MARGIN):
                         lab = -lab
@@ -198,6 +184,17 @@ def _pass_lines(spacing, d1, l1, d2, flag):
                     d1[i, j, k] = g1[j]
                     l1[i, j, k] = m1[j]
                     d2[i, j, k] = g2[j]
+
+
+#: every pass, on any strides (the first and last passes see transposed views)
+_PASS = Kernel(_pass, "void(float64, float32[:, :, :], int32[:, :, :], float32[:, :, :], int64, int64, int64)")
+
+
+def _run_pass(spacing: float, d1: np.ndarray, l1: np.ndarray, d2: np.ndarray, mode: int) -> None:
+    """One pass over the axis-0 slices of the views, shared between the worker threads (slices of a few lines
+    each, so that the threads finish together)."""
+    n0 = d1.shape[0]
+    share(_PASS, n0, (float(spacing), d1, l1, d2, mode), max(1, -(-n0 // (4 * max(1, thread_count())))))
 
 
 def nearest_label(labels: np.ndarray, spacing) -> np.ndarray:
@@ -223,13 +220,12 @@ def nearest_label(labels: np.ndarray, spacing) -> np.ndarray:
     while labels.ndim < 3:
         labels = labels[None]
         spacing = [1.0] + spacing
-    labels = np.ascontiguousarray(labels, dtype=np.int32)
-    d1 = np.empty(labels.shape, dtype=np.float32)  # float32 storage between passes: see the module notes
-    d2 = np.empty(labels.shape, dtype=np.float32)
-    l1 = np.empty(labels.shape, dtype=np.int32)
-    axis0 = (1, 0, 2)  # axis 0 seen as axis 1 of transposed views (no copy)
-    with PARALLEL:
-        _pass_last_axis(labels, spacing[2], d1, l1, d2)
-        _pass_lines(spacing[1], d1, l1, d2, False)  # axis 1
-        _pass_lines(spacing[0], d1.transpose(axis0), l1.transpose(axis0), d2.transpose(axis0), True)
+    l1 = np.array(labels, dtype=np.int32, order="C")  # the sites, then the nearest labels (a copy: written)
+    d1 = np.empty(l1.shape, dtype=np.float32)  # float32 storage between passes: see the module notes
+    d2 = np.empty(l1.shape, dtype=np.float32)
+    axis2 = (0, 2, 1)  # axis 2 seen as axis 1 of transposed views (no copy)
+    axis0 = (1, 0, 2)  # axis 0 likewise
+    _run_pass(spacing[2], d1.transpose(axis2), l1.transpose(axis2), d2.transpose(axis2), 0)
+    _run_pass(spacing[1], d1, l1, d2, 1)
+    _run_pass(spacing[0], d1.transpose(axis0), l1.transpose(axis0), d2.transpose(axis0), 2)
     return l1.reshape(shape)

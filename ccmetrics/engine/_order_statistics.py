@@ -21,10 +21,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._launch import Kernel
+
 __all__ = ["order_statistics"]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _nearest(queries, gpts, gnodes, gbox, stack):  # pragma: no cover (compiled)
     """The distance from each query point to the nearest point of the GT tree (gpts, gnodes, gbox)."""
     found = np.empty(len(queries))
@@ -58,7 +60,7 @@ def _nearest(queries, gpts, gnodes, gbox, stack):  # pragma: no cover (compiled)
     return found
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _queries(pts, nodes, box, rows, leaves, n_leaf_points):  # pragma: no cover (compiled)
     """The frontier's box centres and their half diagonals, then every point of the leaves to measure."""
     n = len(rows)
@@ -81,19 +83,25 @@ def _queries(pts, nodes, box, rows, leaves, n_leaf_points):  # pragma: no cover 
     return queries, radius
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _weighted_rank(v, c, rank):  # pragma: no cover (compiled)
     """The rank-th smallest (from 0) of the values ``v``, each counted ``c`` times (a weighted quickselect that
     reorders ``v`` and ``c``); inf when there are not so many."""
     first, stop = 0, len(v)
     while True:
-        if stop - first <= 16:
-            order = np.argsort(v[first:stop])
+        if stop - first <= 16:  # an insertion sort (numba's argsort costs seconds of compilation)
+            for i in range(first + 1, stop):
+                x, y = v[i], c[i]
+                j = i - 1
+                while j >= first and v[j] > x:
+                    v[j + 1], c[j + 1] = v[j], c[j]
+                    j -= 1
+                v[j + 1], c[j + 1] = x, y
             acc = 0
-            for i in order:
-                acc += c[first + i]
+            for i in range(first, stop):
+                acc += c[i]
                 if acc > rank:
-                    return v[first + i]
+                    return v[i]
             return np.inf
         x, y, z = v[first], v[(first + stop) // 2], v[stop - 1]
         pivot = max(min(x, y), min(max(x, y), z))
@@ -125,7 +133,7 @@ def _weighted_rank(v, c, rank):  # pragma: no cover (compiled)
         first = gt + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bound(bounds, count, exact, m, rank):  # pragma: no cover (compiled)
     """The rank-th smallest of the frontier's bounds (each node counted with its points) and the exact distances."""
     n = len(bounds)
@@ -138,17 +146,20 @@ def _bound(bounds, count, exact, m, rank):  # pragma: no cover (compiled)
     return _weighted_rank(v, c, rank)
 
 
-@numba.njit(cache=True, nogil=True)
-def order_statistics(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  # pragma: no cover (compiled)
-    """The k_lo-th and k_hi-th smallest (from 0) distances from the points under the nodes ``roots`` of the
-    forest (pts, nodes, box) to the GT tree (gpts, gnodes, gbox); see the module docstring."""
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _settle(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  # pragma: no cover (compiled)
+    """The exact distances left around the k_lo-th and k_hi-th smallest (from 0) distances from the points under
+    the nodes ``roots`` of the forest (pts, nodes, box) to the GT tree (gpts, gnodes, gbox), and how many
+    points lie below them: the ranks k - below among those distances sorted; see the module docstring."""
     stack = np.empty(1 << 15, np.int64)
     n = len(roots)
-    rows = roots.copy()
+    rows = np.empty(n, np.int64)
+    for i in range(n):
+        rows[i] = roots[i]
     count = np.empty(n, np.int64)
     for i in range(n):
         count[i] = nodes[roots[i], 1] - nodes[roots[i], 0]
-    n_leaf_points = 0
+    n_leaf_points = np.int64(0)  # int64 from the start: one version of _queries (no literal)
     leaves = np.empty(0, np.int64)
     exact = np.empty(64)
     m = 0
@@ -165,9 +176,11 @@ def order_statistics(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  #
             hi[i] = found[i] + radius[i] + slack
         if m + n_leaf_points > len(exact):
             grown = np.empty(2 * (m + n_leaf_points))
-            grown[:m] = exact[:m]
+            for i in range(m):  # loops: a slice assignment costs seconds of compilation
+                grown[i] = exact[i]
             exact = grown
-        exact[m : m + n_leaf_points] = found[n:]
+        for i in range(n_leaf_points):
+            exact[m + i] = found[n + i]
         m += n_leaf_points
         if n == 0:
             break
@@ -209,5 +222,18 @@ def order_statistics(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  #
             count[i] = nodes[rows[i], 1] - nodes[rows[i], 0]
         lo = np.empty(n)
         hi = np.empty(n)
-    ordered = np.sort(exact[:m])
-    return ordered[k_lo - below], ordered[k_hi - below]
+    return exact[:m], below
+
+
+_SETTLE = Kernel(
+    _settle,
+    "(float64[:, :], int64[:, :], float64[:, :], int64[:], float64[:, :], int64[:, :], float64[:, :], int64, int64)",
+)
+
+
+def order_statistics(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo: int, k_hi: int) -> tuple[float, float]:
+    """The k_lo-th and k_hi-th smallest (from 0) distances from the points under the nodes ``roots`` of the
+    forest (pts, nodes, box) to the GT tree (gpts, gnodes, gbox); see the module docstring."""
+    exact, below = _SETTLE(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi)
+    ordered = np.sort(exact)
+    return float(ordered[k_lo - below]), float(ordered[k_hi - below])

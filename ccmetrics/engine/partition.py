@@ -36,7 +36,7 @@ from scipy.spatial import cKDTree
 
 from .._inputs import as_spacing
 from .components import Sites, coordinates, find_sites
-from .config import current
+from .config import current, thread_count
 from .surface import physical
 
 __all__ = ["assign_nearest", "assign_nearest_flat", "site_surfaces", "voronoi_partition"]
@@ -281,7 +281,7 @@ def _certify_blocks(
         blocks = np.stack(np.unravel_index(keys, tuple(grid)), axis=1)
         centers = physical(blocks * side + (side - 1) / 2.0, spacing)
         radius = 0.5 * float(np.sqrt(np.sum(((side - 1) * spacing_arr) ** 2)))
-        dist = np.stack([tree.query(centers, workers=-1)[0] for tree in trees], axis=1)
+        dist = np.stack([tree.query(centers, workers=max(1, thread_count()))[0] for tree in trees], axis=1)
         nearest = np.argmin(dist, axis=1)
         two = np.partition(dist, 1, axis=1)
         certain = (two[:, 1] - two[:, 0]) > 2 * radius * (1 + _REL_TOL) + 1e-9
@@ -299,14 +299,14 @@ def _assign_chunk(
     spacing: Sequence[float] | None,
 ) -> np.ndarray:
     points = physical(query, spacing)
-    dist, idx = tree.query(points, k=2, workers=-1)
+    dist, idx = tree.query(points, k=2, workers=max(1, thread_count()))
     bound = dist[:, 0] * (1 + _REL_TOL) + 1e-12
     out = surface_labels[idx[:, 0]].astype(np.int32)
     pending = np.flatnonzero(dist[:, 1] <= bound)  # another surface voxel within the margin: maybe a tie
     k = current().tie_candidates
     while pending.size:
         k = min(k, len(surface_coords))
-        d, i = tree.query(points[pending], k=k, workers=-1)
+        d, i = tree.query(points[pending], k=k, workers=max(1, thread_count()))
         candidate = d <= bound[pending, None]
         i = np.where(candidate, i, 0)
         exact = np.where(candidate, _exact_distance(query[pending, None, :], surface_coords[i], spacing), np.inf)

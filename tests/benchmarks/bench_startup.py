@@ -7,16 +7,22 @@ compiled before it:
 2. the first function: ``from ccmetrics import evaluate`` and the first ``evaluate`` (dice, nsd, hd95) on the
    README's 20×20 example, numpy imported before (it builds the masks); this loads scipy, cc3d and pandas,
    and the process checks that it did not import numba. ``--repeats`` processes;
-3. the numba kernels (``@numba.njit(cache=True)`` in ``ccmetrics/engine/_kdtree.py``, ``_nearest_label.py`` and
-   ``_edge_kernels.py``; numba caches them in ``__pycache__`` beside the code, or in ``NUMBA_CACHE_DIR``).
-   The calls that use them: ``evaluate`` (dice, nsd, hd95) on an all-foreground 3D prediction (160×160×120,
+3. the first run (issue 31): a fresh process evaluates a 120×120×80 case with every metric group (GT
+   ``lesion_case((120, 120, 80), n_lesions=12, radius_range=(2, 10), seed=5)``, an all-foreground prediction
+   but 4 slices: every kernel is needed), ``import ccmetrics`` and the ``evaluate`` call timed together. Cold:
+   ``NUMBA_CACHE_DIR`` a new empty folder (every kernel it needs is compiled), ``--compile-repeats`` processes;
+   warm: ``--repeats`` processes with the last one's cache; and the same call again in the warm process;
+4. the numba kernels (the :class:`ccmetrics.engine._launch.Kernel` of ``ccmetrics/engine/_kdtree.py``,
+   ``_nearest_label.py``, ``_edge_kernels.py`` and ``_order_statistics.py``; numba caches them in ``__pycache__``
+   beside the code, or in ``NUMBA_CACHE_DIR``).
+   The calls that use them: ``evaluate`` (every metric group) on an all-foreground 3D prediction (160×160×120,
    12 lesions: the dense partition, the edge kernels and the k-d tree) and a 2D one (600×600, 10 lesions:
    the 2D specialisations), and ``ccmetrics.engine._kdtree.nearest_distances`` with 2 workers (the parallel
    query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but numba:
 
    * compile: with ``NUMBA_CACHE_DIR`` set to a new empty folder, the first time compiles every kernel and
-     writes the cache (the script checks that every kernel of the three modules that is not inlined was
-     compiled); the code's own ``__pycache__`` is neither read nor written;
+     writes the cache (the script checks that every kernel was compiled, each for one signature); the code's
+     own ``__pycache__`` is neither read nor written;
    * load: ``--repeats`` processes with that folder, now filled: the first time imports numba and loads the
      compiled kernels; the second time, in the same process, is the calls alone.
 
@@ -64,6 +70,25 @@ assert "numba" not in sys.modules, "the first call imported numba"
 print(json.dumps({"seconds": seconds}))
 """
 
+FIRST_RUN = """
+import json, time
+import numpy as np
+from ccmetrics.synthetic import lesion_case
+
+gt, _ = lesion_case((120, 120, 80), n_lesions=12, radius_range=(2, 10), seed=5)
+pred = np.ones_like(gt)
+pred[:4] = False
+ALL = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
+t = time.perf_counter()
+from ccmetrics import evaluate
+
+evaluate(pred, gt, ALL, spacing=(2.0, 2.0, 3.0))
+first = time.perf_counter() - t
+t = time.perf_counter()
+evaluate(pred, gt, ALL, spacing=(2.0, 2.0, 3.0))
+print(json.dumps({"first": first, "again": time.perf_counter() - t}))
+"""
+
 KERNELS = """
 import importlib, json, sys, time
 import numpy as np
@@ -85,7 +110,7 @@ assert "numba" not in sys.modules
 
 
 def calls():
-    evaluate(pred3, gt3, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
+    evaluate(pred3, gt3, ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"], spacing=(0.8, 0.8, 2.0))
     evaluate(pred2, gt2, ["dice", "nsd", "hd95"])
     from ccmetrics.engine._kdtree import nearest_distances
 
@@ -97,14 +122,11 @@ for _ in range(2):
     t = time.perf_counter()
     calls()
     seconds.append(time.perf_counter() - t)
-from numba.core.registry import CPUDispatcher
+from ccmetrics.engine import _launch
 
-kernels = {}
-for name in ("engine._kdtree", "engine._nearest_label", "engine._edge_kernels", "engine._order_statistics"):
-    module = importlib.import_module(f"ccmetrics.{name}")
-    for attr, value in vars(module).items():
-        if isinstance(value, CPUDispatcher) and value.targetoptions.get("inline") != "always":
-            kernels[f"{name}.{attr}"] = len(value.signatures)
+for name in _launch.MODULES:
+    importlib.import_module(f"ccmetrics.engine.{name}")
+kernels = {kernel.name: len(kernel.dispatcher.signatures) for kernel in _launch._KERNELS}
 print(json.dumps({"first": seconds[0], "second": seconds[1], "kernels": kernels}))
 """
 
@@ -128,20 +150,30 @@ def spread(values: list[float], digits: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="fresh processes per measurement (default 5)")
-    parser.add_argument("--compile-repeats", type=int, default=1, help="compilations, each into a new cache (>= 1)")
+    parser.add_argument("--compile-repeats", type=int, default=3, help="compilations, each into a new cache (>= 1)")
     args = parser.parse_args()
 
     imports = [measure(IMPORT)["seconds"] for _ in range(args.repeats)]
     first = [measure(FIRST_CALL)["seconds"] for _ in range(args.repeats)]
     compiled, loaded, warm = [], [], []
+    cold_runs, warm_runs, again_runs = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
+        for run in range(args.compile_repeats):
+            cache = os.path.join(scratch, f"first{run}")
+            os.mkdir(cache)
+            cold_runs.append(measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache})["first"])
+        for _ in range(args.repeats):
+            done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache})
+            warm_runs.append(done["first"])
+            again_runs.append(done["again"])
         for run in range(args.compile_repeats):
             cache = os.path.join(scratch, f"cache{run}")
             os.mkdir(cache)  # empty: every kernel is compiled
             done = measure(KERNELS, {"NUMBA_CACHE_DIR": cache})
             compiled.append(done["first"] - done["second"])
             missing = [name for name, signatures in done["kernels"].items() if signatures == 0]
-            assert not missing, f"not compiled: {missing}"  # (a cached kernel's callees show no signature)
+            assert not missing, f"not compiled: {missing}"
+            assert all(n == 1 for n in done["kernels"].values()), done["kernels"]
             n_kernels, n_compiled = len(done["kernels"]), sum(done["kernels"].values())
             n_cached = len(glob.glob(os.path.join(cache, "**", "*.nbi"), recursive=True))
         for _ in range(args.repeats):
@@ -153,6 +185,12 @@ def main() -> None:
     print("|---|---:|")
     print(f"| `import ccmetrics` | {spread(imports, 4)} |")
     print(f"| first `evaluate` (README example; loads scipy, cc3d, pandas; no numba) | {spread(first, 2)} |")
+    print(
+        "| first run: `import ccmetrics` + `evaluate` of a 120×120×80 case, every metric group, empty numba cache "
+        f"({args.compile_repeats} process(es)) | {spread(cold_runs, 2)} |"
+    )
+    print(f"| the same, numba's cache filled (a new process each) | {spread(warm_runs, 2)} |")
+    print(f"| (the same `evaluate` again in that process) | {spread(again_runs, 2)} |")
     print(
         f"| numba kernels, compiled once into an empty cache ({n_kernels} kernels, {n_compiled} specialisations, "
         f"{n_cached} cache index files; first calls minus the same calls again, {args.compile_repeats} run(s)) "

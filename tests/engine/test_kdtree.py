@@ -175,7 +175,7 @@ def test_small_inputs_never_import_numba():
 
 
 def test_evaluate_from_several_threads(monkeypatch):
-    """Parallel kernels launched from several threads take turns (numba's workqueue layer would abort)."""
+    """Kernels shared between the cores, launched from several threads, take turns (one launch at a time)."""
     import threading
 
     from ccmetrics.engine import _launch
@@ -197,8 +197,7 @@ def test_evaluate_from_several_threads(monkeypatch):
         def __exit__(self, *exc):
             lock.release()
 
-    for module in ("_edge_kernels", "_kdtree", "_nearest_label"):
-        monkeypatch.setattr(f"ccmetrics.engine.{module}.PARALLEL", Counting())
+    monkeypatch.setattr(_launch, "PARALLEL", Counting())
     results, errors = [], []
 
     def work():  # each thread starts from the defaults: the forced configuration is set in it

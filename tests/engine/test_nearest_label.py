@@ -75,19 +75,15 @@ def test_transform_long_lines_and_many_labels(rng):
 
 
 def test_transform_is_independent_of_thread_count(rng):
-    import numba
+    from ccmetrics import engine_config
 
     labels = np.zeros((30, 40, 20), np.int32)
     labels.flat[rng.choice(labels.size, 25, replace=False)] = np.arange(1, 26)
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
+    with engine_config(threads=1):
         one = nearest_label(labels, (0.8, 0.8, 2.0))
-        numba.set_num_threads(before)
-        many = nearest_label(labels, (0.8, 0.8, 2.0))
-    finally:
-        numba.set_num_threads(before)
-    np.testing.assert_array_equal(one, many)
+    for threads in (2, 3, 5):  # slices of 1 to 3 lines in worker threads
+        with engine_config(threads=threads):
+            np.testing.assert_array_equal(nearest_label(labels, (0.8, 0.8, 2.0)), one)
 
 
 @pytest.mark.parametrize("spacing", [(1e-6, 1.0, 1e6), (1e5, 1e5, 1e-5)])
