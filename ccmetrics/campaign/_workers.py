@@ -22,6 +22,12 @@ pipe, so the parent always knows which case a process holds. Then:
 * a parent that dies without a word (SIGKILL) takes its workers with it on Linux (``PR_SET_PDEATHSIG``):
   none goes on computing, or hanging, for a run that no longer exists.
 
+Threads: a worker's share of the CPUs is ``cpus // workers`` (at least 1): a worker's numba kernels, OpenMP
+and BLAS libraries and the engine's thread pool (``ccmetrics.engine.config.EngineConfig.threads``, where the
+caller left it unset) use that many threads, so that ``workers`` processes do not oversubscribe the cores (with
+two workers on two cores, each thread of a parallel region would wait for one that the other worker displaced).
+Variables the caller set (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``, ...) are kept.
+
 Cost: one process start per worker (about a second: the imports), plus one per death or time-out;
 a job and its result cross a pipe once each (pickled).
 """
@@ -42,7 +48,13 @@ from typing import Any
 
 from ..engine.memory import format_bytes
 
-__all__ = ["Job", "exit_description", "run_jobs"]
+__all__ = ["THREADS_VARIABLE", "Job", "exit_description", "run_jobs", "worker_threads"]
+
+#: the environment variable that tells a worker process its share of the CPUs (set by :func:`run_jobs`; read by
+#: :func:`worker_threads`)
+THREADS_VARIABLE = "CCMETRICS_WORKER_THREADS"
+#: the thread counts of the libraries a worker may load, each set to its share unless the caller set it
+_THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -97,6 +109,21 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def _child_environment(threads: int) -> Iterator[None]:
+    """Start children with the thread counts of their share in their environment (inherited through spawn's exec):
+    the libraries read them as they load, numpy's OpenBLAS among the first modules a child imports (its threads
+    started for nothing cost about 0.2 s of CPU in each new worker). The caller's own settings are kept."""
+    added = [name for name in (THREADS_VARIABLE, *_THREAD_VARIABLES) if name not in os.environ] if threads else []
+    for name in added:
+        os.environ[name] = str(threads)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 @dataclass
 class _Raised:
     """What a worker sends back when the job's function raised: the exception in words."""
@@ -121,7 +148,46 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any, parent: int = 0) -> None:
+def worker_threads() -> int | None:
+    """In a worker process of :func:`run_jobs`: the threads it may use (its share of the CPUs); None elsewhere."""
+    value = os.environ.get(THREADS_VARIABLE, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def _share_threads(threads: int) -> None:
+    """In a new worker process: its libraries' thread counts (already in its environment from the start,
+    :func:`_child_environment`: this is the same where it could not be set there)."""
+    os.environ[THREADS_VARIABLE] = str(threads)
+    for name in _THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
+    numba = sys.modules.get("numba")  # loaded already (by a module of the job's function): limited at once
+    if numba is not None:
+        with contextlib.suppress(Exception):
+            numba.set_num_threads(min(int(os.environ["NUMBA_NUM_THREADS"]), numba.config.NUMBA_NUM_THREADS))
+
+
+def _leave() -> None:
+    """End this worker process now: its results are sent, and it holds nothing to clean up (the parent writes every
+    file), so the interpreter's tear-down (a few tenths of a second with the evaluation's modules loaded, which the
+    parent would wait for) is skipped."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+def _worker_main(
+    conn: Any, function: Callable[[Any, Any], Any], shared: Any, parent: int = 0, threads: int = 0
+) -> None:
+    if threads:
+        _share_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent:
         _die_with_parent(parent)
@@ -129,9 +195,9 @@ def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any, pa
         try:
             payload = conn.recv()
         except (EOFError, OSError):  # the parent is gone
-            return
+            _leave()
         if payload is None:
-            return
+            _leave()
         try:
             result = function(payload, shared)
         except Exception as exc:  # this job's failure, not the process's: it takes the next job
@@ -139,20 +205,23 @@ def _worker_main(conn: Any, function: Callable[[Any, Any], Any], shared: Any, pa
         try:
             conn.send(result)
         except (EOFError, OSError):  # the parent is gone
-            return
+            _leave()
         except Exception as exc:  # the result cannot be pickled
             conn.send(_Raised(f"its result cannot be sent back: {type(exc).__name__}: {exc}"))
 
 
 class _Worker:
-    def __init__(self, context: Any, function: Callable[[Any, Any], Any], shared: Any) -> None:
+    def __init__(self, context: Any, function: Callable[[Any, Any], Any], shared: Any, threads: int = 0) -> None:
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, function, shared, os.getpid()), daemon=True)
-        with _sigint_ignored():
+        self.process = context.Process(
+            target=_worker_main, args=(child, function, shared, os.getpid(), threads), daemon=True
+        )
+        with _sigint_ignored(), _child_environment(threads):
             self.process.start()
         child.close()
         self.job: Job | None = None
         self.started = 0.0
+        self.released = False
 
     def give(self, job: Job) -> None:
         """Hand the job over. Raises ``OSError`` (``BrokenPipeError``) when the process has died, and the
@@ -161,8 +230,16 @@ class _Worker:
         self.job, self.started = job, time.monotonic()
         job.attempts += 1
 
+    def release(self) -> None:
+        """Tell the idle process to end (it exits at once; :meth:`stop` later joins it)."""
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.released = True
+
     def stop(self, kill: bool = False) -> None:
-        if self.process.is_alive():
+        if self.released and not kill:
+            pass  # told to end already
+        elif self.process.is_alive():
             if kill:
                 self.process.kill()
             else:
@@ -173,6 +250,29 @@ class _Worker:
             self.process.kill()
             self.process.join()
         self.conn.close()
+
+
+def _context() -> Any:
+    return multiprocessing.get_context("spawn")
+
+
+def _share(workers: int) -> int:
+    """Each of ``workers`` processes' share of this process's CPUs, in threads (at least 1)."""
+    return max(1, _cpus() // max(1, workers))
+
+
+def start_workers(function: Callable[[Any, Any], Any], shared: Any, workers: int, count: int) -> list[_Worker]:
+    """Start ``count`` (at most ``workers``) processes for :func:`run_jobs` with ``workers`` (its ``started``) before
+    the jobs are known: their start-up (the imports, about a second) then overlaps the caller's own preparations.
+    :func:`run_jobs` ends them; :func:`stop_workers` ends them where it was not called (or failed)."""
+    context, threads = _context(), _share(workers)
+    return [_Worker(context, function, shared, threads) for _ in range(max(0, min(count, workers)))]
+
+
+def stop_workers(started: list[_Worker]) -> None:
+    """Kill what is left of processes of :func:`start_workers` (nothing, once :func:`run_jobs` has ended them)."""
+    for w in started:
+        w.stop(kill=True)
 
 
 def run_jobs(
@@ -187,19 +287,26 @@ def run_jobs(
     routine: Callable[[str], None] | None = None,
     timeout: float | None = None,
     budget_bytes: float | None = None,
+    started: list[_Worker] | None = None,
 ) -> None:
     """Run ``function(job.payload, shared)`` for every job in ``workers`` processes; see the module docstring.
 
     ``function`` and ``shared`` must be picklable (a top-level function); ``shared`` is sent once
     per process. ``on_done(job, result)`` and ``on_failed(job, message)`` are called in this process
     as jobs end, in completion order; ``note(text)`` tells of a worker that died and of retries, ``routine(text)``
-    (default ``note``) of memory waits.
+    (default ``note``) of memory waits. ``started``: processes of :func:`start_workers` (for the same ``function``,
+    ``shared`` and ``workers``), used first; this function ends them too.
+
+    A process with no job left to take (none waiting, none to try again) is told to end at once, while the others
+    finish their last jobs; a process that dies later costs a new one only if its job must be tried again.
     """
     routine = note if routine is None else routine
-    context = multiprocessing.get_context("spawn")
+    context = _context()
+    threads = _share(workers)  # each worker's share of the CPUs
     queue: deque[Job] = deque(jobs)
     alone: deque[Job] = deque()  # cases whose worker died: tried again with nothing beside them
-    idle: list[_Worker] = []
+    idle: list[_Worker] = list(started or [])
+    released: list[_Worker] = []  # told to end: nothing was left for them
     busy: list[_Worker] = []
     waited: set[int] = set()
 
@@ -209,7 +316,7 @@ def run_jobs(
             if w.process.is_alive():
                 return w
             lost(w)
-        return _Worker(context, function, shared)
+        return _Worker(context, function, shared, threads)
 
     def lost(w: _Worker) -> None:
         """A process that died holding no job (the out-of-memory killer may pick an idle one): replaced."""
@@ -255,6 +362,11 @@ def run_jobs(
 
     try:
         while queue or alone or busy:
+            if not queue and not alone:  # nothing left for the idle processes: they end while the others finish
+                released += idle
+                for w in idle:
+                    w.release()
+                idle.clear()
             if alone:
                 if not busy:
                     start(alone.popleft())
@@ -303,5 +415,5 @@ def run_jobs(
                     w.stop(kill=True)
                     on_failed(current, f"took longer than the case time-out ({timeout:g} s): its worker was stopped")
     finally:
-        for w in busy + idle:
+        for w in busy + idle + released:
             w.stop(kill=bool(busy))

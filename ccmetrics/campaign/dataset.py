@@ -57,7 +57,7 @@ from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
 from ..formats.dicom import holds_dicom
 from ..formats.grids import align_pair
-from ..formats.io import Image, image_id, is_image_file, load_image
+from ..formats.io import Image, _load_image, image_id, is_image_file
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..metrics.calibration import lesion_reliability
@@ -402,8 +402,8 @@ def _as_image(item: Any) -> tuple[Image, bool]:
     """The item as an Image, and whether its geometry is known (a file or an Image, not a bare array)."""
     if isinstance(item, Image):
         return item, True
-    if isinstance(item, (str, os.PathLike)):
-        return load_image(item), True
+    if isinstance(item, (str, os.PathLike)):  # a mask C-ordered at once, as the engine reads it (same values)
+        return _load_image(item, c_order=True), True
     array = np.asarray(item)
     return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None), False
 
@@ -472,7 +472,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         candidates, swept = None, None
         case_values: dict[int, dict[str, float]] = {}
         # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
-        with engine_config(options.engine), memory_guard(options.max_case_bytes, base=need):
+        with engine_config(_engine_of(options)), memory_guard(options.max_case_bytes, base=need):
             if maps is not None:  # each class's lesions labelled once for the metrics and the candidates
                 results, candidates, case_values, swept = evaluate_with_maps(
                     maps,
@@ -543,6 +543,18 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         "thresholds": swept,
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
+
+
+def _engine_of(options: EvalOptions) -> EngineConfig:
+    """The engine configuration of a case: the caller's; in a worker process of a data set
+    (``ccmetrics.campaign._workers``) with the thread count left unset, that worker's share of the CPUs, so that
+    the workers do not oversubscribe the cores (the values never depend on the threads)."""
+    from ._workers import worker_threads
+
+    threads = worker_threads()
+    if threads is None or options.engine.threads is not None:
+        return options.engine
+    return options.engine.replace(threads=threads)
 
 
 def _check_segments(gt: Image, pred: Image | None, classes: Sequence[ClassSpec]) -> None:
@@ -1476,6 +1488,10 @@ def evaluate_dataset(
     extension) costs only its case: the case is tried once more alone and, if its worker dies again,
     becomes an error row saying how the process ended. With ``workers=1`` and no ``case_timeout``
     the cases run in this process, which such a crash would end (its finished cases stay recorded).
+
+    The GT comes first here (nnU-Net's order, and ``ccmetrics evaluate GT_DIR PRED_DIR``'s); a single case's
+    :func:`ccmetrics.evaluate` takes ``(pred, gt)`` (MONAI's). :func:`ccmetrics.analysis.swap.swap_signs` reads a
+    result for signs that the two were swapped (the command line prints them as a note).
 
     Examples
     --------

@@ -169,6 +169,7 @@ def run_cases(
     outputs: dict[str, dict[str, Any]] = {}
     failed = [0]
     bar: Any = None
+    started: list[Any] = []  # worker processes started before the cases' estimates
 
     def keep(task: Any, encoded: dict[str, Any], retry: bool = False) -> None:
         output = decode_output(encoded)
@@ -191,6 +192,11 @@ def run_cases(
         if store is not None and resume:
             _take_records(store, tasks, prints, info, outputs, routine=_note if progress else _silent)
         todo = [t for t in tasks if t.case not in outputs]
+        pool = client is None and ((workers > 1 and len(todo) > 1) or case_timeout is not None)
+        if pool:  # started now, their imports overlap the estimates (headers read here) below
+            from ._workers import start_workers
+
+            started = start_workers(_evaluate_encoded, (evaluate, options), workers, len(todo))
         bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
         runnable = []
         for task in todo:
@@ -204,6 +210,7 @@ def run_cases(
         elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
             from ._workers import Job, run_jobs
 
+            taken, started = started, []
             by_name = {t.case: t for t, _ in runnable}
             run_jobs(
                 [Job(t.case, t, need) for t, need in runnable],
@@ -216,6 +223,7 @@ def run_cases(
                 routine=_note if progress else _silent,
                 timeout=case_timeout,
                 budget_bytes=memory_budget,
+                started=taken,
             )
         else:
             for task, _ in runnable:
@@ -231,6 +239,10 @@ def run_cases(
         message = f"the run's scheduler failed: {type(exc).__name__}: {exc} (please report this as a bug)"
         raise Failed(message, list(outputs.values()), info) from exc
     finally:
+        if started:  # started, but not used: the cases ran here (one left to run), or the run stopped first
+            from ._workers import stop_workers
+
+            stop_workers(started)
         if bar is not None:
             bar.close()
     return list(outputs.values()), info

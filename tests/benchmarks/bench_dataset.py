@@ -395,11 +395,17 @@ def machine_info() -> list[str]:
         sitk = f", SimpleITK {SimpleITK.Version_VersionString()}"
     except ImportError:
         sitk = ""
+    try:  # the .nii.gz reader's CRC-32: python-isal's where installed (ccmetrics.formats.io), else zlib's
+        import isal
+
+        crc = f", CRC-32 of python-isal {isal.__version__}"
+    except ImportError:
+        crc = ", CRC-32 of zlib (python-isal not installed)"
     return [
         f"nproc {usable} (os.cpu_count() {os.cpu_count()}), {cpu}{mem}",
         f"python {platform.python_version()} ({platform.machine()}, {platform.system()})",
         f"numpy {np.__version__}, scipy {scipy.__version__}, nibabel {nibabel.__version__}{sitk}, "
-        f"ccmetrics {ccmetrics.__version__}",
+        f"ccmetrics {ccmetrics.__version__}{crc}",
     ]
 
 
