@@ -74,7 +74,7 @@ class EngineConfig:
         ... when the box holds at most this many voxels per query voxel (0: never). Default 32.
     block_min_queries : int
         Otherwise, from this many query voxels, whole blocks of voxels whose nearest site is certain
-        are labelled first (:func:`ccmetrics.engine.partition.assign_nearest`) ... Default 2**17.
+        are labelled first (:func:`ccmetrics.engine.partition.assign_nearest`) ... Default 2**14.
     block_max_sites : int
         ... when there are at most this many sites (one KD-tree query per block and site). Default 256.
     span_map_ratio : int
@@ -131,7 +131,7 @@ class EngineConfig:
     global_after: int = 1 << 15
     dense_min_queries: int = 1 << 15
     dense_max_ratio: int = 32
-    block_min_queries: int = 1 << 17
+    block_min_queries: int = 1 << 14
     block_max_sites: int = 256
     span_map_ratio: int = 8
     kernels_from: int = 1 << 18
