@@ -3,7 +3,7 @@
 Each function draws one :class:`~ccmetrics.metrics.detection_curves.DetectionCurves` (computed from the tidy
 tables by :meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`) on the Agg canvas, never pyplot;
 the legend states the curve's summary value with its bootstrap interval, computed from the data (a legend only
-where something labelled is drawn: :func:`ccmetrics.analysis.plots._legend`).
+where something labelled is drawn: ``_legend``).
 :func:`write_detection_plots` writes ``froc.png``, ``pr.png`` and ``roc.png`` (``_class<k>`` for each class of
 several); :func:`write_threshold_plots` writes ``thresholds.png``, the global and CC means of each metric against
 the threshold of the probability map (``--thresholds``), the best threshold by each marked;

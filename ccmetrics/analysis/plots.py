@@ -11,7 +11,7 @@ are left out of the per-case plots (their scores follow a special rule) and the 
 
 Volumes are in ml (``volume_mm3 / 1000``) in every figure, as in the summary and the report, or in voxels when a
 lesion's ``volume_mm3`` is unknown (no spacing). Counts are written with their noun in the singular for one
-(``1 empty-GT case``). A legend is drawn only when something labelled was drawn (:func:`_legend`): a figure with
+(``1 empty-GT case``). A legend is drawn only when something labelled was drawn (``_legend``): a figure with
 nothing to show (every case failed, a class with no lesion) warns nothing.
 """
 

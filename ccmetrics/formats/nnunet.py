@@ -7,7 +7,7 @@ label left out of all four counts; ``mean`` holds the NaN-ignoring mean of every
 per label or region, ``foreground_mean`` the mean of those means over the labels or regions (label 0
 left out). Keys (``label_or_region_to_key``: ``str`` of the label or region): ``"2"`` for a label,
 ``"(1, 2, 3)"`` for a region, ``"(3,)"`` for a region of one label (``"enhancing tumor": [3]`` in a
-``dataset.json`` that has regions: :attr:`ccmetrics.metrics.classes.ClassSpec.one_label_region`).
+``dataset.json`` that has regions: ``one_label_region``).
 
 The means are nnU-Net's arithmetic, bit for bit: for each key and value, ``np.nanmean`` of the list of the
 cases' values in nnU-Net's case order (the prediction files' names, sorted), NaN included (it sums the

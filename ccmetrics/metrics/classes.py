@@ -79,7 +79,7 @@ class ClassSpec:
 
         nnU-Net's ``label_or_region_to_key`` is ``str()`` of what it evaluates: an int label, or a region as
         the tuple of its labels in the order given, ``"(3,)"`` for a region of one label
-        (:attr:`one_label_region`).
+        (``one_label_region``).
 
         >>> ClassSpec(1, "et", (3,)).nnunet_key, ClassSpec(3, "et", (3,), one_label_region=True).nnunet_key
         ('3', '(3,)')
@@ -128,7 +128,7 @@ def _number(
     specs: list[tuple[str, tuple[int, ...]]], one_label_regions: frozenset[str] = frozenset()
 ) -> tuple[ClassSpec, ...]:
     """ClassSpecs with their ``class`` values: the label when every class is one label, else 1..n; the classes
-    named in ``one_label_regions`` are regions of one label (:attr:`ClassSpec.one_label_region`)."""
+    named in ``one_label_regions`` are regions of one label (``one_label_region``)."""
     if not specs:
         raise ValueError("classes is empty: name at least one label or region")
     names = [n for n, _ in specs]
@@ -159,7 +159,7 @@ def parse_classes(classes: Any) -> tuple[ClassSpec, ...]:
         Integers are labels named by their value; in text, ``name=l1+l2`` is a region named ``name``,
         ``name=3`` a named label, a bare number a label; a mapping name -> label or list of labels
         (as ``dataset.json``'s ``labels``) is taken in its order; there, as in nnU-Net, a list of one label
-        is a region of one label (:attr:`ClassSpec.one_label_region`) when another entry is a list of two or
+        is a region of one label (``one_label_region``) when another entry is a list of two or
         more labels, else the label.
 
     Returns

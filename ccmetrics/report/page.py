@@ -722,7 +722,7 @@ def build_model(
     ``metrics``, ``unit``, ``images`` (the scans' folder or None), ``image_notes`` (the drawn cases not
     drawn on the scan, each with its ``image_note``), ``channel_notes`` (the cases drawn on the scan with a channel
     left out, each with its ``channel_note``), ``n_on_image``, ``channels``; each lesion and false positive of a case
-    whose images were read has its ``position`` (:func:`_position`), each case metric its ``delta_note`` (why its
+    whose images were read has its ``position`` (``_position``), each case metric its ``delta_note`` (why its
     difference is not shown, :func:`ccmetrics.report.data.undefined_difference`); with probability maps
     (``per_candidate.csv``): ``with_candidates`` True, each lesion's ``confidence`` (None: missed) and each
     case's ``fp_candidates`` (:func:`ccmetrics.report.detection.attach_candidates`), ``finder`` rows of kind
