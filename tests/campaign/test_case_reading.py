@@ -4,6 +4,7 @@ nibabel's values and dtype, whatever the file holds; and worker processes share 
 import dataclasses
 import gzip
 import os
+import sys
 
 import nibabel as nib
 import numpy as np
@@ -94,6 +95,9 @@ def test_workers_get_a_share_of_the_cpus(monkeypatch):
     for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the caller's setting is kept
+    # as in a new worker, where numba is not loaded yet: here, numba's threads would be launched with 1 and clash
+    # with this process's later compilations (numba refuses another NUMBA_NUM_THREADS once its threads run)
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
     _workers._share_threads(1)
     assert _workers.worker_threads() == 1
     assert os.environ["NUMBA_NUM_THREADS"] == "1" and os.environ["OMP_NUM_THREADS"] == "3"
