@@ -79,10 +79,25 @@ def c_contiguous(arr: np.ndarray) -> np.ndarray:
     count = int(np.count_nonzero(nonzero))
     if count > arr.size * SPARSE_COPY_FRACTION:
         return np.ascontiguousarray(arr)
-    flat = np.flatnonzero(nonzero)  # raster order of the flipped axes
-    out = np.zeros(arr.shape, dtype=arr.dtype)
-    where = np.ravel_multi_index(np.unravel_index(flat, flipped.shape)[::-1], arr.shape)  # C raster order
-    out.reshape(-1)[where] = flipped.reshape(-1)[flat]
+    flat = np.flatnonzero(nonzero)  # raster order of the flipped axes: the Fortran-order indices of arr
+    return scatter_c_order(flat, flipped.reshape(-1)[flat], arr.shape, arr.dtype)
+
+
+def scatter_c_order(where: np.ndarray, values: np.ndarray, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """A zeroed C-ordered array of ``shape`` and ``dtype`` holding ``values`` at the Fortran-order flat indices
+    ``where``: the non-zero voxels of a Fortran-ordered array, found in its own memory order, written in C order
+    (:func:`c_contiguous`; ``ccmetrics.formats.io`` for a gzipped NIfTI file read piece by piece).
+
+    Examples
+    --------
+    >>> a = np.asfortranarray(np.arange(6, dtype=np.uint8).reshape(2, 3))
+    >>> found = np.flatnonzero(a.T)  # a.T: the same memory, C-contiguous
+    >>> scatter_c_order(found, a.T.reshape(-1)[found], a.shape, a.dtype).tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    out = np.zeros(shape, dtype=dtype)
+    if len(where):
+        out.reshape(-1)[np.ravel_multi_index(np.unravel_index(where, shape, order="F"), shape)] = values
     return out
 
 

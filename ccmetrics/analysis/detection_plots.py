@@ -20,8 +20,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._files import atomic_write
+from .._words import count
 from ..metrics.detection_curves import CPM_RATES, DetectionCurves
-from .plots import _count, _figure, _legend
+from .plots import _figure, _legend
 
 __all__ = [
     "plot_froc",
@@ -70,7 +71,7 @@ def plot_froc(curves: DetectionCurves, *, ax=None):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("false positives per case")
     ax.set_ylabel("lesion sensitivity")
-    ax.set_title(f"FROC: {_count(curves.n_lesions, 'lesion')}, {_count(curves.n_cases, 'case')}")
+    ax.set_title(f"FROC: {count(curves.n_lesions, 'lesion')}, {count(curves.n_cases, 'case')}")
     _legend(ax, loc="lower right", fontsize=8)
     return ax
 
@@ -86,7 +87,7 @@ def plot_pr(curves: DetectionCurves, *, ax=None):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("recall (lesion sensitivity)")
     ax.set_ylabel("precision")
-    ax.set_title(f"Precision–recall: {_count(curves.n_lesions, 'lesion')}")
+    ax.set_title(f"Precision–recall: {count(curves.n_lesions, 'lesion')}")
     _legend(ax, loc="lower left", fontsize=8)
     return ax
 
@@ -101,7 +102,7 @@ def plot_roc(curves: DetectionCurves, *, ax=None):
     ax.set_xlabel("false positive rate (cases)")
     ax.set_ylabel("true positive rate (cases)")
     negatives = curves.n_cases - curves.n_positive_cases
-    ax.set_title(f"ROC: {_count(curves.n_positive_cases, 'case')} with lesions, {negatives} without")
+    ax.set_title(f"ROC: {count(curves.n_positive_cases, 'case')} with lesions, {negatives} without")
     _legend(ax, loc="lower right", fontsize=8)
     return ax
 
@@ -154,7 +155,7 @@ def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, 
             ax.plot([t], [y], "*", color=color, ms=12, label=f"best by {label}: {t:g}")
     ax.set_xlabel("threshold of the probability map")
     ax.set_ylabel(f"mean {name} over cases with lesions")
-    ax.set_title(f"{name} against the threshold ({_count(int(table['n'].max()) if len(table) else 0, 'case')})")
+    ax.set_title(f"{name} against the threshold ({count(int(table['n'].max()) if len(table) else 0, 'case')})")
     _legend(ax, fontsize=8)  # nothing drawn when the table holds neither column
     return ax
 

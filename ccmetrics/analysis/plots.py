@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .._files import atomic_write
+from .._words import count
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, WORST_DISTANCE, base, cc
@@ -68,15 +69,6 @@ def _of_class(df, class_value, table):
         return df
     _require(df, [CLASS], table, "pass class_value=None to pool all rows")
     return df[df[CLASS] == class_value]
-
-
-def _count(n, noun):
-    """``n`` and its noun, singular for exactly one.
-
-    >>> _count(1, "empty-GT case"), _count(0, "lesion"), _count(2, "error row")
-    ('1 empty-GT case', '0 lesions', '2 error rows')
-    """
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _legend(ax, **kw):
@@ -137,10 +129,10 @@ def _case_values(df, column, columns=None):
 
 def _caption(n, n_empty, n_error, n_dropped=0, width=200):
     parts = [
-        f"n = {_count(n, 'case')} with lesions",
-        f"{_count(n_empty, 'empty-GT case')} not shown" * bool(n_empty),
-        f"{_count(n_error, 'error row')} skipped" * bool(n_error),
-        f"{_count(n_dropped, 'non-finite value')} dropped" * bool(n_dropped),
+        f"n = {count(n, 'case')} with lesions",
+        f"{count(n_empty, 'empty-GT case')} not shown" * bool(n_empty),
+        f"{count(n_error, 'error row')} skipped" * bool(n_error),
+        f"{count(n_dropped, 'non-finite value')} dropped" * bool(n_dropped),
     ]
     lines = []
     for p in filter(None, parts):  # wrap between parts only
@@ -230,7 +222,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
     ax.set(
         xlabel=f"lesion volume ({unit}, log scale)",
         ylabel=f"{metric} per lesion",
-        title=f"{metric} per lesion vs size{_suffix(class_value)}\n{_count(int(ok.sum()), 'lesion')}{note}",
+        title=f"{metric} per lesion vs size{_suffix(class_value)}\n{count(int(ok.sum()), 'lesion')}{note}",
     )
     _legend(ax, fontsize="small", loc="best")
     return ax.figure
@@ -408,7 +400,7 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
     ax.set(
         xlabel=f"lesion size ({unit})",
         ylabel="detection rate",
-        title=f"Lesion detection by size{_suffix(class_value)} ({_count(int(counts.sum()), 'lesion')})",
+        title=f"Lesion detection by size{_suffix(class_value)} ({count(int(counts.sum()), 'lesion')})",
     )
     return ax.figure
 
@@ -483,7 +475,7 @@ def plot_comparison(scores: pd.DataFrame, mean_ranks: pd.Series, metric: str):
         left.plot([i - 0.25, i + 0.25], [np.nanmedian(values[:, i])] * 2, color="black", lw=2, zorder=4)
     rot = dict(rotation=30, ha="right") if len(methods) > 3 else {}
     left.set_xticks(x, methods, **rot)
-    left.set(ylabel=metric, title=f"{metric} per case ({_count(len(scores), 'case')}; bar = median)")
+    left.set(ylabel=metric, title=f"{metric} per case ({count(len(scores), 'case')}; bar = median)")
     bars = right.bar(x, mean_ranks[methods].to_numpy(float), color=STANDARD_COLOR, alpha=0.8)
     right.bar_label(bars, fmt="%.2f", fontsize="small")
     right.set_xticks(x, methods, **rot)

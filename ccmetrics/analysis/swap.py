@@ -70,8 +70,7 @@ def swap_signs(result: Any) -> list[str]:
         return table[column].fillna("").astype(str) != "" if column in table else pd.Series(False, table.index)
 
     no_gt = table[~given("gt_file") & given("pred_file")]
-    missing = table[schema.FLAGS].fillna("").str.contains("missing_prediction")
-    if len(no_gt) and not missing.any():
+    if len(no_gt) and not result.counts()[schema.MISSING_PREDICTION]:  # every GT file has a prediction
         names = ", ".join(no_gt[schema.CASE].astype(str).head(5)) + (" ..." if len(no_gt) > 5 else "")
         signs.append(
             f"{len(no_gt)} prediction file(s) have no GT ({names}) while every GT file has a prediction "

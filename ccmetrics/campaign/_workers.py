@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from ..engine.config import available_cpus
 from ..engine.memory import format_bytes
 
 __all__ = ["THREADS_VARIABLE", "Job", "exit_description", "run_jobs", "worker_threads"]
@@ -155,10 +156,7 @@ def worker_threads() -> int | None:
 
 
 def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover (macOS, Windows)
-        return os.cpu_count() or 1
+    return available_cpus()
 
 
 def _share_threads(threads: int) -> None:

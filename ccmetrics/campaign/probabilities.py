@@ -312,7 +312,16 @@ def evaluate_with_maps(
         frames.append(frame)
         if probabilities.thresholds:  # the same prepared GT for every threshold
             swept.append(
-                sweep(maps[c].array, truth, probabilities.thresholds, metrics, case=case, class_value=c, **plain)
+                sweep(
+                    maps[c].array,
+                    truth,
+                    probabilities.thresholds,
+                    metrics,
+                    case=case,
+                    class_value=c,
+                    check=False,  # checked: read_case_maps, then find_candidates above
+                    **plain,
+                )
             )
     table = pd.concat(frames, ignore_index=True)
     return results, table, values, pd.concat(swept, ignore_index=True) if swept else None

@@ -378,7 +378,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
     try:  # the tables are whole now: a stop while the report is printed says so
         raise_if_stopped()
         if args.quiet:
-            return _closing_line(args, result, seconds, written)
+            return _closing_line(result, seconds, written)
         print(report(result, seconds, summary=summary))
         if curves:
             print(_curves_report(curves, result.class_names))
@@ -400,7 +400,13 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         with _signals_ignored():
             print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
         return _stop_code()
-    return EXIT_CASE_FAILED if result.counts()["failed"] else EXIT_OK
+    return _exit_code(result.counts())
+
+
+def _exit_code(counts: dict[str, int]) -> int:
+    """The exit code of a finished ``evaluate``, with or without ``--quiet``: a failed case makes it
+    ``EXIT_CASE_FAILED``; ``counts``: ``DatasetResult.counts()``."""
+    return EXIT_CASE_FAILED if counts["failed"] else EXIT_OK
 
 
 def _say_folders(args: argparse.Namespace) -> None:
@@ -427,7 +433,7 @@ def _say_swap_signs(args: argparse.Namespace, result) -> None:
         )
 
 
-def _closing_line(args: argparse.Namespace, result, seconds: float, written: dict) -> int:
+def _closing_line(result, seconds: float, written: dict) -> int:
     """``--quiet``: each failed case's error on stderr, then one line on stdout (the counts and where the
     results are); the exit code as without ``--quiet``."""
     from .. import schema
@@ -440,4 +446,4 @@ def _closing_line(args: argparse.Namespace, result, seconds: float, written: dic
         f"{counted(n, seconds)}; results in {written['summary'].parent}"
         + (f"; removed {_listed(written['removed'])} (of an earlier run)" if written["removed"] else "")
     )
-    return EXIT_CASE_FAILED if n["failed"] else EXIT_OK
+    return _exit_code(n)

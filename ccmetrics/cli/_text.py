@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from .._words import count, noun
+
 __all__ = ["report"]
 
 
@@ -51,7 +53,7 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
             volume = f"{ml:.4g} ml" if ml == ml else f"{row[schema.FP_VOLUME_VOXELS_MEAN]:.4g} voxels"
             n_empty = int(row[schema.N])
             lines.append(
-                f"\nClass {c}: {n_empty} empty-GT case{'s' if n_empty > 1 else ''}, "
+                f"\nClass {c}: {count(n_empty, 'empty-GT case')}, "
                 f"{int(row[schema.WITH_FALSE_POSITIVE])} with a false positive (mean false-positive volume "
                 f"{volume}); not in the means above"
             )
@@ -61,7 +63,7 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
 def counted(n: dict, seconds: float) -> str:
     """The first words of what ``evaluate`` prints: ``6 cases in 0.2 s: 6 evaluated (2 flagged), 0 failed``."""
     return (
-        f"{n['cases']} case{'' if n['cases'] == 1 else 's'} in {seconds:.1f} s: {n['evaluated']} evaluated "
+        f"{count(n['cases'], 'case')} in {seconds:.1f} s: {n['evaluated']} evaluated "
         f"({n['flagged']} flagged), {n['failed']} failed"
     )
 
@@ -90,8 +92,7 @@ def _problems(table, names: dict[int, str]) -> list[str]:
             shown = f"{next(iter(texts))} (every class)"
         else:
             shown = "; ".join(
-                f"{text} (class{'es' if len(classes) > 1 else ''} {', '.join(classes)})"
-                for text, classes in texts.items()
+                f"{text} ({noun(len(classes), 'class')} {', '.join(classes)})" for text, classes in texts.items()
             )
         status = schema.FAILED if failed else bad[schema.STATUS].iloc[0]
         lines.append(f"  {status:<8}{case}: {shown}")

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EngineConfig", "current", "engine_config", "thread_count"]
+__all__ = ["EngineConfig", "available_cpus", "current", "engine_config", "thread_count"]
 
 
 @dataclass(frozen=True)
@@ -208,8 +208,25 @@ def thread_count(config: EngineConfig | None = None) -> int:
     config = config if config is not None else current()
     if config.threads is not None:
         return config.threads
+    return min(available_cpus(), config.max_threads)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where the system has one, else all of the machine's.
+
+    Returns
+    -------
+    int
+        ``len(os.sched_getaffinity(0))`` (Linux: a container's or ``taskset``'s limit included), else
+        ``os.cpu_count()`` (macOS, Windows), at least 1.
+
+    Examples
+    --------
+    >>> n = available_cpus()
+    >>> n >= 1 and n <= (os.cpu_count() or 1)
+    True
+    """
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover (macOS, Windows)
-        cpus = os.cpu_count() or 1
-    return min(cpus, config.max_threads)
+        return os.cpu_count() or 1

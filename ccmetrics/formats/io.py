@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._inputs import SPARSE_COPY_FRACTION, scatter_c_order
 from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded
 from .image import visible_files as visible_files  # the former ccmetrics.io.visible_files
 
@@ -391,10 +392,11 @@ def _gunzip_array(
     that start no member raise :class:`~ccmetrics.formats.image.ImageReadError` (nibabel: ``EOFError``,
     ``BadGzipFile``).
     With ``c_order`` (voxels of one byte, ``order`` "F"), the array is returned C-contiguous (the same values):
-    while the voxels found non-zero stay few (:data:`_SPARSE_FRACTION`), only they are kept, found in each
-    decompressed MiB while it is in the CPU cache, and written into a zeroed C-ordered array at the end: no
-    Fortran-ordered array is written, and none is scanned and copied again into C order (what the engine needs:
-    ``ccmetrics._inputs.c_contiguous``); more of them, and the array is the Fortran-ordered one, as without.
+    while the voxels found non-zero stay few (``ccmetrics._inputs.SPARSE_COPY_FRACTION``), only they are kept,
+    found in each decompressed MiB while it is in the CPU cache, and written into a zeroed C-ordered array at the
+    end (``ccmetrics._inputs.scatter_c_order``): no Fortran-ordered array is written, and none is scanned and copied
+    again into C order (what the engine needs: ``ccmetrics._inputs.c_contiguous``); more of them, and the array is
+    the Fortran-ordered one, as without.
 
     Cost: one pass over the file, memory of the compressed file plus the array. Of a 400 x 400 x 300 mask's
     0.015 s, zlib's CRC-32 takes 0.011 s; with ``isal`` (python-isal) installed its CRC-32 is used (0.0015 s).
@@ -464,18 +466,14 @@ def _gunzip_array(
     return np.ndarray(shape, dtype=dtype, buffer=out, order=order)
 
 
-#: :func:`_gunzip_array` with ``c_order`` keeps the non-zero voxels apart while they are at most this share of the
-#: voxels (as ``ccmetrics._inputs.c_contiguous`` scatters them); beyond, their indices and values would take more
-#: memory than a half of the array, and the Fortran-ordered array with numpy's copy is as fast
-_SPARSE_FRACTION = 1 / 16
-
-
 class _Sparse:
     """The non-zero bytes of a Fortran-ordered array of one-byte voxels, decompressed piece by piece: their flat
-    (Fortran) indices and values, kept while they are at most :data:`_SPARSE_FRACTION` of the ``nbytes`` voxels."""
+    (Fortran) indices and values, kept while they are at most ``SPARSE_COPY_FRACTION`` of the ``nbytes`` voxels
+    (the share up to which ``ccmetrics._inputs.c_contiguous`` scatters them too; beyond, their indices and values
+    would take more memory than a half of the array, and the Fortran-ordered array with numpy's copy is as fast)."""
 
     def __init__(self, nbytes: int) -> None:
-        self.nbytes, self.limit, self.count = nbytes, int(nbytes * _SPARSE_FRACTION), 0
+        self.nbytes, self.limit, self.count = nbytes, int(nbytes * SPARSE_COPY_FRACTION), 0
         self.indices: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
 
@@ -511,10 +509,7 @@ class _Sparse:
     def c_ordered(self, shape: tuple[int, ...]) -> np.ndarray:
         """The whole array, C-ordered, as uint8."""
         where, values = self._flat()
-        out = np.zeros(shape, np.uint8)
-        if where.size:
-            out.reshape(-1)[np.ravel_multi_index(np.unravel_index(where, shape, order="F"), shape)] = values
-        return out
+        return scatter_c_order(where, values, shape, np.uint8)
 
 
 def _gzip_body(data: bytes, at: int) -> int:

@@ -81,6 +81,7 @@ def sweep(
     connectivity: int | None = None,
     case: str | None = None,
     class_value: int = 1,
+    check: bool = True,
     **options: Any,
 ) -> pd.DataFrame:
     """The per-region metrics of ``prob >= t`` for each threshold, against one GT prepared once.
@@ -98,6 +99,11 @@ def sweep(
         As in :func:`ccmetrics.evaluate` (``nsd_tolerance``, ``worst_distance``).
     case, class_value
         The ``case`` and ``class`` of every row.
+    check : bool
+        Check the map (float32, finite, in [0, 1]; default). False: ``prob`` is such a float32 array already,
+        checked by its caller (a data set's maps, read by
+        :func:`~ccmetrics.formats.probabilities.read_probabilities` and checked again by its candidate search),
+        and is not read through once more.
 
     Returns
     -------
@@ -105,7 +111,7 @@ def sweep(
         One row per threshold: ``case``, ``class``, ``threshold``, ``empty_gt``, ``worst_distance``, then ``m`` and
         ``cc_m`` per metric.
     """
-    arr = as_probability_map(prob)
+    arr = as_probability_map(prob) if check else prob
     thresholds = [float(t) for t in thresholds]  # Python floats: compared with the float32 map as float32
     truth = gt if isinstance(gt, GroundTruth) else GroundTruth(gt, connectivity=connectivity)
     chosen = [m for m in registry.resolve(list(metrics)) if m.per_region]

@@ -194,9 +194,7 @@ def primary_metric(metrics: Sequence[str], columns: dict[str, registry.Column] |
     return None
 
 
-def with_differences(
-    per_case: pd.DataFrame, metrics: Sequence[str], columns: dict[str, registry.Column] | None = None
-) -> pd.DataFrame:
+def with_differences(per_case: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """``per_case`` plus ``delta_m = m - cc_m`` for each metric; NaN (shown as ``–``) where either value is not a
     finite number.
 

@@ -43,6 +43,7 @@ from typing import Any, Callable, Union
 import pandas as pd
 
 from .. import schema
+from .._words import noun
 from . import data, detection, geometry, thumbnails
 
 __all__ = [
@@ -178,27 +179,23 @@ class ReportInfo:
 # ---------------------------------------------------------------- small helpers
 
 
-#: nouns of the page whose plural is not the noun and ``s``
-_PLURALS = {"is": "are", "has": "have", "was": "were"}
-
-
-def _noun(n: Any, noun: str) -> str:
-    """The noun as it goes with the count ``n``: singular for exactly 1, plural for any other count (0, 2, none).
+def _noun(n: Any, word: str) -> str:
+    """``word`` as it goes with the count ``n``, a table value read as a number (``ccmetrics._words.noun``):
+    singular for exactly 1, plural for any other count (0, 2, none).
 
     >>> _noun(1, "case"), _noun(0, "case"), _noun(2.0, "lesion"), _noun(None, "case"), _noun(2, "has")
     ('case', 'cases', 'lesions', 'cases', 'have')
     """
-    one = _number(n) == 1
-    return noun if one else _PLURALS.get(noun, noun + "s")
+    return noun(_number(n), word)
 
 
-def _count(n: Any, noun: str) -> str:
-    """``n`` and the noun, plural unless ``n == 1`` (``–`` for no number, as :func:`fmt` shows it).
+def _count(n: Any, word: str) -> str:
+    """``n`` and ``word``, plural unless ``n == 1`` (``–`` for no number, as :func:`fmt` shows it).
 
     >>> _count(1, "case"), _count(3, "case"), _count(0, "empty-GT case"), _count(None, "case")
     ('1 case', '3 cases', '0 empty-GT cases', '– cases')
     """
-    return f"{fmt(n)} {_noun(n, noun)}"
+    return f"{fmt(n)} {_noun(n, word)}"
 
 
 def _number(value: Any) -> float | None:
@@ -746,7 +743,7 @@ def build_model(
         scans.tolerance_mm = 1e-3 if tolerance is None else float(tolerance)  # the evaluation's
     metrics = folder.case_metrics
     primary = data.primary_metric(metrics, folder.columns)
-    per_case = data.with_differences(folder.per_case, metrics, folder.columns).reset_index(drop=True)
+    per_case = data.with_differences(folder.per_case, metrics).reset_index(drop=True)
     order = data.worst_first(per_case, primary, folder.columns)
     ranked = set(order)
     order += [i for i in range(len(per_case)) if i not in ranked]  # failed cases last

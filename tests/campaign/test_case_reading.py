@@ -10,8 +10,9 @@ import nibabel as nib
 import numpy as np
 import pytest
 
+from ccmetrics._inputs import SPARSE_COPY_FRACTION
 from ccmetrics.formats.image import ImageReadError
-from ccmetrics.formats.io import _SPARSE_FRACTION, _gunzip_array, _load_image, load_image
+from ccmetrics.formats.io import _gunzip_array, _load_image, load_image
 
 
 def _write(path, array, slope=None):
@@ -43,7 +44,7 @@ def _assert_c_read(path):
 @pytest.mark.parametrize("fraction", [0.0, 0.01, 0.5])
 def test_c_ordered_read_equals_nibabel(tmp_path, shape, fraction):
     got = _assert_c_read(_write(tmp_path / "m.nii.gz", _mask(shape, fraction)))
-    if fraction < _SPARSE_FRACTION and np.prod(shape) > 1:
+    if fraction < SPARSE_COPY_FRACTION and np.prod(shape) > 1:
         assert got.flags.c_contiguous  # sparse: C-ordered at once
 
 
