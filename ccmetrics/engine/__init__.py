@@ -66,6 +66,7 @@ _EXPORTS = {
     "grouped_directed_distances": "surface",
     "grouped_surface_scores": "surface",
     "mask_edges": "surface",
+    "nearest_points": "surface",
     "own_face_edges": "surface",
     "physical": "surface",
     "surface_scores": "surface",

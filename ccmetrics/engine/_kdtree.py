@@ -64,12 +64,12 @@ def _bounds(points, perm, first, stop, box, k):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _build(points, leafsize):  # pragma: no cover (compiled)
-    """Tree over ``points`` (n, m <= 4) float64: ``(pts, nodes, box)``.
+    """Tree over ``points`` (n, m <= 4) float64: ``(pts, nodes, box, perm)``.
 
-    ``pts`` (n, 4): the points in tree order, padded with zero coordinates (adding 0.0 to a sum is
-    exact); node i holds ``pts[nodes[i, 0]:nodes[i, 1]]`` inside its box ``box[i, :4]`` (lows) to
-    ``box[i, 4:]`` (highs); its children are ``nodes[i, 2]`` and ``nodes[i, 2] + 1`` (negative: a
-    leaf); node 0 is the root. Rows past the last node are unused.
+    ``pts`` (n, 4): the points in tree order (``pts[i]`` is ``points[perm[i]]``), padded with zero
+    coordinates (adding 0.0 to a sum is exact); node i holds ``pts[nodes[i, 0]:nodes[i, 1]]`` inside
+    its box ``box[i, :4]`` (lows) to ``box[i, 4:]`` (highs); its children are ``nodes[i, 2]`` and
+    ``nodes[i, 2] + 1`` (negative: a leaf); node 0 is the root. Rows past the last node are unused.
     """
     n, m = points.shape
     perm = np.arange(n)
@@ -128,7 +128,7 @@ def _build(points, leafsize):  # pragma: no cover (compiled)
     for i in range(n):
         for d in range(m):
             pts[i, d] = points[perm[i], d]
-    return pts, nodes, box
+    return pts, nodes, box, perm
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -141,8 +141,8 @@ def _grow(a, cap):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _query_range(pts, nodes, box, queries, bound2, out, first, stop):  # pragma: no cover (compiled)
-    """:func:`query` for the queries first to stop."""
+def _query_range(pts, nodes, box, queries, bound2, out, index, first, stop):  # pragma: no cover (compiled)
+    """:func:`query` for the queries first to stop; ``index``: the nearest point's row in ``pts`` (-1: none)."""
     m = queries.shape[1]
     stack = np.empty(_STACK, np.int64)
     hint = -1
@@ -180,6 +180,7 @@ def _query_range(pts, nodes, box, queries, bound2, out, first, stop):  # pragma:
             if dn <= best:
                 stack[top] = near
                 top += 1
+        index[qi] = found
         if found >= 0:
             out[qi] = np.sqrt(best)
             hint = found
@@ -219,21 +220,31 @@ def _box(box, k, q0, q1, q2, q3):
 
 
 #: one version each: float64 points of any strides (coordinates of 1 to 4 axes), int64 nodes
-build = Kernel(_build, "(float64[:, :], int64)")
+_BUILD = Kernel(_build, "(float64[:, :], int64)")
 _QUERY = Kernel(
-    _query_range, "void(float64[:, :], int64[:, :], float64[:, :], float64[:, :], float64, float64[:], int64, int64)"
+    _query_range,
+    "void(float64[:, :], int64[:, :], float64[:, :], float64[:, :], float64, float64[:], int64[:], int64, int64)",
 )
 
 
-def query(pts, nodes, box, queries, bound2, out) -> None:
+def build(points: np.ndarray, leafsize: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tree ``(pts, nodes, box)`` over ``points`` (n, m <= 4) float64, leaves of at most ``leafsize`` points
+    (``pts``: the points in tree order, padded to 4 coordinates)."""
+    return _BUILD(points, leafsize)[:3]
+
+
+def query(pts, nodes, box, queries, bound2, out, index=None) -> None:
     """Squared-distance minimum of each query (k, m) over the tree's points, square-rooted, into ``out``
-    (float64): ``inf`` where no point is nearer than ``bound2`` (squared; ``inf`` for no bound)."""
-    _QUERY(pts, nodes, box, queries, bound2, out, 0, len(queries))
+    (float64): ``inf`` where no point is nearer than ``bound2`` (squared; ``inf`` for no bound); with ``index``
+    (int64), the nearest point's row in ``pts`` too (-1 where none)."""
+    index = np.empty(len(queries), np.int64) if index is None else index
+    _QUERY(pts, nodes, box, queries, bound2, out, index, 0, len(queries))
 
 
-def query_parallel(pts, nodes, box, queries, bound2, out, chunk) -> None:
+def query_parallel(pts, nodes, box, queries, bound2, out, chunk, index=None) -> None:
     """:func:`query` with chunks of ``chunk`` queries shared between the CPU cores (same values)."""
-    share(_QUERY, len(queries), (pts, nodes, box, queries, bound2, out), chunk)
+    index = np.empty(len(queries), np.int64) if index is None else index
+    share(_QUERY, len(queries), (pts, nodes, box, queries, bound2, out, index), chunk)
 
 
 def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.inf, workers: int = 1) -> np.ndarray:
@@ -255,6 +266,23 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
     >>> nearest_distances(np.array([[0.0, 0.0], [9.0, 9.0]]), np.array([[3.0, 4.0], [9.0, 8.0]]))
     array([5., 1.])
     """
+    return nearest_points(source, target, bound, workers)[0]
+
+
+def nearest_points(
+    source: np.ndarray, target: np.ndarray, bound: float = np.inf, workers: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nearest_distances` and which target point is the nearest: ``(distance, index)``.
+
+    ``index`` (int64) is a row of ``target`` at the minimum distance, ``len(target)`` where no point is
+    nearer than ``bound`` (as scipy's ``cKDTree.query``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nearest_points(np.array([[0.0, 0.0], [9.0, 9.0]]), np.array([[3.0, 4.0], [9.0, 8.0]]))
+    (array([5., 1.]), array([0, 1]))
+    """
     source = np.ascontiguousarray(source, dtype=np.float64)
     if source.ndim != 2 or np.ndim(target) != 2 or not 1 <= source.shape[1] == np.shape(target)[1] <= 4:
         raise ValueError(
@@ -263,14 +291,18 @@ def nearest_distances(source: np.ndarray, target: np.ndarray, bound: float = np.
         )
     if len(target) == 0:
         raise ValueError("target is empty: there is no nearest point")
-    pts, nodes, box = build(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
+    pts, nodes, box, perm = _BUILD(np.ascontiguousarray(target, dtype=np.float64), _LEAF)
     out = np.empty(len(source))
+    found = np.empty(len(source), np.int64)
     bound2 = float(bound) * float(bound)
     if workers > 1 and len(source) >= 2 * _PARALLEL_CHUNK:
-        query_parallel(pts, nodes, box, source, bound2, out, _PARALLEL_CHUNK)
+        query_parallel(pts, nodes, box, source, bound2, out, _PARALLEL_CHUNK, found)
     else:
-        query(pts, nodes, box, source, bound2, out)
-    return out
+        query(pts, nodes, box, source, bound2, out, found)
+    index = np.full(len(source), len(perm), dtype=np.int64)
+    hit = found >= 0
+    index[hit] = perm[found[hit]]
+    return out, index
 
 
 _MATCHES: list = []

@@ -39,15 +39,12 @@ from .surface import (
     directed_distances,
     grouped_directed_distances,
     mask_edges,
+    nearest_points,
     own_face_edges,
     physical,
 )
 
 __all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "patient_coordinates", "site_centroids"]
-
-
-def _concat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
 
 
 def patient_coordinates(voxel: np.ndarray, affine: Any | None) -> np.ndarray:
@@ -105,6 +102,21 @@ class CaseSurfaces:
     no regions and can start at once (:meth:`start_whole_image`, which :class:`CaseRegions` calls
     beside its search); :meth:`add_regions` then groups the edge voxels of every region's
     prediction and GT.
+
+    The per-region distances reuse the whole image's where they must be equal. The whole-image
+    query also names a nearest point (:func:`ccmetrics.engine.surface.nearest_points`). A region's
+    target is a subset of the whole image's target. So when the named point lies in the source
+    point's own region, the region's minimum is that same rounded value, bit for bit.
+
+    * GT edges: a site's edge voxels are its union edges (GT components, or labels that touch no
+      other label). Otherwise nothing is reused.
+    * Prediction edges: a region's prediction edges are the whole prediction's edges in it plus
+      *cut* edges, voxels whose face neighbour lies in another region.
+    * Cut edges are new sources (prediction to GT), queried anew. They are also new targets (GT to
+      prediction), so a region holding any is measured anew in that direction.
+
+    Only the rest is queried, region by region: sources whose nearest point lies in another region
+    (a missed lesion's GT edges, whose region holds no prediction), and the regions with cut edges.
     """
 
     def __init__(self, pred: PredictionVoxels, truth: GroundTruth, spacing: tuple[float, ...] | None):
@@ -119,27 +131,39 @@ class CaseSurfaces:
         self._whole: tuple[Any, Any] | None = None
         self._pred_edges: list[np.ndarray] = []
         self._gt_edges: list[np.ndarray] = []
+        self._pred_own = np.zeros(0, dtype=np.int64)  # rows of pred.flat of the regions' prediction edges, in order
+        self._pred_region = np.zeros(0, dtype=np.int32)
+        # reuse the whole image's distances per region: a site's edges are its union edges, and regions are few
+        # (from grouped_from on, two grouped queries serve all regions anyway)
+        self._reuse = 0 < self.n < current().grouped_from and (
+            truth.sites == "components" or bool(np.array_equal(geometry.union_edge, geometry.own_edge))
+        )
 
     def _pair(self, pool: ThreadPoolExecutor | None, pred_edges: np.ndarray, gt_edges: np.ndarray):
         p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
-        return submit(pool, directed_distances, p, g), submit(pool, directed_distances, g, p)
+        measure = nearest_points if self._reuse else directed_distances
+        return submit(pool, measure, p, g), submit(pool, measure, g, p)
 
     def start_whole_image(self, pool: ThreadPoolExecutor | None = None) -> None:
         """Start the whole-image edge distances (on the pool, or now without one)."""
         if self._whole is None:
             self._whole = self._pair(pool, self._pred_union, self._gt_union)
 
+    def _whole_results(self) -> tuple[Any, Any]:
+        self.start_whole_image()
+        return self._whole[0].result(), self._whole[1].result()  # type: ignore[index]
+
     def add_regions(self, pred_region: np.ndarray) -> None:
         """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""
         geometry, pred = self._truth.geometry, self._pred
         own_label = pred_region if self.n else np.ones_like(pred_region)
-        pred_own = own_face_edges(pred.flat, self.shape, own_label, self._pred_union_edge, pred.runs)
+        own = np.flatnonzero(own_face_edges(pred.flat, self.shape, own_label, self._pred_union_edge, pred.runs))
         # edge voxels grouped by region (site voxels are already sorted by label)
         self._gt_edges = self._group(geometry.coords[geometry.own_edge], geometry.found.label[geometry.own_edge])
-        order = np.argsort(pred_region[pred_own], kind="stable")
-        self._pred_edges = self._group(
-            coordinates(pred.flat[pred_own][order], self.shape), pred_region[pred_own][order]
-        )
+        own_region = pred_region[own]
+        order = np.argsort(own_region, kind="stable")
+        self._pred_own, self._pred_region = own[order], pred_region
+        self._pred_edges = self._group(coordinates(pred.flat[self._pred_own], self.shape), own_region[order])
 
     def _group(self, coords: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
         bounds = np.searchsorted(labels, np.arange(1, self.n + 2))
@@ -147,60 +171,92 @@ class CaseSurfaces:
 
     def whole_image(self) -> GroupedDistances:
         """Edge distances of the whole prediction and the whole GT (one group)."""
-        self.start_whole_image()
-        return GroupedDistances.single(self._whole[0].result(), self._whole[1].result())  # type: ignore[index]
+        pg, gp = self._whole_results()
+        if self._reuse:
+            pg, gp = pg[0], gp[0]
+        return GroupedDistances.single(pg, gp)
 
     def per_region(self, pool: ThreadPoolExecutor | None = None) -> GroupedDistances:
         """Prediction->GT and GT->prediction edge distances inside the regions 1..K.
 
         From ``grouped_from`` regions on (nuclei: thousands of small regions), two KD-tree queries serve
         all regions (:func:`ccmetrics.engine.surface.grouped_directed_distances`, the region as an extra
-        coordinate). Otherwise one tree per region and direction; with a pool, the 2K directed queries
-        are submitted at once, largest first, small ones batched (at least ``thread_batch_points`` edge
-        voxels per task) so that threads pay off. Both ways give the same values bit for bit.
+        coordinate). Otherwise the whole image's distances are reused where they are the region's (see
+        the class), and the rest is measured with one tree per region and direction; with a pool, these
+        queries are submitted at once, largest first, small ones batched (at least ``thread_batch_points``
+        edge voxels per task) so that threads pay off. Every way gives the same values bit for bit.
         """
         pred_edges, gt_edges = self._pred_edges, self._gt_edges
         bounds_p = np.cumsum([0] + [len(e) for e in pred_edges])
         bounds_g = np.cumsum([0] + [len(e) for e in gt_edges])
-        config = current()
-        if self.n >= config.grouped_from:
+        if self.n >= current().grouped_from:
             d_pg, d_gp = self._grouped(pool)
             return GroupedDistances(d_pg, bounds_p, d_gp, bounds_g)
+        d_pg = np.empty(int(bounds_p[-1]), dtype=np.float32)
+        d_gp = np.empty(int(bounds_g[-1]), dtype=np.float32)
+        todo_p = np.ones(len(d_pg), dtype=bool)  # still to measure
+        todo_g = np.ones(len(d_gp), dtype=bool)
+        if self._reuse:
+            self._reuse_whole(d_pg, todo_p, d_gp, todo_g)
+        units = []  # (direction, region, rows to measure within the region's sources)
+        for i in range(self.n):
+            for d, (todo, bounds) in enumerate(((todo_p, bounds_p), (todo_g, bounds_g))):
+                rows = np.flatnonzero(todo[bounds[i] : bounds[i + 1]])
+                if len(rows):
+                    units.append((d, i, rows))
+        for (d, i, rows), values in zip(units, self._measure(units, pool)):
+            (d_pg if d == 0 else d_gp)[(bounds_p if d == 0 else bounds_g)[i] + rows] = values
+        return GroupedDistances(d_pg, bounds_p, d_gp, bounds_g)
+
+    def _reuse_whole(self, d_pg: np.ndarray, todo_p: np.ndarray, d_gp: np.ndarray, todo_g: np.ndarray) -> None:
+        """Fill in the per-region distances that are the whole image's (the class's rule); clear their ``todo``."""
+        (whole_pg, nearest_gt), (whole_gp, nearest_pred) = self._whole_results()
+        geometry = self._truth.geometry
+        site = geometry.found.label[geometry.own_edge]  # of each GT edge: the whole image's order is the regions'
+        union = np.flatnonzero(self._pred_union_edge)  # rows of pred.flat of the whole image's prediction edges
+        rows, region = self._pred_own, self._pred_region
+        if len(union) == 0:  # no prediction: nothing to reuse
+            return
+        at = np.minimum(np.searchsorted(union, rows), len(union) - 1)
+        is_union = union[at] == rows
+        own_region = region[rows]
+        same = is_union & (site[nearest_gt[at]] == own_region)
+        d_pg[same] = whole_pg[at[same]]
+        todo_p[same] = False
+        cut = np.zeros(self.n + 1, dtype=bool)  # regions with edges that are not the whole prediction's
+        cut[own_region[~is_union]] = True
+        same = (region[union][nearest_pred] == site) & ~cut[site]
+        d_gp[same] = whole_gp[same]
+        todo_g[same] = False
+
+    def _measure(self, units: list, pool: ThreadPoolExecutor | None) -> list[np.ndarray]:
+        """The distances of each unit ``(direction, region, rows)``: from those rows of the region's sources
+        (prediction edges for direction 0, GT edges for 1) to all of its targets."""
+
+        def one(d: int, i: int, rows: np.ndarray) -> np.ndarray:
+            source, target = (self._pred_edges[i], self._gt_edges[i])[:: 1 if d == 0 else -1]
+            return directed_distances(physical(source[rows], self.spacing), physical(target, self.spacing))
+
         if pool is None:
-            pairs = [self._pair(None, p, g) for p, g in zip(pred_edges, gt_edges)]
-            return GroupedDistances(
-                _concat([pair[0].result() for pair in pairs]),
-                bounds_p,
-                _concat([pair[1].result() for pair in pairs]),
-                bounds_g,
-            )
-        cost = {(i, d): len(pred_edges[i]) + len(gt_edges[i]) for i in range(self.n) for d in (0, 1)}
-        batches: list[list[tuple[int, int]]] = []
+            return [one(*unit) for unit in units]
+        cost = [len(rows) + len((self._gt_edges if d == 0 else self._pred_edges)[i]) for d, i, rows in units]
+        batches: list[list[int]] = []
         total = 0
-        for unit in sorted(cost, key=lambda u: -cost[u]):
-            if not batches or total >= config.thread_batch_points:
+        for k in sorted(range(len(units)), key=lambda k: -cost[k]):
+            if not batches or total >= current().thread_batch_points:
                 batches.append([])
                 total = 0
-            batches[-1].append(unit)
-            total += cost[unit]
+            batches[-1].append(k)
+            total += cost[k]
 
-        def run(batch):
-            out = {}
-            for i, d in batch:
-                p, g = physical(pred_edges[i], self.spacing), physical(gt_edges[i], self.spacing)
-                out[i, d] = directed_distances(p, g) if d == 0 else directed_distances(g, p)
-            return out
+        def run(batch: list[int]) -> dict[int, np.ndarray]:
+            return {k: one(*units[k]) for k in batch}
 
-        where: dict[tuple[int, int], Any] = {}
+        where: dict[int, Any] = {}
         for batch in batches:
             future = submit(pool, run, batch)
-            where.update((unit, future) for unit in batch)
-        return GroupedDistances(
-            _concat([where[i, 0].result()[i, 0] for i in range(self.n)]),
-            bounds_p,
-            _concat([where[i, 1].result()[i, 1] for i in range(self.n)]),
-            bounds_g,
-        )
+            where.update((k, future) for k in batch)
+        return [where[k].result()[k] for k in range(len(units))]
 
     def _grouped(self, pool: ThreadPoolExecutor | None) -> tuple[np.ndarray, np.ndarray]:
         """Two KD-tree queries for all regions (the region as an extra coordinate), shared by the pool's threads."""

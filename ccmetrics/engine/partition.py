@@ -43,6 +43,12 @@ __all__ = ["assign_nearest", "assign_nearest_flat", "site_surfaces", "voronoi_pa
 
 _REL_TOL = 1e-9  # KD-tree distances within this relative margin of the minimum are re-checked exactly
 _BLOCK_SIDES = (8, 4, 2)  # block sides tried by _certify_blocks (engine thresholds: ccmetrics.engine.config)
+_THREADED_QUERIES = 8192  # scipy starts new threads on every threaded query: fewer queries than this run on one
+
+
+def _workers(queries: int) -> int:
+    """Threads for a KD-tree query of ``queries`` points."""
+    return max(1, thread_count()) if queries >= _THREADED_QUERIES else 1
 
 
 def site_surfaces(sites: Sites, site_map: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +287,8 @@ def _certify_blocks(
         blocks = np.stack(np.unravel_index(keys, tuple(grid)), axis=1)
         centers = physical(blocks * side + (side - 1) / 2.0, spacing)
         radius = 0.5 * float(np.sqrt(np.sum(((side - 1) * spacing_arr) ** 2)))
-        dist = np.stack([tree.query(centers, workers=max(1, thread_count()))[0] for tree in trees], axis=1)
+        workers = _workers(len(centers))
+        dist = np.stack([tree.query(centers, workers=workers)[0] for tree in trees], axis=1)
         nearest = np.argmin(dist, axis=1)
         two = np.partition(dist, 1, axis=1)
         certain = (two[:, 1] - two[:, 0]) > 2 * radius * (1 + _REL_TOL) + 1e-9
@@ -299,14 +306,14 @@ def _assign_chunk(
     spacing: Sequence[float] | None,
 ) -> np.ndarray:
     points = physical(query, spacing)
-    dist, idx = tree.query(points, k=2, workers=max(1, thread_count()))
+    dist, idx = tree.query(points, k=2, workers=_workers(len(points)))
     bound = dist[:, 0] * (1 + _REL_TOL) + 1e-12
     out = surface_labels[idx[:, 0]].astype(np.int32)
     pending = np.flatnonzero(dist[:, 1] <= bound)  # another surface voxel within the margin: maybe a tie
     k = current().tie_candidates
     while pending.size:
         k = min(k, len(surface_coords))
-        d, i = tree.query(points[pending], k=k, workers=max(1, thread_count()))
+        d, i = tree.query(points[pending], k=k, workers=_workers(len(pending)))
         candidate = d <= bound[pending, None]
         i = np.where(candidate, i, 0)
         exact = np.where(candidate, _exact_distance(query[pending, None, :], surface_coords[i], spacing), np.inf)

@@ -49,6 +49,7 @@ __all__ = [
     "grouped_directed_distances",
     "grouped_surface_scores",
     "mask_edges",
+    "nearest_points",
     "own_face_edges",
     "physical",
     "surface_scores",
@@ -256,6 +257,38 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     # contrived ulp-scale sets where scipy's pruning can miss it by one float64 ulp)
     tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)
     return tree.query(source, k=1)[0].astype(np.float32)
+
+
+def nearest_points(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`directed_distances` and, for each source point, a target point at that distance.
+
+    Returns
+    -------
+    distance : ndarray of float32, shape (N,)
+        The values :func:`directed_distances` gives.
+    index : ndarray of int64, shape (N,)
+        Row of ``target`` at the minimum (``len(target)`` for an empty target). Callers use it to reuse a
+        distance over a subset of the target that holds that row: the minimum over the subset is then the
+        same value, bit for bit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nearest_points(np.array([[0.0, 0.0], [9.0, 9.0]]), np.array([[3.0, 4.0], [9.0, 8.0]]))
+    (array([5., 1.], dtype=float32), array([0, 1]))
+    """
+    if len(target) == 0:
+        return np.full(len(source), np.inf, dtype=np.float32), np.zeros(len(source), dtype=np.int64)
+    if len(source) == 0:
+        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+    if _own_tree(len(source) + len(target)):
+        from ._kdtree import nearest_points as own
+
+        distance, index = own(source, target)
+        return distance.astype(np.float32), index
+    tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)
+    distance, index = tree.query(source, k=1)
+    return distance.astype(np.float32), index.astype(np.int64, copy=False)
 
 
 def _own_tree(points: int) -> bool:
