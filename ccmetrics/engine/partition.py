@@ -272,30 +272,93 @@ def _certify_blocks(
     nearest site, dist(v, site 1) <= d1 + r and dist(v, other) >= d2 - r, so when d2 - d1 > 2 r (plus a
     rounding margin) site 1 is strictly the nearest for every voxel of the block: no tie is possible
     there. Blocks of 8, 4, then 2 voxels are tried; the voxels left (near region borders) get the exact
-    per-voxel rule. Cost: one KD-tree query per block and site.
+    per-voxel rule.
+
+    Only sites that may matter are measured: a site whose bounding box is farther from the centre than
+    ``u + 2 r + margin``, where u is the smallest distance from the centre to the farthest corner of any
+    site's box (no site is farther than that), can be neither the nearest site nor within the band that
+    decides certainty; it counts as infinitely far. Cost: one KD-tree query per block and nearby site.
     """
     spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
-    trees = [cKDTree(physical(surface_coords[surface_labels == lab], spacing), leafsize=32) for lab in present]
+    by_site = [surface_coords[surface_labels == lab] for lab in present]
+    low = physical(np.array([c.min(axis=0) for c in by_site]), spacing)
+    high = physical(np.array([c.max(axis=0) for c in by_site]), spacing)
+    trees: list[Any] = [None] * len(present)
     todo = np.arange(len(query))
     min_queries = current().block_min_queries
     for side in _BLOCK_SIDES:
         if len(todo) == 0 or len(todo) < min_queries // 4:  # nothing left (every block certain), or too few
             break
-        cell = query[todo] // side
-        grid = cell.max(axis=0) + 1
-        keys, inverse = np.unique(np.ravel_multi_index(tuple(cell.T), tuple(grid)), return_inverse=True)
-        blocks = np.stack(np.unravel_index(keys, tuple(grid)), axis=1)
+        blocks, inverse = _blocks(query[todo], side)
         centers = physical(blocks * side + (side - 1) / 2.0, spacing)
         radius = 0.5 * float(np.sqrt(np.sum(((side - 1) * spacing_arr) ** 2)))
-        workers = _workers(len(centers))
-        dist = np.stack([tree.query(centers, workers=workers)[0] for tree in trees], axis=1)
-        nearest = np.argmin(dist, axis=1)
-        two = np.partition(dist, 1, axis=1)
-        certain = (two[:, 1] - two[:, 0]) > 2 * radius * (1 + _REL_TOL) + 1e-9
+        margin = 2 * radius * (1 + _REL_TOL) + 1e-9
+        nearest, first, second = _two_nearest_sites(centers, by_site, trees, low, high, margin, spacing)
+        certain = (second - first) > margin
         voxel_certain = certain[inverse]
         out[todo[voxel_certain]] = present[nearest[inverse[voxel_certain]]]
         todo = todo[~voxel_certain]
     return todo
+
+
+def _two_nearest_sites(
+    centers: np.ndarray,
+    by_site: list[np.ndarray],
+    trees: list[Any],
+    low: np.ndarray,
+    high: np.ndarray,
+    margin: float,
+    spacing: Sequence[float] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each centre: the position of its nearest site, the distance to it and to the second nearest (inf for
+    none) among the sites that may be within ``margin`` of the nearest (``_certify_blocks``); ``trees`` are built
+    on first need. Centres are taken in chunks (memory: about 50 bytes per centre and site of a chunk)."""
+    n_sites = len(by_site)
+    nearest = np.zeros(len(centers), dtype=np.int64)
+    first = np.full(len(centers), np.inf)
+    second = np.full(len(centers), np.inf)
+    step = max(1, (1 << 18) // n_sites)
+    for at in range(0, len(centers), step):
+        c = centers[at : at + step]
+        # distance bounds from each centre to each site's box: below (its nearest point), above (farthest corner)
+        gap = np.maximum(low[None] - c[:, None], 0) + np.maximum(c[:, None] - high[None], 0)
+        near = np.sqrt(np.sum(gap * gap, axis=2))
+        span = np.maximum(np.abs(c[:, None] - low[None]), np.abs(high[None] - c[:, None]))
+        reach = np.sqrt(np.sum(span * span, axis=2)).min(axis=1) * (1 + _REL_TOL) + 2 * margin + 1e-9
+        dist = np.full(near.shape, np.inf)
+        for k in range(n_sites):
+            rows = np.flatnonzero(near[:, k] <= reach)
+            if len(rows):
+                if trees[k] is None:
+                    points = physical(by_site[k], spacing)
+                    trees[k] = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
+                dist[rows, k] = trees[k].query(c[rows], workers=_workers(len(rows)))[0]
+        nearest[at : at + step] = np.argmin(dist, axis=1)
+        if n_sites > 1:
+            two = np.partition(dist, 1, axis=1)
+            first[at : at + step], second[at : at + step] = two[:, 0], two[:, 1]
+        else:
+            first[at : at + step] = dist[:, 0]
+    return nearest, first, second
+
+
+def _blocks(points: np.ndarray, side: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct blocks (cells of ``side`` voxels, by their lowest-corner cell index) holding ``points``, in
+    raster order, and each point's block: a marker grid when the cells' grid is small, else a sort."""
+    cell = points // side
+    grid = tuple(int(n) for n in cell.max(axis=0) + 1)
+    key = np.ravel_multi_index(tuple(cell.T), grid)
+    size = int(np.prod(grid))
+    if size <= 64 * len(points):
+        seen = np.zeros(size, dtype=bool)
+        seen[key] = True
+        keys = np.flatnonzero(seen)
+        where = np.empty(size, dtype=np.int64)
+        where[keys] = np.arange(len(keys))
+        inverse = where[key]
+    else:
+        keys, inverse = np.unique(key, return_inverse=True)
+    return np.stack(np.unravel_index(keys, grid), axis=1), inverse
 
 
 def _assign_chunk(

@@ -181,7 +181,7 @@ def own_face_edges(
     list fills at least 1/8 of it (memory: at most 8 small integers per voxel
     of the list), otherwise from the list itself: along the last axis the next
     or previous entry, along the others a binary search over the runs
-    (:meth:`~ccmetrics.engine.components.Runs.locate`).
+    (:meth:`~ccmetrics.engine.components.Runs.locate`) for each segment of consecutive voxels.
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
     config = current()
@@ -216,12 +216,17 @@ def own_face_edges(
             differs |= label_map[at - int(stride)] != mine
             differs |= label_map[at + int(stride)] != mine
     else:
+        # consecutive interior voxels lie on one row (a voxel on the image's border is an edge), and so do their
+        # neighbours one row over, all in the list: one binary search per such segment, not one per voxel
+        starts = np.flatnonzero(np.diff(flat, prepend=flat[0] - 2) != 1)
+        lengths = np.diff(np.append(starts, len(flat)))
+        offset = np.arange(len(flat)) - np.repeat(starts, lengths)
         for axis, stride in enumerate(strides):
             for step in (-1, 1):
                 if axis == len(shape) - 1:
                     neighbour = interior + step
                 else:
-                    neighbour = runs.locate(flat + step * int(stride))
+                    neighbour = np.repeat(runs.locate(flat[starts] + step * int(stride)), lengths) + offset
                 differs |= labels[neighbour] != mine
     own_edge[interior] = differs
     return own_edge

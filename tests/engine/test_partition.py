@@ -218,6 +218,34 @@ def test_block_certification_equals_brute_force(seed):
         assert tie.any()  # the case does exercise ties
 
 
+@pytest.mark.parametrize("spread", [6, 4000])  # a small grid of cells (marker grid) and a sparse one (sort)
+def test_blocks_group_points_by_cell(rng, spread):
+    import ccmetrics.engine.partition as partition
+
+    points = rng.integers(0, spread, size=(300, 3))
+    for side in (8, 2):
+        blocks, inverse = partition._blocks(points, side)
+        keys = {tuple(row) for row in (points // side).tolist()}
+        assert sorted(keys) == [tuple(row) for row in blocks.tolist()]  # each cell once, in raster order
+        np.testing.assert_array_equal(blocks[inverse], points // side)
+
+
+def test_block_certification_skips_far_sites_and_keeps_the_labels(rng):
+    """Many sites far apart: each block measures only the sites its bounding boxes allow (the others cannot be the
+    nearest nor within the band), and the labels are the per-voxel rule's."""
+    gt = np.zeros((40, 120, 120), bool)
+    for z, y, x in rng.integers(4, [36, 116, 116], size=(30, 3)):
+        gt[z - 1 : z + 2, y - 2 : y + 1, x : x + 3] = True
+    surface_coords, surface_labels = site_surfaces(find_sites(gt))
+    query = np.argwhere(~gt)[::7]
+    for spacing in (None, (3.0, 0.8, 0.8)):
+        with engine_config(block_min_queries=1):
+            got = assign_nearest(query, surface_coords, surface_labels, spacing)
+        with engine_config(block_min_queries=1 << 40, dense_min_queries=1 << 40):  # the exact rule for every voxel
+            expected = assign_nearest(query, surface_coords, surface_labels, spacing)
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_block_certification_keeps_the_isolated_corner_tie():
     gt = corner_tie_gt()
     pred = np.ones_like(gt)
