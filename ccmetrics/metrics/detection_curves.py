@@ -84,7 +84,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from .. import schema
 from ..engine.components import Sites
@@ -339,6 +338,8 @@ def _assign(pg: np.ndarray, pc: np.ndarray, weight: np.ndarray, k: int, m: int) 
         cols, cinv = np.unique(pc, return_inverse=True)
         matrix = np.zeros((len(rows), len(cols)))
         matrix[rinv, cinv] = weight
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize: 40 ms to import, needed here only
+
     r, c = linear_sum_assignment(matrix, maximize=True)
     keep = matrix[r, c] > 0
     return rows[r[keep]], cols[c[keep]]

@@ -59,7 +59,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from .._inputs import as_label_map, check_same_shape
 from ..engine.components import Sites, find_sites
@@ -271,6 +270,8 @@ def _assign(ov: Overlaps, keep: np.ndarray) -> np.ndarray:
     index = np.full((len(rows), len(cols)), -1)
     weight[g, p] = ov.pair_iou[cand]
     index[g, p] = cand
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize: 40 ms to import, needed here only
+
     r, c = linear_sum_assignment(weight, maximize=True)
     chosen = index[r, c]
     return np.sort(chosen[chosen >= 0])
