@@ -21,6 +21,36 @@ def _check(source, target, bound=np.inf):
         got = _kdtree.nearest_distances(source, target, bound, workers)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, expected)
+        distance, index = _kdtree.nearest_points(source, target, bound, workers)
+        np.testing.assert_array_equal(distance, expected)
+        _check_index(source, target, distance, index)
+
+
+def _check_index(source, target, distance, index):
+    """The named target point is at the reported distance (summed as scipy sums); ``len(target)`` where none is."""
+    found = np.isfinite(distance)
+    np.testing.assert_array_equal(index[~found], len(target))
+    assert index.dtype == np.int64 and (index[found] < len(target)).all()
+    total = np.zeros(int(found.sum()))
+    for axis in range(source.shape[1]):
+        delta = source[found, axis] - target[index[found], axis]
+        total += delta * delta
+    np.testing.assert_array_equal(np.sqrt(total), distance[found])
+
+
+def test_surface_nearest_points_name_a_nearest_point_on_both_trees():
+    """``ccmetrics.engine.surface.nearest_points`` (what per-region distances reuse) gives directed_distances' values
+    and a target point at that distance, from scipy's tree and from this module's."""
+    rng = np.random.default_rng(5)
+    source, target = rng.integers(0, 60, (3000, 3)) * 0.7, rng.integers(0, 60, (2000, 3)) * 0.7
+    for config in ({"own_tree_from": 1 << 40}, {"own_tree_from": 0, "own_tree_import_from": 0}):
+        with engine_config(**config):
+            distance, index = surface.nearest_points(source, target)
+            np.testing.assert_array_equal(distance, surface.directed_distances(source, target))
+            exact = np.sqrt(((source - target[index]) ** 2).sum(axis=1)).astype(np.float32)
+            np.testing.assert_array_equal(exact, distance)
+    empty_distance, empty_index = surface.nearest_points(source[:3], target[:0])
+    assert np.isinf(empty_distance).all() and empty_index.tolist() == [0, 0, 0]
 
 
 def test_this_machine_sums_as_scipy():
