@@ -12,7 +12,10 @@ sites), never from an image-sized label map, so time and memory grow with the fo
   or a look-up in the region map the caller kept with :meth:`ccmetrics.GroundTruth.region_map`)
   and the per-region counts;
 * :class:`CaseSurfaces`, only when a surface metric is asked for: the edge voxels of every
-  region's prediction and GT, and the directed edge distances per region and over the whole image.
+  region's prediction and GT, and the directed edge distances over the whole image and per region;
+  a region's distance is the whole image's wherever the nearest point the whole image's query named
+  lies in that region (bit for bit the same minimum), so only the rest is queried again (edges cut
+  by region borders, a missed lesion's GT edges).
 
 With a thread pool the whole-image distances (which need no regions) run beside the nearest-site
 search, or after it when many prediction voxels lie outside the GT (the nearest-label transform

@@ -437,11 +437,11 @@ def voronoi_partition(
     that second distance may be within a 2e-6 relative margin of the first (a
     tie or a near-tie), the voxel is relabelled with the exact rule of
     :func:`assign_nearest`; elsewhere the nearest site is unique by far more than
-    any rounding.  Cost: about 0.09 s for 160x160x120 with 20 sites (the
-    per-site EDT loop: 3.5 s) and 1.2 s for 400x400x300 on 2 cores
+    any rounding.  Cost: about 0.07 s for 160x160x120 with 20 sites (the
+    per-site EDT loop: 1.9 s) and 0.7 s for 400x400x300 on 2 cores
     (``tests/benchmarks/bench_scale.py``); the first call in a process loads the
-    compiled kernels (0.3-0.9 s; all of ccmetrics' kernels compile once after
-    install in about 19 s: ``tests/benchmarks/bench_startup.py``).
+    compiled kernel (0.3-0.9 s; it compiles once after install in about 1 s, all
+    six of ccmetrics' kernels in about 5 s: ``tests/benchmarks/bench_startup.py``).
     Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
     this map by itself: it labels only the prediction voxels outside the GT,
     unless the caller kept the map with :meth:`ccmetrics.GroundTruth.region_map`
