@@ -109,7 +109,10 @@ class CaseSurfaces:
     The per-region distances reuse the whole image's where they must be equal. The whole-image
     query also names a nearest point (:func:`ccmetrics.engine.surface.nearest_points`). A region's
     target is a subset of the whole image's target. So when the named point lies in the source
-    point's own region, the region's minimum is that same rounded value, bit for bit.
+    point's own region, the region's minimum is that same rounded value, bit for bit, as long as both
+    queries return the exact minimum of the rounded distances: this module's k-d tree always does, and
+    scipy's does on voxel lattices (``ccmetrics.engine._kdtree`` names the contrived non-lattice sets
+    where its pruning misses it by one float64 ulp).
 
     * GT edges: a site's edge voxels are its union edges (GT components, or labels that touch no
       other label). Otherwise nothing is reused.
@@ -132,6 +135,7 @@ class CaseSurfaces:
         self._gt_union = geometry.coords[geometry.union_edge]
         self._pred_union = coordinates(pred.flat[union_edge], self.shape)
         self._whole: tuple[Any, Any] | None = None
+        self._whole_named = False
         self._pred_edges: list[np.ndarray] = []
         self._gt_edges: list[np.ndarray] = []
         self._pred_own = np.zeros(0, dtype=np.int64)  # rows of pred.flat of the regions' prediction edges, in order
@@ -150,6 +154,7 @@ class CaseSurfaces:
     def start_whole_image(self, pool: ThreadPoolExecutor | None = None) -> None:
         """Start the whole-image edge distances (on the pool, or now without one)."""
         if self._whole is None:
+            self._whole_named = self._reuse  # nearest_points (distance, index) pairs, not distances alone
             self._whole = self._pair(pool, self._pred_union, self._gt_union)
 
     def _whole_results(self) -> tuple[Any, Any]:
@@ -175,7 +180,7 @@ class CaseSurfaces:
     def whole_image(self) -> GroupedDistances:
         """Edge distances of the whole prediction and the whole GT (one group)."""
         pg, gp = self._whole_results()
-        if self._reuse:
+        if self._whole_named:
             pg, gp = pg[0], gp[0]
         return GroupedDistances.single(pg, gp)
 
@@ -200,7 +205,9 @@ class CaseSurfaces:
         todo_p = np.ones(len(d_pg), dtype=bool)  # still to measure
         todo_g = np.ones(len(d_gp), dtype=bool)
         if self._reuse:
-            self._reuse_whole(d_pg, todo_p, d_gp, todo_g)
+            self.start_whole_image(pool)  # started already beside the regions, as a rule
+            if self._whole_named:
+                self._reuse_whole(d_pg, todo_p, d_gp, todo_g)
         units = []  # (direction, region, rows to measure within the region's sources)
         for i in range(self.n):
             for d, (todo, bounds) in enumerate(((todo_p, bounds_p), (todo_g, bounds_g))):

@@ -274,10 +274,11 @@ def _certify_blocks(
     there. Blocks of 8, 4, then 2 voxels are tried; the voxels left (near region borders) get the exact
     per-voxel rule.
 
-    Only sites that may matter are measured: a site whose bounding box is farther from the centre than
-    ``u + 2 r + margin``, where u is the smallest distance from the centre to the farthest corner of any
-    site's box (no site is farther than that), can be neither the nearest site nor within the band that
-    decides certainty; it counts as infinitely far. Cost: one KD-tree query per block and nearby site.
+    Only sites that may matter are measured. With m the certainty margin (2 r plus rounding) and u the
+    smallest distance from the centre to the farthest corner of any site's box (the nearest site is no
+    farther than that), a site whose box lies farther than ``u + 2 m`` (plus rounding) can be neither the
+    nearest site nor within m of it; it counts as infinitely far. Cost: one KD-tree query per block and
+    nearby site.
     """
     spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
     by_site = [surface_coords[surface_labels == lab] for lab in present]
@@ -311,8 +312,9 @@ def _two_nearest_sites(
     spacing: Sequence[float] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each centre: the position of its nearest site, the distance to it and to the second nearest (inf for
-    none) among the sites that may be within ``margin`` of the nearest (``_certify_blocks``); ``trees`` are built
-    on first need. Centres are taken in chunks (memory: about 50 bytes per centre and site of a chunk)."""
+    none) among the sites whose boxes are within ``u + 2 margin`` (``_certify_blocks``); ``trees`` are built on
+    first need. Centres are taken in chunks of 2**18 centre-site pairs (memory: about 150 bytes per pair in 3D,
+    some 40 MB at most)."""
     n_sites = len(by_site)
     nearest = np.zeros(len(centers), dtype=np.int64)
     first = np.full(len(centers), np.inf)
@@ -344,16 +346,17 @@ def _two_nearest_sites(
 
 def _blocks(points: np.ndarray, side: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct blocks (cells of ``side`` voxels, by their lowest-corner cell index) holding ``points``, in
-    raster order, and each point's block: a marker grid when the cells' grid is small, else a sort."""
+    raster order, and each point's block: a marker grid when the cells' grid has at most 16 cells per point,
+    else a sort."""
     cell = points // side
     grid = tuple(int(n) for n in cell.max(axis=0) + 1)
     key = np.ravel_multi_index(tuple(cell.T), grid)
     size = int(np.prod(grid))
-    if size <= 64 * len(points):
+    if size <= 16 * len(points):  # at most 80 bytes per point
         seen = np.zeros(size, dtype=bool)
         seen[key] = True
         keys = np.flatnonzero(seen)
-        where = np.empty(size, dtype=np.int64)
+        where = np.empty(size, dtype=np.int32 if len(keys) < 2**31 else np.int64)
         where[keys] = np.arange(len(keys))
         inverse = where[key]
     else:

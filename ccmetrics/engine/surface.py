@@ -274,7 +274,8 @@ def nearest_points(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, 
     index : ndarray of int64, shape (N,)
         Row of ``target`` at the minimum (``len(target)`` for an empty target). Callers use it to reuse a
         distance over a subset of the target that holds that row: the minimum over the subset is then the
-        same value, bit for bit.
+        same value, bit for bit, where the trees return the exact minimum (``ccmetrics.engine._kdtree``:
+        always for its own tree, on voxel lattices for scipy's).
 
     Examples
     --------
