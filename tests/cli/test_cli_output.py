@@ -111,3 +111,29 @@ def test_evaluate_and_compare_into_head(folders):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("6 cases in ") and CLOSING.match(lines[1]) and lines[2].startswith("cc_dice")
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_program_skips_the_tear_down_but_keeps_its_output_and_atexit_handlers(folders, capsys):
+    """``ccmetrics.cli.run`` (the console script, ``python -m ccmetrics``) ends the process with ``os._exit`` once
+    ``main`` returns: every line ``main`` prints still reaches a pipe, handlers registered with ``atexit`` still run,
+    and the exit code is main's (1 here: a case failed)."""
+    from ccmetrics.cli import main
+
+    marker = folders / "atexit-ran"
+    args = ["evaluate", str(folders / "gt"), str(folders / "broken"), "--out"]
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+        f"sys.argv = ['ccmetrics', *{args!r}, {str(folders / 'out_run')!r}]\n"
+        "from ccmetrics.cli import run\n"
+        "run()\n"
+        "raise SystemExit(99)  # never reached: run() ends the process\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert marker.read_text() == "ran"
+    assert main([*args, str(folders / "out_main")]) == 1  # the same command in this process, the usual way
+    expected = capsys.readouterr().out.replace(str(folders / "out_main"), str(folders / "out_run"))
+    ignore = re.compile(r"\d+\.\d s")  # the timings
+    assert ignore.sub("", done.stdout) == ignore.sub("", expected)
+    assert done.stdout.rstrip().splitlines()[-1].startswith("Wrote ")
