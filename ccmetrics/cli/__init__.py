@@ -21,6 +21,10 @@ read-only: the message names the path) — the finished cases are kept,
 ``--resume`` continues once the cause is fixed; 130 when ``evaluate`` was
 stopped with Ctrl-C (143: SIGTERM), at any moment, the writing of the tables
 included — the finished cases are kept, ``--resume`` continues.
+
+:func:`main` returns the exit code (for callers in Python); the program itself
+(:func:`run`: the ``ccmetrics`` script, ``python -m ccmetrics``) then ends the
+process at once, without the interpreter's tear-down of the loaded libraries.
 """
 
 from __future__ import annotations
