@@ -134,28 +134,24 @@ class CaseSurfaces:
         self._pred, self._pred_union_edge, self._truth = pred, union_edge, truth
         self._gt_union = geometry.coords[geometry.union_edge]
         self._pred_union = coordinates(pred.flat[union_edge], self.shape)
-        self._whole: tuple[Any, Any] | None = None
-        self._whole_named = False
+        self._whole: tuple[Any, Any] | None = None  # the two directions' futures
         self._pred_edges: list[np.ndarray] = []
         self._gt_edges: list[np.ndarray] = []
         self._pred_own = np.zeros(0, dtype=np.int64)  # rows of pred.flat of the regions' prediction edges, in order
         self._pred_region = np.zeros(0, dtype=np.int32)
-        # reuse the whole image's distances per region: a site's edges are its union edges, and regions are few
-        # (from grouped_from on, two grouped queries serve all regions anyway)
+        # reuse the whole image's distances per region (fixed here: it decides what the whole-image query returns):
+        # a site's edges are its union edges, and regions are few (from grouped_from on, two grouped queries serve
+        # all regions anyway)
         self._reuse = 0 < self.n < current().grouped_from and (
             truth.sites == "components" or bool(np.array_equal(geometry.union_edge, geometry.own_edge))
         )
 
-    def _pair(self, pool: ThreadPoolExecutor | None, pred_edges: np.ndarray, gt_edges: np.ndarray):
-        p, g = physical(pred_edges, self.spacing), physical(gt_edges, self.spacing)
-        measure = nearest_points if self._reuse else directed_distances
-        return submit(pool, measure, p, g), submit(pool, measure, g, p)
-
     def start_whole_image(self, pool: ThreadPoolExecutor | None = None) -> None:
         """Start the whole-image edge distances (on the pool, or now without one)."""
         if self._whole is None:
-            self._whole_named = self._reuse  # nearest_points (distance, index) pairs, not distances alone
-            self._whole = self._pair(pool, self._pred_union, self._gt_union)
+            p, g = physical(self._pred_union, self.spacing), physical(self._gt_union, self.spacing)
+            measure = nearest_points if self._reuse else directed_distances  # (distance, index) where reused
+            self._whole = submit(pool, measure, p, g), submit(pool, measure, g, p)
 
     def _whole_results(self) -> tuple[Any, Any]:
         self.start_whole_image()
@@ -180,9 +176,7 @@ class CaseSurfaces:
     def whole_image(self) -> GroupedDistances:
         """Edge distances of the whole prediction and the whole GT (one group)."""
         pg, gp = self._whole_results()
-        if self._whole_named:
-            pg, gp = pg[0], gp[0]
-        return GroupedDistances.single(pg, gp)
+        return GroupedDistances.single(pg[0], gp[0]) if self._reuse else GroupedDistances.single(pg, gp)
 
     def per_region(self, pool: ThreadPoolExecutor | None = None) -> GroupedDistances:
         """Prediction->GT and GT->prediction edge distances inside the regions 1..K.
@@ -205,9 +199,7 @@ class CaseSurfaces:
         todo_p = np.ones(len(d_pg), dtype=bool)  # still to measure
         todo_g = np.ones(len(d_gp), dtype=bool)
         if self._reuse:
-            self.start_whole_image(pool)  # started already beside the regions, as a rule
-            if self._whole_named:
-                self._reuse_whole(d_pg, todo_p, d_gp, todo_g)
+            self._reuse_whole(d_pg, todo_p, d_gp, todo_g)
         units = []  # (direction, region, rows to measure within the region's sources)
         for i in range(self.n):
             for d, (todo, bounds) in enumerate(((todo_p, bounds_p), (todo_g, bounds_g))):
@@ -227,12 +219,13 @@ class CaseSurfaces:
         rows, region = self._pred_own, self._pred_region
         if len(union) == 0:  # no prediction: nothing to reuse
             return
-        at = np.minimum(np.searchsorted(union, rows), len(union) - 1)
-        is_union = union[at] == rows
+        is_union = self._pred_union_edge[rows]
         own_region = region[rows]
-        same = is_union & (site[nearest_gt[at]] == own_region)
-        d_pg[same] = whole_pg[at[same]]
-        todo_p[same] = False
+        whole = np.flatnonzero(is_union)  # the regions' prediction edges the whole image measured, and where
+        at = np.searchsorted(union, rows[whole])
+        keep = site[nearest_gt[at]] == own_region[whole]
+        d_pg[whole[keep]] = whole_pg[at[keep]]
+        todo_p[whole[keep]] = False
         cut = np.zeros(self.n + 1, dtype=bool)  # regions with edges that are not the whole prediction's
         cut[own_region[~is_union]] = True
         same = (region[union][nearest_pred] == site) & ~cut[site]

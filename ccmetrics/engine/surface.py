@@ -250,18 +250,7 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     the GIL) gives the same float64 distances as scipy's tree, which serves
     smaller inputs and machines where the two do not agree bit for bit.
     """
-    if len(target) == 0:
-        return np.full(len(source), np.inf, dtype=np.float32)
-    if len(source) == 0:
-        return np.zeros(0, dtype=np.float32)
-    if _own_tree(len(source) + len(target)):
-        from ._kdtree import nearest_distances
-
-        return nearest_distances(source, target).astype(np.float32)
-    # faster to build than MONAI's balanced tree; both give the rounded minimum (see ccmetrics.engine._kdtree for the
-    # contrived ulp-scale sets where scipy's pruning can miss it by one float64 ulp)
-    tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)
-    return tree.query(source, k=1)[0].astype(np.float32)
+    return _nearest(source, target, with_index=False)[0]
 
 
 def nearest_points(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -283,15 +272,27 @@ def nearest_points(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, 
     >>> nearest_points(np.array([[0.0, 0.0], [9.0, 9.0]]), np.array([[3.0, 4.0], [9.0, 8.0]]))
     (array([5., 1.], dtype=float32), array([0, 1]))
     """
+    distance, index = _nearest(source, target, with_index=True)
+    assert index is not None
+    return distance, index
+
+
+def _nearest(source: np.ndarray, target: np.ndarray, with_index: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`directed_distances` and, ``with_index``, :func:`nearest_points`' rows (else None where the tree
+    would have to map them: this module's)."""
     if len(target) == 0:
         return np.full(len(source), np.inf, dtype=np.float32), np.zeros(len(source), dtype=np.int64)
     if len(source) == 0:
         return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
     if _own_tree(len(source) + len(target)):
-        from ._kdtree import nearest_points as own
+        from . import _kdtree
 
-        distance, index = own(source, target)
-        return distance.astype(np.float32), index
+        if with_index:
+            distance, index = _kdtree.nearest_points(source, target)
+            return distance.astype(np.float32), index
+        return _kdtree.nearest_distances(source, target).astype(np.float32), None
+    # faster to build than MONAI's balanced tree; both give the rounded minimum (see ccmetrics.engine._kdtree for the
+    # contrived ulp-scale sets where scipy's pruning can miss it by one float64 ulp)
     tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)
     distance, index = tree.query(source, k=1)
     return distance.astype(np.float32), index.astype(np.int64, copy=False)
