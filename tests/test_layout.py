@@ -62,6 +62,18 @@ def test_the_layer_packages_import_nothing_heavy():
     assert done.stdout.strip() == "[]"
 
 
+def test_the_process_that_schedules_cases_loads_no_case_machinery():
+    # evaluate_dataset's own process reads headers and writes records; its workers evaluate the cases. The k-d trees
+    # (scipy.spatial, about 0.13 s to import) and the morphology (scipy.ndimage) load in the workers, not here before
+    # they start: that import is on the path to the first case of every run with workers
+    code = (
+        "import sys, ccmetrics.campaign.dataset, ccmetrics.campaign.scheduler\n"
+        "print(sorted(m for m in ('scipy.spatial', 'scipy.ndimage', 'numba', 'nibabel') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_the_layer_contract_holds():
     if shutil.which("lint-imports") is None:
         pytest.skip("import-linter is not installed (pip install -e '.[dev]')")

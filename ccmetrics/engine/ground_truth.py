@@ -40,6 +40,9 @@ class PreparedSites:
         The site voxels in raster order, as runs along the last axis.
     raster_label : ndarray of int32
         The site label of each voxel of ``runs``' (raster-order) list.
+    flat : ndarray of int64
+        That list itself: the sorted flat indices of the GT's voxels, so that labelling the GT at another
+        connectivity (detection's volumes, Lesion Dice) needs no second pass over the image.
     """
 
     found: Sites
@@ -48,6 +51,7 @@ class PreparedSites:
     union_edge: np.ndarray
     runs: Runs
     raster_label: np.ndarray
+    flat: np.ndarray
 
 
 class GroundTruth:
@@ -98,7 +102,7 @@ class GroundTruth:
             # connectivity); with instance labels, in the same site when it holds the same label value
             own = True if self.sites == "components" else found.source_label[found.label - 1]
             own_edge, union_edge = found.edges(self.array.ravel(), own, coords)
-            self._prepared = PreparedSites(found, coords, own_edge, union_edge, runs, raster_label)
+            self._prepared = PreparedSites(found, coords, own_edge, union_edge, runs, raster_label, flat)
         return self
 
     @property
@@ -123,10 +127,14 @@ class GroundTruth:
     def components(self) -> ComponentCache:
         """The GT mask's :class:`~ccmetrics.engine.components.ComponentCache` (shared by PQ, Lesion Dice, detection)."""
         if self._components is None:
+            # once prepared, its voxel list and runs: labelling at another connectivity scans the image no more
+            flat, runs = (self._prepared.flat, self._prepared.runs) if self._prepared is not None else (None, None)
             if self.sites == "components":
-                self._components = ComponentCache(self.array, known=self.found, connectivity=self.connectivity)
+                self._components = ComponentCache(
+                    self.array, known=self.found, connectivity=self.connectivity, flat=flat, runs=runs
+                )
             else:
-                self._components = ComponentCache(self.array != 0)
+                self._components = ComponentCache(self.array != 0, flat=flat, runs=runs)
         return self._components
 
     def region_map(self, spacing: Any | None = None) -> np.ndarray:

@@ -29,15 +29,17 @@ Two engines, one rule:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .._inputs import as_spacing
 from .components import Sites, coordinates, find_sites
 from .config import current, thread_count
 from .surface import physical
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 __all__ = ["assign_nearest", "assign_nearest_flat", "site_surfaces", "voronoi_partition"]
 
@@ -231,6 +233,8 @@ def _assign_exact(
     """The exact per-voxel rule (KD-tree, then exact distances where a tie is possible) for ``query[todo]``."""
     if len(todo) == 0:
         return
+    from scipy.spatial import cKDTree  # on first use: the process that only schedules cases never loads it
+
     tree = cKDTree(physical(surface_coords, spacing), leafsize=32)
     size = current().query_chunk
     for start in range(0, len(todo), size):
@@ -332,6 +336,8 @@ def _two_nearest_sites(
             rows = np.flatnonzero(near[:, k] <= reach)
             if len(rows):
                 if trees[k] is None:
+                    from scipy.spatial import cKDTree
+
                     points = physical(by_site[k], spacing)
                     trees[k] = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
                 dist[rows, k] = trees[k].query(c[rows], workers=_workers(len(rows)))[0]

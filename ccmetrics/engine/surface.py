@@ -33,7 +33,6 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.spatial import cKDTree
 
 from .._deprecation import deprecated
 from .config import current
@@ -293,6 +292,8 @@ def _nearest(source: np.ndarray, target: np.ndarray, with_index: bool) -> tuple[
         return _kdtree.nearest_distances(source, target).astype(np.float32), None
     # faster to build than MONAI's balanced tree; both give the rounded minimum (see ccmetrics.engine._kdtree for the
     # contrived ulp-scale sets where scipy's pruning can miss it by one float64 ulp)
+    from scipy.spatial import cKDTree  # on first use: the process that only schedules cases never loads it
+
     tree = cKDTree(target, leafsize=32, balanced_tree=False, compact_nodes=False)
     distance, index = tree.query(source, k=1)
     return distance.astype(np.float32), index.astype(np.int64, copy=False)
@@ -347,6 +348,8 @@ def grouped_directed_distances(
         from ._kdtree import nearest_distances
 
         return nearest_distances(query, points, bound, workers).astype(np.float32)
+    from scipy.spatial import cKDTree
+
     tree = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
     return tree.query(query, k=1, distance_upper_bound=bound, workers=workers)[0].astype(np.float32)
 

@@ -168,3 +168,22 @@ def test_grouped_directed_distances_equal_one_tree_per_group(rng, ndim, spacing)
     expected = np.concatenate([directed_distances(src[src_g == c], tgt[tgt_g == c]) for c in range(1, groups + 1)])
     np.testing.assert_array_equal(got, expected)
     assert np.isinf(got[src_g == groups]).all() and np.isfinite(got[src_g < groups]).all()
+
+
+@pytest.mark.parametrize("sites", ["components", "labels"])
+def test_the_gt_labelled_at_another_connectivity_reuses_its_voxel_list(rng, monkeypatch, sites):
+    # detection's volumes (18-connectivity) and Lesion Dice (26) label the GT again: from the prepared voxel list,
+    # with the same components as a labelling from scratch, and without another pass over the image
+    gt_mask, _ = lesion_case((40, 36, 30), n_lesions=12, seed=int(rng.integers(1 << 30)))
+    gt = gt_mask.astype(np.int32) * rng.integers(1, 4, gt_mask.shape) if sites == "labels" else gt_mask
+    truth = GroundTruth(gt, sites=sites, connectivity=6)
+    expected = {c: components.find_sites(gt != 0, connectivity=c) for c in (6, 18, 26)}
+    scans = []
+    flatnonzero = np.flatnonzero
+    monkeypatch.setattr(components.np, "flatnonzero", lambda a: scans.append(a.size) or flatnonzero(a), raising=True)
+    for c, want in expected.items():
+        got = truth.components()(c)
+        assert got.n == want.n
+        np.testing.assert_array_equal(got.flat_index, want.flat_index)
+        np.testing.assert_array_equal(got.label, want.label)
+    assert gt.size not in scans  # no pass over the whole image
