@@ -31,7 +31,10 @@ What it does:
    linear extrapolation of the wall time to 1000 cases.
 
 Each evaluation runs in a fresh subprocess of this script (``--measure``), so
-that its peak-memory numbers cover that evaluation only:
+that its peak-memory numbers cover that evaluation only. The package's Python
+bytecode is compiled first, as an installed package has it
+(``tests/benchmarks/_bytecode.py``), so that no process compiles ccmetrics'
+modules from their source:
 
 * peak RSS per worker: ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of the
   measuring process once ``evaluate_dataset`` has returned (its pool has been
@@ -87,6 +90,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
+from _bytecode import compile_package  # noqa: E402  (tests/benchmarks, the script's folder)
 
 import ccmetrics  # noqa: E402
 
@@ -549,6 +553,7 @@ def main(argv: list[str] | None = None) -> None:
     print("== machine")
     for line in machine_info():
         print(line)
+    print(compile_package())
     print(f"\n== data: {args.cases} cases in {data}")
     gen = ensure_data(data, args.cases, args.gen_workers)
     if gen:
