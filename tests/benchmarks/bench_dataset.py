@@ -24,7 +24,12 @@ What it does:
    to show the speed-up per case;
 4. times nibabel alone reading each case's two files in one process (the
    yardstick of the speed target: wall time per case with two workers at most
-   that) and says whether the target is met;
+   that) and says whether the target is met, inside ``evaluate_dataset`` and
+   for the whole process (start-up and exit included); with ``--floor N``, also
+   N runs of ``--workers`` bare processes started at once, each importing the
+   package and evaluating its share of the cases with ``evaluate_task`` and no
+   scheduler, records or header estimates: the least a run can take with these
+   imports and this cost per case;
 5. prints a Markdown table for the README: wall time, mean read and compute
    seconds per case (``DatasetResult.timings``, measured inside the workers)
    and their share of the summed worker time, throughput, peak memory, and a
@@ -68,6 +73,7 @@ Run from the repository root, with the project's virtual environment active::
     python tests/benchmarks/bench_dataset.py                   # 100 cases, 2 workers
     python tests/benchmarks/bench_dataset.py --cases 20 --workers 2 --subset 5
     python tests/benchmarks/bench_dataset.py --generate-only   # just write the data
+    python tests/benchmarks/bench_dataset.py --cases 24 --subset 6 --data /tmp/ccmetrics-bench-24 --floor 3
     python tests/benchmarks/bench_dataset.py --env MALLOC_MMAP_THRESHOLD_=2147483647 \
         --env MALLOC_TRIM_THRESHOLD_=4294967296              # try glibc malloc settings
 """
@@ -334,6 +340,36 @@ def measure(data: Path, cases: int, workers: int) -> dict:
     }
 
 
+def floor_part(data: Path, cases: int, workers: int, part: int) -> None:
+    """Body of a ``--floor-part`` process: evaluate cases ``part, part + workers, ...`` as a worker would (the
+    options ``evaluate_dataset`` builds, ``evaluate_task``), with no scheduler around it, then end at once."""
+    from ccmetrics import schema
+    from ccmetrics.campaign.dataset import EvalOptions, _tasks, evaluate_task
+
+    options = EvalOptions.build(METRICS)
+    tasks, _ = _tasks(str(data / "gt"), str(data / "pred"), None, None, None, False)
+    for task in [t for t in tasks if t.case in {case_id(i) for i in range(cases)}][part::workers]:
+        output = evaluate_task(task, options)
+        if any(row.get(schema.STATUS) == schema.FAILED for row in output["rows"]):
+            raise SystemExit(f"{task.case} failed: {output['rows']}")
+
+
+def run_floor(data: Path, cases: int, workers: int) -> float:
+    """Wall time of ``workers`` ``--floor-part`` processes started at once, from the first start to the last exit."""
+    env = {**os.environ, "CCMETRICS_WORKER_THREADS": str(max(1, _nproc() // workers))}
+    for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, env["CCMETRICS_WORKER_THREADS"])  # as the scheduler's workers get their share
+    common = [sys.executable, os.path.abspath(__file__), "--data", str(data), "--cases", str(cases)]
+    common += ["--workers", str(workers), "--metrics", ",".join(METRICS)]
+    start = time.perf_counter()
+    procs = [subprocess.Popen([*common, "--floor-part", str(k)], env=env) for k in range(workers)]
+    codes = [p.wait() for p in procs]
+    wall = time.perf_counter() - start
+    if any(codes):
+        sys.exit(f"a floor process failed: exit codes {codes}")
+    return wall
+
+
 def read_baseline(data: Path, cases: int) -> dict:
     """nibabel alone reading each case's two files in one process (the speed target's yardstick)."""
     import nibabel as nib
@@ -534,6 +570,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--metrics", default=",".join(METRICS), help=f"metrics to evaluate (default {','.join(METRICS)})"
     )
+    parser.add_argument(
+        "--floor",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N runs of --workers bare processes, each evaluating its share of the cases with no "
+        "scheduler (the least a run can take with these imports and this cost per case; default 0: skip)",
+    )
+    parser.add_argument("--floor-part", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--read-baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -548,6 +593,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.read_baseline:
         print(json.dumps(read_baseline(data, args.cases)))
+        return
+    if args.floor_part is not None:
+        floor_part(data, args.cases, args.workers, args.floor_part)
+        from ccmetrics.cli import end_process
+
+        end_process(0)  # as a worker ends: no interpreter tear-down
         return
 
     print("== machine")
@@ -596,12 +647,26 @@ def main(argv: list[str] | None = None) -> None:
     baseline = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
     per_case_wall = runs[0]["wall"] / runs[0]["cases"]
     verdict = "met" if per_case_wall <= baseline["mean"] else "not met"
+    whole = runs[0]["process_wall"] / (runs[0]["cases"] * baseline["mean"])
     print(
         f"nibabel read per case: mean {baseline['mean']:.3f} s, median {baseline['median']:.3f} s\n"
         f"target (wall per case with workers={args.workers} <= nibabel's read per case): "
         f"{per_case_wall:.3f} s vs {baseline['mean']:.3f} s: {verdict} "
-        f"({per_case_wall / baseline['mean']:.2f}x)"
+        f"({per_case_wall / baseline['mean']:.2f}x); with the interpreter's start-up and exit "
+        f"{runs[0]['process_wall']:.2f} s vs {runs[0]['cases'] * baseline['mean']:.2f} s: "
+        f"{'met' if whole <= 1 else 'not met'} ({whole:.2f}x)"
     )
+    if args.floor:
+        print(f"\n== floor: {args.workers} bare processes started at once, each evaluating its share", flush=True)
+        nibabel = runs[0]["cases"] * baseline["mean"]
+        walls = [run_floor(data, args.cases, args.workers) for _ in range(args.floor)]
+        seconds = ", ".join(f"{w:.2f}" for w in walls)
+        ratios = ", ".join(f"{w / nibabel:.2f}x" for w in walls)
+        print(
+            f"each process: the imports and `evaluate_task` of cases k, k + {args.workers}, ... (no scheduler, "
+            f"no records, no header estimates); wall from the first start to the last exit, {args.floor} run(s): "
+            f"{seconds} s against nibabel's {nibabel:.2f} s ({ratios})"
+        )
 
     print(
         "\n== README table (MiB; read/compute seconds are per case inside a worker, their split is of "

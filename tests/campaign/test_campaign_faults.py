@@ -139,6 +139,32 @@ def test_a_job_that_raises_or_cannot_be_sent_fails_alone():
     assert failed["lambda"].startswith("cannot be sent to a worker process:")
 
 
+def test_a_freed_worker_takes_its_next_case_before_the_result_is_recorded(tmp_path):
+    # the parent records a result (decoding, writing, fsync) while the process that sent it computes its next case:
+    # here the second job's file appears while the first result's callback waits, which it could not before
+    import faulty_metrics
+
+    started_meanwhile = []
+
+    def on_done(job, result):
+        if job.name == "first":
+            marker, deadline = tmp_path / "second", time.monotonic() + 20
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            started_meanwhile.append(marker.exists())
+
+    run_jobs(
+        [Job("first", "first"), Job("second", "second")],
+        faulty_metrics.touch,
+        str(tmp_path),
+        workers=1,
+        on_done=on_done,
+        on_failed=lambda job, message: pytest.fail(message),
+        note=lambda text: None,
+    )
+    assert started_meanwhile == [True]
+
+
 # ---------------------------------------------------------------- 2. signals in the final phase
 
 

@@ -49,3 +49,10 @@ def timed_sleep(payload, shared):
     start = time.monotonic()
     time.sleep(seconds)
     return name, start, time.monotonic()
+
+
+def touch(payload, shared):
+    """A job for ``ccmetrics.campaign._workers.run_jobs``: create the file ``payload`` in the folder ``shared`` (the
+    moment the job started, seen from another process), return its name."""
+    Path(shared, payload).touch()
+    return payload
