@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -47,7 +48,7 @@ from .surface import (
     physical,
 )
 
-__all__ = ["CaseRegions", "CaseSurfaces", "PredictionVoxels", "patient_coordinates", "site_centroids"]
+__all__ = ["CaseRegions", "CaseSurfaces", "EdgeNearest", "PredictionVoxels", "patient_coordinates", "site_centroids"]
 
 
 def patient_coordinates(voxel: np.ndarray, affine: Any | None) -> np.ndarray:
@@ -96,6 +97,40 @@ class PredictionVoxels:
         self.flat = np.flatnonzero(pred_mask)
         self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
         self.runs = Runs(self.flat, pred_mask.shape)
+
+
+@dataclass(frozen=True)
+class EdgeNearest:
+    """The whole image's edge distances of one case, with the nearest point of each (:meth:`CaseSurfaces.nearest`).
+
+    Edge voxels are the union edges of each mask (a face neighbour outside it). Each distance is the exact minimum
+    of the rounded distances (physical, with the case's spacing) over the other mask's edge voxels, attained at the
+    named voxel; a metric that measures a subset of those voxels against a subset of the other mask's (a lesion
+    against its prediction components) can take the value wherever the named voxel lies in its subset: the minimum
+    there is the same value, bit for bit.
+
+    Attributes
+    ----------
+    gt_flat : ndarray of int64
+        Flat indices of the GT's edge voxels (in the order of the GT's sites).
+    gt_distance : ndarray of float32
+        Distance from each to the nearest prediction edge voxel.
+    gt_nearest : ndarray of int64
+        Flat index of that prediction edge voxel.
+    pred_flat : ndarray of int64
+        Flat indices of the prediction's edge voxels, increasing.
+    pred_distance : ndarray of float32
+        Distance from each to the nearest GT edge voxel.
+    pred_nearest : ndarray of int64
+        Flat index of that GT edge voxel.
+    """
+
+    gt_flat: np.ndarray
+    gt_distance: np.ndarray
+    gt_nearest: np.ndarray
+    pred_flat: np.ndarray
+    pred_distance: np.ndarray
+    pred_nearest: np.ndarray
 
 
 class CaseSurfaces:
@@ -156,6 +191,19 @@ class CaseSurfaces:
     def _whole_results(self) -> tuple[Any, Any]:
         self.start_whole_image()
         return self._whole[0].result(), self._whole[1].result()  # type: ignore[index]
+
+    def nearest(self) -> EdgeNearest | None:
+        """The whole image's edge distances with the nearest voxel of each (:class:`EdgeNearest`), where the
+        whole-image query named them (per-region reuse in force, see the class); else None."""
+        if not self._reuse:
+            return None
+        (whole_pg, nearest_gt), (whole_gp, nearest_pred) = self._whole_results()
+        geometry = self._truth.geometry
+        gt_flat = geometry.found.flat_index[geometry.union_edge]
+        pred_flat = self._pred.flat[self._pred_union_edge]
+        if len(pred_flat) == 0 or len(gt_flat) == 0:  # nothing named: the other mask has no edge voxel
+            return None
+        return EdgeNearest(gt_flat, whole_gp, pred_flat[nearest_pred], pred_flat, whole_pg, gt_flat[nearest_gt])
 
     def add_regions(self, pred_region: np.ndarray) -> None:
         """Group the edge voxels of every region's prediction (region of each prediction voxel given) and GT."""

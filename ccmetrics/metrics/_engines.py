@@ -75,6 +75,7 @@ def case_values(
     voxels: PredictionVoxels | None = None,
     pred: ComponentCache | None = None,
     detections: Any = None,
+    nearest: Any = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The case-level metrics on one shared labelling: their columns' scores and their full results.
 
@@ -82,7 +83,8 @@ def case_values(
     the prediction's components are then labelled on it, without another pass over the image.
     ``pred``: the prediction's :class:`~ccmetrics.engine.components.ComponentCache` when the caller holds one
     already; ``detections``: the case's judged lesions (:func:`ccmetrics.metrics.detection_rules.judge`), shared
-    with the detection metric.
+    with the detection metric; ``nearest``: the whole image's edge distances with their nearest voxels
+    (:class:`~ccmetrics.engine.geometry.EdgeNearest`), shared with Lesion Dice's per-lesion HD95.
     Returns ``(scores, details)``: column name -> value for every column of the metrics' records,
     and metric name -> the object its ``compute`` returned.
     """
@@ -97,7 +99,7 @@ def case_values(
             else ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)
         )
     inputs = registry.CaseInputs(
-        pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing, detections
+        pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing, detections, nearest
     )
     for metric in metrics:
         result = details[metric.name] = metric.compute(inputs)

@@ -46,7 +46,7 @@ from ..engine._budget import MemoryGuard
 from ..engine._budget import active as memory_guard_in_force
 from ..engine._threads import submit, worker_threads
 from ..engine.components import ComponentCache
-from ..engine.geometry import CaseRegions, CaseSurfaces, PredictionVoxels
+from ..engine.geometry import CaseRegions, CaseSurfaces, EdgeNearest, PredictionVoxels
 from ..engine.ground_truth import GroundTruth
 from . import registry
 from ._engines import case_values, region_values
@@ -208,7 +208,7 @@ def evaluate(
             ignore_label=ignore_label,
         )
     case = _Case.checked(pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule)
-    voxels, pred_cc, regions, distances = _geometry(case)  # 2.-4. voxel lists, regions, distances
+    voxels, pred_cc, regions, distances, nearest = _geometry(case)  # 2.-4. voxel lists, regions, distances
     table = component_table(case.truth.found, case.spacing, case.truth.sites)
     detections, per_prediction = _detections(case, table, regions, pred_cc)
     standard: dict[str, float] = {}
@@ -216,7 +216,7 @@ def evaluate(
     for name, (values, whole) in region_values(by_engine, regions, distances, case.tolerance, case.spacing).items():
         table[name], standard[name] = values, whole
     scores, details = case_values(
-        case.case_level, case.pred_mask, case.truth, case.spacing, voxels, pred_cc, detections
+        case.case_level, case.pred_mask, case.truth, case.spacing, voxels, pred_cc, detections, nearest
     )
     found, n_pred, worst = case.truth.found, len(regions.pred_flat), case.worst
     cc = {
@@ -283,9 +283,10 @@ class _Case:
         return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst)
 
 
-def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any]:
+def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any, EdgeNearest | None]:
     """Steps 2-4 of :func:`evaluate`: the prediction's voxel lists beside the GT's preparation, the memory check
-    (under a data-set run's limit), every prediction voxel's region, and, for surface metrics, the distances."""
+    (under a data-set run's limit), every prediction voxel's region, and, for surface metrics, the distances and the
+    whole image's nearest edge voxels (shared with Lesion Dice's per-lesion HD95)."""
     edges = any(m.engine == "surface" for m in case.per_region)
     guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
     truth, spacing = case.truth, case.spacing
@@ -299,11 +300,12 @@ def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegion
         surfaces = CaseSurfaces(voxels, truth, spacing) if edges else None
         beside = surfaces.start_whole_image if surfaces else None  # whole-image distances: beside the regions
         regions = CaseRegions(voxels, truth, spacing, pool, beside)
-        distances = None
+        distances, nearest = None, None
         if surfaces is not None:
             surfaces.add_regions(regions.pred_region)
             distances = (surfaces.per_region(pool), surfaces.whole_image())
-    return voxels, pred_cc, regions, distances
+            nearest = surfaces.nearest()
+    return voxels, pred_cc, regions, distances, nearest
 
 
 def _detections(

@@ -27,7 +27,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,9 @@ from ..engine.surface import SURFACE_REDUCTIONS, directed_distances, physical
 from ..engine.torch_emulation import quantile_rank, torch_lerp
 from .detection_rules import LesionDetections, judge
 from .overlap import overlap_scores
+
+if TYPE_CHECKING:
+    from ..engine.geometry import EdgeNearest
 
 __all__ = [
     "BRATS_DILATION",
@@ -525,6 +528,7 @@ def lesion_dice_from_components(
     min_volume: float = BRATS_MIN_VOLUME,
     spacing: Sequence[float] | None = None,
     worst_hd95: float = BRATS_WORST_HD95,
+    nearest: EdgeNearest | None = None,
 ) -> LesionDiceResult:
     """:func:`lesion_dice` on masks whose components are already (or lazily) labelled.
 
@@ -537,6 +541,12 @@ def lesion_dice_from_components(
         As in :func:`lesion_dice`.
     spacing : tuple of float, optional
         Already validated spacing (``ccmetrics._inputs.as_spacing``) in mm.
+    nearest : EdgeNearest, optional
+        The whole image's edge distances of these two masks with this spacing, with the nearest voxel of each
+        (:meth:`ccmetrics.engine.geometry.CaseSurfaces.nearest`; :func:`ccmetrics.evaluate` passes them when it
+        measured them for NSD or HD95). A lesion's distance from an edge voxel is taken from there wherever the
+        named voxel lies in the lesion's own prediction components (GT to prediction) or in the lesion itself
+        (prediction to GT): the same value, bit for bit; the rest is measured.
 
     Returns
     -------
@@ -577,7 +587,9 @@ def lesion_dice_from_components(
     intersection = np.bincount(lesion_of_voxel[in_pred], minlength=n_lesions + 1)[1:]
     pred_volume = np.bincount(pair_lesion, weights=pred_sites.volumes[pair_pred - 1], minlength=n_lesions + 1)[1:]
     dice = overlap_scores(intersection, pred_volume.astype(np.int64), volume, "dice")
-    hd95 = _lesion_hd95(pred_cc, gt_mask, gt_sites, gt_coords, lesion_of_voxel, touching, spacing)
+    hd95 = _lesion_hd95(
+        pred_cc, gt_mask, gt_sites, gt_coords, lesion_of_voxel, lesion_of_component, touching, spacing, nearest
+    )
 
     voxel_volume = _voxel_volume(spacing)
     table = pd.DataFrame(
@@ -611,14 +623,64 @@ def lesion_dice_from_components(
     )
 
 
+@dataclass(frozen=True)
+class _KnownDistances:
+    """The whole image's edge distances in :func:`_lesion_hd95`'s orders: of each GT edge row (lesion order) with the
+    prediction component holding its nearest voxel, and of each prediction edge row with the lesion holding its."""
+
+    gt_distance: np.ndarray
+    gt_component: np.ndarray
+    pred_distance: np.ndarray
+    pred_lesion: np.ndarray
+
+
+def _known_distances(
+    nearest: EdgeNearest | None,
+    gt_sites: Sites,
+    gt_edge: np.ndarray,
+    order: np.ndarray,
+    pred_sites: Sites,
+    pred_edge: np.ndarray,
+    lesion_of_component: np.ndarray,
+) -> _KnownDistances | None:
+    """``nearest`` looked up for the GT edge rows (``gt_sites.flat_index[gt_edge][order]``) and the prediction edge
+    rows (``pred_sites.flat_index[pred_edge]``); None without it, or when its edge voxels are not these (another
+    case's table: nothing is taken from it)."""
+    if nearest is None:
+        return None
+    g_flat = gt_sites.flat_index[gt_edge][order]
+    p_flat = pred_sites.flat_index[pred_edge]
+    by_flat = np.argsort(nearest.gt_flat, kind="stable")
+    g_at = by_flat[np.minimum(np.searchsorted(nearest.gt_flat, g_flat, sorter=by_flat), len(by_flat) - 1)]
+    p_at = np.minimum(np.searchsorted(nearest.pred_flat, p_flat), len(nearest.pred_flat) - 1)
+    same = len(g_flat) == len(nearest.gt_flat) and len(p_flat) == len(nearest.pred_flat)
+    if not (same and np.array_equal(nearest.gt_flat[g_at], g_flat) and np.array_equal(nearest.pred_flat[p_at], p_flat)):
+        return None
+    gt_component = pred_sites.labels_at(nearest.gt_nearest[g_at])
+    pred_lesion = lesion_of_component[gt_sites.labels_at(nearest.pred_nearest[p_at]) - 1]
+    return _KnownDistances(nearest.gt_distance[g_at], gt_component, nearest.pred_distance[p_at], pred_lesion)
+
+
+def _reused(whole: np.ndarray, keep: np.ndarray, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Distances from ``source`` to ``target``: the whole image's (``whole``) where ``keep`` (its nearest voxel is in
+    ``target``: the same minimum, bit for bit), measured for the other rows."""
+    out = np.array(whole, dtype=np.float32)
+    todo = np.flatnonzero(~keep)
+    if len(todo):
+        out[todo] = directed_distances(source[todo], target)
+    return out
+
+
 def _lesion_hd95(
     pred_cc: ComponentCache,
     gt_mask: np.ndarray,
     gt_sites: Sites,
     gt_coords: np.ndarray,
     lesion_of_voxel: np.ndarray,
+    lesion_of_component: np.ndarray,
     touching: list[np.ndarray],
     spacing: Sequence[float] | None,
+    nearest: EdgeNearest | None = None,
 ) -> list[float]:
     """HD95 of every lesion against the union of its touching prediction components (inf when none).
 
@@ -651,6 +713,7 @@ def _lesion_hd95(
         p_bounds = np.searchsorted(pred_sites.label[pred_edge], np.arange(1, pred_sites.n + 2))
         p_count = np.diff(p_bounds)
         n_p = np.array([int(p_count[t - 1].sum()) for t in touching], dtype=np.int64)
+        known = _known_distances(nearest, gt_sites, gt_edge, order, pred_sites, pred_edge, lesion_of_component)
     below_p, above_p, _ = quantile_rank(n_p, 0.95)
     below_g, above_g, _ = quantile_rank(n_g, 0.95)
     # the shared trees serve a lesion when the distances it needs, or those of a component it shares with
@@ -692,9 +755,15 @@ def _lesion_hd95(
             low, high = trees.order_statistics(mine, g, below_p[i], above_p[i])
             p_lo[i], p_hi[i] = np.float32(low), np.float32(high)
         else:
-            p = np.concatenate([p_all[p_bounds[c - 1] : p_bounds[c]] for c in touching[i].tolist()])
-            d_pg = np.sort(directed_distances(p, g))
-            d_gp = directed_distances(g, p)
+            rows = np.concatenate([np.arange(p_bounds[c - 1], p_bounds[c]) for c in touching[i].tolist()])
+            p = p_all[rows]
+            if known is None:
+                d_pg, d_gp = directed_distances(p, g), directed_distances(g, p)
+            else:
+                g_rows = np.arange(g_bounds[i], g_bounds[i + 1])
+                d_pg = _reused(known.pred_distance[rows], known.pred_lesion[rows] == i + 1, p, g)
+                d_gp = _reused(known.gt_distance[g_rows], np.isin(known.gt_component[g_rows], touching[i]), g, p)
+            d_pg = np.sort(d_pg)
             p_lo[i], p_hi[i] = d_pg[below_p[i]], d_pg[above_p[i]]
         d_gp = np.sort(d_gp)
         g_lo[i], g_hi[i] = d_gp[below_g[i]], d_gp[above_g[i]]

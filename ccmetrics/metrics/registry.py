@@ -296,6 +296,9 @@ class CaseInputs:
     detections : LesionDetections or None
         The lesions and prediction components already judged under the evaluation's detection rule
         (:func:`ccmetrics.metrics.detection_rules.judge`), when :func:`ccmetrics.evaluate` needed them.
+    nearest : EdgeNearest or None
+        The whole image's edge distances with the nearest voxel of each
+        (:class:`ccmetrics.engine.geometry.EdgeNearest`), when :func:`ccmetrics.evaluate` measured them.
     """
 
     pred: ComponentCache
@@ -305,6 +308,7 @@ class CaseInputs:
     connectivity: int | None
     spacing: tuple[float, ...] | None
     detections: Any = None
+    nearest: Any = None
 
 
 _REGISTRY: dict[str, Metric] = {}
@@ -863,7 +867,7 @@ def _pq(inputs: CaseInputs) -> Any:
 def _lesion_dice(inputs: CaseInputs) -> Any:
     from .lesions import lesion_dice_from_components
 
-    return lesion_dice_from_components(inputs.pred, inputs.gt, spacing=inputs.spacing)
+    return lesion_dice_from_components(inputs.pred, inputs.gt, spacing=inputs.spacing, nearest=inputs.nearest)
 
 
 def _detection(inputs: CaseInputs) -> Any:

@@ -215,3 +215,44 @@ def test_thin_volumes_do_not_crash():
     assert r.dice == 1.0 and len(r.per_lesion) == 2  # the two dots 2 px apart merge by dilation
     d = detection(gt, gt)
     assert (d.tp, d.fp, d.fn) == (3, 0, 0)
+
+
+def _same_lesion_dice(a, b):
+    assert a.per_lesion.equals(b.per_lesion)
+    assert [float(v).hex() for v in (a.dice, a.hd95)] == [float(v).hex() for v in (b.dice, b.hd95)]
+    assert (a.tp, a.fp, a.fn) == (b.tp, b.fp, b.fn)
+
+
+@pytest.mark.parametrize("spacing", [None, (2.0, 2.0, 3.0), (0.7, 0.7, 2.5), (1 / 3, 1 / 7, 1 / 11)])
+def test_per_lesion_hd95_from_the_whole_image_equals_it_measured_alone(rng, spacing):
+    # with NSD or HD95 beside it, evaluate() hands Lesion Dice the whole image's nearest edge voxels: a lesion takes a
+    # distance from there where the named voxel lies in its own prediction components (or in the lesion), and the
+    # values must be those measured from scratch. Cases: random lesions; lesions merged by the dilation; a
+    # prediction component over two lesions; predictions shifted so that a lesion's nearest voxels are another's
+    from ccmetrics.synthetic import lesion_case
+
+    cases = [
+        lesion_case((40, 36, 28), n_lesions=int(rng.integers(1, 12)), seed=int(s))
+        for s in rng.integers(1 << 30, size=6)
+    ]
+    gt = np.zeros((30, 30, 20), bool)
+    gt[4:9, 4:9, 4:9] = gt[4:9, 11:16, 4:9] = gt[20:24, 20:24, 10:14] = True  # two lesions 2 voxels apart: merged
+    pred = np.zeros_like(gt)
+    pred[5:8, 3:17, 5:8] = True  # one component over both
+    pred[19:23, 17:21, 9:13] = True  # shifted towards the other lesions
+    cases.append((gt, pred))
+    apart = np.zeros((34, 20, 10), bool)
+    apart[2:7, 7:12, 3:7] = apart[26:31, 7:12, 3:7] = True  # two lesions, far apart
+    bridge = np.zeros_like(apart)
+    bridge[4:29, 9:11, 4:6] = True  # one prediction component through both: its far end is nearer the other lesion
+    cases.append((apart, bridge))
+    mirror = np.zeros((31, 21, 9), bool)
+    mirror[5:8, 4:7, 3:6] = mirror[23:26, 4:7, 3:6] = True  # equidistant from a prediction in the middle
+    middle = np.zeros_like(mirror)
+    middle[14:17, 12:15, 3:6] = True
+    cases.append((mirror, middle))
+    for gt, pred in cases:
+        with_surfaces = evaluate(pred, gt, ["nsd", "lesion_dice"], spacing=spacing).details["lesion_dice"]
+        alone = evaluate(pred, gt, ["lesion_dice"], spacing=spacing).details["lesion_dice"]
+        _same_lesion_dice(with_surfaces, alone)
+        _same_lesion_dice(alone, lesion_dice(pred, gt, spacing=spacing))
