@@ -53,25 +53,24 @@ def test_a_name_that_was_never_a_module_is_not_answered():
         ccmetrics.not_a_module  # noqa: B018
 
 
-def test_the_layer_packages_import_nothing_heavy():
-    code = (
-        "import sys, ccmetrics.engine, ccmetrics.metrics, ccmetrics.formats, ccmetrics.analysis, ccmetrics.campaign\n"
-        "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'numba', 'cc3d', 'nibabel') if m in sys.modules))"
-    )
+def _loaded_after(imports, modules):
+    """Which of ``modules`` a fresh interpreter holds after ``import`` of ``imports`` (a comma-separated list)."""
+    code = f"import sys, {imports}\nprint(sorted(m for m in {tuple(modules)!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "[]"
+    return done.stdout.strip()
+
+
+def test_the_layer_packages_import_nothing_heavy():
+    layers = "ccmetrics.engine, ccmetrics.metrics, ccmetrics.formats, ccmetrics.analysis, ccmetrics.campaign"
+    assert _loaded_after(layers, ("numpy", "scipy", "pandas", "numba", "cc3d", "nibabel")) == "[]"
 
 
 def test_the_process_that_schedules_cases_loads_no_case_machinery():
     # evaluate_dataset's own process reads headers and writes records; its workers evaluate the cases. The k-d trees
     # (scipy.spatial, about 0.13 s to import) and the morphology (scipy.ndimage) load in the workers, not here before
     # they start: that import is on the path to the first case of every run with workers
-    code = (
-        "import sys, ccmetrics.campaign.dataset, ccmetrics.campaign.scheduler\n"
-        "print(sorted(m for m in ('scipy.spatial', 'scipy.ndimage', 'numba', 'nibabel') if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "[]"
+    campaign = "ccmetrics.campaign.dataset, ccmetrics.campaign.scheduler"
+    assert _loaded_after(campaign, ("scipy.spatial", "scipy.ndimage", "numba", "nibabel")) == "[]"
 
 
 def test_the_layer_contract_holds():
