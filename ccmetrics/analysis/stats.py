@@ -1,10 +1,16 @@
 """Statistics over tidy per-case result tables: confidence intervals and method comparison.
 
-Methods (all from scipy / scikit-posthocs, nothing hand-rolled):
+Methods (the tests from scipy / scikit-posthocs):
 
-* :func:`bootstrap_ci` -- percentile bootstrap CI of a mean
-  (:func:`scipy.stats.bootstrap`, ``method="percentile"``). Cost: O(n_resamples * n),
-  vectorised; about a millisecond for 2000 resamples of a few hundred values.
+* :func:`bootstrap_ci` -- percentile bootstrap CI of a mean: the draws and the interval of
+  :func:`scipy.stats.bootstrap` (``method="percentile"``), written here in numpy, and checked
+  against it (bit for bit on scipy >= 1.17, whose interval uses :func:`scipy.stats.quantile`):
+  ``n_resamples`` resamples of indices ``numpy.random.default_rng(seed).integers(0, n, (n_resamples,
+  n))``, the mean of each, and the Hyndman-Fan definition 7 quantiles ``alpha`` and ``1 - alpha``
+  (``alpha = (1 - confidence) / 2``) of those means. The reason is start-up time: importing
+  ``scipy.stats`` takes about 0.4 s, which was the largest part of what a small ``ccmetrics
+  evaluate`` run did after its last case; scipy.stats is imported only by the tests below. Cost:
+  O(n_resamples * n), vectorised; about a millisecond for 2000 resamples of a few hundred values.
 * :func:`bootstrap_ci_pooled` -- cluster (case-level) bootstrap CI of a mean over pooled
   items such as all lesions of all patients: cases are resampled, not items. Cost:
   O(n_resamples * n_groups) after one O(n_items) grouping pass.
@@ -24,7 +30,6 @@ The Nemenyi test needs the optional dependency ``scikit-posthocs``
 (``pip install "ccmetrics-toolkit[stats]"``); it is imported only when needed.
 """
 
-import inspect
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +37,6 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import schema
 from ..metrics import registry
@@ -48,22 +52,37 @@ __all__ = [
     "NO_DIFFERENCE",
 ]
 
-# scipy >= 1.15 names the generator ``rng``; older versions call it ``random_state``.
-_RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
-
 
 def _percentile_bootstrap(data, statistic, confidence, n_resamples, seed, paired) -> tuple[float, float]:
-    res = stats.bootstrap(
-        data,
-        statistic,
-        n_resamples=n_resamples,
-        vectorized=True,
-        paired=paired,
-        confidence_level=confidence,
-        method="percentile",
-        **{_RNG_KEYWORD: np.random.default_rng(seed)},
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    """``scipy.stats.bootstrap(data, statistic, method="percentile", vectorized=True, paired=paired, ...)``'s
+    interval for 1D samples (see the module docstring): the same draws from ``default_rng(seed)``, the same
+    quantiles."""
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    rng = np.random.default_rng(seed)
+    if paired:  # one draw of indices for every sample, as scipy resamples the indices of paired observations
+        n = data[0].shape[-1]
+        drawn = rng.integers(0, n, (n_resamples, n))
+        theta = statistic(*[sample[..., drawn] for sample in data], axis=-1)
+    else:
+        theta = statistic(*[s[..., rng.integers(0, s.shape[-1], (n_resamples, s.shape[-1]))] for s in data], axis=-1)
+    alpha = (1 - confidence) / 2
+    low, high = _quantiles_type7(np.asarray(theta, dtype=float), np.array([alpha, 1 - alpha]))
+    return float(low), float(high)
+
+
+def _quantiles_type7(values: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Quantiles ``p`` of 1D ``values``, Hyndman and Fan's definition 7 (numpy's and scipy's default, "linear"),
+    in the arithmetic of :func:`scipy.stats.quantile`: with ``y`` sorted and ``j + g = p * n + 1 - p`` (``j``
+    the whole part, counted from 1), ``(1 - g) * y[j] + g * y[j + 1]``, both indices clipped to ``y``."""
+    y = np.sort(values)
+    n = y.size
+    position = p * n + (1 - p)
+    whole = position // 1
+    g = position % 1
+    below = np.clip(whole - 1, 0, n - 1).astype(np.int64)  # whole >= 1 for 0 <= p <= 1
+    above = np.clip(whole, 0, n - 1).astype(np.int64)
+    return (1 - g) * y[below] + g * y[above]
 
 
 def _check_values(values) -> np.ndarray:
@@ -265,6 +284,8 @@ warning) or an error (older releases); both tests here return this pair instead.
 
 def _friedman(ranks: np.ndarray) -> tuple[float, float]:
     """Friedman's chi-square and p-value of within-row ranks; NO_DIFFERENCE when every row ties."""
+    from scipy import stats
+
     if (ranks == ranks[:, :1]).all():
         return NO_DIFFERENCE
     res = stats.friedmanchisquare(*ranks.T)
@@ -273,6 +294,8 @@ def _friedman(ranks: np.ndarray) -> tuple[float, float]:
 
 def _wilcoxon(diff: np.ndarray) -> tuple[float, float]:
     """Wilcoxon signed-rank statistic and p-value of paired differences; NO_DIFFERENCE when all are 0."""
+    from scipy import stats
+
     if not diff.any():
         return NO_DIFFERENCE
     res = stats.wilcoxon(diff)
@@ -334,6 +357,8 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alp
         import scikit_posthocs
     except ImportError as err:
         raise ImportError('the Nemenyi test needs scikit-posthocs: pip install "ccmetrics-toolkit[stats]"') from err
+    from scipy import stats
+
     ranks = stats.rankdata(-values if higher_is_better else values, axis=1)
     statistic, pvalue = _friedman(ranks)
     nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
@@ -503,6 +528,8 @@ def compare(
     if len(scores) < 2:
         raise ValueError(f"need at least 2 cases scored by every method, got {len(scores)}")
     if len(methods) == 2:
+        from scipy import stats
+
         ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
         mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
