@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._inputs import SPARSE_COPY_FRACTION, scatter_c_order
+from ._nifti1 import PlainNifti1, read_plain
 from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded
 from .image import visible_files as visible_files  # the former ccmetrics.io.visible_files
 
@@ -227,7 +228,10 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
 
         return read_seg_header(path)
     path, nifti = _prepare(path, reader)
-    if nifti and reader != "sitk":
+    plain = _plain_nifti(path, warn=False, count=True) if nifti and reader != "sitk" else None
+    if plain is not None:  # no scaling: the stored dtype
+        shape, dtype, affine = _image_shape(path, plain.shape), plain.dtype, plain.affine
+    elif nifti and reader != "sitk":
         hdr, img = _check_nifti(path, warn=False)
         shape = _image_shape(path, tuple(int(s) for s in hdr.get_data_shape()))
         try:  # the dtype nibabel's scaling gives, from its own code on an empty slice (reads no voxel)
@@ -308,10 +312,13 @@ def _load_image(path, reader: str = "auto", c_order: bool = False) -> Image:
 
         return read_seg(path)
     path, nifti = _prepare(path, reader)
-    if nifti:  # the size too, before either reader allocates: SimpleITK allocates the header's size at once,
-        # nibabel's path (_gunzip_array) commits the pages it writes only, and stops where the stream ends
+    plain = _plain_nifti(path, warn=True, count=False) if nifti and reader != "sitk" else None
+    if plain is None and nifti:  # the size too, before either reader allocates: SimpleITK allocates the header's
+        # size at once, nibabel's path (_gunzip_array) commits the pages it writes only, and stops where the stream ends
         _, lazy = _check_nifti(path, warn=True, count=reader == "sitk")
-    if nifti and reader != "sitk":
+    if plain is not None:
+        array, affine = _read_plain(path, plain, c_order), plain.affine.copy()
+    elif nifti and reader != "sitk":
         array, affine = _read_nibabel(path, lazy, c_order)
     else:
         array, affine = _read_sitk(path)
@@ -319,6 +326,66 @@ def _load_image(path, reader: str = "auto", c_order: bool = False) -> Image:
     array = array.reshape(shape)
     spacing, affine = _geometry(path, affine, array.ndim)
     return Image(array, spacing, affine, path)
+
+
+def _plain_nifti(path: str, warn: bool, count: bool) -> PlainNifti1 | None:
+    """The NIfTI header read without nibabel where it is plain (:mod:`ccmetrics.formats._nifti1`), with the checks of
+    :func:`_check_nifti` (the file's size against the header, the qform against the sform); None for any other
+    header, which :func:`_check_nifti` reads with nibabel."""
+    try:
+        plain = read_plain(path)
+    except OSError:
+        return None  # nibabel's path says what is wrong with the file
+    if plain is not None:
+        gz = path.lower().endswith(".gz")
+        _check_data_size(
+            path,
+            plain.shape,
+            plain.dtype,
+            have_at=plain.offset,
+            gzip_stream=0 if gz else None,
+            includes_offset=gz,
+            count=count,
+        )
+        if warn and plain.qform is not None and plain.sform is not None:
+            _warn_disagreeing(path, plain.qform, plain.sform, stacklevel=4)
+    return plain
+
+
+def _warn_disagreeing(path: str, qform: np.ndarray, sform: np.ndarray, stacklevel: int) -> None:
+    """Warn where the two transforms of a NIfTI header differ by more than 1e-3 (the readers differ then)."""
+    if not np.allclose(qform, sform, atol=1e-3):
+        warnings.warn(
+            f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
+            "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
+            "is right and make both equal",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def _read_plain(path: str, plain: PlainNifti1, c_order: bool = False) -> np.ndarray:
+    """The voxels of the plain NIfTI ``path`` (:mod:`ccmetrics.formats._nifti1`: stored unscaled), as nibabel's
+    ``np.asanyarray(img.dataobj)`` returns them (Fortran-ordered, writable; ``c_order``: C-contiguous where
+    ``_gunzip_array`` says): a ``.nii.gz`` inflated by ``_gunzip_array``, a ``.nii`` read into a buffer at its
+    offset."""
+    try:
+        if path.lower().endswith(".gz"):
+            return _gunzip_array(path, plain.shape, plain.dtype, plain.offset, order="F", c_order=c_order)
+        buffer = bytearray(int(np.prod(plain.shape, dtype=np.int64)) * plain.dtype.itemsize)
+        with open(path, "rb") as f:
+            f.seek(plain.offset)
+            got = f.readinto(buffer)
+        if got < len(buffer):  # (the size was checked; the file shrank since)
+            raise ImageReadError(
+                f"cannot read {path!r}: {_claim(plain.shape, plain.dtype)}, but the file holds {got:,} bytes of data "
+                f"after its {plain.offset:,}-byte header{_HINT}"
+            )
+        return np.ndarray(plain.shape, plain.dtype, buffer=buffer, order="F")
+    except ImageReadError:
+        raise
+    except Exception as e:  # zlib.error, OSError, ...
+        raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
 
 
 def _read_nibabel(path: str, img: Any, c_order: bool = False):
@@ -632,14 +699,8 @@ def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
     gz = path.lower().endswith(".gz")
     _check_data_size(path, shape, raw, have_at=offset, gzip_stream=0 if gz else None, includes_offset=gz, count=count)
     (q, qcode), (s, scode) = hdr.get_qform(coded=True), hdr.get_sform(coded=True)
-    if warn and qcode and scode and not np.allclose(q, s, atol=1e-3):
-        warnings.warn(
-            f"{path!r}: the qform and sform of its header disagree; nibabel (the default "
-            "reader) uses the sform, ITK the qform unless sform_code is 1: check which "
-            "is right and make both equal",
-            UserWarning,
-            stacklevel=3,
-        )
+    if warn and qcode and scode:
+        _warn_disagreeing(path, q, s, stacklevel=3)
     return hdr, img
 
 
