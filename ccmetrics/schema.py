@@ -41,9 +41,10 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is made: the command line's parser needs none
+    import pandas as pd
 
 __all__ = [
     "PLOT_FILE",
@@ -226,6 +227,8 @@ class TableSchema:
 
     def empty(self, metric_columns: Sequence[str] = ()) -> pd.DataFrame:
         """A table without rows, with its columns (what a data set in which every case failed gives)."""
+        import pandas as pd
+
         return pd.DataFrame(columns=self.columns(metric_columns))
 
     def validate(
@@ -269,6 +272,8 @@ class TableSchema:
             )
         fields = self.fields + self.tail
         text = {f.name: str for f in fields if f.text}
+        import pandas as pd
+
         frame = pd.read_csv(path if source is None else source, keep_default_na=False, na_values=[""], dtype=text)
         for f in fields:
             if f.filled and f.name in frame:

@@ -39,6 +39,7 @@ _EXPORTS = {
     "atomic_write": "records",
     "changes": "records",
     "decode_output": "records",
+    "decode_tables": "records",
     "encode_output": "records",
     "file_fingerprint": "records",
     "is_temporary": "records",

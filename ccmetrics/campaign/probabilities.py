@@ -29,12 +29,11 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from .. import schema
+from .. import _lazy, schema
 from ..engine.components import Sites
 from ..engine.ground_truth import GroundTruth
 from ..formats.image import Image
@@ -49,6 +48,11 @@ from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candid
 from ..metrics.case import evaluate, prepare_classes
 from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
 from ..metrics.thresholds import parse_thresholds, sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = [
     "SEGMENTATION_THRESHOLD",

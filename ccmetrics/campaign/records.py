@@ -39,13 +39,18 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from .. import _lazy
 from .._files import OutputWriteError, atomic_write, fsync_folder
 from .._interrupts import critical
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = [
     "RECORDS_FOLDER",
@@ -56,6 +61,7 @@ __all__ = [
     "RecordStore",
     "changes",
     "decode_output",
+    "decode_tables",
     "encode_output",
     "file_fingerprint",
     "is_temporary",
@@ -188,6 +194,33 @@ def encode_output(output: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def decode_tables(tables: Iterable[dict[str, Any] | None]) -> pd.DataFrame | None:
+    """Many cases' encoded tables (one key of :func:`encode_output`'s outputs, in order) as one DataFrame: equal to
+    ``pd.concat`` of each table with rows decoded (``ignore_index``), made with one DataFrame and one ``astype`` for
+    each run of tables with the same columns and dtypes (a data set's tables: usually one). None when no table has
+    a row.
+
+    Examples
+    --------
+    >>> a = {"columns": ["case", "dice"], "dtypes": ["object", "float64"], "data": [["a", 0.5], ["a", 1.0]]}
+    >>> b = {"columns": ["case", "dice"], "dtypes": ["object", "float64"], "data": [["b", 0.25]]}
+    >>> decode_tables([a, None, b])["dice"].tolist()
+    [0.5, 1.0, 0.25]
+    """
+    runs: list[tuple[list[str], list[str], list[Any]]] = []
+    for table in tables:
+        if table is None or not table["data"]:
+            continue
+        if runs and runs[-1][0] == table["columns"] and runs[-1][1] == table["dtypes"]:
+            runs[-1][2].extend(table["data"])
+        else:
+            runs.append((table["columns"], table["dtypes"], list(table["data"])))
+    frames = [_decode_frame({"columns": c, "dtypes": d, "data": data}) for c, d, data in runs]
+    if len(frames) > 1:
+        return pd.concat(frames, ignore_index=True)
+    return frames[0] if frames else None
+
+
 def decode_output(data: dict[str, Any]) -> dict[str, Any]:
     """The inverse of :func:`encode_output`: rows, the component, prediction and candidate tables with their dtypes,
     the timing."""
@@ -207,7 +240,8 @@ def decode_output(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class CaseRecord:
-    """A finished case as stored: its fingerprint, whether a new attempt may succeed, and its output."""
+    """A finished case as stored: its fingerprint, whether a new attempt may succeed, and its output as
+    :func:`encode_output` gives it (plain JSON-able data; :func:`decode_output` makes its tables DataFrames)."""
 
     case: str
     fingerprint: dict[str, Any]
@@ -232,7 +266,7 @@ class RecordStore:
     >>> import tempfile
     >>> store = RecordStore(tempfile.mkdtemp())
     >>> output = {"rows": [{"case": "a", "dice": 0.5}], "components": None, "timing": {"case": "a"}}
-    >>> store.write(CaseRecord("a", {"gt": None}, output))
+    >>> store.write(CaseRecord("a", {"gt": None}, encode_output(output)))
     >>> [r.output["rows"][0]["dice"] for r in store.read_all().values()]
     [0.5]
     """
@@ -258,7 +292,7 @@ class RecordStore:
                 "case": record.case,
                 "retry": record.retry,
                 "fingerprint": record.fingerprint,
-                "output": encode_output(record.output),
+                "output": record.output,
             }
         ).encode()
         head = json.dumps({"format": _FORMAT, "sha256": hashlib.sha256(body).hexdigest()}).encode()
@@ -324,7 +358,9 @@ class RecordStore:
             return None, "fails its checksum (edited or damaged)"
         try:
             doc = json.loads(body)
-            record = CaseRecord(doc["case"], doc["fingerprint"], decode_output(doc["output"]), doc["retry"])
+            record = CaseRecord(doc["case"], doc["fingerprint"], doc["output"], doc["retry"])
+            if not isinstance(record.output, dict) or not isinstance(record.output.get("rows"), list):
+                raise TypeError("its output holds no rows")
         except (ValueError, KeyError, TypeError) as exc:
             return None, f"not a whole record ({type(exc).__name__}: {exc})"
         return record, ""

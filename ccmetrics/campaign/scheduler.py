@@ -43,7 +43,7 @@ from .. import schema
 from .._files import OutputWriteError
 from .._interrupts import critical, raise_if_stopped
 from ..engine.memory import over_limit
-from .records import CaseRecord, RecordStore, changes, decode_output, encode_output
+from .records import CaseRecord, RecordStore, changes, encode_output
 
 __all__ = [
     "EvaluationFailed",
@@ -153,13 +153,17 @@ def run_cases(
     case_timeout: float | None = None,
     max_memory: float | None = None,
     memory_budget: float | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[list[dict[str, Any]], RunInfo]:
-    """Evaluate the tasks (see the module docstring); return their outputs (any order) and what the run did.
+    """Evaluate the tasks (see the module docstring); return their outputs (any order, each as
+    :func:`~ccmetrics.campaign.records.encode_output` gives it and its record holds it) and what the run did.
 
     ``evaluate(task, options)`` (one case's output; a top-level function, so that worker processes and Dask
     can import it), ``fingerprint(task)``, ``failure(task, message)`` (the output of a case that could not
     run) and ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.campaign.dataset`. On Ctrl-C raises
     :class:`Stopped` with the finished outputs and ``info.pending``: the caller builds the partial result.
+    ``meanwhile()`` is called once the cases run elsewhere (worker processes started, or Dask), for the caller's
+    own work while this process waits for them (it must return at once: start a thread).
     """
     from tqdm.auto import tqdm
 
@@ -171,8 +175,7 @@ def run_cases(
     bar: Any = None
     started: list[Any] = []  # worker processes started before the cases' estimates
 
-    def keep(task: Any, encoded: dict[str, Any], retry: bool = False) -> None:
-        output = decode_output(encoded)
+    def keep(task: Any, output: dict[str, Any], retry: bool = False) -> None:
         retry = retry or bool(output.get("retry"))  # e.g. over the memory limit once its voxels were counted
         with critical():  # the record and the run's account of it: both or neither
             if store is not None:
@@ -197,6 +200,8 @@ def run_cases(
             from ._workers import start_workers
 
             started = start_workers(_evaluate_encoded, (evaluate, options), workers, len(todo))
+            if meanwhile is not None:
+                meanwhile()
         bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
         runnable = []
         for task in todo:
@@ -206,6 +211,8 @@ def run_cases(
             else:
                 runnable.append((task, need))
         if client is not None:
+            if meanwhile is not None:
+                meanwhile()
             _run_dask(client, runnable, (evaluate, options), keep, fail)
         elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
             from ._workers import Job, run_jobs

@@ -29,12 +29,16 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from .. import schema
+from .. import _lazy, schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = ["DEFAULT_BINS", "lesion_reliability", "voxel_calibration"]
 

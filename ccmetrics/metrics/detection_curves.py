@@ -80,18 +80,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from .. import schema
+from .. import _lazy, schema
 from ..engine.components import Sites
 from ..engine.config import current
 from ..engine.geometry import patient_coordinates, site_centroids
 from .candidates import Candidates
 from .detection_rules import DetectionRule
 from .matching import site_overlaps
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = [
     "CPM_RATES",

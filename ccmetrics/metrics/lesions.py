@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from scipy import ndimage
 
+from .. import _lazy
 from .._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
 from ..engine.components import ComponentCache, Sites, run_components
 from ..engine.config import current
@@ -40,6 +40,11 @@ from ..engine.surface import SURFACE_REDUCTIONS, directed_distances, physical
 from ..engine.torch_emulation import quantile_rank, torch_lerp
 from .detection_rules import LesionDetections, judge
 from .overlap import overlap_scores
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 if TYPE_CHECKING:
     from ..engine.geometry import EdgeNearest

@@ -55,13 +55,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from .. import _lazy
 from .._inputs import as_label_map, check_same_shape
 from ..engine.components import Sites, find_sites
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = [
     "MATCHING_RULES",

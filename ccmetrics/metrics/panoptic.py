@@ -17,14 +17,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from .. import _lazy
 from .._inputs import as_binary_mask, as_label_map, check_same_shape
 from ..engine.components import Sites, find_sites
 from .matching import Matching, check_matching_rule, choose_pairs, match_sites, site_overlaps
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = [
     "PQResult",

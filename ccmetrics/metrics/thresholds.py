@@ -28,18 +28,22 @@ At 0.5 the small lesion is lost: the global Dice hardly notices (0.97), the CC D
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from .. import schema
+from .. import _lazy, schema
 from .._inputs import as_probability_map
 from ..engine.config import current
 from ..engine.ground_truth import GroundTruth
 from . import registry
 from .aggregation import cc_values
 from .case import evaluate
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported where a table is made: a process that makes none never loads it
+    pd = _lazy.module("pandas")
 
 __all__ = ["parse_thresholds", "sweep", "threshold_summary"]
 

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from ccmetrics import evaluate_dataset
-from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task
-from ccmetrics.campaign.records import RecordStore, decode_output, encode_output
+from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task, failed_output
+from ccmetrics.campaign.records import RecordStore, decode_output, decode_tables, encode_output
 from ccmetrics.campaign.scheduler import EvaluationInterrupted
 from ccmetrics.formats.io import save_image
 
@@ -136,6 +136,38 @@ def test_record_encoding_is_exact(tmp_path):
             assert same and type(a[key]) is type(plain), key
     store = RecordStore(tmp_path)
     assert store.path("a/b c") != store.path("a_b_c")  # ids that sanitise alike keep distinct files
+
+
+def test_tables_decoded_at_once_equal_each_decoded_and_concatenated():
+    # the final tables are decoded once for the whole data set (decode_tables); they must equal what concatenating
+    # each case's decoded table gives: dtypes (int, bool, str, float with NaN and infinities), column order, index
+    rng = np.random.default_rng(5)
+    options = EvalOptions(("dice", "hd95", "pq", "detection"), spacing=(0.7, 0.9, 2.3))
+    outputs = []
+    for i in range(6):
+        gt, pred = make_case(rng)
+        if i == 2:
+            pred[:] = 0  # every lesion missed: infinite distances
+        if i == 4:
+            gt[:] = 0  # no lesion: an empty component table
+        outputs.append(encode_output(evaluate_task(CaseTask(f"c{i}", gt, pred), options)))
+    outputs.insert(3, encode_output(failed_output(CaseTask("bad", "no.nii.gz", None), options, "unreadable")))
+    outputs = json.loads(json.dumps(outputs))  # as the records hold them
+    # a run of tables with other columns in the middle (a component table whose case had classes, here faked)
+    other = dict(outputs[1]["components"])
+    other["columns"] = [*other["columns"], "extra"]
+    other["dtypes"] = [*other["dtypes"], "int64"]
+    other["data"] = [[*row, 7] for row in other["data"]]
+    outputs[1] = {**outputs[1], "components": other}
+    for key in ("components", "predictions"):
+        tables = [o[key] for o in outputs]
+        each = [decode_output(o)[key] for o in outputs]
+        want = pd.concat([t for t in each if t is not None and len(t)], ignore_index=True)
+        got = decode_tables(tables)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        assert list(got.dtypes.astype(str)) == list(want.dtypes.astype(str))
+        assert got.columns.dtype == want.columns.dtype
+    assert decode_tables([None, outputs[0]["components"] | {"data": []}]) is None
 
 
 def test_non_empty_out_folder_names_both_choices(data, tmp_path):
