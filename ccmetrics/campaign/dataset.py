@@ -55,6 +55,7 @@ import numpy as np
 from .. import _lazy, schema
 from .._files import atomic_write
 from .._inputs import NotBinaryError, as_spacing
+from ..columns import Columns
 from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
 from ..formats.dicom import holds_dicom
@@ -419,9 +420,10 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     """Evaluate one case (the unit of work of every scheduler); never raises.
 
     Returns a dict with ``rows`` (per-case rows, one per class), ``components``
-    (a per-component DataFrame or None), ``predictions`` (the per-prediction
-    DataFrame with the ``detection`` metric, else None) and ``timing``
-    (seconds reading and computing).
+    (the per-component table), ``predictions`` (the per-prediction table with the
+    ``detection`` metric, else None) and ``timing`` (seconds reading and computing). The tables are
+    :class:`~ccmetrics.columns.Columns`, which :func:`~ccmetrics.campaign.records.encode_output` encodes as
+    pandas would (``.frame()`` makes the DataFrame): a worker evaluates its cases without importing pandas.
 
     With ``options.max_case_bytes`` (``--max-memory``), a case whose estimated peak exceeds it is refused
     before the memory is taken: once read, by its foreground; while evaluated, by its counts of components
@@ -533,8 +535,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
         row.update(case_values.get(c, {}))
         rows.append(row)
-        frame = result.to_frame(task.case, c)
-        prediction = result.prediction_frame(task.case, c, gt.affine if gt_known else None)
+        frame = result.component_rows(task.case, c)  # as Columns: a worker makes no DataFrame (nor imports pandas)
+        prediction = result.prediction_rows(task.case, c, gt.affine if gt_known else None)
         if names:
             frame.insert(2, schema.CLASS_NAME, names[c])
             if prediction is not None:
@@ -544,12 +546,22 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
     t_total = time.perf_counter() - t0
     return {
         "rows": rows,
-        "components": pd.concat(frames, ignore_index=True),
-        "predictions": None if predictions[0] is None else pd.concat(predictions, ignore_index=True),
+        "components": _joined(frames),
+        "predictions": None if predictions[0] is None else _joined(predictions),
         "candidates": candidates,
         "thresholds": swept,
         "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
     }
+
+
+def _joined(tables: list[Any]) -> Any:
+    """The classes' tables of one case, one after the other (``pd.concat(..., ignore_index=True)``): as
+    :class:`~ccmetrics.columns.Columns` while every table is, else as a DataFrame."""
+    if len(tables) == 1:
+        return tables[0]
+    if all(isinstance(t, Columns) for t in tables) and all(t.names == tables[0].names for t in tables):
+        return Columns.concat(tables)
+    return pd.concat([t.frame() if isinstance(t, Columns) else t for t in tables], ignore_index=True)
 
 
 def _engine_of(options: EvalOptions) -> EngineConfig:

@@ -46,6 +46,7 @@ import numpy as np
 from .. import _lazy
 from .._files import OutputWriteError, atomic_write, fsync_folder
 from .._interrupts import critical
+from ..columns import Columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,9 +161,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _encode_frame(frame: pd.DataFrame | None) -> dict[str, Any] | None:
+def _encode_frame(frame: pd.DataFrame | Columns | None) -> dict[str, Any] | None:
     if frame is None:
         return None
+    if isinstance(frame, Columns):  # a table a worker made without pandas: the same encoding
+        return frame.encoded()
     return {
         "columns": [str(c) for c in frame.columns],
         "dtypes": [str(t) for t in frame.dtypes],
@@ -174,7 +177,14 @@ def _decode_frame(table: dict[str, Any] | None) -> pd.DataFrame | None:
     if table is None:
         return None
     frame = pd.DataFrame(table["data"], columns=table["columns"])
-    return frame.astype(dict(zip(table["columns"], table["dtypes"])))
+    text = _text_dtype()  # "str": text, as pandas names it (pandas 3: "str"; before: "object")
+    return frame.astype({c: text if d == "str" else d for c, d in zip(table["columns"], table["dtypes"])})
+
+
+def _text_dtype() -> str:
+    """The dtype pandas gives a column of text: what a table encoded without pandas (:meth:`Columns.encoded`, which
+    names text ``"str"``) is decoded as, so that it equals the table pandas would have made."""
+    return str(pd.Series(["text"]).dtype)
 
 
 def encode_output(output: dict[str, Any]) -> dict[str, Any]:

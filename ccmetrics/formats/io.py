@@ -17,7 +17,7 @@ as a label map of segment numbers in the same axis order and RAS convention.
 Cost: a load reads (and decompresses) the whole file once and keeps its dtype: no
 float64 copy.  nibabel and SimpleITK are imported on first use only; a plain NIfTI-1 header (what
 nibabel would load unchanged and unscaled: almost every mask a model writes) is read without nibabel
-(:mod:`ccmetrics.formats._nifti1`, its affine bit for bit nibabel's), which saves a process the 0.12 s
+(``ccmetrics.formats._nifti1``, its affine bit for bit nibabel's), which saves a process the 0.12 s
 of CPU that importing nibabel with pydicom costs.
 
 Size checks: a header that claims more voxels than the file holds is refused before the claimed
@@ -203,7 +203,7 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     Notes
     -----
     Cost: NIfTI headers are read by nibabel, or without it where they are plain
-    (:mod:`ccmetrics.formats._nifti1`; of a ``.nii.gz``, only the first kilobytes are
+    (``ccmetrics.formats._nifti1``; of a ``.nii.gz``, only the first kilobytes are
     decompressed), the others by SimpleITK's ``ImageFileReader.ReadImageInformation``.  The file's
     size is then checked against the header's claim, without allocating the claimed size:
 
@@ -333,7 +333,7 @@ def _load_image(path, reader: str = "auto", c_order: bool = False) -> Image:
 
 
 def _plain_nifti(path: str, warn: bool, count: bool) -> PlainNifti1 | None:
-    """The NIfTI header read without nibabel where it is plain (:mod:`ccmetrics.formats._nifti1`), with the checks of
+    """The NIfTI header read without nibabel where it is plain (``ccmetrics.formats._nifti1``), with the checks of
     :func:`_check_nifti` (the file's size against the header, the qform against the sform); None for any other
     header, which :func:`_check_nifti` reads with nibabel."""
     try:
@@ -369,7 +369,7 @@ def _warn_disagreeing(path: str, qform: np.ndarray, sform: np.ndarray, stackleve
 
 
 def _read_plain(path: str, plain: PlainNifti1, c_order: bool = False) -> np.ndarray:
-    """The voxels of the plain NIfTI ``path`` (:mod:`ccmetrics.formats._nifti1`: stored unscaled), as nibabel's
+    """The voxels of the plain NIfTI ``path`` (``ccmetrics.formats._nifti1``: stored unscaled), as nibabel's
     ``np.asanyarray(img.dataobj)`` returns them (Fortran-ordered, writable; ``c_order``: C-contiguous where
     ``_gunzip_array`` says): a ``.nii.gz`` inflated by ``_gunzip_array``, a ``.nii`` read into a buffer at its
     offset."""

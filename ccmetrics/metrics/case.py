@@ -224,7 +224,7 @@ def evaluate(
         for m in case.per_region
     }
     return CaseResult(
-        table,
+        table,  # type: ignore[arg-type]  # a table field: Columns until read
         cc,
         standard,
         found.n,

@@ -34,6 +34,7 @@ from scipy import ndimage
 
 from .. import _lazy
 from .._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
+from ..columns import Columns, table_fields
 from ..engine.components import ComponentCache, Sites, run_components
 from ..engine.config import current
 from ..engine.surface import SURFACE_REDUCTIONS, directed_distances, physical
@@ -266,6 +267,7 @@ def detection_from_components(
 _TREE_LEAF = 8
 
 
+@table_fields("per_lesion")  # held as Columns until read as DataFrames
 @dataclass(frozen=True)
 class LesionDiceResult:
     """BraTS-2023 lesion-wise scores of one case.
@@ -597,7 +599,8 @@ def lesion_dice_from_components(
     )
 
     voxel_volume = _voxel_volume(spacing)
-    table = pd.DataFrame(
+    counted = [v * voxel_volume > min_volume for v in volume.tolist()]
+    table = Columns(
         {
             "volume": volume.tolist(),
             "volume_mm3": [v * voxel_volume for v in volume.tolist()],
@@ -605,26 +608,30 @@ def lesion_dice_from_components(
             "pred_components": [t.tolist() for t in touching],
             "dice": dice.tolist(),
             "hd95": hd95,
-            "counted": [v * voxel_volume > min_volume for v in volume.tolist()],
+            "counted": counted,
         },
-        index=pd.RangeIndex(1, n_lesions + 1, name="lesion"),
+        length=n_lesions,
+        index_name="lesion",
+        start=1,
     )
 
     fp = pred_sites.n - len(np.unique(pair_pred))
-    counted = table.loc[table["counted"].astype(bool)]
-    tp = int((counted["pred_components"].map(len) > 0).sum())
-    fn = len(counted) - tp
-    denominator = len(counted) + fp
+    kept = np.flatnonzero(np.array(counted, dtype=bool))
+    tp = sum(len(touching[i]) > 0 for i in kept.tolist())
+    fn = len(kept) - tp
+    denominator = len(kept) + fp
     if denominator == 0:
-        return LesionDiceResult(1.0, 0.0, 0, 0, 0, table)
-    hd95_counted = counted["hd95"].where(np.isfinite(counted["hd95"]), worst_hd95)
+        return LesionDiceResult(1.0, 0.0, 0, 0, 0, table)  # type: ignore[arg-type]  # a table field
+    # the sums pandas took of the counted rows' columns: numpy's pairwise sums of the same float64 arrays
+    kept_hd95 = np.asarray(hd95, dtype=np.float64)[kept]
+    kept_hd95 = np.where(np.isfinite(kept_hd95), kept_hd95, worst_hd95)
     return LesionDiceResult(
-        float(counted["dice"].sum() / denominator),
-        float((hd95_counted.sum() + worst_hd95 * fp) / denominator),
+        float(np.nansum(np.asarray(dice.tolist(), dtype=np.float64)[kept]) / denominator),  # pandas skips NaN
+        float((kept_hd95.sum() + worst_hd95 * fp) / denominator),
         tp,
         fp,
         fn,
-        table,
+        table,  # type: ignore[arg-type]  # a table field: Columns until read
     )
 
 

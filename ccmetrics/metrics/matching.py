@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import _lazy
 from .._inputs import as_label_map, check_same_shape
+from ..columns import Columns, stored, table_fields
 from ..engine.components import Sites, find_sites
 
 if TYPE_CHECKING:
@@ -323,6 +324,7 @@ def choose_pairs(ov: Overlaps, rule: str = "iou", threshold: float = 0.5) -> np.
     return _centroid_rule(ov)
 
 
+@table_fields("pairs")  # held as Columns until read as DataFrames
 @dataclass(frozen=True)
 class Matching:
     """One-to-one matches between GT and predicted instances.
@@ -351,7 +353,7 @@ class Matching:
 
     @property
     def tp(self) -> int:
-        return len(self.pairs)
+        return len(stored(self, "pairs"))
 
     @property
     def fp(self) -> int:
@@ -365,20 +367,21 @@ class Matching:
     def from_overlaps(cls, ov: Overlaps, chosen: np.ndarray) -> Matching:
         """Build a :class:`Matching` from an overlap list and the chosen pair indices."""
         g, p = ov.pair_gt[chosen], ov.pair_pred[chosen]
-        pairs = pd.DataFrame(
+        order = np.argsort(ov.gt_labels[g], kind="stable")  # by GT label (pandas' stable sort_values)
+        pairs = Columns(
             {
-                "gt_label": ov.gt_labels[g],
-                "pred_label": ov.pred_labels[p],
-                "iou": ov.pair_iou[chosen],
-                "intersection": ov.pair_intersection[chosen],
-            }
+                "gt_label": ov.gt_labels[g][order],
+                "pred_label": ov.pred_labels[p][order],
+                "iou": ov.pair_iou[chosen][order],
+                "intersection": ov.pair_intersection[chosen][order],
+            },
+            length=len(order),
         )
-        pairs = pairs.sort_values("gt_label", kind="stable").reset_index(drop=True)
         gt_free = np.ones(len(ov.gt_labels), bool)
         gt_free[g] = False
         pred_free = np.ones(len(ov.pred_labels), bool)
         pred_free[p] = False
-        return cls(pairs, ov.gt_labels[gt_free], ov.pred_labels[pred_free])
+        return cls(pairs, ov.gt_labels[gt_free], ov.pred_labels[pred_free])  # type: ignore[arg-type]  # a table field
 
 
 def match_overlaps(ov: Overlaps, rule: str = "iou", threshold: float = 0.5) -> Matching:

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _lazy
 from .._inputs import as_binary_mask, as_label_map, check_same_shape
+from ..columns import stored, table_fields
 from ..engine.components import Sites, find_sites
 from .matching import Matching, check_matching_rule, choose_pairs, match_sites, site_overlaps
 
@@ -50,6 +51,7 @@ AGGREGATIONS = ("image", "dataset", "group")
 CLASS_RULES = ("unique", "majority")
 
 
+@table_fields("pairs")  # held as Columns until read as DataFrames
 @dataclass(frozen=True)
 class PQResult:
     """Panoptic Quality of one image.
@@ -79,9 +81,10 @@ class PQResult:
         >>> round(r.pq, 4), r.tp
         (0.6667, 1)
         """
-        iou_sum = float(matching.pairs["iou"].sum())
+        pairs = stored(matching, "pairs")  # its Columns while no one read them as a DataFrame
+        iou_sum = float(np.nansum(np.asarray(pairs["iou"], dtype=np.float64)))  # pandas' sum: NaN skipped
         pq, sq, rq = pq_from_counts(matching.tp, matching.fp, matching.fn, iou_sum)
-        return cls(pq, sq, rq, matching.tp, matching.fp, matching.fn, iou_sum, matching.pairs)
+        return cls(pq, sq, rq, matching.tp, matching.fp, matching.fn, iou_sum, pairs)
 
 
 def pq_from_counts(tp: float, fp: float, fn: float, iou_sum: float) -> tuple:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _lazy, schema
+from ..columns import Columns, stored, table_fields
 from ..engine.components import Sites
 from ..engine.geometry import patient_coordinates
 
@@ -19,6 +20,7 @@ else:  # imported where a table is made: a process that makes none never loads i
 __all__ = ["CaseResult"]
 
 
+@table_fields("per_component", "per_prediction")  # held as Columns until read as DataFrames
 @dataclass
 class CaseResult:
     """Result of :func:`ccmetrics.evaluate` for one case (and one class).
@@ -125,9 +127,16 @@ class CaseResult:
         case_01      1          1       9      True   1.0
         case_01      1          2       4      True   1.0
         """
-        table = self.per_component.reset_index()
+        rows = self.component_rows(case, class_value)
+        return rows.frame() if isinstance(rows, Columns) else rows
+
+    def component_rows(self, case: str | None = None, class_value: int = 1) -> Columns | pd.DataFrame:
+        """:meth:`to_frame`'s table as the result holds its tables: :class:`~ccmetrics.columns.Columns` while
+        ``per_component`` has not been read as a DataFrame (what a data set's worker encodes without pandas), else
+        the DataFrame."""
+        table = stored(self, "per_component").reset_index()
         if schema.VOLUME_MM3 not in table:
-            table.insert(table.columns.get_loc(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
+            table.insert(list(table.columns).index(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
         table.insert(0, schema.CASE, case)
         table.insert(1, schema.CLASS, int(class_value))
         metrics = [c for c in table.columns if c in self.metrics]
@@ -157,11 +166,19 @@ class CaseResult:
                   1       6          1      tp         1.5           0.75
                   2       1                 fp         6.0           3.00
         """
-        if self.per_prediction is None:
+        rows = self.prediction_rows(case, class_value, affine)
+        return rows.frame() if isinstance(rows, Columns) else rows
+
+    def prediction_rows(
+        self, case: str | None = None, class_value: int = 1, affine: Any | None = None
+    ) -> Columns | pd.DataFrame | None:
+        """:meth:`prediction_frame`'s table as the result holds its tables (see :meth:`component_rows`)."""
+        held = stored(self, "per_prediction")
+        if held is None:
             return None
-        table = self.per_prediction.reset_index()
+        table = held.reset_index()
         if schema.VOLUME_MM3 not in table:
-            table.insert(table.columns.get_loc(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
+            table.insert(list(table.columns).index(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
         for column in schema.CENTROID_VOXEL:
             if column not in table:
                 table[column] = np.nan
@@ -199,9 +216,9 @@ class CaseResult:
         )
 
 
-def component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str) -> pd.DataFrame:
+def component_table(found: Sites, spacing: tuple[float, ...] | None, sites: str) -> Columns:
     """The first columns of ``per_component``: one row per site (component 1..K), its volume and label."""
-    table = pd.DataFrame(index=pd.RangeIndex(1, found.n + 1, name=schema.COMPONENT))
+    table = Columns(length=found.n, index_name=schema.COMPONENT, start=1)
     table[schema.VOLUME] = found.volumes
     if spacing is not None:
         table[schema.VOLUME_MM3] = found.volumes * float(np.prod(spacing))
@@ -216,7 +233,7 @@ def prediction_table(
     pred_flat: np.ndarray,
     pred_region: np.ndarray,
     spacing: tuple[float, ...] | None,
-) -> pd.DataFrame:
+) -> Columns:
     """``per_prediction``: one row per predicted component (1..M), from the case's judged detections.
 
     ``detections`` is the :class:`~ccmetrics.metrics.detection_rules.LesionDetections` of the case;
@@ -225,7 +242,7 @@ def prediction_table(
     prediction voxel and a few bincounts.
     """
     m = pred_sites.n
-    table = pd.DataFrame(index=pd.RangeIndex(1, m + 1, name=schema.PREDICTION))
+    table = Columns(length=m, index_name=schema.PREDICTION, start=1)
     volumes = pred_sites.volumes
     table[schema.VOLUME] = volumes
     if spacing is not None:
