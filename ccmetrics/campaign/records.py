@@ -31,6 +31,7 @@ costs one SHA-256 and one JSON parse each.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -181,10 +182,14 @@ def _decode_frame(table: dict[str, Any] | None) -> pd.DataFrame | None:
     return frame.astype({c: text if d == "str" else d for c, d in zip(table["columns"], table["dtypes"])})
 
 
+@functools.cache
 def _text_dtype() -> str:
     """The dtype pandas gives a column of text: what a table encoded without pandas (:meth:`Columns.encoded`, which
     names text ``"str"``) is decoded as, so that it equals the table pandas would have made."""
     return str(pd.Series(["text"]).dtype)
+
+
+_TABLES = ("components", "predictions", "candidates", "thresholds")  # the tables of a case's output
 
 
 def encode_output(output: dict[str, Any]) -> dict[str, Any]:
@@ -229,6 +234,24 @@ def decode_tables(tables: Iterable[dict[str, Any] | None]) -> pd.DataFrame | Non
     if len(frames) > 1:
         return pd.concat(frames, ignore_index=True)
     return frames[0] if frames else None
+
+
+def _checked_output(output: Any) -> dict[str, Any]:
+    """A record's output, after checking that it has the shape :func:`encode_output` gives (rows, and tables of
+    columns, dtypes and rows of as many values): TypeError for what is not decoded (the case is evaluated again)."""
+    if not isinstance(output, dict) or not isinstance(output.get("rows"), list):
+        raise TypeError("its output holds no rows")
+    for key in _TABLES:
+        table = output.get(key)
+        if table is None:
+            continue
+        parts = [table.get(part) for part in ("columns", "dtypes", "data")] if isinstance(table, dict) else []
+        if len(parts) != 3 or not all(isinstance(part, list) for part in parts):
+            raise TypeError(f"its {key} table is not a table")
+        columns, dtypes, data = parts
+        if len(dtypes) != len(columns) or not all(isinstance(row, list) and len(row) == len(columns) for row in data):
+            raise TypeError(f"its {key} table has rows or dtypes of another width than its columns")
+    return output
 
 
 def decode_output(data: dict[str, Any]) -> dict[str, Any]:
@@ -368,9 +391,7 @@ class RecordStore:
             return None, "fails its checksum (edited or damaged)"
         try:
             doc = json.loads(body)
-            record = CaseRecord(doc["case"], doc["fingerprint"], doc["output"], doc["retry"])
-            if not isinstance(record.output, dict) or not isinstance(record.output.get("rows"), list):
-                raise TypeError("its output holds no rows")
+            record = CaseRecord(doc["case"], doc["fingerprint"], _checked_output(doc["output"]), doc["retry"])
         except (ValueError, KeyError, TypeError) as exc:
             return None, f"not a whole record ({type(exc).__name__}: {exc})"
         return record, ""

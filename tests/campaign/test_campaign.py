@@ -23,7 +23,7 @@ import pytest
 
 from ccmetrics import evaluate_dataset
 from ccmetrics.campaign.dataset import CaseTask, EvalOptions, evaluate_task, failed_output
-from ccmetrics.campaign.records import RecordStore, decode_output, decode_tables, encode_output
+from ccmetrics.campaign.records import CaseRecord, RecordStore, decode_output, decode_tables, encode_output
 from ccmetrics.campaign.scheduler import EvaluationInterrupted
 from ccmetrics.formats.io import save_image
 
@@ -168,6 +168,25 @@ def test_tables_decoded_at_once_equal_each_decoded_and_concatenated():
         assert list(got.dtypes.astype(str)) == list(want.dtypes.astype(str))
         assert got.columns.dtype == want.columns.dtype
     assert decode_tables([None, outputs[0]["components"] | {"data": []}]) is None
+
+
+def test_a_record_whose_table_is_not_whole_is_not_taken(tmp_path):
+    # a record holds its output encoded and is decoded only when the tables are made: a table of the wrong shape
+    # (written by a bug, or edited with its checksum made again) must be found when the record is read
+    options = EvalOptions(("dice",))
+    gt, pred = make_case(np.random.default_rng(8))
+    good = encode_output(evaluate_task(CaseTask("a", gt, pred), options))
+    store = RecordStore(tmp_path)
+    store.write(CaseRecord("a", {"gt": None}, good))
+    short = {**good, "components": {**good["components"], "data": [row[:-1] for row in good["components"]["data"]]}}
+    store.write(CaseRecord("b", {"gt": None}, short))
+    store.write(CaseRecord("c", {"gt": None}, {**good, "predictions": {"columns": ["x"]}}))
+    records, problems = store.scan()
+    assert sorted(records) == ["a"]
+    assert sorted((p.case, p.reason.split(":")[0]) for p in problems) == [
+        ("b", "not a whole record (TypeError"),
+        ("c", "not a whole record (TypeError"),
+    ]
 
 
 def test_non_empty_out_folder_names_both_choices(data, tmp_path):
