@@ -245,10 +245,12 @@ def _checked_output(output: Any) -> dict[str, Any]:
         table = output.get(key)
         if table is None:
             continue
-        parts = [table.get(part) for part in ("columns", "dtypes", "data")] if isinstance(table, dict) else []
+        parts: list[Any] = (
+            [table.get(part) for part in ("columns", "dtypes", "data")] if isinstance(table, dict) else []
+        )
         if len(parts) != 3 or not all(isinstance(part, list) for part in parts):
             raise TypeError(f"its {key} table is not a table")
-        columns, dtypes, data = parts
+        columns, dtypes, data = (list(part) for part in parts)
         if len(dtypes) != len(columns) or not all(isinstance(row, list) and len(row) == len(columns) for row in data):
             raise TypeError(f"its {key} table has rows or dtypes of another width than its columns")
     return output
