@@ -1,10 +1,12 @@
 """ccmetrics: segmentation quality per connected component (CC-Metrics).
 
 ``import ccmetrics`` is instant: the public names below are loaded on first use
-(PEP 562, as scikit-image does), so numpy, scipy, cc3d and pandas are imported
-when a function is first called or imported; nibabel and SimpleITK when a file
-is read, matplotlib when a figure is drawn, torch and MONAI when a MONAI metric
-object or tensor is used.
+(PEP 562, as scikit-image does), so numpy, scipy and cc3d are imported when a
+function is first called or imported; pandas when a table is first read (results
+hold their tables as columns until then: :mod:`ccmetrics.columns`); nibabel when
+a NIfTI header is not a plain NIfTI-1 one and SimpleITK for the other formats,
+matplotlib when a figure is drawn, torch and MONAI when a MONAI metric object or
+tensor is used.
 """
 
 import importlib
