@@ -2,9 +2,9 @@
 
 Why: a data set's worker process sends each case's tables to its parent as plain rows (the records' encoding,
 :func:`ccmetrics.campaign.records.encode_output`). Building pandas DataFrames for them first, and importing pandas
-for that (0.12 s of CPU a process, 40 % of a worker's start), was work nobody read. So the results of the metrics
-keep their tables as :class:`Columns` (numpy arrays, lists and broadcast scalars, in order, with the row index's
-name and start), and the fields :func:`table_fields` names give the DataFrame when the attribute is read (pandas
+for that (0.12 s of CPU a process, a quarter of a worker's imports), was work nobody read. So the results of the
+metrics keep their tables as :class:`Columns` (numpy arrays, lists and broadcast scalars, in order, with the row
+index's name and start), and the fields :func:`table_fields` names give the DataFrame when the attribute is read (pandas
 imported then), made once and kept. :meth:`Columns.encoded` gives the records' rows without pandas.
 
 The DataFrame is the one the former code made: ``pd.DataFrame`` of the array and list columns with a
