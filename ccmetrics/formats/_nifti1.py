@@ -23,6 +23,13 @@ as before (its repairs, its errors and messages, its scaling, NIfTI-2, extension
 Those are the conditions under which nibabel's header checks (``Nifti1Header.check_fix``: sizeof_hdr,
 datatype, bitpix, pixdims, qfac, magic, offset, xform codes) find nothing to report or repair.
 
+Where the two paths differ (none gives another number; each is tested): a file whose extension is in mixed case
+(``case.Nii.gz``) is read, where nibabel looks for ``case.nii.gz`` and fails; a damaged ``.nii.gz`` too small for
+nibabel to tell its type (a wrong CRC or bytes after the stream, under about 1 kB of data) is refused by the gzip
+reader, naming the damage, or read like a larger one, where nibabel says it cannot work out the file type; and
+``read_header`` reads the header only, so a stream broken just after it is found when the voxels are read, as it
+is in a larger file (nibabel's type check decompresses a little further).
+
 The affine is nibabel's ``get_best_affine()``, bit for bit: the sform's rows where ``sform_code`` is set, else
 the qform built with nibabel's arithmetic (``fillpositive`` and ``quat2mat`` in ``np.longdouble``, then the
 product with the float32 voxel sizes); a quaternion nibabel refuses (``w**2`` clearly negative) gives ``None``

@@ -2,7 +2,8 @@
 
 The claim: for every header the module calls plain, ``load_image``, ``read_header`` and the engine's C-ordered read
 give what they give through nibabel (the same array, bit for bit and in dtype and memory order, the same affine bit
-for bit, the same spacing, warnings and errors); every other header goes to nibabel. The headers are fuzzed around
+for bit, the same spacing, warnings and errors); every other header goes to nibabel. The exceptions, for damaged
+or oddly named files, are the module docstring's, pinned by the last test: none gives another number. The headers are fuzzed around
 each condition's edge (sizes, magic, extensions, dims, datatypes, bitpix, pixdims, qfac, offsets, transform codes,
 quaternions near ``w = 0``, scaling), written as ``.nii`` and ``.nii.gz``, and read both ways.
 """
@@ -254,3 +255,23 @@ def test_reading_plain_files_imports_no_nibabel(tmp_path):
         "(4, 4) (0.5, 0.75) int16",
         "False False",
     ]
+
+
+def test_where_the_plain_path_differs_from_nibabel_no_number_does(tmp_path):
+    # the differences the module docstring names, each pinned: none gives a wrong array
+    array = np.arange(120, dtype=np.uint8).reshape(4, 5, 6) % 3
+    nib.save(nib.Nifti1Image(array, np.diag([0.5, 0.5, 3.0, 1.0]), dtype=np.uint8), str(tmp_path / "ok.nii"))
+    raw = (tmp_path / "ok.nii").read_bytes()
+    # a mixed-case extension: read (nibabel looks for case.nii.gz)
+    (tmp_path / "case.Nii.gz").write_bytes(gzip.compress(raw))
+    np.testing.assert_array_equal(load_image(tmp_path / "case.Nii.gz").array, array)
+    # a small file with a wrong CRC in its gzip trailer: refused, naming the damage
+    bad = bytearray(gzip.compress(raw))
+    bad[-8] ^= 0xFF
+    (tmp_path / "crc.nii.gz").write_bytes(bytes(bad))
+    assert read_header(tmp_path / "crc.nii.gz").shape == (4, 5, 6)  # the header alone is whole
+    with pytest.raises(io.ImageReadError, match="CRC-32"):
+        load_image(tmp_path / "crc.nii.gz")
+    # bytes after a whole stream: ignored, as in a larger file
+    (tmp_path / "tail.nii.gz").write_bytes(gzip.compress(raw) + b"garbage!")
+    np.testing.assert_array_equal(load_image(tmp_path / "tail.nii.gz").array, array)
