@@ -1765,26 +1765,12 @@ def _assemble(
         if schema.CLASS_NAME in per_case and schema.CLASS_NAME not in wanted:  # the classes' names stay
             wanted.insert(wanted.index(CLASS) + 1, schema.CLASS_NAME)
         per_case = per_case.reindex(columns=wanted)
-    found = decode_tables(o["components"] for o in outputs)
-    per_component = found if found is not None else schema.PER_COMPONENT.empty(names)
-    per_component = per_component.sort_values(list(schema.PER_COMPONENT.key), kind="stable").reset_index(drop=True)
-    per_prediction = None
-    if any(m.name == "detection" for m in ordered):
-        found = decode_tables(o.get("predictions") for o in outputs)
-        per_prediction = found if found is not None else schema.PER_PREDICTION.empty()
-        per_prediction = per_prediction.sort_values(list(schema.PER_PREDICTION.key), kind="stable")
-        per_prediction = per_prediction.reset_index(drop=True)
-    per_candidate = None
-    if "probabilities" in record:
-        found = decode_tables(o.get("candidates") for o in outputs)
-        per_candidate = found if found is not None else schema.PER_CANDIDATE.empty()
-        per_candidate = per_candidate.sort_values(list(schema.PER_CANDIDATE.key), kind="stable")
-        per_candidate = per_candidate.reset_index(drop=True)
-    thresholds = None
-    if record.get("probabilities", {}).get("thresholds"):
-        found = decode_tables(o.get("thresholds") for o in outputs)
-        thresholds = found if found is not None else schema.THRESHOLDS.empty()
-        thresholds = thresholds.sort_values(list(schema.THRESHOLDS.key), kind="stable").reset_index(drop=True)
+    per_component = _tidy(outputs, "components", schema.PER_COMPONENT, names)
+    with_detection = any(m.name == "detection" for m in ordered)
+    per_prediction = _tidy(outputs, "predictions", schema.PER_PREDICTION) if with_detection else None
+    per_candidate = _tidy(outputs, "candidates", schema.PER_CANDIDATE) if "probabilities" in record else None
+    with_thresholds = record.get("probabilities", {}).get("thresholds")
+    thresholds = _tidy(outputs, "thresholds", schema.THRESHOLDS) if with_thresholds else None
     timings = pd.DataFrame([o["timing"] for o in outputs])
     columns = {c.name: c for m in ordered for c in m.columns}
     return DatasetResult(
@@ -1799,6 +1785,17 @@ def _assemble(
         per_candidate=per_candidate,
         thresholds=thresholds,
     )
+
+
+def _tidy(
+    outputs: list[dict[str, Any]], key: str, table: schema.TableSchema, metric_columns: Sequence[str] = ()
+) -> pd.DataFrame:
+    """One tidy table from the cases' outputs (``key``: their encoded tables), sorted by the table's key; its text
+    columns in pandas' text dtype in every run; without rows, the table's empty form."""
+    text = [f.name for f in (*table.fields, *table.tail) if f.text]
+    found = decode_tables((o.get(key) for o in outputs), text=text)
+    frame = found if found is not None else table.empty(metric_columns)
+    return frame.sort_values(list(table.key), kind="stable").reset_index(drop=True)
 
 
 def _check_picklable(options: EvalOptions) -> None:

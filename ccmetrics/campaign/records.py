@@ -209,11 +209,14 @@ def encode_output(output: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decode_tables(tables: Iterable[dict[str, Any] | None]) -> pd.DataFrame | None:
+def decode_tables(tables: Iterable[dict[str, Any] | None], text: Iterable[str] = ()) -> pd.DataFrame | None:
     """Many cases' encoded tables (one key of :func:`encode_output`'s outputs, in order) as one DataFrame: equal to
     ``pd.concat`` of each table with rows decoded (``ignore_index``), made with one DataFrame and one ``astype`` for
     each run of tables with the same columns and dtypes (a data set's tables: usually one). None when no table has
     a row.
+
+    ``text``: columns of text, given pandas' text dtype whatever dtype a table names (pandas makes ``object`` of
+    text joined with the ``float64`` of an empty list: a case's class without rows beside one with rows).
 
     Examples
     --------
@@ -231,9 +234,10 @@ def decode_tables(tables: Iterable[dict[str, Any] | None]) -> pd.DataFrame | Non
         else:
             runs.append((table["columns"], table["dtypes"], list(table["data"])))
     frames = [_decode_frame({"columns": c, "dtypes": d, "data": data}) for c, d, data in runs]
-    if len(frames) > 1:
-        return pd.concat(frames, ignore_index=True)
-    return frames[0] if frames else None
+    if not frames:
+        return None
+    frame: pd.DataFrame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]  # type: ignore[assignment]
+    return frame.astype({c: _text_dtype() for c in text if c in frame and frame[c].dtype != _text_dtype()})
 
 
 def _checked_output(output: Any) -> dict[str, Any]:

@@ -170,6 +170,42 @@ def test_tables_decoded_at_once_equal_each_decoded_and_concatenated():
     assert decode_tables([None, outputs[0]["components"] | {"data": []}]) is None
 
 
+def test_text_columns_keep_their_dtype_whatever_class_is_empty():
+    # a case whose class 2 has no predicted component beside class 1's one: pandas joins the text column gt_lesions
+    # with the float64 of an empty list into object; the data set's tables hold it as text in every run, as they
+    # do when no class is empty, and records that name it otherwise (a run of an earlier version) are read so too
+    gt = np.zeros((20, 20, 20), np.uint8)
+    gt[5, 5, 5] = 1
+    text = str(pd.Series(["text"]).dtype)
+    with_empty = evaluate_dataset({"c": (gt, gt.copy())}, None, ["detection"], classes=[1, 2], progress=False)
+    alone = evaluate_dataset({"c": (gt, gt.copy())}, None, ["detection"], classes=[1], progress=False)
+    for result in (with_empty, alone):
+        assert str(result.per_prediction["gt_lesions"].dtype) == text
+        assert result.per_prediction["gt_lesions"].tolist() == ["1"]
+    table = encode_output(evaluate_task(CaseTask("c", gt, gt.copy()), EvalOptions(("detection",))))["predictions"]
+    old = {**table, "dtypes": ["object" if c == "gt_lesions" else d for c, d in zip(table["columns"], table["dtypes"])]}
+    for tables in ([old], [table, old], [old, table]):
+        assert str(decode_tables(tables, text=["case", "gt_lesions"])["gt_lesions"].dtype) == text
+    assert str(decode_tables([table, old])["gt_lesions"].dtype) == "object"  # (what pandas joins them to)
+
+
+def test_a_resumed_run_keeps_text_columns_as_text_from_older_records(tmp_path):
+    # records written by an earlier version may name a text column "object": a resume that takes them beside new
+    # ones still gives the column as text, equal to the run that wrote them all
+    gt = np.zeros((20, 20, 20), np.uint8)
+    gt[5, 5, 5], gt[12:14, 12:14, 3] = 1, 1
+    cases = {"a": (gt, gt.copy()), "b": (gt, np.roll(gt, 1, axis=0))}
+    first = evaluate_dataset(cases, None, ["detection"], progress=False, out_dir=tmp_path)
+    store = RecordStore(tmp_path)
+    record = store.read_all()["a"]
+    table = record.output["predictions"]
+    table["dtypes"] = ["object" if c == "gt_lesions" else d for c, d in zip(table["columns"], table["dtypes"])]
+    store.write(record)
+    again = evaluate_dataset(cases, None, ["detection"], progress=False, out_dir=tmp_path, resume=True)
+    assert again.run.reused == 2
+    pd.testing.assert_frame_equal(again.per_prediction, first.per_prediction, check_exact=True)
+
+
 def test_a_record_whose_table_is_not_whole_is_not_taken(tmp_path):
     # a record holds its output encoded and is decoded only when the tables are made: a table of the wrong shape
     # (written by a bug, or edited with its checksum made again) must be found when the record is read

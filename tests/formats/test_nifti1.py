@@ -3,9 +3,9 @@
 The claim: for every header the module calls plain, ``load_image``, ``read_header`` and the engine's C-ordered read
 give what they give through nibabel (the same array, bit for bit and in dtype and memory order, the same affine bit
 for bit, the same spacing, warnings and errors); every other header goes to nibabel. The exceptions, for damaged
-or oddly named files, are the module docstring's, pinned by the last test: none gives another number. The headers are fuzzed around
-each condition's edge (sizes, magic, extensions, dims, datatypes, bitpix, pixdims, qfac, offsets, transform codes,
-quaternions near ``w = 0``, scaling), written as ``.nii`` and ``.nii.gz``, and read both ways.
+or oddly named files, are the module docstring's, pinned by the last test: none gives another number. The headers
+are fuzzed around each condition's edge (sizes, magic, extensions, dims, datatypes, bitpix, pixdims, qfac, offsets,
+transform codes, quaternions near ``w = 0``, scaling), written as ``.nii`` and ``.nii.gz``, and read both ways.
 """
 
 from __future__ import annotations
