@@ -124,13 +124,21 @@ def size_table(
         Columns ``class``, ``bin``, ``low``, ``high``, ``unit``, ``lesions``, ``detected``,
         ``detection_rate``, ``cc_dice``, and ``false_positives`` with ``per_prediction``.
     """
-    _, unit = lesion_volumes(per_component) if len(per_component) else ("", "ml")
+    if len(per_component):
+        _, unit = lesion_volumes(per_component)
+    elif per_prediction is not None and len(per_prediction):  # no lesion: the false positives' unit
+        _, unit = lesion_volumes(per_prediction)
+    else:
+        unit = "ml"
     if edges is None:
         edges = DEFAULT_SIZE_EDGES_ML if unit == "ml" else DEFAULT_SIZE_EDGES_VOXELS
     edges = parse_size_bins(edges)
     full = np.array([0.0, *edges, math.inf])
     labels = bin_labels(edges, unit)
-    classes = sorted(per_component[schema.CLASS].unique()) if len(per_component) else [1]
+    found = set(per_component[schema.CLASS].unique()) if len(per_component) else set()
+    if per_prediction is not None and len(per_prediction):  # a class with false positives and no lesion: its row too
+        found |= set(per_prediction[schema.CLASS].unique())
+    classes = sorted(found) or [1]
     rows = []
     for c in classes:
         comps = per_component[per_component[schema.CLASS] == c] if len(per_component) else per_component

@@ -52,6 +52,21 @@ def test_hand_computed_bins_with_false_positives():
             parse_size_bins(bad)
 
 
+def test_no_lesion_anywhere_bins_false_positives_in_their_unit(tmp_path):
+    # plain arrays (voxel units) without any GT component but with predictions: the bins take the false positives'
+    # unit (the size table failed, "different units", and with it DatasetResult.write)
+    gt = np.zeros((12, 12, 6), np.uint8)
+    pred = gt.copy()
+    pred[1:3, 1:3, 1] = 2  # a false positive of class 2: 4 voxels
+    result = evaluate_dataset({"a": (gt, pred)}, None, ["dice", "detection"], classes=[1, 2], progress=False)
+    table = result.size_table()
+    assert table["unit"].unique().tolist() == ["voxels"]
+    assert table.groupby("class")["false_positives"].sum().to_dict() == {2: 1}  # its class: no lesion, one FP
+    assert table["lesions"].sum() == 0
+    result.write(tmp_path)
+    assert (tmp_path / "per_prediction.csv").is_file()
+
+
 @pytest.mark.slow
 def test_dataset_size_table_and_cli(tmp_path):
     result = evaluate_dataset(EXAMPLES / "gt", EXAMPLES / "pred", ["dice", "detection"], progress=False)
