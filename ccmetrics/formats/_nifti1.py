@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DTYPES", "PlainNifti1", "parse_plain", "read_plain"]
+__all__ = ["DTYPES", "MM_PER_UNIT", "PlainNifti1", "damaged_offset", "parse_plain", "read_plain", "read_start"]
 
 HEADER_BYTES = 348
 _WITH_EXTENSION_FLAG = 352  # the header and the 4 bytes that say whether extensions follow
@@ -117,6 +117,10 @@ _HEADER = np.dtype(
 )
 assert _HEADER.itemsize == HEADER_BYTES
 
+#: NIfTI-1 spatial unit codes (``xyzt_units & 7``) -> millimetres per unit, as ITK's ``NiftiImageIO`` converts
+#: spacing and origin (0, unknown, is read as mm, as ITK does); codes 4 to 7 are no unit of NIfTI-1
+MM_PER_UNIT: dict[int, float] = {0: 1.0, 1: 1000.0, 2: 1.0, 3: 0.001}
+
 _QUATERNION_THRESHOLD = np.finfo(np.float32).eps * 3  # nibabel's Nifti1Header.quaternion_threshold
 
 
@@ -126,7 +130,9 @@ class PlainNifti1:
 
     ``shape``: ``dim[1 : dim[0] + 1]``; ``dtype``: the stored voxel type; ``offset``: where the voxels start;
     ``affine``: nibabel's ``img.affine`` (4 x 4 float64); ``qform``, ``sform``: each transform where its code is
-    set, else None (for the check that the two agree); ``pixdim``: the eight stored voxel sizes (float32).
+    set, else None (for the check that the two agree); ``pixdim``: the eight stored voxel sizes (float32);
+    ``xyzt_units``: the stored unit codes (the spatial unit is ``xyzt_units & 7``: :data:`MM_PER_UNIT`; the affine
+    here is nibabel's, in the header's units, and :mod:`ccmetrics.formats.io` converts it to mm).
     """
 
     shape: tuple[int, ...]
@@ -136,11 +142,19 @@ class PlainNifti1:
     qform: np.ndarray | None
     sform: np.ndarray | None
     pixdim: np.ndarray
+    xyzt_units: int = 0
 
 
 def read_plain(path: str) -> PlainNifti1 | None:
     """The header of the NIfTI-1 file ``path`` (``.nii`` or ``.nii.gz``) when it is plain, else None (then
     nibabel reads it). Raises ``OSError`` when the file cannot be opened."""
+    start = read_start(path)
+    return None if start is None else parse_plain(start)
+
+
+def read_start(path: str) -> bytes | None:
+    """The first (up to 352) bytes of the NIfTI file ``path``, decompressed from a ``.nii.gz``'s first gzip member;
+    None where that member is no gzip stream. Raises ``OSError`` when the file cannot be opened."""
     with open(path, "rb") as f:
         start = f.read(4096)
     if path.lower().endswith(".gz"):
@@ -148,7 +162,29 @@ def read_plain(path: str) -> PlainNifti1 | None:
             start = zlib.decompressobj(31).decompress(start, _WITH_EXTENSION_FLAG)
         except zlib.error:
             return None
-    return parse_plain(start)
+    return start
+
+
+def damaged_offset(raw: bytes) -> float | None:
+    """The ``vox_offset`` of the NIfTI-1 header that starts ``raw`` (either byte order) when it is no byte offset
+    (not finite, or negative), else None: what nibabel fails on with a bare ``OverflowError``.
+
+    >>> hdr = np.zeros((), _HEADER)
+    >>> hdr["sizeof_hdr"], hdr["vox_offset"] = 348, np.inf
+    >>> damaged_offset(hdr.tobytes()), damaged_offset(hdr.astype(_HEADER.newbyteorder(">")).tobytes())
+    (inf, inf)
+    >>> hdr["vox_offset"] = 352
+    >>> damaged_offset(hdr.tobytes()) is None
+    True
+    """
+    if len(raw) < HEADER_BYTES:
+        return None
+    for layout in (_HEADER, _HEADER.newbyteorder(">")):
+        hdr = np.frombuffer(raw, layout, count=1)[0]
+        if int(hdr["sizeof_hdr"]) == HEADER_BYTES:
+            offset = float(hdr["vox_offset"])
+            return offset if not (math.isfinite(offset) and offset >= 0) else None
+    return None
 
 
 def parse_plain(raw: bytes) -> PlainNifti1 | None:
@@ -183,7 +219,7 @@ def parse_plain(raw: bytes) -> PlainNifti1 | None:
     if not (np.all(np.isfinite(spatial)) and np.all(spatial > 0)) or pixdim[0] not in (-1, 1):
         return None
     offset = float(hdr["vox_offset"])
-    if not (offset >= _WITH_EXTENSION_FLAG and offset == int(offset) and int(offset) % 16 == 0):
+    if not (math.isfinite(offset) and offset >= _WITH_EXTENSION_FLAG and offset == int(offset) and offset % 16 == 0):
         return None
     qcode, scode = int(hdr["qform_code"]), int(hdr["sform_code"])
     if not (0 <= qcode <= 5 and 0 <= scode <= 5) or qcode == scode == 0:
@@ -198,7 +234,8 @@ def parse_plain(raw: bytes) -> PlainNifti1 | None:
         return None
     affine = sform if sform is not None else qform
     assert affine is not None
-    return PlainNifti1(tuple(dim[1 : dim[0] + 1]), dtype, int(offset), affine, qform, sform, pixdim)
+    shape = tuple(dim[1 : dim[0] + 1])
+    return PlainNifti1(shape, dtype, int(offset), affine, qform, sform, pixdim, int(hdr["xyzt_units"]))
 
 
 def _sform(hdr: np.void) -> np.ndarray:

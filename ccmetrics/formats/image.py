@@ -8,12 +8,21 @@ that the NIfTI/MHA/NRRD readers (:mod:`ccmetrics.formats.io`) and the DICOM SEG 
 from __future__ import annotations
 
 import errno
+import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Image", "ImageHeader", "ImageReadError", "missing_file_message", "rounded", "visible_files"]
+__all__ = [
+    "Image",
+    "ImageHeader",
+    "ImageMemoryError",
+    "ImageReadError",
+    "missing_file_message",
+    "rounded",
+    "visible_files",
+]
 
 
 _HINT = "\n(is the file truncated or corrupt? write or copy it again)"
@@ -21,6 +30,10 @@ _HINT = "\n(is the file truncated or corrupt? write or copy it again)"
 
 class ImageReadError(ValueError):
     """An image file exists but cannot be read: truncated, corrupt, or with a broken header."""
+
+
+class ImageMemoryError(MemoryError):
+    """A valid image file whose voxels do not fit in the memory left: the message says how much they need."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,12 +50,18 @@ class Image:
         ``(ndim + 1, ndim + 1)`` map from voxel index to RAS+ world mm (nibabel's convention).
     path : str or None
         The file it was read from.
+    affine_3d : numpy.ndarray or None
+        Of a 2D image whose file places it in 3D space (a 2D NIfTI): the file's complete ``4 x 4`` affine (mm),
+        which says in which plane the image lies (``affine`` drops its out-of-plane row and column:
+        ``affine == affine_3d[np.ix_([0, 1, 3], [0, 1, 3])]``); grids are compared with it
+        (:func:`~ccmetrics.formats.io.check_same_geometry`). None for 3D images and formats without it.
     """
 
     array: np.ndarray
     spacing: tuple[float, ...]
     affine: np.ndarray
     path: str | None = None
+    affine_3d: np.ndarray | None = None
 
     @property
     def direction(self) -> np.ndarray:
@@ -95,8 +114,8 @@ class ImageHeader:
 
     @property
     def voxels(self) -> int:
-        """Number of voxels, the product of ``shape``."""
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        """Number of voxels, the product of ``shape`` (in Python ints: it cannot wrap)."""
+        return math.prod(int(s) for s in self.shape)
 
     @property
     def nbytes(self) -> int:

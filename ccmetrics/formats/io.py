@@ -27,12 +27,22 @@ with nibabel (the default) is inflated by ccmetrics itself, 1 MiB at a time, str
 gzip trailer checked; the stream's end, not its trailer (which can be forged), decides: a stream
 shorter than the header's size is refused where it ends, at the cost of the data it really holds.
 nibabel's scaling (``scl_slope``, ``scl_inter``) is then applied as nibabel applies it.
+
+Refused before any voxel is read: an axis of length 0 (named with its header field); a NIfTI spatial unit that
+NIfTI-1 does not define (``xyzt_units & 7`` of 4 to 7; meter and micron are converted to mm in every reader, spacing
+and origin, as ITK does; 0 is read as mm); a damaged ``vox_offset``; a MetaImage or NRRD data file outside the
+header's folder or that is no regular file (a FIFO, a device); sizes are multiplied in Python ints, which cannot wrap.
+A 2D NIfTI keeps its file's complete affine (``Image.affine_3d``), and :func:`check_same_geometry` compares two such
+images in 3D. A valid file too large for the memory left raises
+:class:`~ccmetrics.formats.image.ImageMemoryError` with the bytes it needs.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import stat
 import struct
 import warnings
 import zlib
@@ -43,8 +53,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .._inputs import SPARSE_COPY_FRACTION, scatter_c_order
-from ._nifti1 import PlainNifti1, read_plain
-from .image import _HINT, Image, ImageHeader, ImageReadError, missing_file_message, rounded
+from ._nifti1 import MM_PER_UNIT, PlainNifti1, damaged_offset, read_plain, read_start
+from .image import _HINT, Image, ImageHeader, ImageMemoryError, ImageReadError, missing_file_message, rounded
 from .image import visible_files as visible_files  # the former ccmetrics.io.visible_files
 
 try:  # python-isal's CRC-32 (the same numbers, about 8x faster than zlib's: a third of a .nii.gz read)
@@ -125,6 +135,14 @@ def _prepare(path, reader: str) -> tuple[str, bool]:
     if reader not in _READERS:
         raise ValueError(f"reader must be one of {_READERS}, got {reader!r}")
     if not os.path.isfile(path):
+        try:
+            mode: int | None = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISDIR(mode):  # a FIFO would block the read forever, a device never end
+            raise ImageReadError(
+                f"cannot read {path!r}: it is {_file_kind(mode)}, not a regular file: give the image as a regular file"
+            )
         raise FileNotFoundError(missing_file_message(path))
     ext = _extension(path)
     if ext is None:
@@ -150,7 +168,9 @@ def _is_dicom(path, reader: str) -> bool:
 
 
 def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """``shape`` without trailing singleton axes beyond the third; ValueError unless 2D or 3D."""
+    """``shape`` without trailing singleton axes beyond the third; ValueError unless 2D or 3D, ImageReadError
+    for an axis of no voxels (:func:`_no_empty_axis`)."""
+    _no_empty_axis(path, shape)
     if len(shape) > 3 and all(s == 1 for s in shape[3:]):
         shape = shape[:3]
     if len(shape) not in (2, 3):
@@ -159,6 +179,48 @@ def _image_shape(path: str, shape: tuple[int, ...]) -> tuple[int, ...]:
             "evaluates 2D or 3D label images: split the volumes or take one channel first"
         )
     return shape
+
+
+def _no_empty_axis(path: str, shape: Sequence[int]) -> None:
+    """Refuse an image with an axis of length 0 (it holds no voxel: neither an empty mask nor a healthy control),
+    naming the axis and the header field that gives it."""
+    empty = [n for n, s in enumerate(shape) if s < 1]
+    if not empty:
+        return
+    axis = empty[0]
+    ext = _extension(path)
+    field = {".nii": f"dim[{axis + 1}]", ".nii.gz": f"dim[{axis + 1}]", ".nrrd": "sizes", ".nhdr": "sizes"}.get(
+        ext or "", "DimSize"
+    )
+    raise ImageReadError(
+        f"{path!r} holds no voxels: its header gives axis {axis} length {shape[axis]} ({field}; shape "
+        f"{tuple(int(s) for s in shape)}); an image needs at least one voxel along each axis: "
+        "write the file again from its source"
+    )
+
+
+def _mm_per_unit(path: str, xyzt_units: int) -> float:
+    """Millimetres per unit of a NIfTI header's spatial unit (``xyzt_units & 7``: ``_nifti1.MM_PER_UNIT``, as ITK
+    converts it); ImageReadError for a code NIfTI-1 does not define (4 to 7)."""
+    code = int(xyzt_units) & 7
+    if code not in MM_PER_UNIT:
+        raise ImageReadError(
+            f"{path!r} has spatial unit code {code} in its header's xyzt_units field ({int(xyzt_units)}), which "
+            "NIfTI-1 does not define (0 unknown, read as mm; 1 meter; 2 mm; 3 micron), so its voxel sizes have no "
+            "unit: fix the header's xyzt_units (e.g. nibabel's header.set_xyzt_units('mm'), after checking pixdim)"
+        )
+    return MM_PER_UNIT[code]
+
+
+def _to_mm(path: str, affine: np.ndarray, xyzt_units: int) -> np.ndarray:
+    """nibabel's NIfTI ``affine`` (in the header's spatial unit) in mm, as ITK's ``NiftiImageIO`` converts it:
+    spacing and origin (the spatial rows, translation included) times the unit's millimetres."""
+    scale = _mm_per_unit(path, xyzt_units)
+    if scale == 1.0:
+        return affine
+    out = np.array(affine, dtype=float)
+    out[:-1] *= scale
+    return out
 
 
 def _geometry(path: str, affine: np.ndarray, n: int) -> tuple[tuple[float, ...], np.ndarray]:
@@ -234,7 +296,8 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
     path, nifti = _prepare(path, reader)
     plain = _plain_nifti(path, warn=False, count=True) if nifti and reader != "sitk" else None
     if plain is not None:  # no scaling: the stored dtype
-        shape, dtype, affine = _image_shape(path, plain.shape), plain.dtype, plain.affine
+        shape, dtype = _image_shape(path, plain.shape), plain.dtype
+        affine = _to_mm(path, plain.affine, plain.xyzt_units)
     elif nifti and reader != "sitk":
         hdr, img = _check_nifti(path, warn=False)
         shape = _image_shape(path, tuple(int(s) for s in hdr.get_data_shape()))
@@ -242,10 +305,11 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
             dtype = img.dataobj[(slice(0, 0),) * len(hdr.get_data_shape())].dtype
         except Exception as e:
             raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
-        affine = np.array(img.affine, dtype=float)
+        affine = _to_mm(path, np.array(img.affine, dtype=float), int(hdr["xyzt_units"]))
     else:
         if nifti:
-            _check_nifti(path, warn=False)
+            hdr, _ = _check_nifti(path, warn=False)
+            _no_empty_axis(path, hdr.get_data_shape())
         info = _sitk_information(path, check_size=not nifti)
         shape, dtype, affine = _image_shape(path, info.shape), info.dtype, info.affine
     spacing, _ = _geometry(path, affine, len(shape))
@@ -317,19 +381,35 @@ def _load_image(path, reader: str = "auto", c_order: bool = False) -> Image:
         return read_seg(path)
     path, nifti = _prepare(path, reader)
     plain = _plain_nifti(path, warn=True, count=False) if nifti and reader != "sitk" else None
+    lazy = None
     if plain is None and nifti:  # the size too, before either reader allocates: SimpleITK allocates the header's
         # size at once, nibabel's path (_gunzip_array) commits the pages it writes only, and stops where the stream ends
-        _, lazy = _check_nifti(path, warn=True, count=reader == "sitk")
+        hdr, lazy = _check_nifti(path, warn=True, count=reader == "sitk")
+        _no_empty_axis(path, hdr.get_data_shape())  # (before nibabel or SimpleITK reads an empty array)
     if plain is not None:
-        array, affine = _read_plain(path, plain, c_order), plain.affine.copy()
+        array, affine = _read_plain(path, plain, c_order), _to_mm(path, plain.affine, plain.xyzt_units)
     elif nifti and reader != "sitk":
         array, affine = _read_nibabel(path, lazy, c_order)
+        affine = _to_mm(path, affine, int(hdr["xyzt_units"]))
     else:
-        array, affine = _read_sitk(path)
+        array, affine = _read_sitk(path)  # (ITK converts a NIfTI's units itself)
     shape = _image_shape(path, array.shape)
     array = array.reshape(shape)
-    spacing, affine = _geometry(path, affine, array.ndim)
-    return Image(array, spacing, affine, path)
+    spacing, image_affine = _geometry(path, affine, array.ndim)
+    return Image(array, spacing, image_affine, path, _affine_3d(path, array.ndim, nifti, affine, lazy))
+
+
+def _affine_3d(path: str, ndim: int, nifti: bool, affine: np.ndarray, lazy: Any) -> np.ndarray | None:
+    """The 4 x 4 affine (mm) of a 2D NIfTI, which places its plane in 3D (``Image.affine_3d``); None for other
+    images. ``affine``: the reader's (nibabel's 4 x 4; SimpleITK's is 2D, so the plane comes from the header as
+    nibabel reads it, ``lazy``, with SimpleITK's in-plane geometry)."""
+    if ndim != 2 or not nifti:
+        return None
+    if affine.shape == (4, 4):
+        return np.array(affine, dtype=float)
+    full = _to_mm(path, np.array(lazy.affine, dtype=float), int(lazy.header["xyzt_units"]))
+    full[np.ix_([0, 1, 3], [0, 1, 3])] = affine
+    return full
 
 
 def _plain_nifti(path: str, warn: bool, count: bool) -> PlainNifti1 | None:
@@ -341,6 +421,7 @@ def _plain_nifti(path: str, warn: bool, count: bool) -> PlainNifti1 | None:
     except OSError:
         return None  # nibabel's path says what is wrong with the file
     if plain is not None:
+        _mm_per_unit(path, plain.xyzt_units)  # (a unit NIfTI-1 does not define: refused before the voxels are read)
         gz = path.lower().endswith(".gz")
         _check_data_size(
             path,
@@ -376,7 +457,7 @@ def _read_plain(path: str, plain: PlainNifti1, c_order: bool = False) -> np.ndar
     try:
         if path.lower().endswith(".gz"):
             return _gunzip_array(path, plain.shape, plain.dtype, plain.offset, order="F", c_order=c_order)
-        buffer = bytearray(int(np.prod(plain.shape, dtype=np.int64)) * plain.dtype.itemsize)
+        buffer = bytearray(math.prod(plain.shape) * plain.dtype.itemsize)
         with open(path, "rb") as f:
             f.seek(plain.offset)
             got = f.readinto(buffer)
@@ -388,6 +469,8 @@ def _read_plain(path: str, plain: PlainNifti1, c_order: bool = False) -> np.ndar
         return np.ndarray(plain.shape, plain.dtype, buffer=buffer, order="F")
     except ImageReadError:
         raise
+    except MemoryError:  # a valid file too large for this machine: no damage to blame
+        raise _no_memory(path, plain.shape, plain.dtype) from None
     except Exception as e:  # zlib.error, OSError, ...
         raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
 
@@ -413,6 +496,8 @@ def _read_nibabel(path: str, img: Any, c_order: bool = False):
         return array, np.array(img.affine, dtype=float)
     except ImageReadError:
         raise
+    except MemoryError:
+        raise _no_memory(path, tuple(img.shape), np.dtype(img.get_data_dtype())) from None
     except Exception as e:  # EOFError, zlib.error, OSError, ImageFileError, ...
         raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
 
@@ -474,7 +559,7 @@ def _gunzip_array(
     With ``c_order``, a mask's read in C order takes about what its Fortran-ordered read takes without (its
     C-ordered copy took another 0.011 s).
     """
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     need = offset + nbytes  # bytes of the decompressed stream
     sparse: _Sparse | None = _Sparse(nbytes) if c_order and dtype.itemsize == 1 and order == "F" else None
     out = np.empty(nbytes if sparse is None else 0, np.uint8)  # (sparse: allocated when it is dense after all)
@@ -635,6 +720,8 @@ def _sitk_information(path: str, check_size: bool) -> _SitkInformation:
     (``check_size``; NIfTI files are checked by :func:`_check_nifti` instead)."""
     import SimpleITK as sitk
 
+    if check_size:  # (SimpleITK's NRRD reader opens the data file for its header already)
+        _check_data_files(path, _extension(path) in (".mha", ".mhd"))
     reader = sitk.ImageFileReader()
     reader.SetFileName(path)
     try:
@@ -656,6 +743,7 @@ def _sitk_information(path: str, check_size: bool) -> _SitkInformation:
     affine[:d, d] = reader.GetOrigin()
     affine[:2] *= -1  # ITK world is LPS: flip x and y to get RAS
     shape = tuple(int(s) for s in reader.GetSize())
+    _no_empty_axis(path, shape)  # (SimpleITK reads a MetaImage with DimSize 0 as an empty array)
     dtype = np.dtype(_SITK_DTYPES[name])
     if check_size:
         _check_itk_size(path, shape, dtype)
@@ -668,10 +756,25 @@ def _read_sitk(path: str):
     info = _sitk_information(path, check_size=_extension(path) not in (".nii", ".nii.gz"))
     try:
         img = info.reader.Execute()
+        array = np.ascontiguousarray(sitk.GetArrayFromImage(img).transpose())  # (k,j,i) -> (i,j,k)
+    except MemoryError:
+        raise _no_memory(path, info.shape, info.dtype) from None
     except RuntimeError as e:
+        if "alloc" in str(e).lower():  # ITK's "Failed to allocate memory for image", std::bad_alloc
+            raise _no_memory(path, info.shape, info.dtype) from None
         raise ImageReadError(f"cannot read {path!r} with SimpleITK: {str(e).strip()}{_HINT}") from e
-    array = np.ascontiguousarray(sitk.GetArrayFromImage(img).transpose())  # (k,j,i) -> (i,j,k)
     return array, info.affine
+
+
+def _no_memory(path: str, shape: Sequence[int], dtype: np.dtype) -> ImageMemoryError:
+    """The error for a file whose voxels do not fit in the memory left: what the image needs, and the fixes."""
+    need = math.prod(int(s) for s in shape) * np.dtype(dtype).itemsize
+    return ImageMemoryError(
+        f"not enough memory to read {path!r}: its {'x'.join(map(str, shape))} voxels of {np.dtype(dtype)} need "
+        f"{need:,} bytes ({need / 2**30:.2f} GiB) at once; free memory or run it on a machine with more, and give "
+        "a data-set run a memory limit (--max-memory; max_memory= in Python) to refuse such a case from its header "
+        "before reading it"
+    )
 
 
 def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
@@ -690,6 +793,12 @@ def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
         with ImageOpener(path) as f:
             hdr: Any = type(img.header).from_fileobj(f, check=False)
     except Exception as e:
+        offset = _damaged_offset(path)
+        if offset is not None:  # nibabel: a bare OverflowError or ValueError from int(vox_offset)
+            raise ImageReadError(
+                f"cannot read {path!r}: its header's vox_offset (the byte where the voxels start) is {offset}, "
+                "which is no byte offset: the header is damaged; write or copy the file again"
+            ) from e
         raise ImageReadError(f"cannot read {path!r}: {e}{_HINT}") from e
     pixdim = hdr["pixdim"][1 : 1 + min(int(hdr["dim"][0]), 3)]
     if not np.all(np.isfinite(pixdim) & (pixdim != 0)):
@@ -697,6 +806,7 @@ def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
             f"{path!r} has voxel sizes (pixdim) {_r(pixdim)} in its header: each "
             "must be finite and non-zero; fix the header, e.g. nibabel's set_zooms"
         )
+    _mm_per_unit(path, int(hdr["xyzt_units"]))
     shape = tuple(int(s) for s in hdr.get_data_shape())
     raw = np.dtype(hdr.get_data_dtype())
     offset = int(hdr.get_data_offset())
@@ -706,6 +816,15 @@ def _check_nifti(path: str, warn: bool, count: bool = True) -> tuple[Any, Any]:
     if warn and qcode and scode:
         _warn_disagreeing(path, q, s, stacklevel=3)
     return hdr, img
+
+
+def _damaged_offset(path: str) -> float | None:
+    """The header's ``vox_offset`` where it is no byte offset (``_nifti1.damaged_offset``), else None."""
+    try:
+        start = read_start(path)
+    except OSError:
+        return None
+    return None if start is None else damaged_offset(start)
 
 
 #: deflate (gzip, zlib) never compresses more than 1032:1 (Mark Adler, zlib's FAQ); a
@@ -745,7 +864,7 @@ def _check_data_size(
     refuses it where it ends (``_gunzip_array``), for which counting would be a second pass.
     """
     data_file = path if data_file is None else data_file
-    voxels = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    voxels = math.prod(int(s) for s in shape)  # Python ints: a product past 2**63 cannot wrap
     data = voxels * dtype.itemsize
     size = os.path.getsize(data_file)
     claim = _claim(shape, dtype)
@@ -792,7 +911,7 @@ def _check_data_size(
 
 def _claim(shape: tuple[int, ...], dtype: np.dtype) -> str:
     """What a header claims, for messages: ``its header claims 4x5x6 voxels of uint8 (120 bytes of data)``."""
-    data = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * dtype.itemsize
+    data = math.prod(int(s) for s in shape) * dtype.itemsize
     return f"its header claims {'x'.join(map(str, shape))} voxels of {dtype} ({data:,} bytes of data)"
 
 
@@ -837,6 +956,86 @@ def _check_itk_size(path: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
         encoding=encoding,
         reader="SimpleITK",
     )
+
+
+#: the most data files of one header that are checked (a pattern such as ``slice%04d.raw 1 9999 1`` names them all)
+_MAX_DATA_FILES = 100_000
+
+
+def _check_data_files(path: str, metaimage: bool) -> None:
+    """Refuse a MetaImage or NRRD header whose data files (``ElementDataFile``, NRRD's ``data file``: one name, a
+    ``LIST`` or a ``%d`` pattern) lie outside the header's folder (an absolute path, ``..``), or are no regular file
+    (a FIFO, which would block the read forever, a device such as ``/dev/zero``, which never ends, a folder):
+    before SimpleITK opens them. A data file that does not exist is left to SimpleITK, which names it."""
+    field = "ElementDataFile" if metaimage else "data file"
+    names = _data_file_names(path, metaimage)
+    folder = os.path.dirname(os.path.abspath(path))
+    for name in names[:_MAX_DATA_FILES]:
+        target = os.path.normpath(os.path.join(folder, name))
+        if os.path.commonpath([folder, target]) != folder:
+            raise ImageReadError(
+                f"cannot read {path!r}: its data file {name!r} ({field}) lies outside the header's folder "
+                f"{folder!r}; ccmetrics reads a header's data only from its own folder or below it: move or copy "
+                "the data file beside the header and give its name there"
+            )
+        try:
+            mode = os.stat(target).st_mode
+        except OSError:
+            continue  # missing: SimpleITK says so
+        if not stat.S_ISREG(mode):
+            raise ImageReadError(
+                f"cannot read {path!r}: its data file {target!r} ({field}) is {_file_kind(mode)}, not a regular "
+                "file (reading it could wait forever or never end): write the data into a regular file"
+            )
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages."""
+    kinds = [
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+def _data_file_names(path: str, metaimage: bool) -> list[str]:
+    """The data file names a MetaImage or NRRD header gives, as written (relative to its folder, or absolute): none
+    for data in the file itself; a ``LIST``'s names (the lines after it); a ``%d`` pattern's, from its first to its
+    last number (at most ``_MAX_DATA_FILES + 1``)."""
+    if metaimage:
+        found = _header_lines(path, lambda line: line.split("=")[0].strip().lower() == "elementdatafile")
+    else:
+        found = _header_lines(path, lambda line: line == "", eof_ends=path.lower().endswith(".nhdr"))
+    if found is None:
+        return []
+    lines, end = found
+    value, after = None, []
+    for n, line in enumerate(lines):
+        key, sep, rest = line.partition("=" if metaimage else ":")
+        if sep and not line.startswith("#") and key.strip().lower() in ("elementdatafile", "data file", "datafile"):
+            value, after = rest.strip(), lines[n + 1 :]
+    if value is None or (metaimage and value.upper() == "LOCAL"):
+        return []
+    if value.upper().startswith("LIST"):
+        if metaimage:  # the names follow the header, one a line
+            with open(path, "rb") as f:
+                f.seek(end)
+                after = f.read(_CHUNK).decode("latin-1").splitlines()
+        return [line.strip() for line in after if line.strip()]
+    parts = value.split()
+    if "%" in value and len(parts) >= 4:
+        try:
+            first, last, step = int(parts[1]), int(parts[2]), int(parts[3])
+            if step == 0:
+                return [parts[0]]
+            count = max(0, (last - first) // step + 1)
+            return [parts[0] % i for i in range(first, first + step * min(count, _MAX_DATA_FILES + 1), step)]
+        except (ValueError, TypeError):
+            return [parts[0]]
+    return [value]
 
 
 def _header_lines(path: str, last, eof_ends: bool = False):
@@ -957,7 +1156,9 @@ def save_image(path, array, like: Image | None = None, *, spacing: Sequence[floa
         import nibabel as nib
 
         aff4 = affine
-        if n == 2:  # NIfTI affines are 4x4: k gets 1 mm along the normal
+        if n == 2 and like is not None and like.affine_3d is not None:  # the plane like's file placed it in
+            aff4 = np.asarray(like.affine_3d, dtype=float)
+        elif n == 2:  # NIfTI affines are 4x4: k gets 1 mm along the normal
             aff4 = np.eye(4)
             aff4[np.ix_([0, 1, 3], [0, 1, 3])] = affine
         nifti = nib.Nifti1Image(array, aff4, dtype=array.dtype)
@@ -997,7 +1198,10 @@ def check_same_geometry(
     -------
     str or None
         None when shape, spacing, origin and direction agree within tolerance, otherwise a
-        message naming each difference with both values.
+        message naming each difference with both values. Two 2D images that their files place in 3D
+        (:attr:`~ccmetrics.formats.image.Image.affine_3d`: 2D NIfTI) are compared in 3D: the origin's three
+        coordinates and the directions of both axes in space, so slices of different planes (a coronal one beside
+        an axial one, or parallel planes apart) are refused.
 
     Examples
     --------
@@ -1007,6 +1211,11 @@ def check_same_geometry(
     True
     >>> check_same_geometry(gt, pred)
     'spacing differs: gt (0.5, 0.5, 3.0) mm, pred (0.5, 0.5, 2.0) mm'
+    >>> axial = np.eye(4)
+    >>> above = np.eye(4); above[2, 3] = 50.0  # the same axial plane 50 mm higher
+    >>> slice_gt = Image(np.zeros((4, 4)), (1.0, 1.0), np.eye(3), affine_3d=axial)
+    >>> check_same_geometry(slice_gt, Image(np.zeros((4, 4)), (1.0, 1.0), np.eye(3), affine_3d=above))
+    'origin differs: gt (0.0, 0.0, 0.0) mm, pred (0.0, 0.0, 50.0) mm (the 2D images lie in parallel planes 50 mm apart)'
     """
     na, nb = names
     if a.array.shape != b.array.shape:
@@ -1014,8 +1223,27 @@ def check_same_geometry(
     problems = []
     if not np.allclose(a.spacing, b.spacing, rtol=rtol, atol=0):
         problems.append(f"spacing differs: {na} {_r(a.spacing)} mm, {nb} {_r(b.spacing)} mm")
-    if not np.allclose(a.origin, b.origin, rtol=0, atol=atol_mm):
-        problems.append(f"origin differs: {na} {_r(a.origin)} mm, {nb} {_r(b.origin)} mm")
-    if not np.allclose(a.direction, b.direction, rtol=0, atol=rtol):
-        problems.append(f"direction differs: {na} {_r(a.direction)}, {nb} {_r(b.direction)}")
+    (origin_a, direction_a), (origin_b, direction_b) = _placement(a, b), _placement(b, a)
+    placed = a.array.ndim == 2 and a.affine_3d is not None and b.affine_3d is not None  # compared in 3D
+    if not np.allclose(origin_a, origin_b, rtol=0, atol=atol_mm):
+        apart = ""
+        if placed:
+            normal = np.cross(direction_a[:, 0], direction_a[:, 1])
+            distance = abs(float((origin_b - origin_a) @ normal))
+            if distance > atol_mm and np.allclose(direction_a, direction_b, rtol=0, atol=rtol):
+                apart = f" (the 2D images lie in parallel planes {distance:.6g} mm apart)"
+        problems.append(f"origin differs: {na} {_r(origin_a)} mm, {nb} {_r(origin_b)} mm{apart}")
+    if not np.allclose(direction_a, direction_b, rtol=0, atol=rtol):
+        planes = " (the 2D images lie in different planes)" if placed else ""
+        problems.append(f"direction differs: {na} {_r(direction_a)}, {nb} {_r(direction_b)}{planes}")
     return "; ".join(problems) or None
+
+
+def _placement(image: Image, other: Image) -> tuple[np.ndarray, np.ndarray]:
+    """(origin, direction) of ``image`` as compared with ``other``: in 3D (three coordinates; the 3 x 2 directions of
+    the two axes) where both are 2D images placed in 3D (``Image.affine_3d``), else the image's own."""
+    full = image.affine_3d
+    if image.array.ndim != 2 or full is None or other.affine_3d is None:
+        return image.origin, image.direction
+    full = np.asarray(full, dtype=float)
+    return full[:3, 3].copy(), full[:3, :2] / np.asarray(image.spacing)

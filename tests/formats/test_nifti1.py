@@ -52,6 +52,7 @@ _EDGES = {
     "sform_code": [0, 1, 2, 3, 5, 6, -1],
     "scl_slope": [0.0, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-30],
     "scl_inter": [0.0, -0.0, 1.0, np.nan, np.inf],
+    "xyzt_units": [0, 1, 2, 3, 4, 7, 10, 11],  # meter, mm, micron (converted), codes 4-7 (refused), with seconds
 }
 _PIXDIM = [1.0, 1e-6, 2.5, 0.0, -1.0, np.nan, np.inf, 1e30]
 _QFAC = [1.0, -1.0, 0.0, 0.5, 2.0, np.nan]
