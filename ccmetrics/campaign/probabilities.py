@@ -230,14 +230,24 @@ def attach_probabilities(tasks: list[Any], options: ProbabilityOptions, source: 
     return sorted(orphans.items())
 
 
-def read_case_maps(prob: Any, gt: Image, options: ProbabilityOptions, tolerance_mm: float) -> dict[int, Image]:
+def read_case_maps(
+    prob: Any, gt: Image, options: ProbabilityOptions, tolerance_mm: float, *, max_bytes: float | None = None
+) -> dict[int, Image]:
     """The case's maps as float32 on the GT's grid, by class value (1 for a binary task): a file (checked against
-    the GT; a ``.npz`` decompressed once for every class), or an array or Image given (a binary task)."""
+    the GT; a ``.npz`` decompressed once for every class), or an array or Image given (a binary task).
+
+    ``max_bytes``: the case's memory limit (``--max-memory``): a file whose read would take more, by its header, is
+    refused before its voxels are read (:class:`ccmetrics.formats.probabilities.ProbabilityMemoryError`, a
+    ``MemoryLimitError``: the case's error row names the option and the case is evaluated again on resume)."""
     if isinstance(prob, (str, os.PathLike)):
         if not options.class_channels:
-            return {1: read_probabilities(prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm)}
+            return {
+                1: read_probabilities(
+                    prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm, max_bytes=max_bytes
+                )
+            }
         channels = [ch for _, ch in options.class_channels]
-        maps = read_probability_channels(prob, channels, like=gt, tolerance_mm=tolerance_mm)
+        maps = read_probability_channels(prob, channels, like=gt, tolerance_mm=tolerance_mm, max_bytes=max_bytes)
         return {c: maps[ch] for c, ch in options.class_channels}
     if options.class_channels:
         raise ValueError("with classes, give each case's probabilities as a file (nnU-Net's .npz)")

@@ -31,6 +31,7 @@ Cost: highdicom decodes each stored frame once; the label map is one array of th
 from __future__ import annotations
 
 import functools
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from .image import Image, ImageHeader, ImageReadError, missing_file_message, rou
 __all__ = [
     "DEFAULT_FRACTIONAL_THRESHOLD",
     "SegImage",
+    "check_union_memory",
     "find_seg_file",
     "holds_dicom",
     "is_dicom_path",
@@ -540,6 +542,68 @@ def read_series(folder: Any) -> Image:
     lps[:3, :3] = np.array(image.GetDirection(), float).reshape(3, 3) * spacing
     lps[:3, 3] = image.GetOrigin()
     return Image(np.ascontiguousarray(array.transpose(2, 1, 0)), tuple(spacing.tolist()), _LPS_TO_RAS @ lps, folder)
+
+
+def check_union_memory(gt: Image, pred: Image | None, *, reference: Any = None, max_bytes: float | None = None) -> None:
+    """Refuse two SEGs whose common grid is the span of both (:func:`ccmetrics.formats.grids.align_pair` without
+    ``reference`` and without an image of full extent) when placing them there would exceed ``max_bytes``: checked
+    from the grid's shape (:func:`ccmetrics.formats.grids.union_grid`, no voxel), before the grid is allocated.
+
+    Two small SEGs far apart span a large grid: 12 kB of SEGs 500 mm apart need a grid of hundreds of MB per SEG.
+
+    Parameters
+    ----------
+    gt, pred : Image
+        As read (a SEG: :class:`SegImage`); anything but two SEGs placed on their span is not checked here.
+    reference : str or os.PathLike, optional
+        The source images (``--reference-images``): with them, the grid is the series', not the span.
+    max_bytes : float, optional
+        The case's memory limit (``--max-memory``); None: nothing is checked.
+
+    Raises
+    ------
+    ccmetrics.engine._budget.MemoryLimitError
+        Naming the grid, what placing both SEGs on it needs, ``--max-memory`` and ``--reference-images``.
+
+    Examples
+    --------
+    >>> a = SegImage(np.zeros((2, 2, 1), np.uint8), (1.0, 1.0, 1.0), np.eye(4), complete=False)
+    >>> b = SegImage(np.zeros((2, 2, 1), np.uint8), (1.0, 1.0, 1.0), np.eye(4), complete=False)
+    >>> check_union_memory(a, b, max_bytes=8)
+    >>> far = np.eye(4); far[2, 3] = 999.0  # 999 mm further along the stack: a grid of 2 x 2 x 1000 voxels
+    >>> b = SegImage(np.zeros((2, 2, 1), np.uint8), (1.0, 1.0, 1.0), far, complete=False)
+    >>> check_union_memory(a, b, max_bytes=2**12)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ccmetrics.engine._budget.MemoryLimitError: needs about 7.8 KiB to place both SEGs on the grid that spans them ...
+    """
+    from ..engine._budget import MemoryLimitError
+    from ..engine.memory import over_limit
+    from .grids import union_grid
+
+    segs = [x for x in (gt, pred) if isinstance(x, SegImage)]
+    if max_bytes is None or reference is not None or len(segs) != 2 or any(x.complete for x in segs):
+        return
+    try:
+        grid = union_grid(segs[0], segs[1])
+    except ValueError:  # not one lattice: align_pair says why
+        return
+    shape = grid.array.shape
+    need = math.prod(shape) * sum(x.array.dtype.itemsize for x in segs)  # each SEG placed on the grid
+    if need > max_bytes:
+        basis = (
+            f"to place both SEGs on the grid that spans them ({' x '.join(map(str, shape))} voxels: their origins lie "
+            f"{_distance_text(segs)} apart)"
+        )
+        raise MemoryLimitError(
+            f"{over_limit(need, max_bytes, basis)}; or give the source images (--reference-images, reference_images=), "
+            "whose grid the SEGs are then placed on"
+        )
+
+
+def _distance_text(segs: list[SegImage]) -> str:
+    """The distance between the origins of two SEGs, for messages."""
+    return f"{float(np.linalg.norm(segs[0].origin - segs[1].origin)):.6g} mm"
 
 
 def _pydicom_or_none() -> Any:

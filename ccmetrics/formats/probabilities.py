@@ -26,12 +26,17 @@ infinite values (counted); values outside [0, 1] (the minimum and maximum found:
 softmax first); a multi-channel file without ``channel=`` (except nnU-Net's two channels of a binary task,
 whose channel 1 is the foreground), or a channel that does not exist.
 
+Memory: every read is estimated from headers before any voxel is read, and with ``max_bytes`` (the data-set run's
+``--max-memory``) refused over it (:class:`ProbabilityMemoryError`). An image file's grid is compared with ``like``'s
+from its header (:func:`read_grid`) before its voxels are read, so a file of another grid costs its header only.
+
 Cost: an image file is read once by :func:`~ccmetrics.formats.io.load_image` (size checks before any
 allocation, as there); a float32 array is returned as it is, other dtypes are cast once. A ``.npz`` member's
-shape and dtype are read from its header, and checked against ``like``, before it is decompressed; the whole
-``(C, *spatial)`` array is then decompressed (as ``np.load`` does) and the chosen channel copied out of it
-(the stack is not kept). The value checks are a minimum and a maximum over the array (two passes, no
-temporary); NaN and infinities are only counted when those are not finite.
+shape and dtype are read from its header, and checked against ``like``, before it is decompressed; the member is
+then decompressed as a stream, 16 MiB at a time, up to the last channel asked for, and only the channels asked for
+are kept (as float32): a map of 100 classes costs the memory of the classes read, not of the ``(C, *spatial)``
+stack. Data after the last channel asked for are not read (nor their CRC checked). The value checks are a minimum
+and a maximum over the array (two passes, no temporary); NaN and infinities are only counted when those are not finite.
 
 Exactness: confidences are float32, as picai_eval's ``read_prediction`` casts them. Boolean, 0/1 integer
 and float16 maps (nnU-Net's older ``.npz``) are exact in float32; a float64 map is rounded to the nearest
@@ -40,6 +45,7 @@ float32 (relative error at most 2**-24), and its values are checked after that r
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 import zipfile
@@ -49,14 +55,30 @@ from typing import Any
 
 import numpy as np
 
-from .image import Image, ImageReadError, missing_file_message
-from .io import _check_nifti, _geometry, check_same_geometry, image_id, is_image_file, load_image
+from ..engine._budget import MemoryLimitError
+from ..engine.memory import over_limit
+from .image import Image, ImageHeader, ImageReadError, missing_file_message
+from .io import (
+    _affine_3d,
+    _check_nifti,
+    _geometry,
+    _plain_nifti,
+    _sitk_information,
+    _to_mm,
+    check_same_geometry,
+    image_id,
+    is_image_file,
+    load_image,
+    read_header,
+)
 
 __all__ = [
     "NPZ_KEYS",
     "ProbabilityError",
+    "ProbabilityMemoryError",
     "probability_case_id",
     "probability_file",
+    "read_grid",
     "read_probabilities",
     "read_probability_channels",
 ]
@@ -73,7 +95,12 @@ class ProbabilityError(ValueError):
 
 
 def read_probability_channels(
-    path, channels: Any, *, like: Image | None = None, tolerance_mm: float | None = None
+    path,
+    channels: Any,
+    *,
+    like: Image | None = None,
+    tolerance_mm: float | None = None,
+    max_bytes: float | None = None,
 ) -> dict[int, Image]:
     """Several channels of one probability file, each as :func:`read_probabilities` reads one; a ``.npz`` is
     decompressed once for all of them.
@@ -84,8 +111,8 @@ def read_probability_channels(
     channels : sequence of int
         The channels (of a ``.npz``: its first axis; of a 4D NIfTI: its last). A 3D image file holds one map:
         it is the map of a single channel asked for.
-    like, tolerance_mm
-        As in :func:`read_probabilities`.
+    like, tolerance_mm, max_bytes
+        As in :func:`read_probabilities` (``max_bytes``: for all the channels together).
 
     Returns
     -------
@@ -110,18 +137,27 @@ def read_probability_channels(
         raise ValueError(f"channels must be distinct channel numbers, got {channels!r}")
     name = os.path.basename(os.fspath(path)).lower()
     if len(wanted) == 1 or not name.endswith(".npz"):
-        return {c: read_probabilities(path, like=like, channel=c, tolerance_mm=tolerance_mm) for c in wanted}
+        share = None if max_bytes is None else max_bytes / len(wanted)  # one channel in memory at a time, each kept
+        return {
+            c: read_probabilities(path, like=like, channel=c, tolerance_mm=tolerance_mm, max_bytes=share)
+            for c in wanted
+        }
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ProbabilityError(missing_file_message(path, "probability file"))
-    images = _read_npz(path, like, wanted)
+    images = _read_npz(path, like, wanted, max_bytes)
     for image in images.values():
         _check_values(path, image.array)
     return images
 
 
 def read_probabilities(
-    path, *, like: Image | None = None, channel: int | None = None, tolerance_mm: float | None = None
+    path,
+    *,
+    like: Image | None = None,
+    channel: int | None = None,
+    tolerance_mm: float | None = None,
+    max_bytes: float | None = None,
 ) -> Image:
     """A probability map as float32 Image (array axes as load_image gives them, i.e. the GT's).
 
@@ -139,6 +175,11 @@ def read_probabilities(
     tolerance_mm : float, optional
         Tolerance on the origin (mm) when comparing an image file's grid with ``like``'s; default that of
         :func:`~ccmetrics.formats.io.check_same_geometry` (1e-3 mm). Spacing and direction are compared as it does.
+    max_bytes : float, optional
+        The most memory (bytes) the read may take: the map returned and what reading it needs (a ``.npz``: the
+        channels asked for and one 16 MiB piece of the file at a time; an image file: its array, the readers'
+        copies and the float32 map), estimated from the headers before any voxel is read. Over it,
+        :class:`ProbabilityMemoryError`, which names ``--max-memory``. None: no limit.
 
     Returns
     -------
@@ -150,6 +191,9 @@ def read_probabilities(
     ProbabilityError
         For a missing or unreadable file, a file of another kind, another grid than ``like``, NaN or
         infinite values, values outside [0, 1], or a channel missing or not chosen (see the module docstring).
+        The grid is checked from the header, before any voxel is read.
+    ProbabilityMemoryError
+        (a ProbabilityError) The read would take more than ``max_bytes``.
 
     Examples
     --------
@@ -184,18 +228,9 @@ def read_probabilities(
         raise ProbabilityError(missing_file_message(path, "probability file"))
     name = os.path.basename(path).lower()
     if name.endswith(".npz") and len(name) > 4:
-        image = _read_npz(path, like, [channel])[channel]
+        image = _read_npz(path, like, [channel], max_bytes)[channel]
     elif is_image_file(path) and not name.endswith(".dcm"):
-        image = _read_image(path, channel)
-        if like is not None:
-            tolerance = {} if tolerance_mm is None else {"atol_mm": float(tolerance_mm)}
-            problem = check_same_geometry(like, image, names=("gt", "probabilities"), **tolerance)
-            if problem:
-                raise ProbabilityError(
-                    f"{path!r} does not lie on the GT's voxel grid (GT: {like.path!r}): {problem}; "
-                    "write the probability map on the GT's grid (its shape, spacing, origin and direction), "
-                    "or check that both files belong to the same case"
-                )
+        image = _read_image(path, channel, like, tolerance_mm, max_bytes)
     else:
         raise ProbabilityError(
             f"cannot read {path!r} as a probability map: unknown extension; ccmetrics reads "
@@ -205,8 +240,11 @@ def read_probabilities(
     return image
 
 
-def _read_image(path: str, channel: int | None) -> Image:
-    """An image file as float32 Image; a 4D NIfTI: its ``channel`` along the last axis."""
+def _read_image(
+    path: str, channel: int | None, like: Image | None, tolerance_mm: float | None, max_bytes: float | None
+) -> Image:
+    """An image file as float32 Image; a 4D NIfTI: its ``channel`` along the last axis. Its grid is compared with
+    ``like``'s and its memory with ``max_bytes`` from the header, before any voxel is read."""
     lower = os.path.basename(path).lower()
     if lower.endswith((".nii", ".nii.gz")):
         try:
@@ -217,17 +255,34 @@ def _read_image(path: str, channel: int | None) -> Image:
         while len(shape) > 3 and shape[-1] == 1:
             shape = shape[:-1]
         if len(shape) == 4:
-            return _nifti_channel(path, lazy, shape, channel)
+            return _nifti_channel(path, hdr, lazy, shape, channel, like, tolerance_mm, max_bytes)
+    try:
+        grid = read_grid(path)
+    except (OSError, ValueError) as e:  # ImageReadError is a ValueError
+        raise ProbabilityError(str(e)) from e
+    _check_grid(path, like, grid, tolerance_mm)
+    header = ImageHeader(path, grid.array.shape, grid.array.dtype, grid.spacing)
+    _check_memory(path, _image_read_bytes(header), max_bytes, "to read it")
     try:
         image = load_image(path)
     except (OSError, ValueError) as e:  # ImageReadError is a ValueError
         raise ProbabilityError(str(e)) from e
     array = _as_float32(path, image.array)
-    return Image(array, image.spacing, image.affine, image.path)
+    return Image(array, image.spacing, image.affine, image.path, image.affine_3d)
 
 
-def _nifti_channel(path: str, lazy: Any, shape: tuple[int, ...], channel: int | None) -> Image:
-    """Channel ``channel`` along the last axis of the 4D NIfTI ``path`` (nibabel's lazy image ``lazy``)."""
+def _nifti_channel(
+    path: str,
+    hdr: Any,
+    lazy: Any,
+    shape: tuple[int, ...],
+    channel: int | None,
+    like: Image | None,
+    tolerance_mm: float | None,
+    max_bytes: float | None,
+) -> Image:
+    """Channel ``channel`` along the last axis of the 4D NIfTI ``path`` (nibabel's lazy image ``lazy``), its grid and
+    memory checked first."""
     if channel is None:
         raise ProbabilityError(
             f"{path!r} is a 4D image of shape {shape}: {shape[-1]} maps along its last axis; choose the "
@@ -236,15 +291,108 @@ def _nifti_channel(path: str, lazy: Any, shape: tuple[int, ...], channel: int | 
         )
     index = _channel_index(path, channel, shape[-1], "along its last axis")
     try:
+        affine = _to_mm(path, np.array(lazy.affine, dtype=float), int(hdr["xyzt_units"]))
+        spacing, affine = _geometry(path, affine, 3)
+    except ImageReadError as e:
+        raise ProbabilityError(str(e)) from e
+    stored = np.dtype(hdr.get_data_dtype())
+    grid = Image(np.broadcast_to(np.zeros((), stored), shape[:3]), spacing, affine, path)
+    _check_grid(path, like, grid, tolerance_mm)
+    voxels = math.prod(shape[:3])
+    # the channel as stored, nibabel's scaled float64 copy, and the float32 map
+    _check_memory(path, voxels * (stored.itemsize + 8 + 4), max_bytes, f"to read its channel {index}")
+    try:
         array = np.asanyarray(lazy.dataobj[..., index])  # nibabel reads this channel only, scaled
+    except MemoryError:
+        raise
     except Exception as e:  # EOFError, zlib.error, OSError, ...
         raise ProbabilityError(f"cannot read channel {index} of {path!r} with nibabel: {e}{_HINT}") from e
     array = array.reshape(shape[:3])
-    try:
-        spacing, affine = _geometry(path, np.array(lazy.affine, dtype=float), 3)
-    except ImageReadError as e:
-        raise ProbabilityError(str(e)) from e
     return Image(_as_float32(path, array), spacing, affine, path)
+
+
+def _check_grid(path: str, like: Image | None, grid: Image, tolerance_mm: float | None) -> None:
+    """ProbabilityError when the map's ``grid`` (read from its header) is not ``like``'s."""
+    if like is None:
+        return
+    tolerance = {} if tolerance_mm is None else {"atol_mm": float(tolerance_mm)}
+    problem = check_same_geometry(like, grid, names=("gt", "probabilities"), **tolerance)
+    if problem:
+        raise ProbabilityError(
+            f"{path!r} does not lie on the GT's voxel grid (GT: {like.path!r}): {problem}; "
+            "write the probability map on the GT's grid (its shape, spacing, origin and direction), "
+            "or check that both files belong to the same case"
+        )
+
+
+def _image_read_bytes(header: ImageHeader) -> int:
+    """What reading an image file as a float32 map takes at its peak: its array, the readers' copies (SimpleITK: its
+    image and the transposed copy; nibabel: the unscaled array of a scaled float map) and the float32 map."""
+    name = (header.path or "").lower()
+    copies = 2 if name.endswith((".mha", ".mhd", ".nrrd", ".nhdr")) else int(header.dtype.kind == "f")
+    as_float32 = 0 if header.dtype == np.float32 else 4 * header.voxels
+    return header.nbytes * (1 + copies) + as_float32
+
+
+class ProbabilityMemoryError(ProbabilityError, MemoryLimitError):
+    """A probability map whose read would exceed the memory limit (``max_bytes=``, ``--max-memory``), found from its
+    header before any voxel is read; a :class:`ProbabilityError` and a
+    :class:`ccmetrics.engine._budget.MemoryLimitError` (a data-set run marks the case for a retry)."""
+
+
+def _check_memory(path: str, need: float, max_bytes: float | None, what: str) -> None:
+    """ProbabilityMemoryError when ``need`` bytes exceed ``max_bytes``."""
+    if max_bytes is not None and need > max_bytes:
+        raise ProbabilityMemoryError(f"{path!r}: {over_limit(need, max_bytes, what)}")
+
+
+def read_grid(path) -> Image:
+    """The voxel grid of an image file, read from its header: no voxel is read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A NIfTI, MHA/MHD or NRRD file (what :func:`~ccmetrics.formats.io.load_image` reads, but a DICOM SEG).
+
+    Returns
+    -------
+    Image
+        Shape, dtype, spacing and affine (and ``affine_3d``) as :func:`~ccmetrics.formats.io.load_image` gives them;
+        its ``array`` is a read-only zero-stride array (no memory), meant for
+        :func:`~ccmetrics.formats.io.check_same_geometry` and :func:`ccmetrics.formats.grids.on_grid` before the
+        voxels are read.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError, ImageReadError
+        As :func:`~ccmetrics.formats.io.read_header` does.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ccmetrics.formats.io import save_image
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.nii.gz")
+    >>> save_image(path, np.zeros((4, 3, 2), np.int16), spacing=(0.5, 0.5, 2.0))
+    >>> grid = read_grid(path)
+    >>> grid.array.shape, grid.array.dtype, grid.spacing, grid.array.strides
+    ((4, 3, 2), dtype('int16'), (0.5, 0.5, 2.0), (0, 0, 0))
+    """
+    header = read_header(path)  # the checks, shape and dtype as load_image gives them
+    path = os.fspath(path)
+    nifti = path.lower().endswith((".nii", ".nii.gz"))
+    plain = _plain_nifti(path, warn=False, count=False) if nifti else None
+    lazy = None
+    if plain is not None:
+        affine = _to_mm(path, plain.affine, plain.xyzt_units)
+    elif nifti:
+        hdr, lazy = _check_nifti(path, warn=False, count=False)
+        affine = _to_mm(path, np.array(lazy.affine, dtype=float), int(hdr["xyzt_units"]))
+    else:
+        affine = _sitk_information(path, check_size=False).affine
+    n = len(header.shape)
+    spacing, grid_affine = _geometry(path, affine, n)
+    array = np.broadcast_to(np.zeros((), header.dtype), header.shape)
+    return Image(array, spacing, grid_affine, path, _affine_3d(path, n, nifti, affine, lazy))
 
 
 def _channel_index(path: str, channel: Any, count: int, where: str) -> int:
@@ -261,15 +409,15 @@ def _channel_index(path: str, channel: Any, count: int, where: str) -> int:
     return index
 
 
-def _read_npz(path: str, like: Image | None, channels: list[Any]) -> dict[Any, Image]:
+def _read_npz(path: str, like: Image | None, channels: list[Any], max_bytes: float | None = None) -> dict[Any, Image]:
     """nnU-Net's ``.npz``: the chosen channels (None: the default one), transposed onto ``like``'s grid, float32;
-    the file is decompressed once."""
+    the member is decompressed once, as a stream, and only the chosen channels are kept (:func:`_npz_channels`)."""
     if like is None:
         raise ProbabilityError(
             f"{path!r} is an nnU-Net .npz, which holds no geometry: pass like= (the case's GT, "
             "load_image(gt_file)) to read it on the GT's grid"
         )
-    key, shape, dtype = _npz_header(path)
+    key, shape, dtype, fortran = _npz_header(path)
     if dtype.kind not in "biuf":
         raise ProbabilityError(
             f"{path!r}: its array {key!r} holds {dtype} values; a probability map holds floats in [0, 1]"
@@ -305,22 +453,80 @@ def _read_npz(path: str, like: Image | None, channels: list[Any]) -> dict[Any, I
             f"gt {like.array.shape}, probabilities {reversed_shape} (the .npz's spatial shape {tuple(spatial)} "
             f"in nnU-Net's (z, y, x) order, reversed){hint}; check that both files belong to the same case"
         )
+    voxels = math.prod(spatial)
+    chosen = sorted(set(index.values()))
+    need = len(chosen) * voxels * 4 + _PIECE  # the float32 channels kept and one piece of the stream
+    _check_memory(path, need, max_bytes, f"to read {len(chosen)} of its {count} channels")
+    # each channel on like's grid (nnU-Net's axes reversed): stored C order, its bytes are this array's in Fortran order
+    arrays = {i: np.empty(reversed_shape, np.float32, order="C" if fortran else "F") for i in chosen}
+    flat = {i: a.reshape(-1, order="C" if fortran else "F") for i, a in arrays.items()}  # views: filled in place
+    _npz_channels(path, key, (count, *shape[1:]), dtype, fortran, flat)
+    affine = np.array(like.affine, dtype=float)
+    return {c: Image(arrays[i], tuple(like.spacing), affine.copy(), path) for c, i in index.items()}
+
+
+#: bytes of a ``.npz`` member decompressed at a time
+_PIECE = 1 << 24
+
+
+def _npz_channels(
+    path: str, key: str, shape: tuple[int, ...], dtype: np.dtype, fortran: bool, out: dict[int, np.ndarray]
+) -> None:
+    """Fill ``out`` (channel -> flat float32 array, in the file's order of the voxels, C or Fortran) with those
+    channels of the ``(C, *spatial)`` array ``key`` of the ``.npz`` ``path``, read as a stream of :data:`_PIECE` bytes:
+    memory grows with the channels asked for, not with the file's. Integer channels hold only 0 and 1
+    (:func:`_check_integers`)."""
+    count, voxels, size = shape[0], math.prod(shape[1:]), dtype.itemsize
+    channels = sorted(out)
+    total = count * voxels * size
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            stack = npz[key]
+        with zipfile.ZipFile(path) as archive, archive.open(f"{key}.npy") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            read(f)
+            start = f.tell()
+
+            def take(length: int, at: int) -> np.ndarray:
+                """``length`` bytes from offset ``at`` of the array's data (forwards only), as ``dtype`` values."""
+                if f.tell() != start + at:
+                    f.seek(start + at)
+                data = f.read(length)
+                if len(data) != length:
+                    raise ProbabilityError(
+                        f"cannot read {path!r}: its array {key!r} ends after {f.tell() - start:,} of the {total:,} "
+                        f"bytes its header declares (shape {shape}, {dtype}){_HINT}"
+                    )
+                return np.frombuffer(data, dtype)
+
+            if not fortran:  # C order: each channel is one run of bytes
+                step = max(1, _PIECE // size)
+                for c in channels:
+                    for lo in range(0, voxels, step):
+                        hi = min(voxels, lo + step)
+                        out[c][lo:hi] = _checked(path, take((hi - lo) * size, (c * voxels + lo) * size))
+            else:  # Fortran order: the channel varies fastest, every piece holds all of them
+                rows = max(1, _PIECE // (size * count))
+                for lo in range(0, voxels, rows):
+                    hi = min(voxels, lo + rows)
+                    piece = take((hi - lo) * count * size, lo * count * size).reshape(hi - lo, count)
+                    for c in channels:
+                        out[c][lo:hi] = _checked(path, piece[:, c])
+    except ProbabilityError:
+        raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise ProbabilityError(f"cannot read {path!r}: {e}{_HINT}") from e
-    out = {}
-    for c, i in index.items():
-        array = stack[i][0] if two_d else stack[i]
-        # reversed axes (a view), then one copy of each channel asked for: the (C, ...) stack is not kept
-        array = _as_float32(path, array.transpose(), copy=count > 1)
-        out[c] = Image(array, tuple(like.spacing), np.array(like.affine, dtype=float), path)
-    return out
 
 
-def _npz_header(path: str) -> tuple[str, tuple[int, ...], np.dtype]:
-    """(key, shape, dtype) of the probability array of the ``.npz`` ``path``, from its ``.npy`` header only."""
+def _checked(path: str, values: np.ndarray) -> np.ndarray:
+    """``values`` of a map stored as integers hold only 0 and 1 (:func:`_check_integers`); returned as they are."""
+    if values.dtype.kind in "iu":
+        _check_integers(path, values)
+    return values
+
+
+def _npz_header(path: str) -> tuple[str, tuple[int, ...], np.dtype, bool]:
+    """(key, shape, dtype, Fortran order) of the probability array of the ``.npz`` ``path``, from its ``.npy`` header
+    only."""
     try:
         with zipfile.ZipFile(path) as archive:
             members = archive.namelist()
@@ -335,12 +541,12 @@ def _npz_header(path: str) -> tuple[str, tuple[int, ...], np.dtype]:
             with archive.open(f"{key}.npy") as f:
                 version = np.lib.format.read_magic(f)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, _, dtype = read(f)
+                shape, fortran, dtype = read(f)
     except ProbabilityError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise ProbabilityError(f"cannot read {path!r} as a .npz: {e}{_HINT}") from e
-    return key, tuple(int(s) for s in shape), np.dtype(dtype)
+    return key, tuple(int(s) for s in shape), np.dtype(dtype), bool(fortran)
 
 
 def _as_float32(path: str, array: np.ndarray, copy: bool = False) -> np.ndarray:
@@ -384,10 +590,26 @@ def _check_values(path: str, array: np.ndarray) -> None:
             "and write the map again"
         )
     if lo < 0 or hi > 1:
+        lo_text, hi_text = (_value_text(v, array.dtype) for v in (lo, hi))
         raise ProbabilityError(
-            f"{path!r} holds values from {lo:.6g} to {hi:.6g}, outside [0, 1]: probabilities are needed; "
+            f"{path!r} holds values from {lo_text} to {hi_text}, outside [0, 1]: probabilities are needed; "
             "if these are logits, apply a sigmoid (one map per class) or a softmax (over the classes) first"
         )
+
+
+def _value_text(value: float, dtype: np.dtype) -> str:
+    """``value`` with every digit its ``dtype`` needs to be told apart from its neighbours (the shortest text that
+    reads back as the same value: 1.0000001 of a float32, not 1), for messages.
+
+    >>> _value_text(1.0000001192092896, np.dtype(np.float32)), _value_text(-4.0, np.dtype(np.float32))
+    ('1.0000001', '-4')
+    >>> _value_text(3e38, np.dtype(np.float32)), _value_text(0.05000000074505806, np.dtype(np.float32))
+    ('3e+38', '0.05')
+    """
+    typed = dtype.type(value) if dtype.kind == "f" else np.float64(value)
+    if typed != 0 and not 1e-4 <= abs(typed) < 1e16:
+        return np.format_float_scientific(typed, unique=True, trim="-")
+    return np.format_float_positional(typed, unique=True, trim="-")
 
 
 def probability_case_id(name: str) -> str | None:

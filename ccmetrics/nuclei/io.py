@@ -599,9 +599,9 @@ def _read_label_image(path: str) -> np.ndarray:
     elif ext in (".png", ".tif", ".tiff"):
         arr = None
         error = None
-        try:
-            from PIL import Image as PILImage
+        from PIL import Image as PILImage
 
+        try:
             with PILImage.open(path) as im:
                 frames = getattr(im, "n_frames", 1)
                 if frames > 1:
@@ -614,6 +614,11 @@ def _read_label_image(path: str) -> np.ndarray:
                 arr = np.array(im)
         except ValueError:
             raise
+        except PILImage.DecompressionBombError as e:  # final: no other reader decodes what PIL refuses to
+            raise ValueError(
+                f"{path}: PIL refuses to decode it as a possible decompression bomb ({e}); a mask this large is "
+                "not read: check the file, or, if it is genuine, raise PIL.Image.MAX_IMAGE_PIXELS before reading it"
+            ) from None
         except Exception as e:  # PIL cannot read it (float64 TIFF, unusual compression...)
             error = e
         if arr is None:
@@ -818,24 +823,51 @@ def read_monusac_masks(
 # --------------------------------------------------------------------------- GeoJSON
 
 
+#: GeoJSON coordinates beyond this (2**53 pixels) are refused: float64 no longer tells pixel centres apart there
+_LARGEST_COORDINATE = float(2**53)
+
+
 def _ring_mask(ring: np.ndarray, r0: int, c0: int, h: int, w: int) -> np.ndarray:
-    """Pixels of the window [r0, r0+h) x [c0, c0+w) whose centres are inside ``ring`` (even-odd)."""
-    out = np.zeros((h, w), bool)
+    """Pixels of the window [r0, r0+h) x [c0, c0+w) whose centres are inside ``ring`` (even-odd).
+
+    The crossings of the scan lines with the edges are made a band of rows at a time, each band with at most about
+    as many crossings as the window has pixels (or the ring vertices, if more): memory grows with the window (the
+    ring's bounding box) and the ring, never with their product (a zig-zag ring of many tall edges)."""
+    diff = np.zeros((h, w + 1), np.int32)
     if len(ring) >= 2 and np.array_equal(ring[0], ring[-1]):
         ring = ring[:-1]
     if len(ring) < 3 or h <= 0 or w <= 0:
-        return out
+        return diff[:, :w] > 0
     x0, y0 = ring[:, 0], ring[:, 1]
     x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
     lo, hi = np.minimum(y0, y1), np.maximum(y0, y1)
     # rows whose centre y = r + 0.5 satisfies lo <= y < hi (half-open: every closed ring crosses a row evenly)
-    ra = np.maximum(np.ceil(lo - 0.5), r0).astype(np.int64)
-    rb = np.minimum(np.ceil(hi - 0.5), r0 + h).astype(np.int64)
+    ra = np.clip(np.ceil(lo - 0.5), r0, r0 + h).astype(np.int64)
+    rb = np.clip(np.ceil(hi - 0.5), r0, r0 + h).astype(np.int64)
+    per_row = np.zeros(h + 1, np.int64)  # crossings per row of the window
+    keep = rb > ra
+    np.add.at(per_row, ra[keep] - r0, 1)
+    np.add.at(per_row, rb[keep] - r0, -1)
+    per_row = np.cumsum(per_row[:h])
+    budget = max(h * (w + 1) // 4, len(ring), 1 << 16)
+    band_start, ends = 0, np.cumsum(per_row)
+    while band_start < h:
+        before = ends[band_start - 1] if band_start else 0
+        band_end = max(band_start + 1, int(np.searchsorted(ends, before + budget, side="right")))
+        _band_crossings(diff, x0, y0, x1, y1, ra, rb, r0 + band_start, r0 + min(band_end, h), r0, c0, w)
+        band_start = band_end
+    return np.cumsum(diff[:, :w], axis=1) > 0
+
+
+def _band_crossings(diff, x0, y0, x1, y1, ra, rb, top: int, bottom: int, r0: int, c0: int, w: int) -> None:
+    """Add the spans of rows [top, bottom) of the window (scan-line crossings paired left to right) to ``diff``."""
+    ra = np.maximum(ra, top)
+    rb = np.minimum(rb, bottom)
     cnt = np.clip(rb - ra, 0, None)
     total = int(cnt.sum())
     if total == 0:
-        return out
-    e = np.repeat(np.arange(len(ring)), cnt)
+        return
+    e = np.repeat(np.arange(len(x0)), cnt)
     rows = ra[e] + (np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
     yc = rows + 0.5
     x = x0[e] + (yc - y0[e]) * (x1[e] - x0[e]) / (y1[e] - y0[e])
@@ -843,13 +875,12 @@ def _ring_mask(ring: np.ndarray, r0: int, c0: int, h: int, w: int) -> np.ndarray
     rows, x = rows[order], x[order]
     if rows.size % 2 or not np.array_equal(rows[0::2], rows[1::2]):  # cannot happen for a closed ring
         raise AssertionError("odd number of crossings in a scan line")
-    rr = rows[0::2] - r0
+    at = (rows[0::2] - top) * (w + 1)  # each span's row in the band, flat
     ca = np.clip(np.ceil(x[0::2] - 0.5) - c0, 0, w).astype(np.int64)  # centre c+0.5 >= x_a
     cb = np.clip(np.ceil(x[1::2] - 0.5) - c0, 0, w).astype(np.int64)  # centre c+0.5 <  x_b
-    diff = np.zeros((h, w + 1), np.int32)
-    np.add.at(diff, (rr, ca), 1)
-    np.add.at(diff, (rr, cb), -1)
-    return np.cumsum(diff[:, :w], axis=1) > 0
+    size = (bottom - top) * (w + 1)
+    spans = np.bincount(at + ca, minlength=size) - np.bincount(at + cb, minlength=size)
+    diff[top - r0 : bottom - r0] += spans.reshape(bottom - top, w + 1).astype(np.int32)
 
 
 def _window(pts: np.ndarray, shape: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -895,7 +926,7 @@ def _rasterise(polygons: list[list[np.ndarray]], shape: tuple[int, int]):
 
 
 def _rings(coords, where: str) -> list[np.ndarray]:
-    rings = []
+    rings: list[np.ndarray] = []
     for ring in coords or []:
         try:
             a = np.asarray(ring, dtype=float)
@@ -908,6 +939,14 @@ def _rings(coords, where: str) -> list[np.ndarray]:
         a = a[:, :2]
         if not np.isfinite(a).all():
             raise ValueError(f"{where}: a polygon has non-finite coordinates")
+        far = np.abs(a) > _LARGEST_COORDINATE
+        if far.any():
+            vertex, axis = (int(v) for v in np.argwhere(far)[0])
+            raise ValueError(
+                f"{where}: coordinate {'xy'[axis]} = {float(a[vertex, axis])!r} of vertex {vertex} of ring "
+                f"{len(rings)} lies beyond ±{_LARGEST_COORDINATE:.0f} pixels, where pixel centres can no longer be told "
+                "apart: fix the object's geometry (QuPath exports pixel coordinates of the image)"
+            )
         rings.append(a)
     return rings
 

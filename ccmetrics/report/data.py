@@ -894,8 +894,11 @@ def read_channel(
     *,
     label: str | None = None,
     tolerance_mm: float = 1e-3,
+    max_bytes: float | None = None,
 ) -> tuple[Channel | None, str | None]:
-    """Read one channel of a case's scan if it lies on the GT's voxel grid.
+    """Read one channel of a case's scan if it lies on the GT's voxel grid: the grid and the memory it needs are
+    checked from its header first (:func:`ccmetrics.formats.probabilities.read_grid`; a DICOM series:
+    :func:`ccmetrics.formats.dicom.series_grid`), so a scan on another grid or too large costs its header only.
 
     Parameters
     ----------
@@ -908,6 +911,9 @@ def read_channel(
     tolerance_mm : float
         Tolerance on the origin (the evaluation's ``tolerance_mm``); spacing and direction as
         :func:`ccmetrics.formats.io.check_same_geometry` checks them for a prediction.
+    max_bytes : float, optional
+        The most memory reading the channel may take (its array, the reader's copies and a reoriented copy);
+        default :data:`ccmetrics.engine.memory.DEFAULT_MEMORY_FRACTION` of the memory available now.
 
     Returns
     -------
@@ -937,11 +943,14 @@ def read_channel(
     from ..formats.io import check_same_geometry, load_image
 
     name = file.label() if label is None else label
+    reference = images.grid() if isinstance(images, CaseImages) else images
+    refused = _scan_refused(file, reference, name, tolerance_mm, max_bytes)
+    if refused:
+        return None, refused
     try:
         image = read_series(file.path) if file.path.is_dir() else load_image(file.path)
     except (OSError, ValueError) as exc:
         return None, f"channel {name}: cannot read {file.path.name}: {exc}"
-    reference = images.grid() if isinstance(images, CaseImages) else images
     problem = check_same_geometry(reference, image, atol_mm=tolerance_mm, names=("gt", "image"))
     if problem:  # the same grid in another axis order (a DICOM series beside a NIfTI GT) is reoriented
         try:
@@ -951,6 +960,44 @@ def read_channel(
     array = image.array
     minimum = float(np.nanmin(array)) if array.dtype.kind == "f" else float(array.min())
     return Channel(name, array, minimum), None
+
+
+def _scan_refused(
+    file: ChannelFile, reference: Image, name: str, tolerance_mm: float, max_bytes: float | None
+) -> str | None:
+    """Why a scan is not read, from its header alone (None: read it): another grid than ``reference`` (one lattice
+    covering it voxel for voxel, in any axis order, is kept for :func:`read_channel`), or more memory than
+    ``max_bytes`` (default: the share of the available memory that ``ccmetrics evaluate`` takes)."""
+    from ..engine.memory import DEFAULT_MEMORY_FRACTION, available_memory_bytes, format_bytes
+    from ..formats.dicom import series_grid
+    from ..formats.grids import union_grid
+    from ..formats.io import check_same_geometry
+    from ..formats.probabilities import read_grid
+
+    try:
+        grid = series_grid(file.path) if file.path.is_dir() else read_grid(file.path)
+    except ImportError:  # a DICOM series without pydicom: its grid is known once SimpleITK has read it
+        return None
+    except (OSError, ValueError) as exc:
+        return f"channel {name}: cannot read {file.path.name}: {exc}"
+    problem = check_same_geometry(reference, grid, atol_mm=tolerance_mm, names=("gt", "image"))
+    if problem:
+        try:  # the same grid in another axis order: the union of both is the GT's grid, voxel for voxel
+            union = union_grid(reference, grid, atol_mm=tolerance_mm)
+            same = union.array.shape == reference.array.shape and grid.array.size == reference.array.size
+        except ValueError:
+            same = False
+        if not same or not np.allclose(union.affine, reference.affine, atol=tolerance_mm):
+            return f"channel {name}: {problem}"
+    limit = max_bytes if max_bytes is not None else DEFAULT_MEMORY_FRACTION * available_memory_bytes()
+    need = 3 * grid.array.size * max(grid.array.dtype.itemsize, 2)  # the array, the reader's copy, a reoriented copy
+    if need > limit:
+        return (
+            f"channel {name}: reading {file.path.name} ({' x '.join(map(str, grid.array.shape))} voxels) needs about "
+            f"{format_bytes(need)}, over the report's memory limit of {format_bytes(limit)}: it is not drawn "
+            "(free memory, or write the report on a machine with more)"
+        )
+    return None
 
 
 def voxel_ml(spacing: Any, header: Sequence[float]) -> float:
