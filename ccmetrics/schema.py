@@ -24,8 +24,9 @@ raw value ``m`` in ``per_component``, the global value ``m`` and the CC mean ``c
 ``per_case``; a case-level metric adds its columns to ``per_case``. Code names columns through the
 constants of this module (``schema.CASE``, :func:`cc`), never as string literals.
 
-This module is a foundation: it imports nothing of ccmetrics (which columns a metric produces is the
-registry's fact, :func:`ccmetrics.metrics.registry.table_columns`).
+This module is a foundation: it imports nothing of ccmetrics but the text rule of CSV cells
+(:mod:`ccmetrics._escaping`; which columns a metric produces is the registry's fact,
+:func:`ccmetrics.metrics.registry.table_columns`).
 
 Examples
 --------
@@ -264,7 +265,8 @@ class TableSchema:
 
         ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
         :class:`Field`); the other columns are pandas' reading of the values (``inf`` is infinity, an
-        empty cell NaN).
+        empty cell NaN). Text that :func:`ccmetrics._escaping.write_csv` neutralised (a leading ``'``) is read
+        as it was before.
         """
         if not str(path).endswith(".csv"):
             raise ValueError(
@@ -274,7 +276,10 @@ class TableSchema:
         text = {f.name: str for f in fields if f.text}
         import pandas as pd
 
+        from ._escaping import spreadsheet_restored
+
         frame = pd.read_csv(path if source is None else source, keep_default_na=False, na_values=[""], dtype=text)
+        frame = spreadsheet_restored(frame)  # the text as it was before write_csv neutralised it
         for f in fields:
             if f.filled and f.name in frame:
                 frame[f.name] = frame[f.name].astype(object).fillna("")  # an all-empty column is read as float NaN

@@ -45,7 +45,9 @@ from ._common import (
     EXIT_RUN_FAILED,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    _printable_warnings,
     _reader_may_leave,
+    _say,
     _signals_ignored,
     _stop_code,
 )
@@ -94,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .. import _interrupts
 
     _interrupts.received.clear()
-    with _stop_signals(restore=argv is not None), _reader_may_leave():
+    with _stop_signals(restore=argv is not None), _reader_may_leave(), _printable_warnings():
         args = argparse.Namespace(command=None, out=None)
         try:
             args = build_parser().parse_args(argv)
@@ -102,14 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 return _COMMANDS[args.command].run(args)
             except (ValueError, TypeError, OSError, ImportError) as exc:  # OSError: missing files, unreachable --dask
-                print(f"ccmetrics {args.command}: error: {exc}", file=sys.stderr)
+                _say(f"ccmetrics {args.command}: error: {exc}")
                 return EXIT_USAGE
         except KeyboardInterrupt:  # wherever it came: no traceback, and for `evaluate` the way to go on
             with _signals_ignored():
                 if args.command == "evaluate" and args.out is not None and hasattr(args, "argv"):
                     _say_stopped(args, "Stopped", _recorded(args.out))
                 else:
-                    print(f"ccmetrics{' ' + args.command if args.command else ''}: stopped", file=sys.stderr)
+                    _say(f"ccmetrics{' ' + args.command if args.command else ''}: stopped")
             return _stop_code()
 
 

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from .._escaping import printable
+
 __all__ = [
     "EXIT_CASE_FAILED",
     "EXIT_INTERRUPTED",
@@ -77,7 +79,9 @@ def _stop_code() -> int:
 class _PipeGuard:
     """``sys.stdout`` while a command runs: once the reader of a pipe has left (``ccmetrics ... | head``), what
     is printed further is dropped instead of ending the command with ``BrokenPipeError``; the command finishes
-    its work (the tables are written before anything is printed) and returns its own exit code."""
+    its work (the tables are written before anything is printed) and returns its own exit code. What is printed
+    goes through :func:`ccmetrics._escaping.printable` (``\\n`` kept): a control character of a case id or a
+    class name is shown as its escape, never run by the terminal."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
@@ -86,7 +90,7 @@ class _PipeGuard:
     def write(self, text: str) -> int:
         if not self.gone:
             try:
-                self.stream.write(text)
+                self.stream.write(printable(text, newlines=True))  # ids and names: no control character reaches it
             except BrokenPipeError:
                 self._reader_left()
         return len(text)
@@ -121,3 +125,28 @@ def _reader_may_leave() -> Iterator[None]:
         if getattr(guard, "gone", False):
             with contextlib.suppress(BrokenPipeError, OSError, ValueError):
                 real.flush()
+
+
+def _say(text: Any) -> None:
+    """Print ``text`` on stderr as :func:`ccmetrics._escaping.printable` shows it (``\\n`` kept): every message of
+    the command line on stderr goes through here, as its stdout goes through :class:`_PipeGuard`."""
+    print(printable(text, newlines=True), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _printable_warnings() -> Iterator[None]:
+    """Python warnings shown as :func:`_say` shows a message (a warning may quote a segment's or a file's name):
+    their text formatted through :func:`ccmetrics._escaping.printable`. Only the shown text changes (a caller that
+    records warnings gets them as they were); the formatter as it was after the block."""
+    import warnings
+
+    plain = warnings.formatwarning
+
+    def shown(message: Any, category: Any, filename: str, lineno: int, line: Any = None) -> str:
+        return printable(plain(message, category, filename, lineno, line), newlines=True)
+
+    warnings.formatwarning = shown
+    try:
+        yield
+    finally:
+        warnings.formatwarning = plain

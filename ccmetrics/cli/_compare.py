@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._escaping import write_csv
 from ._common import EXIT_OK, _name_list
 
 
@@ -81,7 +82,7 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        pd.concat(frames, ignore_index=True).to_csv(out / "comparison_curves.csv", index=False)
+        write_csv(pd.concat(frames, ignore_index=True), out / "comparison_curves.csv")  # names: neutralised
         print(f"Wrote {out / 'comparison_curves.csv'}")
     return EXIT_OK
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        result.scores.to_csv(out / "comparison.csv")
+        write_csv(result.scores, out / "comparison.csv", index=True)  # case ids and names: neutralised
         plot_comparison(result.scores, result.mean_ranks, args.metric).savefig(out / "comparison.png", dpi=120)
         print(f"\nWrote {out / 'comparison.csv'} and {out / 'comparison.png'}")
     return EXIT_OK

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from ._common import EXIT_OK, EXIT_USAGE, _name_list
+from ._common import EXIT_OK, EXIT_USAGE, _name_list, _say
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -69,14 +68,13 @@ def run(args: argparse.Namespace) -> int:
     if args.max_cases < 0:
         raise ValueError(f"--max-cases must be 0 or more, got {args.max_cases}")
     if args.images is not None and not Path(args.images).is_dir():
-        print(
+        _say(
             f"ccmetrics report: error: --images {args.images}: no such folder; give the folder that holds the "
-            "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)",
-            file=sys.stderr,
+            "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)"
         )
         return EXIT_USAGE
     if (args.channel_names or args.window) and args.images is None:
-        print("ccmetrics report: error: --channel-names and --window go with --images IMAGE_DIR", file=sys.stderr)
+        _say("ccmetrics report: error: --channel-names and --window go with --images IMAGE_DIR")
         return EXIT_USAGE
     window: dict[str, str] = {}
     for given in args.window or []:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ._common import EXIT_RUN_FAILED, _signals_ignored, _stop_code
+from ._common import EXIT_RUN_FAILED, _say, _signals_ignored, _stop_code
 from ._text import report
 
 
@@ -86,10 +86,9 @@ def _recorded(out: str) -> int:
 def _say_stopped(args: argparse.Namespace, what: str, finished: int, pending: int | None = None) -> None:
     """The last words of a stopped ``evaluate``: what is kept, what is left, the command that goes on."""
     left = "" if pending is None else f", {pending} not evaluated"
-    print(
+    _say(
         f"\n{what}: {finished} case(s) finished and kept in {Path(args.out) / 'cases'}{left}. To finish, run:\n"
-        f"  {_resume_command(args)}",
-        file=sys.stderr,
+        f"  {_resume_command(args)}"
     )
 
 
@@ -125,7 +124,7 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
         except OSError as exc:  # OutputWriteError: a full disk, no permission
             note = f"The tables of the finished cases could not be written ({exc})."
     with _signals_ignored():
-        print(f"\n{note}" if len(result.per_case) else "", file=sys.stderr)
+        _say(f"\n{note}" if len(result.per_case) else "")
         _say_stopped(args, "Stopped", finished, len(result.run.pending))
     return _stop_code()
 
@@ -146,12 +145,11 @@ def _failed(args: argparse.Namespace, exc: BaseException, result) -> int:
     finished = result.counts()["cases"] if len(result.per_case) else 0
     pending = len(result.run.pending)
     with _signals_ignored():
-        print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
-        print(
+        _say(f"ccmetrics evaluate: error: {exc}")
+        _say(
             f"{finished} case(s) finished and kept in {Path(args.out) / 'cases'}"
             + (f", {pending} not evaluated" if pending else "; the tables were not (all) written")
-            + f". {fix[0].upper() + fix[1:]}, then run:\n  {_resume_command(args)}",
-            file=sys.stderr,
+            + f". {fix[0].upper() + fix[1:]}, then run:\n  {_resume_command(args)}"
         )
     return EXIT_RUN_FAILED
 

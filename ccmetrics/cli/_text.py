@@ -1,9 +1,13 @@
-"""The text ``ccmetrics evaluate`` prints: counts, problems, the summary table, subgroups and lesion sizes."""
+"""The text ``ccmetrics evaluate`` prints: counts, problems, the summary table, subgroups and lesion sizes.
+
+Ids, class names and messages are shown through :func:`ccmetrics._escaping.printable` (each on its one line);
+stdout escapes any other control character (``_common._PipeGuard``)."""
 
 from __future__ import annotations
 
 import os
 
+from .._escaping import printable
 from .._words import count, noun
 
 __all__ = ["report"]
@@ -23,7 +27,8 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
     lines += _problems(result.per_case, result.class_names)
     for name in result.ignored_files:
         lines.append(
-            f"  ignored  {name} ({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
+            f"  ignored  {printable(name)} "
+            f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
         )
     if summary is None:
         summary = result.summary(**summary_options)
@@ -83,7 +88,7 @@ def _problems(table, names: dict[int, str]) -> list[str]:
         for row in bad.to_dict("records"):
             text = row[schema.ERROR] if row[schema.STATUS] == schema.FAILED else row[schema.FLAGS]
             c = int(row[schema.CLASS])
-            texts.setdefault(str(text), []).append(names.get(c, str(c)))
+            texts.setdefault(printable(text), []).append(printable(names.get(c, str(c))))
         every_class = len(texts) == 1 and len(bad) == len(rows)
         failed = (bad[schema.STATUS] == schema.FAILED).any()
         if len(rows) == 1 or (every_class and failed):  # one class, or the case itself failed
@@ -95,7 +100,7 @@ def _problems(table, names: dict[int, str]) -> list[str]:
                 f"{text} ({noun(len(classes), 'class')} {', '.join(classes)})" for text, classes in texts.items()
             )
         status = schema.FAILED if failed else bad[schema.STATUS].iloc[0]
-        lines.append(f"  {status:<8}{case}: {shown}")
+        lines.append(f"  {status:<8}{printable(case)}: {shown}")  # an id or a message: on its one line
     return lines
 
 
@@ -114,7 +119,7 @@ def _with_class_names(table, names: dict[int, str]):
 
     if names:
         table = table.copy()
-        table.insert(1, schema.CLASS_NAME, [names.get(int(c), "") for c in table[schema.CLASS]])
+        table.insert(1, schema.CLASS_NAME, [printable(names.get(int(c), "")) for c in table[schema.CLASS]])
     return table
 
 
@@ -158,7 +163,7 @@ def _curves_report(curves, names: dict[int, str]) -> str:
 
     lines = []
     for c, k in curves.items():
-        label = f"class {c}" + (f" ({names[c]})" if c in names else "") if len(curves) > 1 or names else ""
+        label = f"class {c}" + (f" ({printable(names[c])})" if c in names else "") if len(curves) > 1 or names else ""
         negatives = k.n_cases - k.n_positive_cases
         lines += [
             "",

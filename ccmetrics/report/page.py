@@ -240,12 +240,19 @@ def sort_value(value: Any) -> str:
 
 
 def anchor(case: str, class_value: Any, multi_class: bool) -> str:
-    """An HTML id for a case section.
+    """An HTML id for a case section, unique to its case and class; the ids of its rows add ``-lesion-<k>``,
+    ``-fp-<k>`` or ``-candidate-<k>``.
 
-    >>> anchor("case 001/a", 1, False), anchor("x", 2, True)
-    ('case-case_001_a', 'case-x-class2')
+    Letters, digits and ``_`` are kept; every other character is written as ``.<hex code>.``. That is one-to-one
+    and never writes ``-``, so the id's parts (``case``, the case, ``class<c>``, the row) never run into each
+    other: "case 001" and "case_001", or the case "a-lesion-1" and lesion 1 of case "a", get ids of their own.
+
+    >>> anchor("case 001/a", 1, False), anchor("case_001", 1, False), anchor("x", 2, True)
+    ('case-case.20.001.2f.a', 'case-case_001', 'case-x-class2')
+    >>> anchor("a-lesion-1", 1, False), anchor("a", 1, False) + "-lesion-1"
+    ('case-a.2d.lesion.2d.1', 'case-a-lesion-1')
     """
-    text = "case-" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(case))
+    text = "case-" + re.sub(r"[^A-Za-z0-9_]", lambda m: f".{ord(m.group()):x}.", str(case))
     return text + (f"-class{class_value}" if multi_class else "")
 
 

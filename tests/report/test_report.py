@@ -446,11 +446,11 @@ def test_browser_sorting_reorders_rows(driver):
     assert descending == sorted(ascending, reverse=True) and descending != ascending
     assert header.get_attribute("aria-sort") == "descending"
     # the case table starts ranked by the largest |Dice - CC-Dice|; the other ranking is one click away
-    gaps = [abs(float(v)) for v in visible_values(driver, "case-table", "delta_dice")]
+    gaps = [abs(float(v)) for v in visible_values(driver, "cases-table", "delta_dice")]
     assert gaps == sorted(gaps, reverse=True)
     driver.find_element("css selector", 'button[data-sort-key="cc_dice"]').click()
-    cc = [float(v) for v in visible_values(driver, "case-table", "cc_dice")]
-    assert cc == sorted(cc) and cc != [float(v) for v in visible_values(driver, "case-table", "cc_dice")][::-1]
+    cc = [float(v) for v in visible_values(driver, "cases-table", "cc_dice")]
+    assert cc == sorted(cc) and cc != [float(v) for v in visible_values(driver, "cases-table", "cc_dice")][::-1]
 
 
 def test_browser_filters_hide_rows(driver, example_result):
@@ -496,7 +496,7 @@ def test_browser_case_table_fits_1400_px(driver):
         assert driver.execute_script("return window.innerWidth") == 1400
         width = driver.execute_script(
             """
-            const table = document.getElementById('case-table'), box = table.parentElement;
+            const table = document.getElementById('cases-table'), box = table.parentElement;
             const right = Math.max(...[...table.tHead.rows[0].cells].map(c => c.getBoundingClientRect().right));
             return [box.scrollWidth, box.clientWidth, table.offsetWidth, table.tHead.rows[0].cells.length, right,
                     box.getBoundingClientRect().right, document.documentElement.scrollWidth];

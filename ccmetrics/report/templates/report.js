@@ -118,22 +118,28 @@
   });
 
   // ------------------------------------------------------------ links into closed <details>
+  // Any fragment is survived: one that is not valid percent-encoding (#%E0%A4%A) is taken as it stands.
+  function fragmentId() {
+    var raw = window.location.hash.slice(1);
+    try { return decodeURIComponent(raw); } catch (e) { return raw; }
+  }
+
   function showTarget() {
-    var id = decodeURIComponent(window.location.hash.slice(1));
-    var target = id ? document.getElementById(id) : null;
+    var id = fragmentId();
+    var target = id ? document.getElementById(id) || document.getElementById(window.location.hash.slice(1)) : null;
     if (!target) { return; }
     for (var node = target; node; node = node.parentElement) {
       if (node.tagName === "DETAILS") { node.open = true; }
     }
     target.scrollIntoView({ block: "center" });
   }
-  window.addEventListener("hashchange", showTarget);
-  showTarget();
-
   function openAll(open) {
     document.querySelectorAll("details.case").forEach(function (d) { d.open = open; });
   }
   var expand = document.getElementById("expand-all"), collapse = document.getElementById("collapse-all");
   if (expand) { expand.addEventListener("click", function () { openAll(true); }); }
   if (collapse) { collapse.addEventListener("click", function () { openAll(false); }); }
+
+  window.addEventListener("hashchange", showTarget);
+  showTarget();  // last: the page's controls work whatever the fragment does
 }());
