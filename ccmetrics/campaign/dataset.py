@@ -53,13 +53,15 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from .. import _lazy, schema
+from .._escaping import write_csv
 from .._files import atomic_write
 from .._inputs import NotBinaryError, as_spacing
 from ..columns import Columns
 from ..engine.config import EngineConfig, engine_config
 from ..engine.config import current as current_engine
-from ..formats.dicom import holds_dicom
+from ..formats.dicom import check_union_memory, holds_dicom
 from ..formats.grids import align_pair
+from ..formats.image import ImageMemoryError
 from ..formats.io import Image, _load_image, image_id, is_image_file
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
@@ -71,7 +73,7 @@ from ..metrics.detection_rules import DetectionRule
 from ..metrics.results import CaseResult
 from ..metrics.thresholds import threshold_summary
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
-from .output_folder import begin_tables, finish_tables, locked, prepare_out_dir, read_tables
+from .output_folder import begin_tables, check_inputs, finish_tables, locked, prepare_out_dir, read_tables
 from .probabilities import (
     ProbabilityOptions,
     attach_probabilities,
@@ -276,8 +278,10 @@ class EvalOptions:
         return [records.get(m, m) for m in self.metrics]
 
     def key(self) -> dict[str, Any]:
-        """The options that change values, as plain data (a case's record holds them: change one and
-        ``resume`` evaluates the case again). The engine configuration changes no value and is left out."""
+        """The options that change values or a case's output (``nnunet_summary``: its voxel counts), as plain data (a
+        case's record holds them: change one and ``resume`` evaluates the case again). The engine configuration
+        changes no value and is left out; the options of the files made from the tables alone (size bins, groups,
+        the bootstrap) are applied to the records' tables by each run."""
         spacing = self.spacing if isinstance(self.spacing, str) else [float(v) for v in np.atleast_1d(self.spacing)]
         return {
             "metrics": list(self.metrics),
@@ -291,6 +295,7 @@ class EvalOptions:
             "tolerance_mm": self.tolerance_mm,
             **({"reference_images": self.reference_images} if self.reference_images else {}),
             **({"probabilities": self.probabilities.key()} if self.probabilities else {}),
+            **({"nnunet_summary": True} if self.nnunet_counts else {}),  # its counts are columns of the records
         }
 
 
@@ -446,13 +451,16 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         if options.segment_classes:
             _check_segments(gt, read, options.classes or ())
         if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
+            check_union_memory(gt, read, reference=options.reference_images, max_bytes=options.max_case_bytes)
             try:
                 gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
             except ValueError as exc:
                 raise _CaseError(_with_tolerance(str(exc), options.tolerance_mm)) from None
         maps = None
         if options.probabilities is not None:  # the maps on the GT's grid; without predictions, the segmentation
-            maps = read_case_maps(task.prob, gt, options.probabilities, options.tolerance_mm)
+            maps = read_case_maps(
+                task.prob, gt, options.probabilities, options.tolerance_mm, max_bytes=options.max_case_bytes
+            )
             read = segmentation_of(maps[1]) if options.probabilities.segment_from_map else read
             t_read = time.perf_counter() - t0
         if read is None:
@@ -507,7 +515,7 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
                     results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
                 except NotBinaryError as exc:
                     raise _CaseError(_label_map_found(exc, gt.array if exc.name == "gt" else pred.array)) from None
-    except MemoryLimitError as exc:  # over --max-memory by its counts: refused before the memory was taken
+    except (MemoryLimitError, ImageMemoryError) as exc:  # over --max-memory, or a file larger than the memory left
         output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
         return {**output, "retry": True}
     except Exception as exc:  # one case's failure must never stop the data set
@@ -1137,17 +1145,18 @@ class DatasetResult:
         summary_options: dict[str, Any],
     ) -> dict[str, Any]:
         paths = {t.name: out / t.file for t in (schema.PER_COMPONENT, schema.PER_CASE, schema.SUMMARY)}
-        # each file replaced whole (temporary file, then rename): never a half-written table over a good one
-        atomic_write(paths[schema.PER_COMPONENT.name], lambda tmp: self.per_component.to_csv(tmp, index=False))
-        atomic_write(paths[schema.PER_CASE.name], lambda tmp: self.per_case.to_csv(tmp, index=False))
+        # each file replaced whole (temporary file, then rename): never a half-written table over a good one; text
+        # cells a spreadsheet would run are written neutralised (_escaping), read() gives the text back
+        atomic_write(paths[schema.PER_COMPONENT.name], lambda tmp: write_csv(self.per_component, tmp))
+        atomic_write(paths[schema.PER_CASE.name], lambda tmp: write_csv(self.per_case, tmp))
         if self.per_prediction is not None:
             predictions = self.per_prediction
             paths[schema.PER_PREDICTION.name] = out / schema.PER_PREDICTION.file
-            atomic_write(paths[schema.PER_PREDICTION.name], lambda tmp: predictions.to_csv(tmp, index=False))
+            atomic_write(paths[schema.PER_PREDICTION.name], lambda tmp: write_csv(predictions, tmp))
         if self.per_candidate is not None:
             candidates = self.per_candidate
             paths[schema.PER_CANDIDATE.name] = out / schema.PER_CANDIDATE.file
-            atomic_write(paths[schema.PER_CANDIDATE.name], lambda tmp: candidates.to_csv(tmp, index=False))
+            atomic_write(paths[schema.PER_CANDIDATE.name], lambda tmp: write_csv(candidates, tmp))
         curves = extra["curves"]
         calibration = extra["calibration"]
         if self.per_candidate is not None:
@@ -1158,7 +1167,7 @@ class DatasetResult:
         if self.thresholds is not None:
             table = self.thresholds
             paths[schema.THRESHOLDS.name] = out / schema.THRESHOLDS.file
-            atomic_write(paths[schema.THRESHOLDS.name], lambda tmp: table.to_csv(tmp, index=False))
+            atomic_write(paths[schema.THRESHOLDS.name], lambda tmp: write_csv(table, tmp))
             swept = self.threshold_summary()
         if summary is None:
             summary = self.summary(**summary_options)
@@ -1564,6 +1573,17 @@ def evaluate_dataset(
     tasks, ignored = _tasks(gt, pred, gt_suffix, pred_suffix, file_ending, maps is not None)
     if maps is not None:
         tasks, ignored = _with_maps(tasks, ignored, maps, probabilities)
+    if out_dir is not None:  # before anything there is removed or written
+        given = [
+            ("GT folder (GT_DIR, gt=)", gt),
+            ("predictions folder (PRED_DIR, pred=)", pred),
+            ("probability maps (--probabilities)", probabilities),
+            ("dataset.json (--dataset-json)", dataset_json),
+            ("reference images (--reference-images)", reference_images),
+        ]
+        if not isinstance(gt, (str, os.PathLike)):  # cases given one by one: their files
+            given += [(f"file of case {t.case!r}", f) for t in tasks for f in (t.gt, t.pred, t.prob)]
+        check_inputs(out_dir, given)
     options = options.with_segment_classes(tasks)
     if workers > 1 or client is not None or case_timeout is not None:
         _check_picklable(options)

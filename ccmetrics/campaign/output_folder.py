@@ -20,6 +20,12 @@ Three rules keep ``OUT_DIR`` consistent whatever happens to the processes that w
   match their checksums, each file's checksum checked on the very bytes it parses, so it never takes a
   ``per_case.csv`` of one run beside the ``summary.json`` of another, even while another run rewrites them. A folder
   without a manifest was written by an earlier ccmetrics and is read as before.
+* **Nothing of the user's is removed** (:func:`prepare_out_dir`, :func:`finish_tables`): ccmetrics removes or
+  replaces only files it provably wrote (:func:`owned_outputs`; the records it can read as its own,
+  :meth:`~ccmetrics.campaign.records.RecordStore.owns`), never a folder; a file of someone else's where it writes
+  its own is named in an error before anything is removed. An output folder that holds an input, or whose
+  ``cases/`` or ``plots/`` leads into one, is refused (:func:`check_inputs`), and so is one reached through a
+  symbolic link whose target does not exist (:func:`locked`: following it would create the target).
 * **Temporaries are cleaned** when a run takes the lock (:func:`ccmetrics.campaign.records.remove_temporaries`):
   no other process can be writing them then.
 
@@ -34,7 +40,6 @@ import datetime
 import hashlib
 import json
 import os
-import shutil
 import socket
 import sys
 import threading
@@ -47,7 +52,7 @@ from typing import Any
 from .. import schema
 from .._files import OutputWriteError, atomic_write
 from .._interrupts import critical
-from .records import RECORDS_FOLDER, remove_temporaries
+from .records import RECORDS_FOLDER, RecordStore, remove_temporaries
 
 try:
     import fcntl
@@ -60,8 +65,10 @@ __all__ = [
     "OUTPUT_NAMES",
     "FolderInUse",
     "begin_tables",
+    "check_inputs",
     "finish_tables",
     "locked",
+    "owned_outputs",
     "prepare_out_dir",
     "read_tables",
     "stale_outputs",
@@ -71,12 +78,15 @@ __all__ = [
 LOCK_NAME = ".ccmetrics.lock"
 #: the file that names the run that wrote each table, written last
 MANIFEST_NAME = "manifest.json"
-#: files and folders that ccmetrics writes into an output folder (what ``overwrite`` removes)
+#: files and folders that ccmetrics writes into an output folder (``overwrite`` removes those it provably wrote:
+#: :func:`owned_outputs`, and the records :meth:`~ccmetrics.campaign.records.RecordStore.owns`)
 OUTPUT_NAMES = (
     RECORDS_FOLDER,
     "per_case.csv",
     "per_component.csv",
     "per_prediction.csv",
+    "per_candidate.csv",
+    "thresholds.csv",
     "summary.json",
     "nnunet_summary.json",
     "plots",
@@ -130,6 +140,13 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
     ...     with locked(out):  # the same thread: re-entrant
     ...         pass
     """
+    dangling = _dangling_link(out_dir)
+    if dangling is not None:
+        raise NotADirectoryError(
+            f"the output folder {os.fspath(out_dir)} (--out) goes through the symbolic link {dangling}, whose target "
+            f"{os.readlink(dangling)} does not exist: ccmetrics creates no link's target; create the target folder "
+            f"first, or give another --out"
+        )
     path = os.path.realpath(out_dir)
     me = threading.get_ident()
     with _held_guard:
@@ -165,6 +182,58 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
                     os.unlink(os.path.join(path, LOCK_NAME))  # before the lock is released: see _acquire
                     os.rmdir(path)
         os.close(fd)  # releases the lock
+
+
+def _dangling_link(out_dir: str | os.PathLike) -> str | None:
+    """The first symbolic link of the path (itself or a folder above it) whose target does not exist, or None:
+    following it would create the target, parents and all."""
+    path = Path(os.path.abspath(out_dir))
+    for part in [path, *path.parents]:
+        if part.is_symlink() and not part.exists():
+            return str(part)
+    return None
+
+
+def check_inputs(out_dir: str | os.PathLike, inputs: Iterable[tuple[str, Any]]) -> None:
+    """Refuse an output folder that holds one of the run's inputs, or whose records or plots folder is (or is
+    inside) one: ccmetrics writes and replaces files there. Links are followed on both sides.
+
+    ``inputs``: ``(what, path)`` pairs, e.g. ``("GT folder (GT_DIR)", "proj/cases")``; other items (arrays, None)
+    are skipped.
+
+    Raises
+    ------
+    ValueError
+        The message names the output folder and the input.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> out = tempfile.mkdtemp()
+    >>> check_inputs(out, [("GT folder (GT_DIR)", os.path.dirname(out) + "/elsewhere")])
+    >>> check_inputs(out, [("GT folder (GT_DIR)", os.path.join(out, "cases"))])
+    Traceback (most recent call last):
+    ...
+    ValueError: the output folder ... (--out) holds the GT folder (GT_DIR) .../cases: ...
+    """
+    out = Path(os.path.realpath(out_dir))
+    spots = {name: Path(os.path.realpath(out / name)) for name in (RECORDS_FOLDER, "plots")}
+    for what, item in inputs:
+        if not isinstance(item, (str, os.PathLike)):
+            continue
+        where = Path(os.path.realpath(item))
+        if where == out or out in where.parents:
+            problem = f"the output folder {os.fspath(out_dir)} (--out) holds the {what} {os.fspath(item)}"
+        else:
+            inside = [n for n, spot in spots.items() if where == spot or where in spot.parents or spot in where.parents]
+            if not inside:
+                continue
+            kind = "records" if inside[0] == RECORDS_FOLDER else "figures"
+            problem = f"{Path(out_dir) / inside[0]}, where ccmetrics writes its {kind}, leads into the {what} {item}"
+        raise ValueError(
+            f"{problem}: ccmetrics writes and replaces its files in the output folder, so no input may be there; "
+            "give an --out (out_dir) outside every input folder, e.g. a new folder beside them"
+        )
 
 
 def _acquire(out_dir: str | os.PathLike, path: str, command: str | None) -> int:
@@ -242,14 +311,19 @@ def _alive(pid: Any) -> bool:
 def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
     """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
 
-    ``overwrite`` removes what ccmetrics wrote there (``OUTPUT_NAMES``; in ``plots/`` the figures it draws),
-    nothing else. Call it while holding the folder's lock (:func:`ccmetrics.campaign.output_folder.locked`), so
-    that no live run's files are removed.
+    ``overwrite`` removes what ccmetrics provably wrote there, nothing else: the records of ``cases/`` it can read as
+    its own (:meth:`~ccmetrics.campaign.records.RecordStore.owns`) and the tables, figures and ``report.html`` it
+    wrote (:func:`owned_outputs`); the folders ``cases/`` and ``plots/`` go when nothing else is left in them. With
+    ``resume`` or ``overwrite``, a file of someone else's where ccmetrics writes its own (a ``per_case.csv`` that no
+    manifest of ccmetrics vouches for, a file for a folder) is named in an error, and nothing is removed. Call it
+    while holding the folder's lock (:func:`ccmetrics.campaign.output_folder.locked`), so that no live run's files are
+    removed.
 
     Raises
     ------
     ValueError
-        The folder holds files and neither ``resume`` nor ``overwrite`` is set, or both are.
+        The folder holds files and neither ``resume`` nor ``overwrite`` is set, or both are; or files that
+        ccmetrics did not write are where it writes its own (the message names them).
     """
     if resume and overwrite:
         raise ValueError("choose one of --resume (resume=True) and --overwrite (overwrite=True), not both")
@@ -263,27 +337,155 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
             f"output folder {out} is not empty ({shown}): run with --resume (resume=True) to continue the "
             f"run recorded there, or --overwrite (overwrite=True) to replace its results"
         )
+    if not entries:
+        return
+    mine = owned_outputs(out)
+    _refuse_in_the_way(out, mine)
     if overwrite:
-        plots = out / "plots"
-        figures = [f"plots/{p.name}" for p in plots.iterdir() if _figure(p)] if plots.is_dir() else []
-        _remove(out, [n for n in OUTPUT_NAMES if n != "plots"] + figures)
-        with contextlib.suppress(OSError):
-            plots.rmdir()  # when empty: only the user's own files keep it
+        with critical():
+            RecordStore(out).remove(None)  # every record ccmetrics can read as its own; other files there stay
+            with contextlib.suppress(OSError):
+                (out / RECORDS_FOLDER).rmdir()  # when empty: only the user's own files keep it
+            _remove(out, sorted(mine, key=lambda n: n == MANIFEST_NAME))  # the manifest last
+            with contextlib.suppress(OSError):
+                (out / "plots").rmdir()
+
+
+def owned_outputs(out_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The files of the output folder, beside its records, that ccmetrics provably wrote (names relative to it, a
+    figure as ``plots/name.png``), each with its size and SHA-256 (``report.html``: the empty dict).
+
+    Proof is: the folder's ``manifest.json`` is complete and lists the file with this checksum (the tables, figures
+    and ``nnunet_summary.json`` of the run that wrote it; the manifest itself); a manifest that says ``writing``
+    (a run of ccmetrics was stopped while it replaced the set) vouches for the files at ccmetrics' own table and
+    figure names (:data:`OUTPUT_NAMES`, :data:`ccmetrics.schema.PLOT_FILE`); ``report.html`` names ccmetrics as its
+    generator in its first lines. A file without such proof (of an earlier ccmetrics without manifest, edited
+    since, someone else's) is not ccmetrics' to remove.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = (out / "per_case.csv").write_text("mine")
+    >>> owned_outputs(out)
+    {}
+    """
+    return _owned(Path(out_dir))
+
+
+def _owned(out: Path, hashed: bool = True) -> dict[str, dict[str, Any]]:
+    """:func:`owned_outputs`; ``hashed=False``: the files that a stopped run's manifest vouches for by name get no
+    checksum (the empty dict)."""
+    doc = _manifest_doc(out)
+    mine: dict[str, dict[str, Any]] = {}
+    if doc is not None:
+        mine[MANIFEST_NAME] = _digest((out / MANIFEST_NAME).read_bytes()) if hashed else {}
+        listed: dict[str, Any] = doc["files"] if doc["state"] == "complete" else {}
+        for name, digest in listed.items():
+            if _output_name(name) and isinstance(digest, dict) and _file_digest(out / name) == digest:
+                mine[name] = digest
+        if doc["state"] == "writing":  # stopped half-way: the files at its own names
+            named = [n for n in OUTPUT_NAMES if _output_name(n)] + _figures(out)
+            for name in named:
+                if name not in mine and not (out / name).is_symlink() and (out / name).is_file():
+                    mine[name] = (_file_digest(out / name) or {}) if hashed else {}
+    if _our_report(out / "report.html"):
+        mine["report.html"] = {}
+    return mine
+
+
+def _manifest_doc(out: Path) -> dict[str, Any] | None:
+    """The folder's manifest when it is one of ccmetrics' (its format, a state, a table of files), else None."""
+    path = out / MANIFEST_NAME
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(doc, dict)
+        or type(doc.get("format")) is not int
+        or doc.get("state") not in ("writing", "complete")
+        or not isinstance(doc.get("files"), dict)
+    ):
+        return None
+    return doc
+
+
+def _output_name(name: str) -> bool:
+    """Whether a name (relative to the output folder) is one that ccmetrics writes beside its records."""
+    if name.startswith("plots/"):
+        return schema.PLOT_FILE.fullmatch(name[len("plots/") :]) is not None
+    return name in OUTPUT_NAMES and name not in (RECORDS_FOLDER, "plots")
+
+
+def _file_digest(path: Path) -> dict[str, Any] | None:
+    """A regular file's size and SHA-256 (None for a link, a folder, nothing)."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return _digest(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _figures(out: Path) -> list[str]:
+    plots = out / "plots"
+    if plots.is_symlink() or not plots.is_dir():
+        return []
+    return [f"plots/{p.name}" for p in sorted(plots.iterdir()) if schema.PLOT_FILE.fullmatch(p.name)]
+
+
+def _our_report(path: Path) -> bool:
+    """Whether ``report.html`` is one that ``ccmetrics report`` drew (its generator, in its first 4 kB)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as f:
+            start = f.read(4096)
+    except OSError:
+        return False
+    return b'<meta name="generator" content="ccmetrics' in start
+
+
+def _in_the_way(out: Path, mine: dict[str, Any]) -> list[str]:
+    """What stands where ccmetrics writes its own files without being provably its own: a file at a table's
+    name or a figure's (in ``plots/``), a file or link for ``cases/`` or ``plots/``."""
+    blocked = [n for n in (*OUTPUT_NAMES, *_figures(out)) if _output_name(n) and n != "report.html"]
+    blocked = [n for n in blocked if os.path.lexists(out / n) and n not in mine]
+    for folder in (RECORDS_FOLDER, "plots"):
+        path = out / folder
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            blocked.append(folder)
+    return blocked
+
+
+def _refuse_in_the_way(out: Path, mine: dict[str, Any]) -> None:
+    blocked = _in_the_way(out, mine)
+    if blocked:
+        shown = ", ".join(blocked[:6]) + (f" and {len(blocked) - 6} more" if len(blocked) > 6 else "")
+        raise ValueError(
+            f"{out} holds {shown}, where ccmetrics writes its own output, but ccmetrics did not write "
+            f"{'it' if len(blocked) == 1 else 'them'} (no complete manifest.json of ccmetrics lists "
+            f"{'it' if len(blocked) == 1 else 'them'} with this checksum: someone else's, edited since, or of a "
+            "ccmetrics before 0.2); ccmetrics removes no file of yours: move "
+            f"{'it' if len(blocked) == 1 else 'them'} out of {out}, or give another output folder (--out)"
+        )
 
 
 def _remove(out: Path, names: Iterable[str]) -> list[str]:
-    """Remove these outputs of the folder; an OS error is an :class:`~ccmetrics._files.OutputWriteError` naming the
-    path."""
+    """Remove these files of the folder (never a folder: a name that became one is skipped); an OS error is an
+    :class:`~ccmetrics._files.OutputWriteError` naming the path."""
     removed = []
     for name in names:
         path = out / name
         try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
-            else:
+            if path.is_symlink() or not path.is_file():
                 continue
+            path.unlink()
+        except FileNotFoundError:
+            continue
         except OSError as exc:
             raise OutputWriteError(path, exc, "remove") from exc
         removed.append(name)
@@ -295,39 +497,40 @@ def _remove(out: Path, names: Iterable[str]) -> list[str]:
 
 def begin_tables(out_dir: str | os.PathLike) -> None:
     """Mark the folder's tables as being rewritten (``manifest.json``: ``"state": "writing"``), before the
-    first of them is replaced: a reader refuses the folder until :func:`finish_tables`."""
+    first of them is replaced: a reader refuses the folder until :func:`finish_tables`. The manifest keeps what
+    ccmetrics provably wrote, as :func:`owned_outputs` says before the first is replaced: a file of someone else's
+    where ccmetrics writes its own is refused here, so that :func:`finish_tables` removes ccmetrics' files only.
+
+    Raises
+    ------
+    ValueError
+        A file that ccmetrics did not write is where it writes its own (named; nothing is written).
+    """
+    out = Path(out_dir)
+    mine = owned_outputs(out)
+    _refuse_in_the_way(out, mine)
     doc = {"format": _MANIFEST_FORMAT, "state": "writing", "files": {}}
-    atomic_write(Path(out_dir) / MANIFEST_NAME, lambda tmp: tmp.write_text(json.dumps(doc, indent=2)))
+    atomic_write(out / MANIFEST_NAME, lambda tmp: tmp.write_text(json.dumps(doc, indent=2)))
 
 
 def stale_outputs(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
     """The outputs of an earlier run in the folder that this run did not write (names relative to the folder;
-    a figure as ``plots/name.png``): what :func:`finish_tables` removes. Only ccmetrics' own names count: its
-    tables, ``report.html`` and, in ``plots/``, the figures it draws (:data:`ccmetrics.schema.PLOT_FILE`);
-    other files there are left alone."""
+    a figure as ``plots/name.png``): what :func:`finish_tables` removes. Only files that ccmetrics provably wrote
+    count (:func:`owned_outputs`: its tables and figures as the earlier manifest lists them, its ``report.html``);
+    other files are left alone."""
     out = Path(out_dir)
     return _stale(out, {_relative(out, p) for p in written})
 
 
 def _stale(out: Path, mine: set[str]) -> list[str]:
-    stale = []
-    for name in TABLE_OUTPUTS:
-        path = out / name
-        if name == "plots" and path.is_dir() and not path.is_symlink():
-            stale += [f"plots/{p.name}" for p in sorted(path.iterdir()) if _figure(p) and f"plots/{p.name}" not in mine]
-        elif (path.exists() or path.is_symlink()) and name not in mine:
-            stale.append(name)
-    return stale
-
-
-def _figure(path: Path) -> bool:
-    """Whether a file of ``plots/`` is a figure ccmetrics draws, by its name (other files there are the user's)."""
-    return path.is_file() and schema.PLOT_FILE.fullmatch(path.name) is not None
+    owned = _owned(out, hashed=False)
+    return sorted(n for n in owned if n != MANIFEST_NAME and n not in mine)
 
 
 def finish_tables(out_dir: str | os.PathLike, written: Iterable[str | os.PathLike]) -> list[str]:
-    """Remove the outputs of an earlier run that this run did not write, then write the complete manifest:
-    each written file's size and SHA-256 and this write's id. Returns the removed names."""
+    """Remove the outputs of an earlier run that this run did not write (those ccmetrics provably wrote:
+    :func:`stale_outputs`), then write the complete manifest: each written file's size and SHA-256 and this write's
+    id. Returns the removed names."""
     out = Path(out_dir)
     files = sorted({_relative(out, p) for p in written})
     removed = _stale(out, set(files))

@@ -20,6 +20,14 @@ again when its record is missing, unreadable or fails its checksum, when its fin
 (:func:`changes` says how), or when its last attempt failed for a reason that may not repeat (a worker
 that died, a time-out, the memory limit: ``retry`` in the record).
 
+A record's file name is its case id made safe for file names, never hidden (a leading ``.`` becomes ``_``),
+plus a hash of the whole id, so that two ids never share a file; a record of an earlier ccmetrics under a hidden
+name is still read. A file of the records folder is **provably ccmetrics'** (:meth:`RecordStore.owns`) when its
+first line is a record's head and its name is the record name of the case its body names (or of the case being
+recorded): only such files are ever removed or replaced (a damaged one: its case is evaluated again). Anything else
+there is left alone (:meth:`RecordStore.scan` names it), and one at a case's record name stops the run before it
+evaluates anything (:class:`ccmetrics.campaign.scheduler.RecordsInTheWay`).
+
 What the fingerprint does not see: a file rewritten with the same size within the file system's
 time resolution, or given an old modification time on purpose (``touch -d``); such a file is taken as
 unchanged. Give ``--overwrite`` after replacing inputs that way.
@@ -36,9 +44,8 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -286,15 +293,26 @@ class CaseRecord:
     fingerprint: dict[str, Any]
     output: dict[str, Any]
     retry: bool = False
+    #: the file it was read from (None: not read from a file)
+    path: Path | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class RecordProblem:
-    """A record file that cannot be taken: its path, its case (when the file still names one) and why."""
+    """A file of the records folder that cannot be taken: its path, its case (when the file still names one and its
+    name is that case's record name) and why.
+
+    ``marked``: its first line is the head of a record (:meth:`RecordStore.write`'s ``{"format": ..., "sha256":
+    ...}``); ``ours``: besides, its name is the record name of the case its body names, so ccmetrics provably wrote
+    it (it may be damaged or edited: its checksum fails). Only such a file is ever removed or replaced; any other
+    is left alone.
+    """
 
     path: Path
     case: str | None
     reason: str
+    marked: bool = False
+    ours: bool = False
 
 
 class RecordStore:
@@ -314,12 +332,25 @@ class RecordStore:
         self.folder = Path(out_dir) / RECORDS_FOLDER
 
     def path(self, case: str) -> Path:
-        """The record file of a case: its id made safe for file names, plus a hash (ids stay distinct)."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", case)[:80]
-        return self.folder / f"{safe}-{hashlib.sha1(case.encode()).hexdigest()[:10]}.json"
+        """The record file of a case: its id made safe for file names (never hidden: a leading ``.`` becomes
+        ``_``), plus a hash of the whole id, so that two ids never share a file.
+
+        >>> store = RecordStore("out")
+        >>> store.path(".hidden").name, store.path("_hidden").name
+        ('_hidden-92f73832be.json', '_hidden-fdbf8b02d0.json')
+        """
+        safe = re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", case)[:80])
+        return self.folder / f"{safe}-{_id_hash(case)}.json"
+
+    def _paths(self, case: str) -> list[Path]:
+        """Where a case's record may be: its name, and the hidden name that ccmetrics gave an id with a leading
+        ``.`` before (still read, replaced when the case is recorded again)."""
+        earlier = self.folder / f"{re.sub(r'[^A-Za-z0-9._-]', '_', case)[:80]}-{_id_hash(case)}.json"
+        return [self.path(case)] + ([earlier] if earlier.name.startswith(".") else [])
 
     def write(self, record: CaseRecord) -> None:
-        """Write a case's record atomically: a temporary file, flushed and fsync'd, renamed over the record.
+        """Write a case's record atomically: a temporary file, flushed and fsync'd, renamed over the record (and the
+        case's record under its earlier, hidden name removed, when ccmetrics provably wrote it).
 
         Raises
         ------
@@ -335,7 +366,7 @@ class RecordStore:
             }
         ).encode()
         head = json.dumps({"format": _FORMAT, "sha256": hashlib.sha256(body).hexdigest()}).encode()
-        final = self.path(record.case)
+        final, *earlier = self._paths(record.case)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         with critical():  # a stop signal waits until the record is whole (or its temporary file gone)
             try:
@@ -350,81 +381,150 @@ class RecordStore:
                     tmp.unlink()
                 raise OutputWriteError(final, exc) from exc
             fsync_folder(self.folder)
+            self.remove(paths=[p for p in earlier if self.owns(p, record.case)])
 
     def read_all(self) -> dict[str, CaseRecord]:
         """Every good record, by case id (:meth:`scan` without the problems)."""
         return self.scan()[0]
 
     def scan(self) -> tuple[dict[str, CaseRecord], list[RecordProblem]]:
-        """Every good record by case id, and the record files that cannot be taken and why: unreadable,
-        not a record, written by another format, or failing its checksum (edited by hand or damaged).
+        """Every good record by case id, and the other files of the folder and why they are not taken: unreadable,
+        not a record (a file of someone else's: left alone), written by another format, or failing its checksum
+        (edited or damaged). :attr:`RecordProblem.ours` tells a record ccmetrics provably wrote from the rest.
 
-        Temporary files of an interrupted write are neither (:func:`remove_temporaries`).
+        Temporary files of an interrupted write are neither (:func:`remove_temporaries`), nor are hidden files
+        other than a record under its earlier, hidden name.
         """
         out: dict[str, CaseRecord] = {}
         problems: list[RecordProblem] = []
-        if not self.folder.is_dir():
+        try:
+            entries = sorted(self.folder.iterdir())
+        except OSError:  # no records folder (or not a folder: prepare_out_dir names it)
             return out, problems
-        for path in sorted(self.folder.glob("*.json")):
-            if path.name.startswith("."):
+        for path in entries:
+            hidden = path.name.startswith(".")
+            if is_temporary(path.name):
                 continue
-            record, why = self._read(path)
-            if record is None:
-                problems.append(RecordProblem(path, _case_named(path), why))
-            elif self.path(record.case) != path:
-                problems.append(RecordProblem(path, None, "its name does not match the case it holds"))
+            if path.is_symlink() or not path.is_file() or not path.name.endswith(".json"):
+                if not hidden:
+                    problems.append(RecordProblem(path, None, "not a ccmetrics record"))
+                continue
+            record, why, marked, case = self._read(path)
+            named = case is not None and path in self._paths(case)
+            if record is not None and named:
+                if record.case not in out or path == self.path(record.case):  # the current name wins
+                    record.path = path
+                    out[record.case] = record
+            elif hidden and not named:
+                continue  # a hidden file of someone else's
+            elif record is not None:
+                problems.append(RecordProblem(path, None, "its name is not the name of the case it holds", True))
             else:
-                out[record.case] = record
+                problems.append(RecordProblem(path, case if named else None, why, marked, marked and named))
         return out, problems
 
     @staticmethod
-    def _read(path: Path) -> tuple[CaseRecord | None, str]:
+    def _read(path: Path) -> tuple[CaseRecord | None, str, bool, str | None]:
+        """The record in a file (or None and why), whether its first line is a record's head, and the case its body
+        names (None when it names none)."""
         try:
             data = path.read_bytes()
         except OSError as exc:
-            return None, f"unreadable ({exc.strerror or exc})"
+            return None, f"unreadable ({exc.strerror or exc})", False, None
         head_bytes, _, body = data.partition(b"\n")
-        try:
-            head = json.loads(head_bytes)
-            if not isinstance(head, dict) or "format" not in head:
-                raise ValueError
-        except ValueError:
-            return None, "not a ccmetrics record (damaged?)"
+        head = _head(head_bytes)
+        if head is None:
+            return None, "not a ccmetrics record", False, None
         if head["format"] != _FORMAT:
-            return None, f"written in record format {head['format']} (this ccmetrics writes {_FORMAT})"
+            old = head.get("case") if isinstance(head.get("case"), str) else None
+            return None, f"written in record format {head['format']} (this ccmetrics writes {_FORMAT})", True, old
         body = body.rstrip(b"\n")
-        if hashlib.sha256(body).hexdigest() != head.get("sha256"):
-            return None, "fails its checksum (edited or damaged)"
         try:
             doc = json.loads(body)
+        except ValueError:
+            doc = None
+        case = doc.get("case") if isinstance(doc, dict) and isinstance(doc.get("case"), str) else None
+        if hashlib.sha256(body).hexdigest() != head["sha256"]:
+            return None, "fails its checksum (edited or damaged)", True, case
+        try:
             record = CaseRecord(doc["case"], doc["fingerprint"], _checked_output(doc["output"]), doc["retry"])
-        except (ValueError, KeyError, TypeError) as exc:
-            return None, f"not a whole record ({type(exc).__name__}: {exc})"
-        return record, ""
+        except (KeyError, TypeError) as exc:
+            return None, f"not a whole record ({type(exc).__name__}: {exc})", True, case
+        return record, "", True, case
 
-    def remove(self, cases: Iterable[str] | None = None, paths: Iterable[Path] = ()) -> None:
-        """Remove the records of these cases (all records, and stray temporaries, when None) and these files."""
+    def owns(self, path: Path, case: str | None = None) -> bool:
+        """Whether ccmetrics provably wrote this file as a record: a regular file whose first line is a record's
+        head and whose name is the record name of ``case`` (default: of the case its body names), checksum or not.
+
+        >>> import tempfile
+        >>> store = RecordStore(tempfile.mkdtemp())
+        >>> store.write(CaseRecord("a", {}, encode_output({"rows": [], "timing": {}})))
+        >>> store.owns(store.path("a")), store.owns(store.path("b"), "b")
+        (True, False)
+        """
+        if path.is_symlink() or not path.is_file():
+            return False
+        _, _, marked, named = self._read(path)
+        return marked and path in self._paths(case if case is not None else named or "")
+
+    def in_the_way(self, cases: Iterable[str]) -> list[Path]:
+        """The record names of these cases that hold something ccmetrics did not write (a folder, a link, a file of
+        someone else's): writing the case's record would replace it (one listing of the folder, and a read of each
+        file found at such a name)."""
+        try:
+            names = set(os.listdir(self.folder))
+        except OSError:
+            return []
+        found = (self.path(c) for c in cases)
+        return [p for p in found if p.name in names and (p.is_symlink() or not p.is_file() or not self._read(p)[2])]
+
+    def remove(self, cases: Iterable[str] | None = (), paths: Iterable[Path] = ()) -> list[Path]:
+        """Remove the records of these cases (every record with ``cases=None``) and these files, each only when
+        ccmetrics provably wrote it (:meth:`owns`); anything else stays. Returns the removed paths.
+
+        Raises
+        ------
+        OutputWriteError
+            A record could not be removed (the message names it).
+        """
         if not self.folder.is_dir():
-            return
-        chosen = self.folder.glob("*") if cases is None else (self.path(c) for c in cases)
-        for path in [*chosen, *paths]:
+            return []
+        if cases is None:
+            chosen = sorted(p for p in self.folder.iterdir() if p.name.endswith(".json") and self.owns(p))
+        else:
+            chosen = [p for c in cases for p in self._paths(c) if self.owns(p, c)]
+        removed = []
+        for path in [*chosen, *(p for p in paths if self.owns(p))]:
             try:
-                if path.is_dir() and not path.is_symlink():  # a folder where a record belongs: in the way
-                    shutil.rmtree(path)
-                elif path.is_file() or path.is_symlink():
-                    path.unlink()
+                path.unlink()
+            except FileNotFoundError:
+                continue
             except OSError as exc:
                 raise OutputWriteError(path, exc, "remove") from exc
+            removed.append(path)
+        return removed
 
 
-def _case_named(path: Path) -> str | None:
-    """The case a damaged record file belongs to, when its body still says (else None)."""
+def _id_hash(case: str) -> str:
+    """The part of a record's name that keeps case ids apart (the SHA-1 of the whole id, 10 hex digits)."""
+    return hashlib.sha1(case.encode()).hexdigest()[:10]
+
+
+def _head(line: bytes) -> dict[str, Any] | None:
+    """A record's first line as :meth:`RecordStore.write` writes it (``{"format": 2, "sha256": HEX}``; format 1, of
+    ccmetrics 0.1.0: the whole record on one line, with its ``case``), or None for any other line."""
     try:
-        body = path.read_bytes().partition(b"\n")[2]
-        case = json.loads(body).get("case")
-    except (OSError, ValueError, AttributeError):
+        head = json.loads(line)
+    except ValueError:
         return None
-    return case if isinstance(case, str) else None
+    if not isinstance(head, dict) or type(head.get("format")) is not int:
+        return None
+    if head["format"] == 1:
+        return head if isinstance(head.get("case"), str) and "fingerprint" in head else None
+    sha = head.get("sha256")
+    if set(head) != {"format", "sha256"} or not isinstance(sha, str) or re.fullmatch(r"[0-9a-f]{64}", sha) is None:
+        return None
+    return head
 
 
 def is_temporary(name: str) -> bool:

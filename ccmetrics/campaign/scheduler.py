@@ -37,9 +37,11 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import schema
+from .._escaping import printable
 from .._files import OutputWriteError
 from .._interrupts import critical, raise_if_stopped
 from ..engine.memory import over_limit
@@ -49,6 +51,7 @@ __all__ = [
     "EvaluationFailed",
     "EvaluationInterrupted",
     "Failed",
+    "RecordsInTheWay",
     "RunInfo",
     "Stopped",
     "run_cases",
@@ -123,7 +126,7 @@ def _note(text: str) -> None:
     from tqdm.auto import tqdm
 
     with critical():  # tqdm creates its lock on first use: a stop signal there would leave it half-made
-        tqdm.write(f"ccmetrics: {text}", file=sys.stderr)
+        tqdm.write(printable(f"ccmetrics: {text}", newlines=True), file=sys.stderr)  # ids: no control character
 
 
 def _silent(text: str) -> None:
@@ -194,6 +197,8 @@ def run_cases(
     try:
         if store is not None and resume:
             _take_records(store, tasks, prints, info, outputs, routine=_note if progress else _silent)
+        elif store is not None and (blocked := store.in_the_way(prints)):
+            raise RecordsInTheWay(blocked)
         todo = [t for t in tasks if t.case not in outputs]
         pool = client is None and ((workers > 1 and len(todo) > 1) or case_timeout is not None)
         if pool:  # started now, their imports overlap the estimates (headers read here) below
@@ -241,6 +246,8 @@ def run_cases(
     except OutputWriteError as exc:
         info.pending = sorted(t.case for t in tasks if t.case not in outputs)
         raise Failed(str(exc), list(outputs.values()), info) from exc
+    except RecordsInTheWay:  # before any case ran: the folder's problem, which its message names
+        raise
     except Exception as exc:  # the scheduler's own failure: the finished cases stay kept, the run says how to go on
         info.pending = sorted(t.case for t in tasks if t.case not in outputs)
         message = f"the run's scheduler failed: {type(exc).__name__}: {exc} (please report this as a bug)"
@@ -264,11 +271,26 @@ def _take_records(
     routine: Callable[[str], None] = _note,
 ) -> None:
     """Resume: put into ``outputs`` the output of every case whose record still stands; note in ``info`` why each
-    other case is evaluated; remove the records of cases no longer in the folders and the damaged ones. A damaged
-    record is always noted; ``routine`` tells what was kept and which cases changed (silent with ``progress=False``)."""
+    other case is evaluated; remove the records of cases no longer in the folders, and the damaged records that
+    ccmetrics provably wrote of such cases (a damaged record of a case still there is replaced when the case is
+    recorded again). Every other file of the records folder is left alone and named. A damaged record is always
+    noted; ``routine`` tells what was kept and which cases changed (silent with ``progress=False``).
+
+    Raises
+    ------
+    RecordsInTheWay
+        A file that ccmetrics did not write has the record name of a case (before anything is evaluated).
+    """
     records, problems = store.scan()
     by_path = {store.path(t.case): t.case for t in tasks}
-    damaged = {(p.case if p.case is not None else by_path.get(p.path)): p.reason for p in problems}
+    blocked = [p.path for p in problems if p.path in by_path and not p.marked]
+    if blocked:
+        raise RecordsInTheWay(blocked)
+    damaged = {}
+    for p in problems:
+        case = p.case if p.ours else by_path.get(p.path) if p.marked else None
+        if case is not None:
+            damaged[case] = p.reason
     found = len(records) + len(problems)
     for task in tasks:
         record = records.pop(task.case, None)
@@ -281,7 +303,8 @@ def _take_records(
         else:
             outputs[task.case] = record.output
     info.dropped_records = sorted(records)  # cases no longer in the folders
-    store.remove(records, [p.path for p in problems])
+    gone = [p for p in problems if p.ours and p.case not in prints]  # damaged records of cases no longer there
+    store.remove(paths=[r.path for r in records.values() if r.path is not None] + [p.path for p in gone])
     info.reused = len(outputs)
     if not found:
         return
@@ -304,9 +327,29 @@ def _take_records(
             _note(f"  {case}: {reason}: evaluated again")
         elif reason != "new":
             routine(f"  {case}: {reason}")
-    for problem in problems:
-        if problem.case is None and problem.path not in by_path:
-            _note(f"  record file {problem.path.name}: {problem.reason}; removed")
+    for problem in gone:
+        _note(f"  record file {problem.path.name}: {problem.reason} (its case is no longer in the folders); removed")
+    alone = [p for p in problems if p.path not in by_path and not (p.ours and p.case is not None)]
+    if alone:
+        shown = ", ".join(p.path.name for p in alone[:8]) + (", ..." if len(alone) > 8 else "")
+        _note(
+            f"  left alone in {store.folder}: {len(alone)} file(s) that ccmetrics cannot prove it wrote ({shown}; "
+            f"{alone[0].path.name}: {alone[0].reason})"
+        )
+
+
+class RecordsInTheWay(ValueError):
+    """Files that ccmetrics did not write have the record names of cases (a run would replace them): the message
+    names them and what to do."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        shown = ", ".join(map(str, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        super().__init__(
+            f"{shown}: not written by ccmetrics (not a case record), but where the record of "
+            f"{'its case' if len(paths) == 1 else 'their cases'} goes; ccmetrics removes no file of yours: move "
+            f"{'it' if len(paths) == 1 else 'them'} out of {paths[0].parent}, or give another output folder (--out)"
+        )
+        self.paths = paths
 
 
 def _kind(reason: str) -> str:

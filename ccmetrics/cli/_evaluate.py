@@ -4,16 +4,17 @@ folder's lock, then the summary, the tables and plots as one set, and the report
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+from .._escaping import printable
 from ._common import (
     EXIT_CASE_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     _classes_arg,
     _name_list,
+    _say,
     _signals_ignored,
     _spacing_arg,
     _stop_code,
@@ -277,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         client = Client(args.dask)
     meta, by = None, []
     if (args.metadata is None) != (args.group_by is None):
-        print("ccmetrics evaluate: error: --metadata and --group-by go together", file=sys.stderr)
+        _say("ccmetrics evaluate: error: --metadata and --group-by go together")
         return EXIT_USAGE
     if args.metadata is not None:  # checked before a case is evaluated
         from ..analysis.subgroups import case_groups, read_metadata
@@ -286,8 +287,19 @@ def run(args: argparse.Namespace) -> int:
             meta, by = read_metadata(args.metadata), _name_list(args.group_by)
             case_groups(meta, by, [])
         except (OSError, ValueError) as exc:
-            print(f"ccmetrics evaluate: error: {exc}", file=sys.stderr)
+            _say(f"ccmetrics evaluate: error: {exc}")
             return EXIT_USAGE
+    from ..campaign.output_folder import check_inputs
+
+    inputs = [
+        ("GT folder (GT_DIR)", args.gt_dir),
+        ("predictions folder (PRED_DIR)", args.pred_dir),
+        ("probability maps (--probabilities)", args.probabilities),
+        ("metadata table (--metadata)", args.metadata),
+        ("dataset.json (--dataset-json)", args.dataset_json),
+        ("reference images (--reference-images)", args.reference_images),
+    ]
+    check_inputs(args.out, inputs)  # before --out is locked (or created); evaluate_dataset checks them too
     if not args.quiet:
         _say_folders(args)
     start = time.perf_counter()
@@ -398,7 +410,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         _say_removed(written["removed"])
     except KeyboardInterrupt:
         with _signals_ignored():
-            print(f"\nStopped after the tables were written: {args.out} holds the whole result.", file=sys.stderr)
+            _say(f"\nStopped after the tables were written: {args.out} holds the whole result.")
         return _stop_code()
     return _exit_code(result.counts())
 
@@ -415,7 +427,7 @@ def _say_folders(args: argparse.Namespace) -> None:
         predictions = f"predictions from {args.pred_dir}"
     else:
         predictions = f"predictions: prob > 0.5 of the maps in {args.probabilities}"
-    print(f"ccmetrics: ground truth (GT) from {args.gt_dir}; {predictions}", file=sys.stderr)
+    _say(f"ccmetrics: ground truth (GT) from {args.gt_dir}; {predictions}")
 
 
 def _say_swap_signs(args: argparse.Namespace, result) -> None:
@@ -426,10 +438,9 @@ def _say_swap_signs(args: argparse.Namespace, result) -> None:
         return
     signs = swap_signs(result)
     if signs:
-        print(
+        _say(
             "ccmetrics: note: GT_DIR and PRED_DIR may be swapped (the GT folder comes first: "
-            "ccmetrics evaluate GT_DIR PRED_DIR): " + "; ".join(signs),
-            file=sys.stderr,
+            "ccmetrics evaluate GT_DIR PRED_DIR): " + "; ".join(signs)
         )
 
 
@@ -440,7 +451,7 @@ def _closing_line(result, seconds: float, written: dict) -> int:
 
     table = result.per_case
     for row in table[table[schema.STATUS] == schema.FAILED].drop_duplicates(schema.CASE).itertuples():
-        print(f"ccmetrics evaluate: {row.case} failed: {row.error}", file=sys.stderr)
+        _say(f"ccmetrics evaluate: {printable(row.case)} failed: {printable(row.error)}")  # each on one line
     n = result.counts()
     print(
         f"{counted(n, seconds)}; results in {written['summary'].parent}"

@@ -392,7 +392,9 @@ def test_an_edited_record_is_evaluated_again(data, tmp_path):
     assert tables(out) == tables(reference)
 
 
-def test_garbled_record_files_are_named_and_replaced(data, tmp_path):
+def test_garbled_record_files_are_named_and_kept(data, tmp_path):
+    """Issue 39: a file that ccmetrics cannot prove it wrote is never removed. At a case's record name it stops the
+    run before anything is evaluated, named with what to do; elsewhere in the records folder it is left alone."""
     gt, pred, reference = data
     out = tmp_path / "out"
     shutil.copytree(reference, out)
@@ -400,16 +402,21 @@ def test_garbled_record_files_are_named_and_replaced(data, tmp_path):
     store.path("case_05").write_bytes(b"\x00\x01 not json")
     (store.folder / "stray.json").write_text('{"format": 2, "sha256": "0"}\n{}\n')
     done = cli(*evaluate_args(gt, pred, out, "--resume"))
+    assert done.returncode == 2, done.stderr
+    assert f"{store.path('case_05')}: not written by ccmetrics (not a case record)" in done.stderr
+    assert "ccmetrics removes no file of yours" in done.stderr and "--out" in done.stderr
+    assert store.path("case_05").read_bytes() == b"\x00\x01 not json"
+    assert (store.folder / "stray.json").exists()
+    store.path("case_05").unlink()  # the user moves it away: the resume evaluates that case, stray.json stays
+    done = cli(*evaluate_args(gt, pred, out, "--resume"))
     assert done.returncode == 0, done.stderr
-    assert "record file stray.json: fails its checksum (edited or damaged); removed" in done.stderr
-    assert "case_05: record not a ccmetrics record (damaged?): evaluated again" in done.stderr
-    assert "(1 record damaged)" in done.stderr
-    assert not (store.folder / "stray.json").exists()
+    assert "left alone in" in done.stderr and "stray.json" in done.stderr
+    assert (store.folder / "stray.json").read_text() == '{"format": 2, "sha256": "0"}\n{}\n'
     assert np.array_equal(sorted(store.read_all()), [f"case_{i:02d}" for i in range(10)])
     assert tables(out) == tables(reference)
 
 
-def test_a_folder_where_a_record_belongs_is_replaced(data, tmp_path):
+def test_a_folder_where_a_record_belongs_is_named_and_kept(data, tmp_path):
     gt, pred, reference = data
     out = tmp_path / "out"
     shutil.copytree(reference, out)
@@ -417,9 +424,9 @@ def test_a_folder_where_a_record_belongs_is_replaced(data, tmp_path):
     path.unlink()
     (path / "inside").mkdir(parents=True)
     done = cli(*evaluate_args(gt, pred, out, "--resume"))
-    assert done.returncode == 0, done.stderr
-    assert "case_03: record unreadable" in done.stderr
-    assert path.is_file() and tables(out) == tables(reference)
+    assert done.returncode == 2, done.stderr
+    assert f"{path}: not written by ccmetrics" in done.stderr
+    assert (path / "inside").is_dir()
 
 
 # ---------------------------------------------------------------- signals, continued
