@@ -210,7 +210,7 @@ def test_report_scan_over_the_memory_limit_is_not_read(tmp_path):
     assert channel is None
     assert problem == (
         "channel 0000: reading a_0000.nii (8 x 8 x 8 voxels) needs about 6.0 KiB, over the report's memory limit of "
-        "4.0 KiB: it is not drawn (free memory, or write the report on a machine with more)"
+        "4.0 KiB: it is not drawn (raise the limit with ccmetrics report --max-memory, or free memory)"
     )
     channel, problem = read_channel(file, _case_grid())  # the default limit: a share of the memory available
     assert problem is None and channel.array.shape == (8, 8, 8)
@@ -335,3 +335,34 @@ def test_a_geojson_edge_at_1e308_is_refused_naming_the_coordinate(tmp_path):
     assert "features[0] (id 'n1'): coordinate x = 1e+308 of vertex 1 of ring 0 lies beyond ±9007199254740992 " in str(
         caught.value
     )
+
+
+def test_report_max_memory_option_leaves_a_channel_out_with_its_reason(tmp_path, capsys):
+    """``ccmetrics report --images DIR --max-memory SIZE``: a channel whose header says it needs more is not read and
+    the page says why; without the option the same channel is drawn (the default: a share of the memory available).
+    """
+    from ccmetrics import evaluate_dataset
+    from ccmetrics.cli import main
+    from ccmetrics.report import write_report
+
+    for sub in ("gt", "pred", "images"):
+        (tmp_path / sub).mkdir()
+    gt = np.zeros((24, 24, 8), np.uint8)
+    gt[8:14, 8:14, 2:6] = 1
+    save_image(tmp_path / "gt" / "a.nii.gz", gt, spacing=(2.0, 2.0, 3.0))
+    save_image(tmp_path / "pred" / "a.nii.gz", np.roll(gt, 1, 0), spacing=(2.0, 2.0, 3.0))
+    pet = np.where(gt > 0, 8.0, 1.0).astype(np.float32)
+    save_image(tmp_path / "images" / "a_0000.nii.gz", pet, spacing=(2.0, 2.0, 3.0))
+    evaluate_dataset(tmp_path / "gt", tmp_path / "pred", ["dice"], progress=False).write(tmp_path / "out", plots=False)
+    need = 3 * pet.size * pet.itemsize  # what read_channel counts: the array, the reader's copy, a reoriented copy
+    args = ["report", str(tmp_path / "out"), "--images", str(tmp_path / "images"), "--out"]
+    assert main([*args, str(tmp_path / "small.html"), "--max-memory", str(need - 1)]) == 0
+    page = (tmp_path / "small.html").read_text()
+    assert "over the report&#39;s memory limit" in page and "--max-memory" in page
+    assert main([*args, str(tmp_path / "default.html")]) == 0
+    assert "memory limit" not in (tmp_path / "default.html").read_text()
+    info = write_report(tmp_path / "out", tmp_path / "exact.html", images=tmp_path / "images", max_memory=need)
+    assert info.n_on_image == 1 and info.channels == ["0000"]
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out"), "--max-memory", "1G"]) == 2
+    assert "--max-memory go with --images" in capsys.readouterr().err

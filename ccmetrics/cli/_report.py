@@ -59,6 +59,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, range, or LEVEL/WIDTH such "
         "as --window=-600/1500; CHANNEL= (a name or a code such as 0001) sets one channel's; repeatable",
     )
+    re_.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="SIZE",
+        help="most memory reading one channel of --images may take, e.g. 8G, judged from its header before it is "
+        "read; a channel over it is left out with a note (default: 80%% of the available memory)",
+    )
     return re_
 
 
@@ -73,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
             "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)"
         )
         return EXIT_USAGE
-    if (args.channel_names or args.window) and args.images is None:
-        _say("ccmetrics report: error: --channel-names and --window go with --images IMAGE_DIR")
+    if (args.channel_names or args.window or args.max_memory) and args.images is None:
+        _say("ccmetrics report: error: --channel-names, --window and --max-memory go with --images IMAGE_DIR")
         return EXIT_USAGE
     window: dict[str, str] = {}
     for given in args.window or []:
@@ -90,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         images=args.images,
         channel_names=args.channel_names,
         window=window or None,
+        max_memory=args.max_memory,
     )
     print(info)
     return EXIT_OK

@@ -824,7 +824,7 @@ def read_monusac_masks(
 
 
 #: GeoJSON coordinates beyond this (2**53 pixels) are refused: float64 no longer tells pixel centres apart there
-_LARGEST_COORDINATE = float(2**53)
+_LIMIT_COORDINATE = float(2**53)
 
 
 def _ring_mask(ring: np.ndarray, r0: int, c0: int, h: int, w: int) -> np.ndarray:
@@ -939,12 +939,12 @@ def _rings(coords, where: str) -> list[np.ndarray]:
         a = a[:, :2]
         if not np.isfinite(a).all():
             raise ValueError(f"{where}: a polygon has non-finite coordinates")
-        far = np.abs(a) > _LARGEST_COORDINATE
+        far = np.abs(a) > _LIMIT_COORDINATE
         if far.any():
             vertex, axis = (int(v) for v in np.argwhere(far)[0])
             raise ValueError(
                 f"{where}: coordinate {'xy'[axis]} = {float(a[vertex, axis])!r} of vertex {vertex} of ring "
-                f"{len(rings)} lies beyond ±{_LARGEST_COORDINATE:.0f} pixels, where pixel centres can no longer be told "
+                f"{len(rings)} lies beyond ±{_LIMIT_COORDINATE:.0f} pixels, where pixel centres can no longer be told "
                 "apart: fix the object's geometry (QuPath exports pixel coordinates of the image)"
             )
         rings.append(a)

@@ -995,7 +995,7 @@ def _scan_refused(
         return (
             f"channel {name}: reading {file.path.name} ({' x '.join(map(str, grid.array.shape))} voxels) needs about "
             f"{format_bytes(need)}, over the report's memory limit of {format_bytes(limit)}: it is not drawn "
-            "(free memory, or write the report on a machine with more)"
+            "(raise the limit with ccmetrics report --max-memory, or free memory)"
         )
     return None
 

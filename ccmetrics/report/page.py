@@ -44,6 +44,7 @@ import pandas as pd
 
 from .. import schema
 from .._words import noun
+from ..engine.memory import parse_memory
 from . import data, detection, geometry, thumbnails
 
 __all__ = [
@@ -398,6 +399,7 @@ class _Scans:
     names: Sequence[str] | None
     windows: dict[str, thumbnails.WindowSpec]
     tolerance_mm: float
+    max_bytes: float | None = None  # None: evaluate's share of the memory available when a channel is read
 
     def window(self, label: str, code: str) -> thumbnails.WindowSpec:
         for key in (label, code, "*"):
@@ -444,7 +446,9 @@ def _on_image(grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], sc
     for file in files:
         label = file.label(scans.names)
         named = f"{file.code} ({label})" if file.code and label != file.code else label
-        channel, problem = data.read_channel(file, grid, label=named, tolerance_mm=scans.tolerance_mm)
+        channel, problem = data.read_channel(
+            file, grid, label=named, tolerance_mm=scans.tolerance_mm, max_bytes=scans.max_bytes
+        )
         if problem or channel is None:
             scan.left_out.append((label, problem or f"channel {named} could not be read"))
         else:
@@ -716,6 +720,7 @@ def build_model(
     images: os.PathLike | None = None,
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
+    max_memory: str | int | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as plain Python data (the template's context).
 
@@ -738,12 +743,13 @@ def build_model(
     FileNotFoundError
         No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
     ValueError
-        ``images`` holds no image file, or ``window`` cannot be read.
+        ``images`` holds no image file, or ``window`` or ``max_memory`` cannot be read.
     """
     scans = None
     if images is not None:  # checked first: a wrong folder fails before any case is read
         windows = thumbnails.window_specs(window)
-        scans = _Scans(data.ImageFolder.scan(images), list(channel_names or []), windows, 1e-3)
+        limit = None if max_memory is None else parse_memory(max_memory)
+        scans = _Scans(data.ImageFolder.scan(images), list(channel_names or []), windows, 1e-3, limit)
     folder = data.read_result_folder(result_dir)
     if scans is not None:
         tolerance = folder.options.get("tolerance_mm")
@@ -915,6 +921,7 @@ def write_report(
     images: os.PathLike | None = None,
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
+    max_memory: str | int | None = None,
 ) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
 
@@ -955,6 +962,11 @@ def write_report(
         (``0–12.3``). ``"ct"`` or ``"range"`` forces one of these, ``(level, width)`` or ``"-600/1500"``
         gives a window; a mapping gives one per channel name or code (``{"PET": "range", "*": "ct"}``).
 
+    max_memory : str or int, optional
+        The most memory reading one channel of a scan may take (``"4G"``, bytes, as
+        :func:`ccmetrics.engine.memory.parse_memory` reads it), judged from its header before it is read; a channel
+        over it is left out with a note (default: the share of the available memory that ``ccmetrics evaluate``
+        takes, :data:`ccmetrics.engine.memory.DEFAULT_MEMORY_FRACTION`).
     Returns
     -------
     ReportInfo
@@ -965,7 +977,7 @@ def write_report(
     FileNotFoundError
         No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
     ValueError
-        ``images`` holds no image file, or ``window`` cannot be read.
+        ``images`` holds no image file, or ``window`` or ``max_memory`` cannot be read.
 
     Notes
     -----
@@ -1003,6 +1015,7 @@ def write_report(
         images=images,
         channel_names=channel_names,
         window=window,
+        max_memory=max_memory,
     )
     html = render_html(model)
     out = Path(out)
