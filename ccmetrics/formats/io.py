@@ -68,6 +68,7 @@ __all__ = [
     "image_id",
     "is_image_file",
     "load_image",
+    "read_grid",
     "read_header",
     "save_image",
 ]
@@ -293,27 +294,71 @@ def read_header(path, reader: str = "auto") -> ImageHeader:
         from .dicom import read_seg_header
 
         return read_seg_header(path)
+    path, shape, dtype, affine, _ = _header_geometry(path, reader)
+    spacing, _ = _geometry(path, affine, len(shape))
+    return ImageHeader(path, shape, np.dtype(dtype), spacing)
+
+
+def _header_geometry(path, reader: str) -> tuple[str, tuple[int, ...], Any, np.ndarray, Any]:
+    """What :func:`read_header` and :func:`read_grid` read of a header, once: the path, shape, dtype, the reader's
+    affine in mm and, for a 2D NIfTI, its full 4 x 4 affine (``Image.affine_3d``; None for other images)."""
     path, nifti = _prepare(path, reader)
     plain = _plain_nifti(path, warn=False, count=True) if nifti and reader != "sitk" else None
+    lazy = None
     if plain is not None:  # no scaling: the stored dtype
         shape, dtype = _image_shape(path, plain.shape), plain.dtype
         affine = _to_mm(path, plain.affine, plain.xyzt_units)
     elif nifti and reader != "sitk":
-        hdr, img = _check_nifti(path, warn=False)
+        hdr, lazy = _check_nifti(path, warn=False)
         shape = _image_shape(path, tuple(int(s) for s in hdr.get_data_shape()))
         try:  # the dtype nibabel's scaling gives, from its own code on an empty slice (reads no voxel)
-            dtype = img.dataobj[(slice(0, 0),) * len(hdr.get_data_shape())].dtype
+            dtype = lazy.dataobj[(slice(0, 0),) * len(hdr.get_data_shape())].dtype
         except Exception as e:
             raise ImageReadError(f"cannot read {path!r} with nibabel: {e}{_HINT}") from e
-        affine = _to_mm(path, np.array(img.affine, dtype=float), int(hdr["xyzt_units"]))
+        affine = _to_mm(path, np.array(lazy.affine, dtype=float), int(hdr["xyzt_units"]))
     else:
         if nifti:
-            hdr, _ = _check_nifti(path, warn=False)
+            hdr, lazy = _check_nifti(path, warn=False)
             _no_empty_axis(path, hdr.get_data_shape())
         info = _sitk_information(path, check_size=not nifti)
         shape, dtype, affine = _image_shape(path, info.shape), info.dtype, info.affine
-    spacing, _ = _geometry(path, affine, len(shape))
-    return ImageHeader(path, shape, np.dtype(dtype), spacing)
+    return path, shape, dtype, affine, _affine_3d(path, len(shape), nifti, affine, lazy)
+
+
+def read_grid(path, reader: str = "auto") -> Image:
+    """The voxel grid of an image file, read from its header: no voxel is read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A NIfTI, MHA/MHD or NRRD file (what :func:`load_image` reads, but a DICOM SEG).
+    reader : {"auto", "nibabel", "sitk"}
+        As for :func:`load_image`.
+
+    Returns
+    -------
+    Image
+        Shape, dtype, spacing and affine (and ``affine_3d``) as :func:`load_image` gives them; its ``array`` is a
+        read-only zero-stride array (no memory), meant for :func:`check_same_geometry` and
+        :func:`ccmetrics.formats.grids.on_grid` before the voxels are read, and for the memory they will take.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError, ImageReadError
+        As :func:`read_header` does.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "scan.nii.gz")
+    >>> save_image(path, np.zeros((4, 3, 2), np.int16), spacing=(0.5, 0.5, 2.0))
+    >>> grid = read_grid(path)
+    >>> grid.array.shape, grid.array.dtype, grid.spacing, grid.array.strides
+    ((4, 3, 2), dtype('int16'), (0.5, 0.5, 2.0), (0, 0, 0))
+    """
+    path, shape, dtype, affine, affine_3d = _header_geometry(path, reader)
+    spacing, grid_affine = _geometry(path, affine, len(shape))
+    return Image(np.broadcast_to(np.zeros((), dtype), shape), spacing, grid_affine, path, affine_3d)
 
 
 def load_image(path, reader: str = "auto") -> Image:

@@ -27,8 +27,9 @@ softmax first); a multi-channel file without ``channel=`` (except nnU-Net's two 
 whose channel 1 is the foreground), or a channel that does not exist.
 
 Memory: every read is estimated from headers before any voxel is read, and with ``max_bytes`` (the data-set run's
-``--max-memory``) refused over it (:class:`ProbabilityMemoryError`). An image file's grid is compared with ``like``'s
-from its header (:func:`read_grid`) before its voxels are read, so a file of another grid costs its header only.
+``--max-memory``) refused over it (:class:`ProbabilityMemoryError`). An image file's grid is compared with
+``like``'s from its header (:func:`~ccmetrics.formats.io.read_grid`) before its voxels are read, so a file of
+another grid costs its header only.
 
 Cost: an image file is read once by :func:`~ccmetrics.formats.io.load_image` (size checks before any
 allocation, as there); a float32 array is returned as it is, other dtypes are cast once. A ``.npz`` member's
@@ -59,17 +60,14 @@ from ..engine._budget import MemoryLimitError
 from ..engine.memory import over_limit
 from .image import Image, ImageHeader, ImageReadError, missing_file_message
 from .io import (
-    _affine_3d,
     _check_nifti,
     _geometry,
-    _plain_nifti,
-    _sitk_information,
     _to_mm,
     check_same_geometry,
     image_id,
     is_image_file,
     load_image,
-    read_header,
+    read_grid,
 )
 
 __all__ = [
@@ -78,7 +76,6 @@ __all__ = [
     "ProbabilityMemoryError",
     "probability_case_id",
     "probability_file",
-    "read_grid",
     "read_probabilities",
     "read_probability_channels",
 ]
@@ -344,55 +341,6 @@ def _check_memory(path: str, need: float, max_bytes: float | None, what: str) ->
     """ProbabilityMemoryError when ``need`` bytes exceed ``max_bytes``."""
     if max_bytes is not None and need > max_bytes:
         raise ProbabilityMemoryError(f"{path!r}: {over_limit(need, max_bytes, what)}")
-
-
-def read_grid(path) -> Image:
-    """The voxel grid of an image file, read from its header: no voxel is read.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        A NIfTI, MHA/MHD or NRRD file (what :func:`~ccmetrics.formats.io.load_image` reads, but a DICOM SEG).
-
-    Returns
-    -------
-    Image
-        Shape, dtype, spacing and affine (and ``affine_3d``) as :func:`~ccmetrics.formats.io.load_image` gives them;
-        its ``array`` is a read-only zero-stride array (no memory), meant for
-        :func:`~ccmetrics.formats.io.check_same_geometry` and :func:`ccmetrics.formats.grids.on_grid` before the
-        voxels are read.
-
-    Raises
-    ------
-    FileNotFoundError, ValueError, ImageReadError
-        As :func:`~ccmetrics.formats.io.read_header` does.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from ccmetrics.formats.io import save_image
-    >>> path = os.path.join(tempfile.mkdtemp(), "scan.nii.gz")
-    >>> save_image(path, np.zeros((4, 3, 2), np.int16), spacing=(0.5, 0.5, 2.0))
-    >>> grid = read_grid(path)
-    >>> grid.array.shape, grid.array.dtype, grid.spacing, grid.array.strides
-    ((4, 3, 2), dtype('int16'), (0.5, 0.5, 2.0), (0, 0, 0))
-    """
-    header = read_header(path)  # the checks, shape and dtype as load_image gives them
-    path = os.fspath(path)
-    nifti = path.lower().endswith((".nii", ".nii.gz"))
-    plain = _plain_nifti(path, warn=False, count=False) if nifti else None
-    lazy = None
-    if plain is not None:
-        affine = _to_mm(path, plain.affine, plain.xyzt_units)
-    elif nifti:
-        hdr, lazy = _check_nifti(path, warn=False, count=False)
-        affine = _to_mm(path, np.array(lazy.affine, dtype=float), int(hdr["xyzt_units"]))
-    else:
-        affine = _sitk_information(path, check_size=False).affine
-    n = len(header.shape)
-    spacing, grid_affine = _geometry(path, affine, n)
-    array = np.broadcast_to(np.zeros((), header.dtype), header.shape)
-    return Image(array, spacing, grid_affine, path, _affine_3d(path, n, nifti, affine, lazy))
 
 
 def _channel_index(path: str, channel: Any, count: int, where: str) -> int:

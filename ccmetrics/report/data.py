@@ -897,7 +897,7 @@ def read_channel(
     max_bytes: float | None = None,
 ) -> tuple[Channel | None, str | None]:
     """Read one channel of a case's scan if it lies on the GT's voxel grid: the grid and the memory it needs are
-    checked from its header first (:func:`ccmetrics.formats.probabilities.read_grid`; a DICOM series:
+    checked from its header first (:func:`ccmetrics.formats.io.read_grid`; a DICOM series:
     :func:`ccmetrics.formats.dicom.series_grid`), so a scan on another grid or too large costs its header only.
 
     Parameters
@@ -971,8 +971,7 @@ def _scan_refused(
     from ..engine.memory import DEFAULT_MEMORY_FRACTION, available_memory_bytes, format_bytes
     from ..formats.dicom import series_grid
     from ..formats.grids import union_grid
-    from ..formats.io import check_same_geometry
-    from ..formats.probabilities import read_grid
+    from ..formats.io import check_same_geometry, read_grid
 
     try:
         grid = series_grid(file.path) if file.path.is_dir() else read_grid(file.path)
