@@ -17,7 +17,7 @@ from typing import Any
 
 from ._interrupts import critical
 
-__all__ = ["OutputWriteError", "atomic_write", "fsync_folder"]
+__all__ = ["OutputWriteError", "atomic_write", "dangling_link", "fsync_folder", "refuse_dangling_link"]
 
 
 class OutputWriteError(OSError):
@@ -83,3 +83,32 @@ def fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def dangling_link(path: str | os.PathLike) -> str | None:
+    """The first symbolic link of ``path`` (itself or a folder above it) whose target does not exist, or None:
+    creating ``path`` through it would create the link's target, parents and all.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "link").symlink_to(folder / "gone")
+    >>> dangling_link(folder / "link" / "out") == str(folder / "link"), dangling_link(folder / "out")
+    (True, None)
+    """
+    full = Path(os.path.abspath(path))
+    for part in [full, *full.parents]:
+        if part.is_symlink() and not part.exists():
+            return str(part)
+    return None
+
+
+def refuse_dangling_link(path: str | os.PathLike, option: str) -> None:
+    """Raise ``NotADirectoryError`` naming ``option``, the link and its target when ``path`` goes through a symbolic
+    link whose target does not exist (:func:`dangling_link`): ccmetrics creates no link's target."""
+    link = dangling_link(path)
+    if link is not None:
+        raise NotADirectoryError(
+            f"{os.fspath(path)} ({option}) goes through the symbolic link {link}, whose target {os.readlink(link)} "
+            f"does not exist: ccmetrics creates no link's target; create the target folder first, or give another "
+            f"{option}"
+        )

@@ -258,7 +258,12 @@ class TableSchema:
         return frame
 
     def read(
-        self, path: os.PathLike[str] | str, metric_columns: Iterable[str] = (), *, source: Any = None
+        self,
+        path: os.PathLike[str] | str,
+        metric_columns: Iterable[str] = (),
+        *,
+        source: Any = None,
+        neutralised: bool = True,
     ) -> pd.DataFrame:
         """Read the table from its CSV file (or from ``source``, a file object holding the bytes of the file
         at ``path``, e.g. bytes already checked against a manifest), then :meth:`validate` it.
@@ -266,7 +271,8 @@ class TableSchema:
         ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
         :class:`Field`); the other columns are pandas' reading of the values (``inf`` is infinity, an
         empty cell NaN). Text that :func:`ccmetrics._escaping.write_csv` neutralised (a leading ``'``) is read
-        as it was before.
+        as it was before; ``neutralised=False`` for a file written before ccmetrics neutralised text (its
+        folder's manifest is of format 1, or it has none: :func:`ccmetrics.campaign.output_folder.read_tables`).
         """
         if not str(path).endswith(".csv"):
             raise ValueError(
@@ -279,7 +285,8 @@ class TableSchema:
         from ._escaping import spreadsheet_restored
 
         frame = pd.read_csv(path if source is None else source, keep_default_na=False, na_values=[""], dtype=text)
-        frame = spreadsheet_restored(frame)  # the text as it was before write_csv neutralised it
+        if neutralised:
+            frame = spreadsheet_restored(frame)  # the text as it was before write_csv neutralised it
         for f in fields:
             if f.filled and f.name in frame:
                 frame[f.name] = frame[f.name].astype(object).fillna("")  # an all-empty column is read as float NaN

@@ -311,3 +311,32 @@ def test_browser_report_survives_a_malformed_fragment(colliding_report, tmp_path
         ) == ["case 001"]
     finally:
         d.quit()
+
+
+@pytest.mark.parametrize("manifest", ["none", "format 1"])
+def test_a_folder_written_before_the_neutralising_reads_its_ids_as_written(tmp_path, manifest):
+    """Tables written raw by an earlier ccmetrics (no manifest, or a manifest of format 1) hold ids as they were:
+    one that starts with ``'`` keeps it (undoing a neutralising that never happened would change it, and merge
+    ``abc`` with ``'abc``)."""
+    import hashlib
+    import json
+
+    ids = ["'abc", "abc", "''", "=x"]
+    gt, pred = _masks(shift=1)
+    result = evaluate_dataset({case: (gt.copy(), pred.copy()) for case in ids}, metrics=["dice"], progress=False)
+    result.write(tmp_path, plots=False)
+    files = {}
+    for name in ("per_case.csv", "per_component.csv"):  # as the earlier code wrote them: pandas' to_csv, raw
+        frame = DatasetResult.read(tmp_path).per_case if name == "per_case.csv" else result.per_component
+        frame.to_csv(tmp_path / name, index=False)
+        files[name] = (tmp_path / name).read_bytes()
+    files["summary.json"] = (tmp_path / "summary.json").read_bytes()
+    if manifest == "none":
+        (tmp_path / "manifest.json").unlink()
+    else:
+        digests = {n: {"bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in files.items()}
+        doc = {"format": 1, "state": "complete", "run": "0" * 32, "written": "2026-11-20T10:00:00+00:00"}
+        (tmp_path / "manifest.json").write_text(json.dumps({**doc, "files": digests}))
+    back = DatasetResult.read(tmp_path)
+    assert sorted(back.per_case["case"]) == sorted(ids)
+    assert sorted(set(back.per_component["case"])) == sorted(set(result.per_component["case"]))

@@ -1260,7 +1260,8 @@ class DatasetResult:
         """
         out = Path(out_dir)
         tables = (schema.PER_CASE, schema.PER_COMPONENT, schema.PER_PREDICTION, schema.PER_CANDIDATE, schema.THRESHOLDS)
-        data, _ = read_tables(out, [schema.SUMMARY.file, *(t.file for t in tables)])  # one run's set, checked
+        data, form = read_tables(out, [schema.SUMMARY.file, *(t.file for t in tables)])  # one run's set, checked
+        neutralised = form >= 2  # text cells written with a leading ' (manifest format 2 on); earlier: as they were
         case_file = out / schema.PER_CASE.file
         if schema.PER_CASE.file not in data:
             raise FileNotFoundError(
@@ -1268,7 +1269,9 @@ class DatasetResult:
             )
         doc = json.loads(data[schema.SUMMARY.file]) if schema.SUMMARY.file in data else {}
         options = doc.get("options", {})
-        per_case = schema.PER_CASE.read(case_file, source=io.BytesIO(data[schema.PER_CASE.file]))
+        per_case = schema.PER_CASE.read(
+            case_file, source=io.BytesIO(data[schema.PER_CASE.file]), neutralised=neutralised
+        )
         columns = (
             {name: registry.Column.from_facts(name, facts) for name, facts in doc["columns"].items()}
             if "columns" in doc
@@ -1286,19 +1289,24 @@ class DatasetResult:
                 out / schema.PER_COMPONENT.file,
                 [m for m, c in columns.items() if c.cc],
                 source=io.BytesIO(data[schema.PER_COMPONENT.file]),
+                neutralised=neutralised,
             )
         per_prediction = None
         if schema.PER_PREDICTION.file in data:
             source = io.BytesIO(data[schema.PER_PREDICTION.file])
-            per_prediction = schema.PER_PREDICTION.read(out / schema.PER_PREDICTION.file, source=source)
+            per_prediction = schema.PER_PREDICTION.read(
+                out / schema.PER_PREDICTION.file, source=source, neutralised=neutralised
+            )
         per_candidate = None
         if schema.PER_CANDIDATE.file in data:
             source = io.BytesIO(data[schema.PER_CANDIDATE.file])
-            per_candidate = schema.PER_CANDIDATE.read(out / schema.PER_CANDIDATE.file, source=source)
+            per_candidate = schema.PER_CANDIDATE.read(
+                out / schema.PER_CANDIDATE.file, source=source, neutralised=neutralised
+            )
         thresholds = None
         if schema.THRESHOLDS.file in data:
             source = io.BytesIO(data[schema.THRESHOLDS.file])
-            thresholds = schema.THRESHOLDS.read(out / schema.THRESHOLDS.file, source=source)
+            thresholds = schema.THRESHOLDS.read(out / schema.THRESHOLDS.file, source=source, neutralised=neutralised)
         return cls(
             per_component,
             per_case,
@@ -1644,7 +1652,7 @@ def _run_campaign(
 
     with locked(out_dir) if out_dir is not None else contextlib.nullcontext():  # one run per folder
         if out_dir is not None:
-            prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+            prepare_out_dir(out_dir, resume=resume, overwrite=overwrite, cases=[t.case for t in tasks])
         try:
             outputs, info = run_cases(
                 tasks,

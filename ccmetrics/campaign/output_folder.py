@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import schema
-from .._files import OutputWriteError, atomic_write
+from .._files import OutputWriteError, atomic_write, refuse_dangling_link
 from .._interrupts import critical
-from .records import RECORDS_FOLDER, RecordStore, remove_temporaries
+from .records import RECORDS_FOLDER, RecordsInTheWay, RecordStore, is_record_name, remove_temporaries
 
 try:
     import fcntl
@@ -66,6 +66,7 @@ __all__ = [
     "FolderInUse",
     "begin_tables",
     "check_inputs",
+    "drawn_by_ccmetrics",
     "finish_tables",
     "locked",
     "owned_outputs",
@@ -95,7 +96,8 @@ OUTPUT_NAMES = (
 )
 #: the outputs made from the tables of a run (all but the records and the manifest)
 TABLE_OUTPUTS = tuple(n for n in OUTPUT_NAMES if n not in (RECORDS_FOLDER, MANIFEST_NAME))
-_MANIFEST_FORMAT = 1
+#: 2: the CSV tables' text cells are written neutralised (:func:`ccmetrics._escaping.write_csv`); 1: as they were
+_MANIFEST_FORMAT = 2
 
 
 class FolderInUse(OSError):
@@ -140,13 +142,7 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
     ...     with locked(out):  # the same thread: re-entrant
     ...         pass
     """
-    dangling = _dangling_link(out_dir)
-    if dangling is not None:
-        raise NotADirectoryError(
-            f"the output folder {os.fspath(out_dir)} (--out) goes through the symbolic link {dangling}, whose target "
-            f"{os.readlink(dangling)} does not exist: ccmetrics creates no link's target; create the target folder "
-            f"first, or give another --out"
-        )
+    refuse_dangling_link(out_dir, "--out")
     path = os.path.realpath(out_dir)
     me = threading.get_ident()
     with _held_guard:
@@ -167,11 +163,14 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
         return
     created = not os.path.isdir(path)
     os.makedirs(path, exist_ok=True)
+    before = None if created or os.path.lexists(os.path.join(path, LOCK_NAME)) else _listing(path)
     fd = _acquire(out_dir, path, command)
     with _held_guard:
         _held[path] = _Hold(fd, me, 1)
     try:
-        remove_temporaries(path, os.path.join(path, RECORDS_FOLDER), os.path.join(path, "plots"))
+        remove_temporaries(path, _output_name)  # only what ccmetrics' own writes left: their final names are ours
+        remove_temporaries(os.path.join(path, RECORDS_FOLDER), is_record_name)
+        remove_temporaries(os.path.join(path, "plots"), lambda name: _output_name(f"plots/{name}"))
         yield Path(out_dir)
     finally:
         with _held_guard:
@@ -181,17 +180,22 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
                 if os.listdir(path) == [LOCK_NAME]:
                     os.unlink(os.path.join(path, LOCK_NAME))  # before the lock is released: see _acquire
                     os.rmdir(path)
+        elif before is not None:  # a folder of the user's that this run left as it found it: no lock file either
+            with contextlib.suppress(OSError):
+                if _listing(path) - {LOCK_NAME} <= before:  # nothing added (its own temporaries may be gone)
+                    os.unlink(os.path.join(path, LOCK_NAME))
         os.close(fd)  # releases the lock
 
 
-def _dangling_link(out_dir: str | os.PathLike) -> str | None:
-    """The first symbolic link of the path (itself or a folder above it) whose target does not exist, or None:
-    following it would create the target, parents and all."""
-    path = Path(os.path.abspath(out_dir))
-    for part in [path, *path.parents]:
-        if part.is_symlink() and not part.exists():
-            return str(part)
-    return None
+def _listing(path: str) -> set[str]:
+    """The names in a folder and, one level down, in its folders (``cases/x.json``): what a run may have added."""
+    names = set()
+    for entry in os.scandir(path):
+        names.add(entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                names.update(f"{entry.name}/{sub}" for sub in os.listdir(entry.path))
+    return names
 
 
 def check_inputs(out_dir: str | os.PathLike, inputs: Iterable[tuple[str, Any]]) -> None:
@@ -308,14 +312,15 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool) -> None:
+def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool, cases: Iterable[str] = ()) -> None:
     """Refuse a non-empty output folder unless the caller chose to resume or to overwrite it.
 
     ``overwrite`` removes what ccmetrics provably wrote there, nothing else: the records of ``cases/`` it can read as
     its own (:meth:`~ccmetrics.campaign.records.RecordStore.owns`) and the tables, figures and ``report.html`` it
     wrote (:func:`owned_outputs`); the folders ``cases/`` and ``plots/`` go when nothing else is left in them. With
     ``resume`` or ``overwrite``, a file of someone else's where ccmetrics writes its own (a ``per_case.csv`` that no
-    manifest of ccmetrics vouches for, a file for a folder) is named in an error, and nothing is removed. Call it
+    manifest of ccmetrics vouches for, a file for a folder, a file at the record name of one of ``cases``, the run's
+    case ids, that is no record of ccmetrics) is named in an error, and nothing is removed. Call it
     while holding the folder's lock (:func:`ccmetrics.campaign.output_folder.locked`), so that no live run's files are
     removed.
 
@@ -341,6 +346,9 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
         return
     mine = owned_outputs(out)
     _refuse_in_the_way(out, mine)
+    blocked = RecordStore(out).in_the_way(cases)
+    if blocked:  # before anything is removed
+        raise RecordsInTheWay(blocked)
     if overwrite:
         with critical():
             RecordStore(out).remove(None)  # every record ccmetrics can read as its own; other files there stay
@@ -384,12 +392,12 @@ def _owned(out: Path, hashed: bool = True) -> dict[str, dict[str, Any]]:
         for name, digest in listed.items():
             if _output_name(name) and isinstance(digest, dict) and _file_digest(out / name) == digest:
                 mine[name] = digest
-        if doc["state"] == "writing":  # stopped half-way: the files at its own names
-            named = [n for n in OUTPUT_NAMES if _output_name(n)] + _figures(out)
+        if doc["state"] == "writing":  # stopped half-way: the files at its own names (report.html: its own proof)
+            named = [n for n in OUTPUT_NAMES if _output_name(n) and n != "report.html"] + _figures(out)
             for name in named:
                 if name not in mine and not (out / name).is_symlink() and (out / name).is_file():
                     mine[name] = (_file_digest(out / name) or {}) if hashed else {}
-    if _our_report(out / "report.html"):
+    if drawn_by_ccmetrics(out / "report.html"):
         mine["report.html"] = {}
     return mine
 
@@ -437,7 +445,7 @@ def _figures(out: Path) -> list[str]:
     return [f"plots/{p.name}" for p in sorted(plots.iterdir()) if schema.PLOT_FILE.fullmatch(p.name)]
 
 
-def _our_report(path: Path) -> bool:
+def drawn_by_ccmetrics(path: Path) -> bool:
     """Whether ``report.html`` is one that ``ccmetrics report`` drew (its generator, in its first 4 kB)."""
     if path.is_symlink() or not path.is_file():
         return False
@@ -555,14 +563,15 @@ def _write_manifest(out: Path, files: list[str]) -> None:
     atomic_write(out / MANIFEST_NAME, lambda tmp: tmp.write_text(json.dumps(doc, indent=2)))
 
 
-def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[str, bytes], bool]:
-    """The bytes of these files of the folder's tables, as one run wrote them, and whether a manifest vouched
-    for them.
+def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[str, bytes], int]:
+    """The bytes of these files of the folder's tables, as one run wrote them, and the format of the manifest that
+    vouched for them (0: none; from 2 on, the CSV files' text cells are neutralised: read them with
+    ``TableSchema.read(..., neutralised=True)``).
 
     Each file is read once, and its checksum is checked on the bytes read, not on the file again (a writer may
     replace it in between); the manifest is read before and after, and the whole is read again if it changed
     meanwhile. A file the manifest does not list is not returned (it is not the run's). Without a manifest (an
-    earlier ccmetrics wrote the folder) the files present are returned as they are, with ``False``.
+    earlier ccmetrics wrote the folder) the files present are returned as they are, with 0.
 
     Raises
     ------
@@ -579,10 +588,10 @@ def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[
     for _ in range(5):
         before = _manifest_bytes(out)
         if before is None:
-            return {n: (out / n).read_bytes() for n in wanted if (out / n).is_file()}, False
+            return {n: (out / n).read_bytes() for n in wanted if (out / n).is_file()}, 0
         try:
             doc = json.loads(before)
-            state, files = doc["state"], doc["files"]
+            state, files, form = doc["state"], doc["files"], int(doc["format"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{out / MANIFEST_NAME} cannot be read ({exc}): {fix}") from None
         if state != "complete":
@@ -608,7 +617,7 @@ def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[
             continue  # rewritten while read: read the new set
         if problem:
             raise ValueError(problem)
-        return got, True
+        return got, form
     raise ValueError(f"the tables in {out} kept changing while they were read: another run is writing them")
 
 

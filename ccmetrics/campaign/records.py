@@ -26,7 +26,7 @@ name is still read. A file of the records folder is **provably ccmetrics'** (:me
 first line is a record's head and its name is the record name of the case its body names (or of the case being
 recorded): only such files are ever removed or replaced (a damaged one: its case is evaluated again). Anything else
 there is left alone (:meth:`RecordStore.scan` names it), and one at a case's record name stops the run before it
-evaluates anything (:class:`ccmetrics.campaign.scheduler.RecordsInTheWay`).
+evaluates anything (:class:`RecordsInTheWay`).
 
 What the fingerprint does not see: a file rewritten with the same size within the file system's
 time resolution, or given an old modification time on purpose (``touch -d``); such a file is taken as
@@ -44,7 +44,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,8 +73,11 @@ __all__ = [
     "decode_tables",
     "encode_output",
     "file_fingerprint",
+    "RecordsInTheWay",
+    "is_record_name",
     "is_temporary",
     "remove_temporaries",
+    "temporary_of",
 ]
 
 #: the sub-folder of the output folder that holds one record per finished case
@@ -527,27 +530,67 @@ def _head(line: bytes) -> dict[str, Any] | None:
     return head
 
 
+_TEMPORARY = re.compile(r"\.(?P<stem>.+)\.\d+\.tmp(?P<suffix>\.[A-Za-z0-9]+)?")
+_RECORD_NAME = re.compile(r"[A-Za-z0-9._-]{1,80}-[0-9a-f]{10}\.json")
+
+
+def temporary_of(name: str) -> str | None:
+    """The file that a temporary name of :meth:`RecordStore.write` (``.NAME.PID.tmp``) or :func:`atomic_write`
+    (``.STEM.PID.tmp.SUFFIX``) stands for; None for any other name.
+
+    >>> temporary_of(".per_case.4242.tmp.csv"), temporary_of(".case_01-ab12.json.4242.tmp"), temporary_of("a.csv")
+    ('per_case.csv', 'case_01-ab12.json', None)
+    """
+    found = _TEMPORARY.fullmatch(name)
+    return None if found is None else found["stem"] + (found["suffix"] or "")
+
+
 def is_temporary(name: str) -> bool:
     """Whether a file name is one of the temporary names :meth:`RecordStore.write` and :func:`atomic_write` use.
 
     >>> is_temporary(".per_case.4242.tmp.csv"), is_temporary(".case_01-ab12.json.4242.tmp"), is_temporary("a.csv")
     (True, True, False)
     """
-    return name.startswith(".") and re.search(r"\.\d+\.tmp(\.|$)", name) is not None
+    return temporary_of(name) is not None
 
 
-def remove_temporaries(*folders: str | os.PathLike) -> int:
-    """Remove the temporary files that a write stopped half-way left in these folders (run while no other
-    process writes there: under the output folder's lock); returns how many."""
+def is_record_name(name: str) -> bool:
+    """Whether a file name is one that :meth:`RecordStore.path` gives (an id made safe, a hash, ``.json``).
+
+    >>> is_record_name(RecordStore("out").path("case 1").name), is_record_name("notes.json")
+    (True, False)
+    """
+    return _RECORD_NAME.fullmatch(name) is not None
+
+
+def remove_temporaries(folder: str | os.PathLike, finals: Callable[[str], bool] = is_record_name) -> int:
+    """Remove the temporary files that a write stopped half-way left in ``folder``: only those whose final name is
+    one ccmetrics writes there (``finals``; default: a record's name), so that a file of someone else's that merely
+    looks temporary stays. Run it while no other process writes there (under the output folder's lock); returns
+    how many were removed."""
     removed = 0
-    for folder in folders:
-        try:
-            names = [entry.name for entry in os.scandir(os.fspath(folder)) if entry.is_file(follow_symlinks=False)]
-        except OSError:
-            continue
-        for name in names:
-            if is_temporary(name):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(os.fspath(folder), name))
-                    removed += 1
+    try:
+        names = [entry.name for entry in os.scandir(os.fspath(folder)) if entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for name in names:
+        final = temporary_of(name)
+        if final is not None and finals(final):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(os.fspath(folder), name))
+                removed += 1
     return removed
+
+
+class RecordsInTheWay(ValueError):
+    """Files that ccmetrics did not write have the record names of cases (a run would replace them): the message
+    names them and what to do."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        shown = ", ".join(map(str, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        super().__init__(
+            f"{shown}: not written by ccmetrics (not a case record), but where the record of "
+            f"{'its case' if len(paths) == 1 else 'their cases'} goes; ccmetrics removes no file of yours: move "
+            f"{'it' if len(paths) == 1 else 'them'} out of {paths[0].parent}, or give another output folder (--out)"
+        )
+        self.paths = paths

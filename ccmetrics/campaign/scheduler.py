@@ -37,7 +37,6 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .. import schema
@@ -45,7 +44,7 @@ from .._escaping import printable
 from .._files import OutputWriteError
 from .._interrupts import critical, raise_if_stopped
 from ..engine.memory import over_limit
-from .records import CaseRecord, RecordStore, changes, encode_output
+from .records import CaseRecord, RecordsInTheWay, RecordStore, changes, encode_output
 
 __all__ = [
     "EvaluationFailed",
@@ -336,20 +335,6 @@ def _take_records(
             f"  left alone in {store.folder}: {len(alone)} file(s) that ccmetrics cannot prove it wrote ({shown}; "
             f"{alone[0].path.name}: {alone[0].reason})"
         )
-
-
-class RecordsInTheWay(ValueError):
-    """Files that ccmetrics did not write have the record names of cases (a run would replace them): the message
-    names them and what to do."""
-
-    def __init__(self, paths: list[Path]) -> None:
-        shown = ", ".join(map(str, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-        super().__init__(
-            f"{shown}: not written by ccmetrics (not a case record), but where the record of "
-            f"{'its case' if len(paths) == 1 else 'their cases'} goes; ccmetrics removes no file of yours: move "
-            f"{'it' if len(paths) == 1 else 'them'} out of {paths[0].parent}, or give another output folder (--out)"
-        )
-        self.paths = paths
 
 
 def _kind(reason: str) -> str:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .._escaping import write_csv
+from .._files import refuse_dangling_link
 from ._common import EXIT_OK, _name_list
 
 
@@ -81,6 +82,7 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
         frames.append(table.assign(method=name, reference=names[0]).reset_index())
     if args.out:
         out = Path(args.out)
+        refuse_dangling_link(out, "--out")
         out.mkdir(parents=True, exist_ok=True)
         write_csv(pd.concat(frames, ignore_index=True), out / "comparison_curves.csv")  # names: neutralised
         print(f"Wrote {out / 'comparison_curves.csv'}")
@@ -119,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         from ..analysis.plots import plot_comparison
 
         out = Path(args.out)
+        refuse_dangling_link(out, "--out")
         out.mkdir(parents=True, exist_ok=True)
         write_csv(result.scores, out / "comparison.csv", index=True)  # case ids and names: neutralised
         plot_comparison(result.scores, result.mean_ranks, args.metric).savefig(out / "comparison.png", dpi=120)

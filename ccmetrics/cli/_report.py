@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from .._files import refuse_dangling_link
+from ..campaign.output_folder import drawn_by_ccmetrics
 from ._common import EXIT_OK, EXIT_USAGE, _name_list, _say
 
 
@@ -88,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
         channel, _, spec = given.rpartition("=")
         window[channel or "*"] = spec
     out = args.out if args.out is not None else Path(args.result_dir) / "report.html"
+    refuse_dangling_link(Path(out).parent, "--out")
+    if args.out is None and os.path.lexists(out) and not drawn_by_ccmetrics(Path(out)):
+        _say(
+            f"ccmetrics report: error: {out} exists and was not drawn by ccmetrics report: ccmetrics replaces no file "
+            "of yours; move it away, or write the report elsewhere with --out FILE"
+        )
+        return EXIT_USAGE
     info = write_report(
         args.result_dir,
         out,

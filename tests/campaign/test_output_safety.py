@@ -297,3 +297,74 @@ def test_an_out_that_is_a_dangling_link_is_refused_and_its_target_not_created(tm
     code = main(["evaluate", *map(str, folders), "--out", str(link / "run"), "--metrics", "dice", "--quiet"])
     assert code == 2 and f"symbolic link {link}, whose target {target}" in capsys.readouterr().err
     assert not (tmp_path / "nowhere").exists()
+
+
+# ---------------------------------------------------------------- found by a review: files of the user's, continued
+
+
+def test_a_report_html_of_the_users_survives_overwrite_resume_and_report(tmp_path, capsys):
+    """Only ``report.html`` that ``ccmetrics report`` drew is ccmetrics': one of the user's (no generator tag) stays
+    through an ``--overwrite``, a ``--resume`` (which write the tables under a manifest that says "writing"), and
+    ``ccmetrics report`` refuses to replace it unless given another ``--out``."""
+    gt, pred = make_folders(tmp_path, 2)
+    out = tmp_path / "out"
+    evaluate_dataset(gt, pred, ["dice"], out_dir=out, progress=False).write(out, plots=False)
+    mine = "<html>my own notes</html>"
+    (out / "report.html").write_text(mine)
+    again = evaluate_dataset(gt, pred, ["dice"], out_dir=out, overwrite=True, progress=False)
+    again.write(out, plots=False)
+    assert (out / "report.html").read_text() == mine
+    evaluate_dataset(gt, pred, ["dice"], out_dir=out, resume=True, progress=False).write(out, plots=False)
+    assert (out / "report.html").read_text() == mine
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'report.html'} exists and was not drawn by ccmetrics report" in err and "--out FILE" in err
+    assert (out / "report.html").read_text() == mine
+    assert main(["report", str(out), "--out", str(tmp_path / "r.html")]) == 0
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0 and main(["report", str(out)]) == 0  # its own report: replaced
+
+
+def test_files_that_merely_look_temporary_stay_and_a_refused_run_leaves_no_lock(tmp_path, capsys):
+    """The lock cleans only the temporaries of ccmetrics' own writes (their final names are its outputs'); a folder
+    of the user's that a refused run did not change keeps no lock file."""
+    gt, pred = make_folders(tmp_path, 1)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    user = {".budget.2024.tmp.xlsx": b"xlsx", ".thesis.3.tmp": b"tex", "notes.txt": b"mine"}
+    for name, data in user.items():
+        (proj / name).write_bytes(data)
+    (proj / ".per_case.77.tmp.csv").write_bytes(b"left by a stopped write")  # ccmetrics' own: per_case.csv
+    code = main(["evaluate", str(gt), str(pred), "--out", str(proj), "--metrics", "dice", "--quiet"])
+    assert code == 2 and "is not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in proj.iterdir()) == sorted(user)
+    assert all((proj / name).read_bytes() == data for name, data in user.items())
+
+
+def test_an_overwrite_refused_for_a_file_at_a_records_name_removes_nothing(tmp_path):
+    gt, pred = make_folders(tmp_path, 3)
+    out = tmp_path / "out"
+    evaluate_dataset(gt, pred, ["dice"], out_dir=out, progress=False).write(out, plots=False)
+    path = RecordStore(out).path("c1")
+    path.write_text('{"mine": true}')
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(RecordsInTheWay):
+        evaluate_dataset(gt, pred, ["dice"], out_dir=out, overwrite=True, progress=False)
+    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before  # the tables, the manifest, the other records: all still there
+
+
+@pytest.mark.slow
+def test_compare_and_report_refuse_an_out_through_a_dangling_link(tmp_path, capsys):
+    gt, pred = make_folders(tmp_path, 2)
+    out = tmp_path / "out"
+    evaluate_dataset(gt, pred, ["dice"], out_dir=out, progress=False).write(out, plots=False)
+    link = tmp_path / "dl"
+    link.symlink_to(tmp_path / "nowhere")
+    capsys.readouterr()
+    assert main(["compare", str(out), str(out), "--names", "a,b", "--out", str(link / "cmp")]) == 2
+    assert f"goes through the symbolic link {link}, whose target" in capsys.readouterr().err
+    assert main(["report", str(out), "--out", str(link / "r.html")]) == 2
+    assert f"goes through the symbolic link {link}, whose target" in capsys.readouterr().err
+    assert not (tmp_path / "nowhere").exists()
