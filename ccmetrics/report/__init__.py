@@ -20,11 +20,14 @@ to it, or *missed*, beside the false-positive candidates with theirs.
 Modules, in the order the data flows: :mod:`~ccmetrics.report.data` (tables, ranking, components
 of the images, the scans' channels), :mod:`~ccmetrics.report.geometry` (crop boxes, contour lines,
 the scan's slices), :mod:`~ccmetrics.report.thumbnails` (drawing, the grey-scale window),
-:mod:`~ccmetrics.report.detection` (the probability maps' section and candidates), :mod:`~ccmetrics.report.page`
-(the Jinja2 template in ``templates/``). Needs Jinja2 and matplotlib
-(imported when a report is written).
+:mod:`~ccmetrics.report.detection` (the probability maps' section and candidates), :mod:`~ccmetrics.report.model`
+(the page's model: everything it shows as plain data), :mod:`~ccmetrics.report.render` (the Jinja2 template in
+``templates/`` filled with the model), :mod:`~ccmetrics.report.page` (:func:`write_report`: both, into one file).
+Needs Jinja2 and matplotlib (imported when a report is written).
 """
 
-from .page import DEFAULT_MAX_CASES, ReportInfo, build_model, render_html, write_report
+from .model import build_model
+from .page import DEFAULT_MAX_CASES, ReportInfo, write_report
+from .render import render_html
 
 __all__ = ["DEFAULT_MAX_CASES", "ReportInfo", "build_model", "render_html", "write_report"]
