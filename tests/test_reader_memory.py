@@ -49,8 +49,21 @@ def _capped(code: str, cap: str = CAP, timeout: float = 120) -> dict:
 
 
 def _forged_npz(path: Path, channels: int, held: np.ndarray) -> None:
-    """An nnU-Net ``.npz`` whose ``probabilities.npy`` header declares ``channels`` channels of ``held``'s shape while
-    its data hold only ``held``'s channels (written into the zip member as a stream: the file is small)."""
+    """A whole nnU-Net ``.npz`` of ``channels`` channels of ``held``'s shape: ``held``'s first, zeros after them
+    (streamed into the zip member at the fastest compression: a few MB on disk for gigabytes of voxels)."""
+    header = {"descr": "<f4", "fortran_order": False, "shape": (channels, *held.shape[1:])}
+    zeros = np.zeros(held[0].size, "<f4").tobytes()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("probabilities.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            f.write(np.ascontiguousarray(held, "<f4").tobytes())
+            for _ in range(channels - len(held)):
+                f.write(zeros)
+
+
+def _truncated_npz(path: Path, channels: int, held: np.ndarray) -> None:
+    """An ``.npz`` whose ``probabilities.npy`` header declares ``channels`` channels of ``held``'s shape while its
+    data hold only ``held``'s channels: a header that lies about its size."""
     header = {"descr": "<f4", "fortran_order": False, "shape": (channels, *held.shape[1:])}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         with archive.open("probabilities.npy", "w", force_zip64=True) as f:
@@ -90,7 +103,8 @@ def gt(tmp_path):
 
 @pytest.mark.slow
 def test_npz_of_750_channels_is_read_one_channel_at_a_time(tmp_path, gt):
-    """750 channels declared (3.1 GB): channel 1 is read under a 2 GB cap (the old code allocated the stack)."""
+    """750 channels (3.1 GB, a few MB on disk): channel 1 is read under a 2 GB cap (the old code allocated the
+    stack)."""
     rng = np.random.default_rng(3)
     held = rng.random((2, *SPATIAL), dtype=np.float32)
     _forged_npz(tmp_path / "case.npz", 750, held)
@@ -112,12 +126,12 @@ def test_npz_of_750_channels_is_read_one_channel_at_a_time(tmp_path, gt):
 
 def test_npz_channels_over_max_memory_are_refused_from_the_header(tmp_path, gt):
     held = np.full((3, *SPATIAL), 0.25, np.float32)
-    _forged_npz(tmp_path / "case.npz", 750, held)
+    _forged_npz(tmp_path / "case.npz", 40, held)
     with pytest.raises(ProbabilityMemoryError) as caught:
         read_probabilities(tmp_path / "case.npz", like=gt, channel=2, max_bytes=2**20)
     message = str(caught.value)
     assert isinstance(caught.value, MemoryLimitError) and isinstance(caught.value, ProbabilityError)
-    assert "to read 1 of its 750 channels" in message and "--max-memory" in message
+    assert "to read 1 of its 40 channels" in message and "--max-memory" in message
     assert "over the memory limit of 1.0 MiB" in message
     m = read_probabilities(tmp_path / "case.npz", like=gt, channel=2, max_bytes=64 * 2**20)
     assert m.array.shape == gt.array.shape and float(m.array.max()) == 0.25
@@ -366,3 +380,57 @@ def test_report_max_memory_option_leaves_a_channel_out_with_its_reason(tmp_path,
     capsys.readouterr()
     assert main(["report", str(tmp_path / "out"), "--max-memory", "1G"]) == 2
     assert "--max-memory go with --images" in capsys.readouterr().err
+
+
+def test_a_damaged_npz_is_refused_whichever_channel_is_read(tmp_path, gt):
+    """The stream is read to the member's end, where zipfile checks the CRC: a changed byte in channel 0 is found
+    when channel 0 is read (the reader used to stop after the last channel asked for), as np.load finds it."""
+    stack = np.full((3, *SPATIAL), 0.25, np.float32)
+    stack[2] = 0.75
+    for compression in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        path = tmp_path / f"case{compression}.npz"
+        with zipfile.ZipFile(path, "w", compression) as archive:
+            with archive.open("probabilities.npy", "w") as f:
+                np.lib.format.write_array(f, stack)
+            good = archive.getinfo("probabilities.npy").CRC
+        damaged = stack.copy()
+        damaged[0, 1, 2, 3] = 0.125
+        with zipfile.ZipFile(path, "w", compression) as archive:
+            with archive.open("probabilities.npy", "w") as f:
+                np.lib.format.write_array(f, damaged)
+            bad = archive.getinfo("probabilities.npy").CRC
+        raw = path.read_bytes()
+        path.write_bytes(raw.replace(bad.to_bytes(4, "little"), good.to_bytes(4, "little")))  # the old CRC kept
+        with pytest.raises(zipfile.BadZipFile):
+            with np.load(path) as held:
+                held["probabilities"]
+        for channel in (0, 1):
+            with pytest.raises(ProbabilityError, match="Bad CRC-32"):
+                read_probabilities(path, like=gt, channel=channel)
+
+
+def test_an_npz_header_that_claims_more_than_its_entry_holds_is_refused_before_allocating(tmp_path, gt):
+    """No max_bytes (the Python API's default): a header declaring 3.7 GiB over 400 bytes of data is refused from the
+    zip entry's sizes, under a 1 GiB cap (the reader used to allocate first: a bare MemoryError)."""
+    header = {"descr": "<f4", "fortran_order": False, "shape": (2, 1000, 1000, 1000)}
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("probabilities.npy", "w") as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            f.write(np.zeros(100, "<f4").tobytes())
+    out = _capped(
+        f"""
+        import json, numpy as np
+        from ccmetrics.formats.image import Image
+        from ccmetrics.formats.probabilities import read_probabilities
+        like = Image(np.broadcast_to(np.zeros((), np.uint8), (1000, 1000, 1000)), (1.0, 1.0, 1.0), np.eye(4))
+        try:
+            read_probabilities({str(tmp_path / "lie.npz")!r}, like=like, channel=1)
+            print(json.dumps({{"read": True}}))
+        except BaseException as e:
+            print(json.dumps({{"error": type(e).__name__ + ": " + str(e)}}))
+        """
+    )
+    assert out["error"].startswith("ProbabilityError: "), out
+    assert (
+        "declares 8,000,000,000 bytes (shape (2, 1000, 1000, 1000), float32), but its zip entry holds" in out["error"]
+    )

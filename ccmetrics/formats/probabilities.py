@@ -34,9 +34,10 @@ another grid costs its header only.
 Cost: an image file is read once by :func:`~ccmetrics.formats.io.load_image` (size checks before any
 allocation, as there); a float32 array is returned as it is, other dtypes are cast once. A ``.npz`` member's
 shape and dtype are read from its header, and checked against ``like``, before it is decompressed; the member is
-then decompressed as a stream, 16 MiB at a time, up to the last channel asked for, and only the channels asked for
-are kept (as float32): a map of 100 classes costs the memory of the classes read, not of the ``(C, *spatial)``
-stack. Data after the last channel asked for are not read (nor their CRC checked). The value checks are a minimum
+then decompressed as a stream, 16 MiB at a time, to its end (zipfile checks its CRC there), and only the channels
+asked for are kept (as float32): a map of 100 classes costs the memory of the classes read, not of the
+``(C, *spatial)`` stack. A header that declares more bytes than its zip entry can hold is refused before anything is
+allocated. The value checks are a minimum
 and a maximum over the array (two passes, no temporary); NaN and infinities are only counted when those are not finite.
 
 Exactness: confidences are float32, as picai_eval's ``read_prediction`` casts them. Boolean, 0/1 integer
@@ -57,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from ..engine._budget import MemoryLimitError
-from ..engine.memory import over_limit
+from ..engine.memory import format_bytes, over_limit
 from .image import Image, ImageHeader, ImageReadError, missing_file_message
 from .io import (
     _check_nifti,
@@ -405,8 +406,15 @@ def _read_npz(path: str, like: Image | None, channels: list[Any], max_bytes: flo
     chosen = sorted(set(index.values()))
     need = len(chosen) * voxels * 4 + _PIECE  # the float32 channels kept and one piece of the stream
     _check_memory(path, need, max_bytes, f"to read {len(chosen)} of its {count} channels")
+    _check_npz_claim(path, key, count * voxels * dtype.itemsize, (count, *shape[1:]), dtype)
     # each channel on like's grid (nnU-Net's axes reversed): stored C order, its bytes are this array's in Fortran order
-    arrays = {i: np.empty(reversed_shape, np.float32, order="C" if fortran else "F") for i in chosen}
+    try:
+        arrays = {i: np.empty(reversed_shape, np.float32, order="C" if fortran else "F") for i in chosen}
+    except MemoryError:
+        raise ProbabilityMemoryError(
+            f"{path!r}: reading {len(chosen)} of its {count} channels needs {format_bytes(need)}, more than the memory "
+            "left: free memory, or set a limit with max_memory= (--max-memory) so that such a case waits or is refused"
+        ) from None
     flat = {i: a.reshape(-1, order="C" if fortran else "F") for i, a in arrays.items()}  # views: filled in place
     _npz_channels(path, key, (count, *shape[1:]), dtype, fortran, flat)
     affine = np.array(like.affine, dtype=float)
@@ -415,6 +423,26 @@ def _read_npz(path: str, like: Image | None, channels: list[Any], max_bytes: flo
 
 #: bytes of a ``.npz`` member decompressed at a time
 _PIECE = 1 << 24
+#: deflate never compresses more than this (1032:1), plus a little for the stream's own bytes
+_DEFLATE_RATIO, _DEFLATE_SLACK = 1032, 1 << 16
+
+
+def _check_npz_claim(path: str, key: str, total: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """Refuse a ``.npz`` whose ``.npy`` header declares more bytes than its zip entry can hold, before the channels
+    are allocated: the entry's uncompressed size must hold the array; a stored entry's bytes, and a deflated one's at
+    the most compression deflate allows, must fit in the file (Python ints: no overflow)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo(f"{key}.npy")
+    except (OSError, KeyError, zipfile.BadZipFile) as e:
+        raise ProbabilityError(f"cannot read {path!r}: {e}{_HINT}") from e
+    on_disk = os.path.getsize(path)
+    ceiling = info.compress_size * (_DEFLATE_RATIO if info.compress_type == zipfile.ZIP_DEFLATED else 1)
+    if total > info.file_size or info.compress_size > on_disk or info.file_size > ceiling + _DEFLATE_SLACK:
+        raise ProbabilityError(
+            f"cannot read {path!r}: its array {key!r} declares {total:,} bytes (shape {shape}, {dtype}), but its zip "
+            f"entry holds {info.file_size:,} bytes ({info.compress_size:,} stored, of a {on_disk:,}-byte file){_HINT}"
+        )
 
 
 def _npz_channels(
@@ -459,6 +487,8 @@ def _npz_channels(
                     piece = take((hi - lo) * count * size, lo * count * size).reshape(hi - lo, count)
                     for c in channels:
                         out[c][lo:hi] = _checked(path, piece[:, c])
+            while f.read(_PIECE):  # the rest of the member, thrown away: zipfile checks the CRC at its end
+                pass
     except ProbabilityError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
