@@ -29,6 +29,13 @@ A metric is computed by one of four engines, named in its record:
 The first three give one value per GT component (its Voronoi region) and one for the whole image:
 their column ``m`` in ``per_component``, ``m`` (global) and ``cc_m`` (CC mean) in ``per_case``.
 
+This module holds the model (:class:`Metric`, :class:`Column`, :class:`CaseInputs`) and the registry's
+functions. Its neighbours hold the rest, and it re-exports their names, so every ``registry.<name>`` works:
+the records of the built-in metrics (:mod:`~ccmetrics.metrics.builtin_metrics`, registered when this module
+is imported), plugin modules and objects given as metrics with the MONAI adapter
+(:mod:`~ccmetrics.metrics.plugins`: :func:`load_plugin`, :class:`MonaiRegionMetric`, :func:`metric_for_object`,
+:func:`resolve`) and the former names of the rules (:mod:`~ccmetrics.metrics.former_names`: :func:`legacy`).
+
 Examples
 --------
 A metric of one's own, computed inside every Voronoi region and averaged like the others:
@@ -53,23 +60,17 @@ component
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 import re
-import sys
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable
 
 from .. import schema
-from .._deprecation import deprecated
 from ..engine.components import ComponentCache, Sites
-from ..engine.surface import SURFACE_REDUCTIONS
-from .overlap import OVERLAP_FORMULAS
+from .builtin_metrics import builtin_records
+from .former_names import legacy
+from .plugins import MonaiRegionMetric, _is_monai_metric, load_plugin, metric_for_object, resolve
 
 __all__ = [
     "CaseInputs",
@@ -631,160 +632,6 @@ def worst_value(metric: Any, worst_distance: float) -> float:
     return math.nan if worst is None else float(worst)
 
 
-def load_plugin(spec: str) -> ModuleType:
-    """Import a module that registers metrics (``ccmetrics evaluate --plugin``): a module name or a ``.py`` file.
-
-    A file is imported by its name from its folder, which is added at the end of ``sys.path`` (so that
-    it shadows no installed module; worker processes started by ``evaluate_dataset(workers=...)``
-    inherit it and import the functions of its metrics too; Dask workers need the module on their own
-    path).
-
-    Raises
-    ------
-    FileNotFoundError
-        A ``.py`` file that does not exist.
-    ImportError
-        The module cannot be imported, or a file's name is taken by another module.
-    """
-    path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
-        if not path.is_file():
-            raise FileNotFoundError(f"plugin file {spec} does not exist")
-        folder = str(path.resolve().parent)
-        if folder not in sys.path:
-            sys.path.append(folder)
-        module = importlib.import_module(path.stem)
-        if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
-            raise ImportError(
-                f"plugin {spec}: the module name {path.stem!r} is taken by {module.__file__}; rename the file"
-            )
-        return module
-    return importlib.import_module(spec)
-
-
-# ---------------------------------------------------------------- metrics given as arguments
-
-
-def _is_monai_metric(obj: Any) -> bool:
-    return callable(obj) and hasattr(obj, "_compute_tensor") and not isinstance(obj, type)
-
-
-class MonaiRegionMetric:
-    """A MONAI metric object as a ``region`` engine function: ``(pred, gt, spacing) -> float`` on two-channel crops.
-
-    The object is copied (the caller's is never touched) and its buffer is reset after every call, under
-    a lock (calls from several threads take turns); the foreground channel's value is kept. torch is
-    imported on the first call.
-    """
-
-    def __init__(self, metric: Any):
-        import copy
-
-        self.metric = copy.deepcopy(metric)
-        self._spacing: bool | None = None
-        self._lock = threading.Lock()
-
-    def settings(self) -> dict[str, Any]:
-        """The object's plain settings (numbers, strings, flags, and tuples or lists of them)."""
-        plain = (bool, int, float, str, type(None))
-        return {
-            k: v
-            for k, v in vars(self.metric).items()
-            if isinstance(v, plain) or (isinstance(v, (tuple, list)) and all(isinstance(x, plain) for x in v))
-        }
-
-    def __call__(self, pred: Any, gt: Any, spacing: Sequence[float] | None = None) -> float:
-        import torch
-
-        def one_hot(mask):
-            fg = torch.from_numpy(mask)
-            return torch.stack([~fg, fg]).unsqueeze(0).float()
-
-        with self._lock:
-            if self._spacing is None:
-                params = inspect.signature(self.metric._compute_tensor).parameters.values()
-                self._spacing = any(p.kind is p.VAR_KEYWORD or p.name == "spacing" for p in params)
-            kwargs = {"spacing": spacing} if self._spacing and spacing is not None else {}
-            try:
-                value = self.metric(y_pred=one_hot(pred), y=one_hot(gt), **kwargs)
-            finally:
-                if hasattr(self.metric, "reset"):
-                    self.metric.reset()
-        if isinstance(value, (tuple, list)):
-            value = value[0]
-        return float(value.reshape(value.shape[0], -1)[0, -1])
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"metric": self.metric, "_spacing": self._spacing}  # the lock stays behind
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"MonaiRegionMetric({type(self.metric).__name__})"
-
-
-def metric_for_object(obj: Any, name: str | None = None) -> Metric:
-    """A (not registered) record for a MONAI metric object: engine ``region``, named after its class.
-
-    Hausdorff and surface distance objects are distances (their NaN or inf counts as the worst
-    distance); any other is an overlap score, whose empty-GT value is NaN (its best and worst values
-    are unknown).
-    """
-    if isinstance(obj, type):
-        raise TypeError(
-            f"metrics takes MONAI metric objects, got the class {obj.__name__}: pass an instance "
-            f"such as {obj.__name__}() with its options"
-        )
-    if not _is_monai_metric(obj):
-        raise ValueError(f"metrics must be names or MONAI metric objects, got {type(obj).__name__}")
-    column_name = name or type(obj).__name__
-    distance = is_distance(obj)
-    return Metric(
-        column_name,
-        column_name,
-        "distance" if distance else "overlap",
-        "region",
-        MonaiRegionMetric(obj),
-        higher_is_better=not distance,
-        best=None,
-        worst=WORST_DISTANCE if distance else None,
-        unit="length" if distance else "",
-    )
-
-
-def resolve(metrics_arg: str | Metric | Sequence[Any]) -> list[Metric]:
-    """The records of a ``metrics`` argument: names (case-insensitive), :class:`Metric` records, MONAI objects.
-
-    Repeated names count once; MONAI objects get their class name as column name (``_2``, ``_3``
-    for repeats). An empty list, an unknown name or another object is an error that says the fix.
-
-    >>> [m.name for m in resolve(["Dice", "pq", "dice"])]
-    ['dice', 'pq']
-    """
-    if isinstance(metrics_arg, (str, Metric)) or not isinstance(metrics_arg, (Sequence, Mapping)):
-        metrics_arg = [metrics_arg]
-    out: list[Metric] = []
-    for m in metrics_arg:
-        if isinstance(m, Metric):
-            record = m
-        elif isinstance(m, str):
-            record = get(m)
-        else:
-            taken = {r.name for r in out}
-            base = type(m).__name__
-            column_name, k = base, 2
-            while column_name in taken:
-                column_name, k = f"{base}_{k}", k + 1
-            record = metric_for_object(m, column_name)
-        if record.name not in {r.name for r in out}:
-            out.append(record)
-    if not out:
-        raise ValueError("metrics is empty")
-    return out
-
-
 def markdown_table() -> str:
     """The registered metrics as a Markdown table (the documentation's list of metrics is this table).
 
@@ -804,176 +651,8 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- names of the rules' old homes
+# ---------------------------------------------------------------- the built-in metrics, registered on import
 
-
-def legacy(module: str, name: str) -> Any:
-    """The value of a name that a module held before the registry (kept for one release, with a warning).
-
-    ``aggregation.DISTANCE_METRICS`` and ``BEST_VALUE``, ``stats.LOWER_IS_BETTER``, ``plots.OVERLAP`` and
-    ``DISTANCE``, ``report.data.METRIC_LABELS``, ``case.CASE_METRICS`` and ``parse_metrics``, computed
-    from the built-in records; modules call it from their ``__getattr__``.
-
-    Raises
-    ------
-    AttributeError
-        Any other name, as Python's own look-up would.
-    """
-    builtin = [m for m in metrics(per_region=True) if m.builtin]
-    columns = [c for m in metrics() if m.builtin for c in m.columns]
-    values: dict[str, dict[str, Callable[[], Any]]] = {
-        "ccmetrics.metrics.aggregation": {
-            "DISTANCE_METRICS": lambda: tuple(m.name for m in builtin if m.is_distance),
-            "BEST_VALUE": lambda: {m.name: m.best for m in builtin},
-        },
-        "ccmetrics.analysis.stats": {
-            "LOWER_IS_BETTER": lambda: frozenset(c.name for c in columns if not c.higher_is_better),
-        },
-        "ccmetrics.analysis.plots": {
-            "OVERLAP": lambda: tuple(m.name for m in builtin if not m.is_distance),
-            "DISTANCE": lambda: tuple(m.name for m in builtin if m.is_distance),
-        },
-        "ccmetrics.report.data": {"METRIC_LABELS": lambda: {c.name: c.display for c in columns}},
-        "ccmetrics.metrics.case": {
-            "CASE_METRICS": lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
-            "parse_metrics": lambda: _parse_metrics,
-        },
-    }
-    advice = "the facts of the metrics live in ccmetrics.metrics.registry (records, is_distance, higher_is_better, "
-    advice += "display_name, resolve)"
-    return deprecated(module, name, values.get(module, {}), advice, stacklevel=4)
-
-
-def _parse_metrics(metrics_arg: Any) -> tuple[list[str], list[str], dict[str, Any]]:
-    """The former ``case.parse_metrics``: (per-region names, case-level names, MONAI objects by column name)."""
-    records = resolve(metrics_arg)
-    known = set(names())
-    return (
-        [m.name for m in records if m.per_region and m.name in known],
-        [m.name for m in records if not m.per_region],
-        {m.name: m.compute.metric for m in records if isinstance(m.compute, MonaiRegionMetric) and m.name not in known},
-    )
-
-
-# ---------------------------------------------------------------- built-in metrics
-
-
-def _pq(inputs: CaseInputs) -> Any:
-    from .panoptic import pq_from_sites
-
-    return pq_from_sites(inputs.pred(inputs.connectivity), inputs.gt_sites)  # the GT's components or instances
-
-
-def _lesion_dice(inputs: CaseInputs) -> Any:
-    from .lesions import lesion_dice_from_components
-
-    return lesion_dice_from_components(inputs.pred, inputs.gt, spacing=inputs.spacing, nearest=inputs.nearest)
-
-
-def _detection(inputs: CaseInputs) -> Any:
-    from .lesions import detection_from_components
-
-    return detection_from_components(
-        inputs.pred, inputs.gt, inputs.connectivity, inputs.spacing, detections=inputs.detections
-    )
-
-
-def _builtin() -> list[Metric]:
-    overlap = [
-        ("dice", "Dice", "Dice coefficient 2|P∩G| / (|P| + |G|)"),
-        ("iou", "IoU", "intersection over union |P∩G| / |P∪G|"),
-    ]
-    surface = [
-        ("nsd", "NSD", "overlap", "normalised surface distance (surface Dice) at the NSD tolerance"),
-        ("hd", "HD", "distance", "Hausdorff distance: the larger directed maximum of the edge distances"),
-        ("hd95", "HD95", "distance", "the larger of the two directed 95th percentiles of the edge distances"),
-        ("assd", "ASSD", "distance", "average symmetric surface distance (mean of all edge distances)"),
-    ]
-    out = [
-        Metric(
-            name,
-            display,
-            "overlap",
-            "counts",
-            OVERLAP_FORMULAS[name],
-            best=1.0,
-            worst=0.0,
-            description=text,
-            builtin=True,
-        )
-        for name, display, text in overlap
-    ]
-    for name, display, kind, text in surface:
-        reduction = SURFACE_REDUCTIONS[name]
-        distance = kind == "distance"
-        out.append(
-            Metric(
-                name,
-                display,
-                kind,
-                "surface",
-                reduction,
-                higher_is_better=not distance,
-                best=reduction.both_empty,
-                worst=WORST_DISTANCE if distance else 0.0,
-                unit="length" if distance else "",
-                description=text,
-                builtin=True,
-            )
-        )
-    out += [
-        Metric(
-            "pq",
-            "PQ",
-            "case",
-            "case",
-            _pq,
-            builtin=True,
-            description="Panoptic Quality: components matched at IoU > 0.5 (GT instances with sites='labels')",
-            columns=(
-                Column("pq", "PQ", "rate", source="pq"),
-                Column("sq", "SQ", "rate", source="sq"),
-                Column("rq", "RQ", "rate", source="rq"),
-            ),
-        ),
-        Metric(
-            "lesion_dice",
-            "Lesion Dice",
-            "case",
-            "case",
-            _lesion_dice,
-            builtin=True,
-            description="BraTS-2023 lesion-wise Dice and HD95 (ccmetrics.lesion_dice's defaults: glioma)",
-            columns=(
-                Column("lesion_dice", "Lesion Dice", "overlap", best=1.0, source="dice"),
-                Column("lesion_hd95", "Lesion HD95", "distance", False, 0.0, "length", source="hd95"),
-            ),
-        ),
-        Metric(
-            "detection",
-            "Detection",
-            "case",
-            "case",
-            _detection,
-            builtin=True,
-            description=(
-                "lesion detection under the detection rule (default: any overlap), split and merged lesions, "
-                "and the autoPET false positive / negative volumes"
-            ),
-            columns=(
-                Column("sensitivity", "Sensitivity", "rate", source="sensitivity"),
-                Column("precision", "Precision", "rate", source="precision"),
-                Column("f1", "F1", "rate", source="f1"),
-                Column("fp_volume", "FP volume", "volume", False, 0.0, "volume", source="false_positive_volume"),
-                Column("fn_volume", "FN volume", "volume", False, 0.0, "volume", source="false_negative_volume"),
-                Column("split_lesions", "Split lesions", "count", False, 0.0, source="n_split"),
-                Column("merged_components", "Merged components", "count", False, 0.0, source="n_merged"),
-            ),
-        ),
-    ]
-    return out
-
-
-for _metric in _builtin():
+for _metric in builtin_records():
     register(_metric)
 del _metric

@@ -211,10 +211,10 @@ def test_no_rule_is_written_twice():
         re.M,
     )
     modules = [p for p in (ROOT / "ccmetrics").rglob("*.py")] + list((ROOT / "simulations").rglob("*.py"))
+    # the homes of the metrics' facts: the registry's model and functions, and the built-in metrics' records
+    homes = {ROOT / "ccmetrics" / "metrics" / name for name in ("registry.py", "builtin_metrics.py")}
     for path in modules:
-        if path.name == "registry.py":
-            continue
-        for kind, values in _literals(path):
+        for kind, values in [] if path in homes else _literals(path):
             if kind == "collection":
                 cc_free = {v[3:] if v.startswith("cc_") else v for v in values}
                 assert not (len(cc_free) >= 2 and cc_free <= lower), f"{path}: lower-is-better metrics {values}"
