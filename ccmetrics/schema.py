@@ -25,7 +25,7 @@ raw value ``m`` in ``per_component``, the global value ``m`` and the CC mean ``c
 constants of this module (``schema.CASE``, :func:`cc`), never as string literals.
 
 This module is a foundation: it imports nothing of ccmetrics but the text rule of CSV cells
-(:mod:`ccmetrics._escaping`; which columns a metric produces is the registry's fact,
+(``ccmetrics._escaping``; which columns a metric produces is the registry's fact,
 :func:`ccmetrics.metrics.registry.table_columns`).
 
 Examples
@@ -270,7 +270,7 @@ class TableSchema:
 
         ``text`` columns are read as text and ``filled`` ones get ``""`` for an empty cell (see
         :class:`Field`); the other columns are pandas' reading of the values (``inf`` is infinity, an
-        empty cell NaN). Text that :func:`ccmetrics._escaping.write_csv` neutralised (a leading ``'``) is read
+        empty cell NaN). Text that ``ccmetrics._escaping.write_csv`` neutralised (a leading ``'``) is read
         as it was before; ``neutralised=False`` for a file written before ccmetrics neutralised text (its
         folder's manifest is of format 1, or it has none: :func:`ccmetrics.campaign.output_folder.read_tables`).
         """

@@ -393,7 +393,7 @@ class RecordStore:
     def scan(self) -> tuple[dict[str, CaseRecord], list[RecordProblem]]:
         """Every good record by case id, and the other files of the folder and why they are not taken: unreadable,
         not a record (a file of someone else's: left alone), written by another format, or failing its checksum
-        (edited or damaged). :attr:`RecordProblem.ours` tells a record ccmetrics provably wrote from the rest.
+        (edited or damaged). ``RecordProblem.ours`` tells a record ccmetrics provably wrote from the rest.
 
         Temporary files of an interrupted write are neither (:func:`remove_temporaries`), nor are hidden files
         other than a record under its earlier, hidden name.

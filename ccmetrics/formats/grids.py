@@ -37,6 +37,29 @@ from .io import Image, check_same_geometry, rounded
 __all__ = ["align_pair", "on_grid", "union_grid"]
 
 
+def _plane_problem(a: Image, b: Image, atol_mm: float, rtol: float) -> str:
+    """Why two 2D images that their files place in 3D (``Image.affine_3d``) lie in different planes, or ``""``:
+    their planes' normals differ, or the planes are parallel and apart (the 2D affines leave the third axis out).
+
+    >>> import numpy as np
+    >>> from ccmetrics.formats.io import Image
+    >>> above = np.eye(4)
+    >>> above[2, 3] = 50.0
+    >>> flat = Image(np.zeros((2, 2)), (1.0, 1.0), np.eye(3), affine_3d=np.eye(4))
+    >>> _plane_problem(flat, Image(np.zeros((2, 2)), (1.0, 1.0), np.eye(3), affine_3d=above), 1e-3, 1e-4)
+    'the 2D images lie in parallel planes 50 mm apart'
+    """
+    if a.array.ndim != 2 or a.affine_3d is None or b.affine_3d is None:
+        return ""
+    fa, fb = np.asarray(a.affine_3d, float), np.asarray(b.affine_3d, float)
+    na, nb = (np.cross(f[:3, 0], f[:3, 1]) for f in (fa, fb))
+    na, nb = na / np.linalg.norm(na), nb / np.linalg.norm(nb)
+    if abs(float(na @ nb)) < 1 - rtol:
+        return "the 2D images lie in different planes"
+    apart = abs(float(na @ (fb[:3, 3] - fa[:3, 3])))
+    return f"the 2D images lie in parallel planes {apart:.6g} mm apart" if apart > atol_mm else ""
+
+
 def _lattice_map(
     moving: Image, reference: Image, atol_mm: float, rtol: float, strides: bool = False
 ) -> tuple[np.ndarray, np.ndarray, str]:
@@ -46,6 +69,9 @@ def _lattice_map(
     n = reference.array.ndim
     if moving.array.ndim != n:
         return np.empty(0, int), np.empty(0), f"{moving.array.ndim}D against {n}D"
+    plane = _plane_problem(moving, reference, atol_mm, rtol)
+    if plane:  # 2D images placed in 3D (Image.affine_3d): one lattice only within one plane
+        return np.empty(0, int), np.empty(0), plane
     t = np.linalg.solve(reference.affine, moving.affine)  # moving index -> reference index
     rot = t[:n, :n].copy()
     single = np.array(moving.array.shape) == 1
@@ -169,7 +195,7 @@ def _span(lo: np.ndarray, hi: np.ndarray) -> str:
 
 
 def _image(array: np.ndarray, reference: Image, moving: Image) -> Image:
-    return Image(array, tuple(reference.spacing), np.array(reference.affine, float), moving.path)
+    return Image(array, tuple(reference.spacing), np.array(reference.affine, float), moving.path, reference.affine_3d)
 
 
 def union_grid(a: Image, b: Image, *, atol_mm: float = 1e-3, rtol: float = 1e-4) -> Image:

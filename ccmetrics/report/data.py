@@ -485,6 +485,9 @@ class CaseImages:
     affine : ndarray or None
         The GT file's voxel-to-world matrix (the ``affine`` of :class:`ccmetrics.formats.image.Image`): an image
         drawn under the masks must have the same (:func:`read_channel`).
+    affine_3d : ndarray or None
+        A 2D GT's full 4 x 4 affine, which places its plane in 3D (``Image.affine_3d``): a scan in another plane, or
+        in a parallel one, is not drawn under it.
     """
 
     gt: np.ndarray
@@ -494,6 +497,7 @@ class CaseImages:
     lesions: list[Component] = field(default_factory=list)
     false_positives: list[Component] = field(default_factory=list)
     affine: np.ndarray | None = None
+    affine_3d: np.ndarray | None = None
 
     def grid(self) -> Image:
         """The GT's voxel grid (shape, spacing, affine) as an :class:`ccmetrics.formats.image.Image` holding no voxels
@@ -505,7 +509,8 @@ class CaseImages:
         ((4, 4, 2), (1.0, 1.0, 2.0), [1.0, 1.0, 2.0, 1.0], (0, 0, 0))
         """
         affine = self.affine if self.affine is not None else np.diag(tuple(self.spacing) + (1.0,))
-        return Image(np.broadcast_to(np.zeros((), np.uint8), self.gt.shape), tuple(self.spacing), affine)
+        array = np.broadcast_to(np.zeros((), np.uint8), self.gt.shape)
+        return Image(array, tuple(self.spacing), affine, None, self.affine_3d)
 
 
 def _components(labels: np.ndarray, n: int, kind: str, keep=None, regions=None) -> list[Component]:
@@ -658,7 +663,8 @@ def load_case(
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
     regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives)
-    return CaseImages(gt, pred, regions, header, lesions, fps, np.array(gt_image.affine, dtype=float))
+    affine = np.array(gt_image.affine, dtype=float)
+    return CaseImages(gt, pred, regions, header, lesions, fps, affine, gt_image.affine_3d)
 
 
 def read_pair(
