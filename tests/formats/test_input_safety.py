@@ -145,6 +145,19 @@ def test_saving_a_2d_image_keeps_its_plane(tmp_path):
     assert check_same_geometry(image, again) is None
 
 
+def test_an_oblique_2d_plane_has_one_affine_3d_for_every_reader(tmp_path):
+    # SimpleITK's 2D geometry keeps only the in-plane part of a tilted column (0.866, not 1): pasted over the
+    # header's 3D affine it put the sitk read of the same file in another plane than the default read
+    t = np.deg2rad(30)
+    tilted = np.array([[1, 0, 0, 2.0], [0, np.cos(t), -np.sin(t), -3.0], [0, np.sin(t), np.cos(t), 5.0], [0, 0, 0, 1]])
+    for n, affine in enumerate((tilted, tilted @ np.diag([0.5, 0.5, 2.0, 1]))):
+        path = _plane(tmp_path / f"oblique{n}.nii", affine)
+        default, sitk_read = load_image(path), load_image(path, reader="sitk")
+        np.testing.assert_allclose(default.affine_3d, affine, atol=1e-6)
+        np.testing.assert_allclose(sitk_read.affine_3d, default.affine_3d, atol=1e-6)
+        assert check_same_geometry(default, sitk_read) is None
+
+
 # 3. zero-size images ----------------------------------------------------------------------------------------------
 
 
@@ -258,6 +271,148 @@ def test_a_fifo_as_data_file_is_refused_without_hanging(tmp_path):
         for line in lines:
             assert line.startswith("ImageReadError") and "is a FIFO (named pipe), not a regular file" in line, line
             assert str(tmp_path / fifo) in line
+
+
+def _read_in_child(path: Path) -> list[str]:
+    """What ``read_header`` and ``load_image`` of ``path`` say, each in a child process (a hang or a signal fails the
+    test here, not the run)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIFO_READ, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 2, (path.name, done.returncode, done.stdout, done.stderr)
+    return lines
+
+
+@pytest.mark.slow
+def test_a_metaimage_pattern_of_one_to_three_words_is_expanded_as_metaio_does(tmp_path):
+    # MetaIO fills in the numbers a pattern leaves out (1 to the last DimSize; a 3-word pattern's step is
+    # (last - first) / DimSize): the names were not checked (a FIFO s2.raw hung), and a step of 0 killed the
+    # process (SIGFPE in ITK)
+    header = _MHD.replace("4 4 4", "2 2 2")
+    (tmp_path / "s1.raw").write_bytes(bytes(4))
+    os.mkfifo(tmp_path / "s2.raw")
+    for n, pattern in enumerate(("s%d.raw", "s%d.raw 1", "s%d.raw 1 3")):  # each reads s1.raw and s2.raw
+        (tmp_path / f"p{n}.mhd").write_text(header.format(pattern))
+        for line in _read_in_child(tmp_path / f"p{n}.mhd"):
+            assert line.startswith("ImageReadError") and "is a FIFO (named pipe), not a regular file" in line, line
+            assert str(tmp_path / "s2.raw") in line
+    for n, pattern in enumerate(("s%d.raw 1 2", "s%d.raw 1 4 0", "s%d.raw 4 1 -1")):  # step 0, 0, below 0
+        (tmp_path / f"step{n}.mhd").write_text(header.format(pattern))
+        for line in _read_in_child(tmp_path / f"step{n}.mhd"):
+            assert line.startswith("ImageReadError") and f"pattern {pattern!r} gives a step of" in line, line
+            assert "'name%d.ext <first> <last> <step>'" in line
+    # the forms ITK reads, from regular files: every number form gives the right slices
+    for number in range(1, 6):
+        (tmp_path / "ok").mkdir(exist_ok=True)
+        (tmp_path / "ok" / f"s{number}.raw").write_bytes(bytes([number]) * 4)
+    for pattern, slices in (
+        ("s%d.raw", (1, 2)),
+        ("s%d.raw 2", (2, 3)),
+        ("s%d.raw 1 5", (1, 3)),
+        ("s%d.raw 2 5 3", (2, 5)),
+    ):
+        (tmp_path / "ok" / "read.mhd").write_text(header.format(pattern))
+        for reader in READERS:
+            image = load_image(tmp_path / "ok" / "read.mhd", reader=reader)
+            assert image.array[0, 0].tolist() == list(slices), (pattern, reader)
+
+
+@pytest.mark.slow
+def test_a_nrrd_header_that_runs_to_the_end_of_its_file_is_checked(tmp_path):
+    # a .nrrd without the blank line that ends an attached header is a detached header: its data file was not checked
+    nrrd = "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: {}\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "secret.raw").write_bytes(bytes(8))
+    (tmp_path / "in" / "abs.nrrd").write_text(nrrd.format(tmp_path / "secret.raw"))
+    with pytest.raises(ImageReadError, match=r"\(data file\) lies outside the header's folder"):
+        load_image(tmp_path / "in" / "abs.nrrd")
+    (tmp_path / "in" / "a.raw").write_bytes(bytes(4))
+    os.mkfifo(tmp_path / "in" / "pipe.raw")
+    (tmp_path / "in" / "fifo.nrrd").write_text(nrrd.format("pipe.raw"))
+    (tmp_path / "in" / "list.nrrd").write_text(nrrd.format("LIST") + "a.raw\npipe.raw\n")
+    for name in ("fifo.nrrd", "list.nrrd"):
+        for line in _read_in_child(tmp_path / "in" / name):
+            assert line.startswith("ImageReadError") and "is a FIFO (named pipe), not a regular file" in line, line
+    # legitimate NRRD files still read: attached data, a detached header, a LIST of regular files
+    os.remove(tmp_path / "in" / "pipe.raw")
+    (tmp_path / "in" / "b.raw").write_bytes(bytes([1]) * 4)
+    (tmp_path / "in" / "attached.nrrd").write_bytes(nrrd.replace("data file: {}\n", "\n").encode() + bytes(range(8)))
+    (tmp_path / "in" / "pair.nhdr").write_text(nrrd.format("b.raw").replace("2 2 2", "2 2 1"))
+    (tmp_path / "in" / "list2.nrrd").write_text(nrrd.format("LIST") + "a.raw\nb.raw\n")
+    assert load_image(tmp_path / "in" / "attached.nrrd").array.ravel(order="F").tolist() == list(range(8))
+    assert load_image(tmp_path / "in" / "pair.nhdr").array.shape == (2, 2, 1)
+    assert load_image(tmp_path / "in" / "list2.nrrd").array[0, 0].tolist() == [0, 1]
+
+
+def test_a_header_or_list_longer_than_what_is_checked_is_refused(tmp_path, monkeypatch):
+    # an ElementDataFile past the first MiB, a LIST past the bytes read or past _MAX_DATA_FILES names: the names
+    # were left unchecked (or checked in part) and SimpleITK read them
+    from ccmetrics.formats import io as image_io
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "secret.raw").write_bytes(bytes(64))
+    padding = "".join(f"Comment{n} = {'padding ' * 8}\n" for n in range(20_000))
+    (tmp_path / "in" / "long.mhd").write_text(
+        _MHD.replace("ElementDataFile", padding + "ElementDataFile").format(tmp_path / "secret.raw")
+    )
+    with pytest.raises(
+        ImageReadError, match="its header runs past its first 1,048,576 bytes without its ElementDataFile line"
+    ):
+        load_image(tmp_path / "in" / "long.mhd")
+    for n in range(4):
+        (tmp_path / "in" / f"s{n}.raw").write_bytes(bytes(16))
+    listed = _MHD.format("LIST") + "".join(f"s{n}.raw\n" for n in range(4))
+    (tmp_path / "in" / "list.mhd").write_text(listed)
+    assert load_image(tmp_path / "in" / "list.mhd").array.shape == (4, 4, 4)  # a LIST of regular files reads
+    monkeypatch.setattr(image_io, "_MAX_DATA_FILES", 3)
+    with pytest.raises(ImageReadError, match=r"its LIST of data files \(ElementDataFile\) names 4 files, more than"):
+        load_image(tmp_path / "in" / "list.mhd")
+    with pytest.raises(ImageReadError, match="names 4 files, more than the 3 ccmetrics checks"):
+        (tmp_path / "in" / "pattern.mhd").write_text(_MHD.format("s%d.raw 0 3 1"))
+        load_image(tmp_path / "in" / "pattern.mhd")
+    monkeypatch.setattr(image_io, "_MAX_DATA_FILES", 100)
+    monkeypatch.setattr(image_io, "_MAX_LIST_BYTES", 20)
+    with pytest.raises(ImageReadError, match=r"its LIST of data files \(ElementDataFile\) runs past 20 bytes"):
+        load_image(tmp_path / "in" / "list.mhd")
+
+
+def test_a_symbolic_link_out_of_the_header_folder_is_refused(tmp_path):
+    # the check was lexical: a link inside the folder to a file (or a folder) outside it was read
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "secret.raw").write_bytes(bytes(64))
+    os.symlink(tmp_path / "out" / "secret.raw", tmp_path / "in" / "x.raw")
+    os.symlink(tmp_path / "out", tmp_path / "in" / "sub")
+    for name in ("x.raw", "sub/secret.raw"):
+        (tmp_path / "in" / "link.mhd").write_text(_MHD.format(name))
+        for call in (load_image, read_header):
+            with pytest.raises(ImageReadError) as caught:
+                call(tmp_path / "in" / "link.mhd")
+            assert f"its data file {name!r} (ElementDataFile) is a symbolic link (or lies under one) to " in str(
+                caught.value
+            )
+            assert "outside the header's folder" in str(caught.value)
+    (tmp_path / "in" / "data").mkdir()
+    (tmp_path / "in" / "data" / "ok.raw").write_bytes(bytes(64))
+    os.symlink(tmp_path / "in" / "data" / "ok.raw", tmp_path / "in" / "inside.raw")  # a link within: read
+    for name in ("data/ok.raw", "inside.raw"):
+        (tmp_path / "in" / "ok.mhd").write_text(_MHD.format(name))
+        assert load_image(tmp_path / "in" / "ok.mhd").array.shape == (4, 4, 4)
+
+
+def test_metaimage_fields_are_found_as_metaio_spells_them(tmp_path):
+    # MetaIO's keys are case-sensitive and end at '=' or ':': a lower-case decoy was taken for the data file, and
+    # 'ElementDataFile: name' was not found at all
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ok.raw").write_bytes(bytes(64))
+    (tmp_path / "secret.raw").write_bytes(bytes(64))
+    secret = str(tmp_path / "secret.raw")
+    decoy = _MHD.replace("ElementDataFile = {}", f"elementdatafile = ok.raw\nElementDataFile = {secret}")
+    for name, text in (("decoy.mhd", decoy), ("colon.mhd", _MHD.replace(" = {}", ": {}").format(secret))):
+        (tmp_path / "in" / name).write_text(text)
+        with pytest.raises(ImageReadError, match=r"\(ElementDataFile\) lies outside the header's folder"):
+            load_image(tmp_path / "in" / name)
 
 
 def test_a_fifo_given_as_the_image_is_refused(tmp_path):
