@@ -1,8 +1,10 @@
 """The house shows its layers: the former module paths still import, as the same modules, with a warning that
-names the new path; the layer packages import nothing heavy; the layer contract holds (``lint-imports``)."""
+names the new path; the layer packages import nothing heavy; the layer contract holds (``lint-imports``); no
+private name or module crosses from one package to another."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import shutil
 import subprocess
@@ -81,3 +83,143 @@ def test_the_layer_contract_holds():
         done = subprocess.run(["lint-imports", "--no-cache"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout
     assert "0 broken" in done.stdout
+
+
+#: the package root's own private modules: the house's shared foundations, which every ccmetrics package may import
+FOUNDATIONS = frozenset({"_deprecation", "_escaping", "_files", "_inputs", "_interrupts", "_lazy", "_moved", "_words"})
+
+#: private imports that cross packages and are still waiting for their switch to the public name
+#: (``importing package: imported module.name``); the names to use instead are in the failure message of
+#: :func:`test_no_private_name_or_module_crosses_a_package`.
+#: switched by the lead: the campaign's rooms (dataset.py, being split) switch to ccmetrics.formats.io.load_image
+#: (c_order=True), ccmetrics.engine.memory.MemoryLimitError and ccmetrics.engine.memory.memory_guard
+CROSSING_ALLOWED = frozenset(
+    {
+        "ccmetrics.campaign: ccmetrics.formats.io._load_image",  # switched by the lead
+        "ccmetrics.campaign: ccmetrics.engine._budget.MemoryLimitError",  # switched by the lead
+        "ccmetrics.campaign: ccmetrics.engine._budget.memory_guard",  # switched by the lead
+    }
+)
+
+
+def _package(module: str) -> str:
+    """The package a module belongs to: ``ccmetrics.<sub-package>``, ``ccmetrics`` for the package root's own
+    modules (``schema``, ``_files``, ...), ``simulations``."""
+    parts = module.split(".")
+    if parts[0] == "ccmetrics" and len(parts) > 1 and (ROOT / "ccmetrics" / parts[1]).is_dir():
+        return f"ccmetrics.{parts[1]}"
+    return parts[0]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _imports(module: str, source: str, is_package: bool = False):
+    """``(line, imported module, imported name or None)`` for every import of ``module``'s ``source``, relative
+    ones resolved, those inside functions and ``if TYPE_CHECKING:`` blocks included."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, base] if base else package)
+            for alias in node.names:
+                yield node.lineno, base, alias.name
+
+
+def _crosses(module: str, target: str, name: str | None) -> bool:
+    """Whether ``module`` importing ``target`` (``from target import name``) takes a private module or name of
+    another package."""
+    here, there = _package(module), _package(target)
+    if target.split(".")[0] not in ("ccmetrics", "simulations") or here == there:
+        return False  # another library, or inside one package: private names are shared freely
+    # the root's foundations are open to every ccmetrics package, never to the simulations
+    open_ = FOUNDATIONS if there == "ccmetrics" and here != "simulations" else frozenset()
+    inner = target.split(".")[1:]
+    if any(_private(part) and not (i == 0 and part in open_) for i, part in enumerate(inner)):
+        return True
+    return name is not None and _private(name) and not (target == "ccmetrics" and name in open_)
+
+
+def _crossings() -> dict[str, list[str]]:
+    """Every import of a private module or name of another package than the importer's: ``{key: [where]}``."""
+    found: dict[str, list[str]] = {}
+    for top in ("ccmetrics", "simulations"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            module = ".".join(parts[:-1] if is_package else parts)
+            for line, target, name in _imports(module, path.read_text(encoding="utf-8"), is_package):
+                if _crosses(module, target, name):
+                    key = f"{_package(module)}: {target}" + (f".{name}" if name else "")
+                    found.setdefault(key, []).append(f"{path.relative_to(ROOT)}:{line}")
+    return found
+
+
+def test_the_crossing_check_reads_imports_as_python_does():
+    # relative imports resolve against the importing module's package (a package's __init__ is the package)
+    got = list(_imports("ccmetrics.metrics.case", "from ..engine._budget import x\nfrom . import _engines\n"))
+    assert got == [(1, "ccmetrics.engine._budget", "x"), (2, "ccmetrics.metrics", "_engines")]
+    got = list(_imports("ccmetrics.engine", "def f():\n    from ._launch import w\n    from .. import _lazy\n", True))
+    assert sorted(got) == [(2, "ccmetrics.engine._launch", "w"), (3, "ccmetrics", "_lazy")]
+    assert _package("ccmetrics.nuclei.io.geojson") == "ccmetrics.nuclei" and _package("ccmetrics._files") == "ccmetrics"
+    # across packages: private modules and names cross, public ones and dunders do not
+    assert _crosses("ccmetrics.metrics.case", "ccmetrics.engine._kdtree", None)
+    assert _crosses("ccmetrics.campaign.case", "ccmetrics.formats.io", "_load_image")
+    assert _crosses("ccmetrics.cli", "ccmetrics.engine", "_launch")
+    assert not _crosses("ccmetrics.metrics.case", "ccmetrics.engine.kdtree", "build")
+    assert not _crosses("ccmetrics.cli", "ccmetrics", "__version__")
+    # inside one package anything goes; the root's foundations are open to ccmetrics' packages, not simulations
+    assert not _crosses("ccmetrics.metrics.case", "ccmetrics.metrics._engines", "_x")
+    assert not _crosses("ccmetrics.metrics.case", "ccmetrics._inputs", "as_spacing")
+    assert not _crosses("ccmetrics.metrics.case", "ccmetrics", "_words")
+    assert _crosses("ccmetrics.metrics.case", "ccmetrics._inputs", "_private_helper")
+    assert _crosses("ccmetrics.metrics.case", "ccmetrics.schema", "_x")
+    assert _crosses("simulations.phantoms", "ccmetrics._inputs", "as_spacing")
+    assert _crosses("ccmetrics.schema", "ccmetrics.engine._budget", "active")
+
+
+def test_no_private_name_or_module_crosses_a_package():
+    """A module imports from another package (a sub-package of ccmetrics: engine, metrics, formats, analysis,
+    campaign, report, cli, nuclei, monai; the package root's own modules; simulations) its public modules and
+    names only: no module whose path has a part starting with ``_`` (``__init__`` aside), no ``_name``. Inside one
+    package private names are shared freely. The package root's private modules (``ccmetrics._files``,
+    ``_inputs``, ``_escaping``, ``_interrupts``, ``_lazy``, ``_moved``, ``_words``, ``_deprecation``) are the
+    house's shared foundations: every ccmetrics package may import them (their public names). ``simulations/``
+    uses ccmetrics' public API only: not the foundations either."""
+    found = _crossings()
+    crossing = {key: where for key, where in found.items() if key not in CROSSING_ALLOWED}
+    assert not crossing, "private names or modules imported from another package:\n" + "\n".join(
+        f"  {key}  ({', '.join(where)})" for key, where in sorted(crossing.items())
+    )
+    switched = sorted(CROSSING_ALLOWED - found.keys())
+    assert not switched, f"no longer imported, remove from CROSSING_ALLOWED: {switched}"
+
+
+@pytest.mark.parametrize(
+    ("public", "private"),
+    [
+        ("ccmetrics.engine.memory.MemoryLimitError", "ccmetrics.engine._budget.MemoryLimitError"),
+        ("ccmetrics.engine.memory.MemoryGuard", "ccmetrics.engine._budget.MemoryGuard"),
+        ("ccmetrics.engine.memory.memory_guard", "ccmetrics.engine._budget.memory_guard"),
+        ("ccmetrics.engine.memory.active_guard", "ccmetrics.engine._budget.active"),
+        ("ccmetrics.engine.threads.worker_threads", "ccmetrics.engine._threads.worker_threads"),
+        ("ccmetrics.engine.threads.submit", "ccmetrics.engine._threads.submit"),
+        ("ccmetrics.engine.kdtree.build", "ccmetrics.engine._kdtree.build"),
+        ("ccmetrics.engine.kdtree.query", "ccmetrics.engine._kdtree.query"),
+        ("ccmetrics.engine.kdtree.matches_scipy", "ccmetrics.engine._kdtree.matches_scipy"),
+        ("ccmetrics.engine.order_statistics.order_statistics", "ccmetrics.engine._order_statistics.order_statistics"),
+        ("ccmetrics.engine.warm_up", "ccmetrics.engine._launch.warm_up"),
+    ],
+)
+def test_a_public_home_is_the_private_name_which_still_works(public, private):
+    def resolve(dotted):
+        module, name = dotted.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)
+
+    assert resolve(public) is resolve(private)

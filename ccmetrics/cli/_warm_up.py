@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engine._launch import warm_up
+    from ..engine import warm_up
 
     start = time.perf_counter()
     done = warm_up()

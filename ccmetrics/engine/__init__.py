@@ -8,6 +8,13 @@ nearest-label kernels, the engine configuration (:mod:`~ccmetrics.engine.config`
 value), torch's float32 quantile emulated (:mod:`~ccmetrics.engine.torch_emulation`), and the memory model
 that the campaigns check before they allocate (:mod:`~ccmetrics.engine.memory`). It imports nothing of the
 layers above it (metrics, formats, analysis, campaign, report, the command line).
+
+The layers above use the public modules and names only: the k-d tree (:mod:`~ccmetrics.engine.kdtree`), the
+order statistics of a lesion's distances (:mod:`~ccmetrics.engine.order_statistics`), the worker threads of an
+evaluation (:mod:`~ccmetrics.engine.threads`), the memory limit handed down to the engine
+(:func:`~ccmetrics.engine.memory.memory_guard`, :class:`~ccmetrics.engine.memory.MemoryLimitError`) and
+``warm_up()`` (compile every numba kernel into numba's cache: ``ccmetrics warm-up``). The modules whose names
+start with ``_`` (the kernels, their launcher, the guard's implementation) are the engine's own.
 """
 
 from .._lazy import attach
@@ -74,6 +81,7 @@ _EXPORTS = {
     "quantile_rank": "torch_emulation",
     "torch_lerp": "torch_emulation",
     "torch_quantile": "torch_emulation",
+    "warm_up": "_launch",
 }
 
 __getattr__, __dir__, __all__ = attach(

@@ -5,8 +5,8 @@ times, each before the memory it is about is taken:
 
 1. from the files' headers alone (:func:`ccmetrics.formats.io.read_header`), before a voxel is read;
 2. after reading, with the foreground counted (:func:`ccmetrics.campaign.dataset.evaluate_task`);
-3. in the engine, once it has labelled the components (``ccmetrics.engine._budget``), with the counts
-   that the per-component tables, distances and encodings grow with.
+3. in the engine, once it has labelled the components (a :class:`MemoryGuard` that :func:`memory_guard`
+   hands down), with the counts that the per-component tables, distances and encodings grow with.
 
 * :func:`available_memory_bytes`: what the machine (and the process's cgroup, in a container)
   can still give;
@@ -16,7 +16,10 @@ times, each before the memory it is about is taken:
 * :func:`component_bytes`: its part that grows with the counts (:class:`ComponentCounts`);
 * :func:`dilated_voxels`: the bound of the voxels of Lesion Dice's dilations, one of those counts;
 * :func:`parse_memory`: a command-line value (``"8G"``, ``"512MiB"``) in bytes;
-* :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use.
+* :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use;
+* :func:`memory_guard`, :class:`MemoryGuard`, :func:`active_guard`, :class:`MemoryLimitError`: the limit
+  handed down to the engine (a context variable) and the error over it (implemented in
+  ``ccmetrics.engine._budget``, re-exported here for the layers above the engine).
 
 The estimate is ``gt.nbytes + pred.nbytes`` (the arrays the readers return) plus the engine's
 peak: :data:`FIXED_BYTES` (256 MiB: numba's compilation on a worker's first case, pools) and
@@ -138,7 +141,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ._budget import MemoryGuard, MemoryLimitError, memory_guard
+from ._budget import active as active_guard
+
 __all__ = [
+    "MemoryGuard",
+    "MemoryLimitError",
+    "active_guard",
+    "memory_guard",
     "format_bytes",
     "over_limit",
     "ASSUMED_FOREGROUND",

@@ -562,7 +562,7 @@ def check_union_memory(gt: Image, pred: Image | None, *, reference: Any = None, 
 
     Raises
     ------
-    ccmetrics.engine._budget.MemoryLimitError
+    ccmetrics.engine.memory.MemoryLimitError
         Naming the grid, what placing both SEGs on it needs, ``--max-memory`` and ``--reference-images``.
 
     Examples
@@ -577,8 +577,7 @@ def check_union_memory(gt: Image, pred: Image | None, *, reference: Any = None, 
     ...
     ccmetrics.engine._budget.MemoryLimitError: needs about 7.8 KiB to place both SEGs on the grid that spans them ...
     """
-    from ..engine._budget import MemoryLimitError
-    from ..engine.memory import over_limit
+    from ..engine.memory import MemoryLimitError, over_limit
     from .grids import union_grid
 
     segs = [x for x in (gt, pred) if isinstance(x, SegImage)]

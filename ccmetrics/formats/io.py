@@ -361,7 +361,7 @@ def read_grid(path, reader: str = "auto") -> Image:
     return Image(np.broadcast_to(np.zeros((), dtype), shape), spacing, grid_affine, path, affine_3d)
 
 
-def load_image(path, reader: str = "auto") -> Image:
+def load_image(path, reader: str = "auto", *, c_order: bool = False) -> Image:
     """Read a 2D or 3D label image with its spacing and affine (see the module docstring for axes).
 
     Parameters
@@ -372,6 +372,10 @@ def load_image(path, reader: str = "auto") -> Image:
         ``"auto"`` uses nibabel for ``.nii``/``.nii.gz``, highdicom for DICOM SEG
         (:func:`ccmetrics.formats.dicom.read_seg`, which returns a :class:`ccmetrics.formats.dicom.SegImage`) and
         SimpleITK for the rest.
+    c_order : bool, default False
+        True: a ``.nii.gz`` of one-byte voxels read with nibabel whose non-zero voxels are few (a mask) comes
+        C-contiguous, as the engine needs it (the same values and dtype; a data-set run reads its cases so). Other
+        files come as their reader gives them.
 
     Returns
     -------
@@ -414,7 +418,7 @@ def load_image(path, reader: str = "auto") -> Image:
     >>> np.allclose(load_image(path, reader="sitk").affine, img.affine)
     True
     """
-    return _load_image(path, reader)
+    return _load_image(path, reader, c_order)
 
 
 def _load_image(path, reader: str = "auto", c_order: bool = False) -> Image:

@@ -57,8 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine._budget import MemoryLimitError
-from ..engine.memory import format_bytes, over_limit
+from ..engine.memory import MemoryLimitError, format_bytes, over_limit
 from .image import Image, ImageHeader, ImageReadError, missing_file_message
 from .io import (
     _check_nifti,
@@ -335,7 +334,7 @@ def _image_read_bytes(header: ImageHeader) -> int:
 class ProbabilityMemoryError(ProbabilityError, MemoryLimitError):
     """A probability map whose read would exceed the memory limit (``max_bytes=``, ``--max-memory``), found from its
     header before any voxel is read; a :class:`ProbabilityError` and a
-    :class:`ccmetrics.engine._budget.MemoryLimitError` (a data-set run marks the case for a retry)."""
+    :class:`ccmetrics.engine.memory.MemoryLimitError` (a data-set run marks the case for a retry)."""
 
 
 def _check_memory(path: str, need: float, max_bytes: float | None, what: str) -> None:

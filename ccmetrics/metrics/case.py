@@ -42,12 +42,12 @@ from .._inputs import (
     as_spacing,
     check_same_shape,
 )
-from ..engine._budget import MemoryGuard
-from ..engine._budget import active as memory_guard_in_force
-from ..engine._threads import submit, worker_threads
 from ..engine.components import ComponentCache
 from ..engine.geometry import CaseRegions, CaseSurfaces, EdgeNearest, PredictionVoxels
 from ..engine.ground_truth import GroundTruth
+from ..engine.memory import MemoryGuard
+from ..engine.memory import active_guard as memory_guard_in_force
+from ..engine.threads import submit, worker_threads
 from . import registry
 from ._engines import case_values, region_values
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
@@ -336,11 +336,11 @@ def _check_memory(
     voxels: PredictionVoxels,
     pred_cc: ComponentCache,
 ) -> None:
-    """Check the case's counts against the memory limit in force (:mod:`ccmetrics.engine._budget`): the GT's components
-    and both masks' runs (known by now), and the prediction's components where the metrics label them anyway
-    (PQ and detection at the evaluation's connectivity, Lesion Dice at the full one, any rule but "overlap"):
+    """Check the case's counts against the memory limit in force (:func:`ccmetrics.engine.memory.memory_guard`): the
+    GT's components and both masks' runs (known by now), and the prediction's components where the metrics label them
+    anyway (PQ and detection at the evaluation's connectivity, Lesion Dice at the full one, any rule but "overlap"):
     labelled here, a little earlier than they would be, and kept for them. Raises
-    :class:`~ccmetrics.engine._budget.MemoryLimitError` over the limit."""
+    :class:`~ccmetrics.engine.memory.MemoryLimitError` over the limit."""
     names = {m.name for m in case_level}
     labelled: list[int | None] = [truth.connectivity] if rule.kind != "overlap" or names & {"pq", "detection"} else []
     if "lesion_dice" in names:

@@ -353,7 +353,7 @@ def _lesions(sites: Sites, dilated: np.ndarray, connectivity: int) -> np.ndarray
 class _PredictionTrees:
     """One k-d tree of the edge voxels of each (large-union) prediction component, built once and shared by
     every lesion the component touches: the nodes of all trees in one forest (tight node boxes, the points of
-    node ``i`` are ``pts[nodes[i, 0]:nodes[i, 1]]``, as :func:`ccmetrics.engine._kdtree.build` makes them).
+    node ``i`` are ``pts[nodes[i, 0]:nodes[i, 1]]``, as :func:`ccmetrics.engine.kdtree.build` makes them).
 
     A component of at most ``_TREE_LEAF`` points is one leaf, the tree ``build`` makes of it (its points in
     their order, one node, their box): made for all such components at once, with no array of their own (a
@@ -375,7 +375,7 @@ class _PredictionTrees:
         return self
 
     def _plant(self, points: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
-        from ..engine._kdtree import build
+        from ..engine.kdtree import build
 
         n_trees, m = len(sizes), points.shape[1]
         leaf = (sizes >= 1) & (sizes <= _TREE_LEAF)  # one node: build's tree, made here for all at once
@@ -410,7 +410,7 @@ class _PredictionTrees:
             self._own_nodes[t] = nodes
 
     def _tree(self, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Tree ``t`` as :func:`ccmetrics.engine._kdtree.build` returns it: its points, its nodes (numbered from 0) and
+        """Tree ``t`` as :func:`ccmetrics.engine.kdtree.build` returns it: its points, its nodes (numbered from 0) and
         their boxes (the points and boxes: views of the forest's)."""
         p0, p1, n0, n1 = self.point_start[t], self.point_start[t + 1], self.node_start[t], self.node_start[t + 1]
         nodes = self._own_nodes.get(int(t))
@@ -420,7 +420,7 @@ class _PredictionTrees:
 
     def nearest(self, t: int, source: np.ndarray) -> np.ndarray:
         """Distance (float64) from each source point to the nearest point of tree ``t``."""
-        from ..engine._kdtree import query
+        from ..engine.kdtree import query
 
         kernel: Any = query  # a numba dispatcher: its call signature is not annotated
         out = np.empty(len(source))
@@ -432,7 +432,7 @@ class _PredictionTrees:
         place over a few trees (memory: one array of distances, not one per tree), one tree of their points
         together for many (``union_tree_from`` of :class:`ccmetrics.EngineConfig`; time: one query per source
         point, not one per tree). The same distances either way."""
-        from ..engine._kdtree import build, query
+        from ..engine.kdtree import build, query
 
         if len(trees) < current().union_tree_from:
             out = self.nearest(trees[0], source)
@@ -452,11 +452,11 @@ class _PredictionTrees:
         self, trees: Sequence[int] | np.ndarray, target: np.ndarray, k_lo: int, k_hi: int
     ) -> tuple[float, float]:
         """The ``k_lo``-th and ``k_hi``-th smallest (from 0) distances from the points of ``trees`` to ``target``."""
-        from ..engine._kdtree import build
+        from ..engine.kdtree import build
 
         gpts, gnodes, gbox = build(np.ascontiguousarray(target), 32)
         roots = self.node_start[np.asarray(trees, dtype=np.int64)].astype(np.int64)
-        from ..engine._order_statistics import order_statistics
+        from ..engine.order_statistics import order_statistics
 
         return order_statistics(self.pts, self.nodes, self.box, roots, gpts, gnodes, gbox, int(k_lo), int(k_hi))
 
@@ -702,9 +702,9 @@ def _lesion_hd95(
     while its edge voxels stay below ``own_tree_from`` (:class:`ccmetrics.EngineConfig`) and no component
     it shares with other lesions reaches it over all of them; otherwise the GT -> prediction distances from
     the k-d trees of its prediction components, built once for all the lesions they touch, and only the two
-    order statistics the prediction -> GT percentile needs (``ccmetrics.engine._order_statistics``: the tree
-    nodes are refined only where their distance bounds straddle the percentile, so one lesion never costs the size
-    of a large component it shares with many others).
+    order statistics the prediction -> GT percentile needs (:func:`ccmetrics.engine.order_statistics.order_statistics`:
+    the tree nodes are refined only where their distance bounds straddle the percentile, so one lesion never costs the
+    size of a large component it shares with many others).
     """
     n_lesions = len(touching)
     if n_lesions == 0:
@@ -749,7 +749,7 @@ def _lesion_hd95(
         big = np.zeros(0, dtype=bool)
     trees, tree_of = None, np.zeros(0, dtype=np.int64)
     if big.any():
-        from ..engine._kdtree import matches_scipy
+        from ..engine.kdtree import matches_scipy
 
         if matches_scipy():  # the trees' distances are scipy's, bit for bit, on this machine
             shared = np.unique(np.concatenate([touching[i] for i in np.flatnonzero(big)]))

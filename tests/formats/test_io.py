@@ -626,3 +626,18 @@ def test_gzip_reader_truncated_stream_is_refused(tmp_path, keep):
     path.write_bytes(stream[: int(len(stream) * keep)])
     with pytest.raises(ImageReadError):
         load_image(path)
+
+
+def test_load_image_c_order_gives_a_mask_c_contiguous_with_the_same_values(tmp_path):
+    """``load_image(..., c_order=True)``: how a data set reads its cases (the public name of the former
+    ``_load_image(..., c_order=True)``), a sparse one-byte ``.nii.gz`` C-contiguous, the same values and dtype."""
+    rng = np.random.default_rng(0)
+    mask = (rng.random((40, 30, 20)) < 0.01).astype(np.uint8)
+    path = str(tmp_path / "mask.nii.gz")
+    save_image(path, mask, spacing=(1.0, 1.0, 2.0))
+    default, c_ordered = load_image(path), load_image(path, c_order=True)
+    assert c_ordered.array.flags.c_contiguous and c_ordered.array.dtype == default.array.dtype == np.uint8
+    np.testing.assert_array_equal(c_ordered.array, default.array)
+    assert c_ordered.spacing == default.spacing and np.array_equal(c_ordered.affine, default.affine)
+    with pytest.raises(TypeError):
+        load_image(path, "auto", True)  # c_order is keyword only
