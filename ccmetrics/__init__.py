@@ -35,8 +35,8 @@ _EXPORTS = {
     "PQResult": "metrics.panoptic",
     "multiclass_pq": "metrics.panoptic",
     "panoptic_quality": "metrics.panoptic",
-    "DatasetResult": "campaign.dataset",
-    "EvalOptions": "campaign.dataset",
+    "DatasetResult": "campaign.result",
+    "EvalOptions": "campaign.options",
     "evaluate_dataset": "campaign.dataset",
 }
 

@@ -49,22 +49,31 @@ numpydoc_attributes_as_param_list = False  # a class's Attributes become targets
 
 
 def _resolve_top_level(app, env, node, contnode):
-    """``ccmetrics.evaluate`` and the package's other re-exported names point to their defining module's entry."""
+    """A re-exported name points to its defining module's entry: ``ccmetrics.evaluate`` and the package's other
+    top-level names, and the names a module still exports after its code moved (``ccmetrics.campaign.dataset.
+    DatasetResult`` is ``ccmetrics.campaign.result.DatasetResult``)."""
     import importlib
 
     target = node.get("reftarget", "")
     if node.get("refdomain") != "py" or not target.startswith("ccmetrics."):
         return None
     parts = target.split(".")
-    package = importlib.import_module("ccmetrics")
-    if parts[1] not in getattr(package, "__all__", ()):
-        return None
-    obj = getattr(package, parts[1])
-    canonical = ".".join([obj.__module__, obj.__qualname__, *parts[2:]])
-    if canonical == target:
-        return None
-    domain = env.get_domain("py")
-    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], canonical, node, contnode)
+    for i in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module, then the name in it
+        try:
+            module = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        if i == 1 and parts[1] not in getattr(module, "__all__", ()):
+            return None
+        obj = getattr(module, parts[i], None)
+        if not hasattr(obj, "__module__") or not hasattr(obj, "__qualname__"):
+            return None
+        canonical = ".".join([obj.__module__, obj.__qualname__, *parts[i + 1 :]])
+        if canonical == target:
+            return None
+        domain = env.get_domain("py")
+        return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], canonical, node, contnode)
+    return None
 
 
 def setup(app):

@@ -1,7 +1,9 @@
 """The campaigns: a data set's cases evaluated so that no crash, kill or Ctrl-C loses a finished one.
 
-:func:`evaluate_dataset` and its tables (:mod:`~ccmetrics.campaign.dataset`: pairing, validation,
-:class:`EvalOptions`, :class:`DatasetResult`), the scheduler (:mod:`~ccmetrics.campaign.scheduler`: records,
+:func:`evaluate_dataset` (:mod:`~ccmetrics.campaign.dataset`) with its options (:mod:`~ccmetrics.campaign.options`:
+:class:`EvalOptions`, :class:`CaseTask`), the pairing of folders (:mod:`~ccmetrics.campaign.pairing`), one case
+evaluated (:mod:`~ccmetrics.campaign.case`) and the result (:mod:`~ccmetrics.campaign.result`:
+:class:`DatasetResult`, its tables, read and write), the scheduler (:mod:`~ccmetrics.campaign.scheduler`: records,
 resume, worker processes, Dask), the durable per-case records (:mod:`~ccmetrics.campaign.records`) and the
 output folder's lock and manifest (:mod:`~ccmetrics.campaign.output_folder`). Every name of the former
 ``ccmetrics.campaign`` module (``EvaluationInterrupted``, ``run_cases``, ...) is here too.
@@ -12,15 +14,15 @@ from .._lazy import attach
 #: public name -> the module of this layer that defines it (loaded on first use)
 _EXPORTS = {
     "ProbabilityOptions": "probabilities",
-    "CaseTask": "dataset",
-    "DatasetResult": "dataset",
-    "EMPTY_GT": "dataset",
-    "EvalOptions": "dataset",
-    "MISSING_PREDICTION": "dataset",
+    "CaseTask": "options",
+    "EvalOptions": "options",
+    "pair_folders": "pairing",
+    "tasks_from_pairs": "pairing",
+    "EMPTY_GT": "case",
+    "MISSING_PREDICTION": "case",
+    "evaluate_task": "case",
+    "DatasetResult": "result",
     "evaluate_dataset": "dataset",
-    "evaluate_task": "dataset",
-    "pair_folders": "dataset",
-    "tasks_from_pairs": "dataset",
     "FolderInUse": "output_folder",
     "LOCK_NAME": "output_folder",
     "MANIFEST_NAME": "output_folder",
@@ -53,5 +55,7 @@ _EXPORTS = {
 }
 
 __getattr__, __dir__, __all__ = attach(
-    __name__, _EXPORTS, ("dataset", "output_folder", "probabilities", "records", "scheduler")
+    __name__,
+    _EXPORTS,
+    ("case", "dataset", "options", "output_folder", "pairing", "probabilities", "records", "result", "scheduler"),
 )

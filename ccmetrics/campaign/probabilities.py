@@ -17,7 +17,7 @@ has one probability map, named like its GT (:func:`ccmetrics.formats.probabiliti
 
 The data set's curves (AP, AUROC, FROC, CPM) are computed from the tables
 (:func:`~ccmetrics.metrics.detection_curves.detection_curves_from_tables`) by
-:meth:`ccmetrics.campaign.dataset.DatasetResult.detection_curves`.
+:meth:`ccmetrics.campaign.result.DatasetResult.detection_curves`.
 
 Cost per case: one read of the map, one comparison, one labelling of the candidates, one gather at their voxels
 and the matching on the overlap list: a few passes over the image, whatever the number of lesions.
@@ -276,7 +276,7 @@ def evaluate_with_maps(
     """One case with its maps: each class evaluated on its GT prepared once (:func:`ccmetrics.evaluate`), whose
     lesions its candidates are matched to, and the thresholds swept on it.
 
-    ``options`` is the data set's :class:`~ccmetrics.campaign.dataset.EvalOptions`; ``settings`` the keyword
+    ``options`` is the data set's :class:`~ccmetrics.campaign.options.EvalOptions`; ``settings`` the keyword
     arguments of :func:`ccmetrics.evaluate` (spacing, tolerances, connectivity, detection rule).
 
     Returns

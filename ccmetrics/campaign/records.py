@@ -15,7 +15,7 @@ SHA-256 covers, so a record edited by hand (still valid JSON) or damaged on disk
 one (:meth:`RecordStore.scan` names it) and its case is evaluated again. The body holds the case's
 output and its **fingerprint**: for each input file its path, size and modification time (for an array
 given directly: a SHA-1 of its bytes), the evaluation options that change values
-(:meth:`ccmetrics.campaign.dataset.EvalOptions.key`) and the ccmetrics version. On resume a case is evaluated
+(:meth:`ccmetrics.campaign.options.EvalOptions.key`) and the ccmetrics version. On resume a case is evaluated
 again when its record is missing, unreadable or fails its checksum, when its fingerprint differs
 (:func:`changes` says how), or when its last attempt failed for a reason that may not repeat (a worker
 that died, a time-out, the memory limit: ``retry`` in the record).
@@ -203,7 +203,7 @@ _TABLES = ("components", "predictions", "candidates", "thresholds")  # the table
 
 
 def encode_output(output: dict[str, Any]) -> dict[str, Any]:
-    """One case's output of :func:`ccmetrics.campaign.dataset.evaluate_task` as plain JSON-able data, losslessly.
+    """One case's output of :func:`ccmetrics.campaign.case.evaluate_task` as plain JSON-able data, losslessly.
 
     Floats keep every bit (JSON numbers written with ``repr``; NaN and infinities as JSON's
     ``NaN``/``Infinity``), the component and prediction tables keep their column order and dtypes.

@@ -162,7 +162,7 @@ def run_cases(
 
     ``evaluate(task, options)`` (one case's output; a top-level function, so that worker processes and Dask
     can import it), ``fingerprint(task)``, ``failure(task, message)`` (the output of a case that could not
-    run) and ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.campaign.dataset`. On Ctrl-C raises
+    run) and ``estimate(task)`` (peak bytes, 0 unknown) come from :mod:`ccmetrics.campaign.case`. On Ctrl-C raises
     :class:`Stopped` with the finished outputs and ``info.pending``: the caller builds the partial result.
     ``meanwhile()`` is called once the cases run elsewhere (worker processes started, or Dask), for the caller's
     own work while this process waits for them (it must return at once: start a thread).
