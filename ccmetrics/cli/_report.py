@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from .._files import refuse_dangling_link
-from ..campaign.output_folder import drawn_by_ccmetrics
 from ._common import EXIT_OK, EXIT_USAGE, _name_list, _say
 
 
@@ -73,6 +72,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..campaign.output_folder import drawn_by_ccmetrics
     from ..report import write_report
 
     if args.max_cases < 0:
