@@ -348,7 +348,7 @@ def test_a_nrrd_header_that_runs_to_the_end_of_its_file_is_checked(tmp_path):
 def test_a_header_or_list_longer_than_what_is_checked_is_refused(tmp_path, monkeypatch):
     # an ElementDataFile past the first MiB, a LIST past the bytes read or past _MAX_DATA_FILES names: the names
     # were left unchecked (or checked in part) and SimpleITK read them
-    from ccmetrics.formats import io as image_io
+    from ccmetrics.formats import _itk_data_files as image_io
 
     (tmp_path / "in").mkdir()
     (tmp_path / "secret.raw").write_bytes(bytes(64))
