@@ -337,7 +337,7 @@ def read_seg(path: Any, *, fractional_threshold: float = DEFAULT_FRACTIONAL_THRE
 
 
 def segment_classes(paths: Any, *, skip_unreadable: bool = False) -> tuple[Any, ...]:
-    """Classes (:class:`ccmetrics.metrics.classes.ClassSpec`) for the segments of one or more SEG files, read
+    """Classes (:class:`ccmetrics.formats.classes.ClassSpec`) for the segments of one or more SEG files, read
     from their headers: one class per segment number, named by the first file's label for it.
 
     ``skip_unreadable``: leave out files that cannot be read (each case reports its own), unless none can be
@@ -346,7 +346,7 @@ def segment_classes(paths: Any, *, skip_unreadable: bool = False) -> tuple[Any, 
     >>> segment_classes([])
     ()
     """
-    from ..metrics.classes import ClassSpec
+    from .classes import ClassSpec
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -575,9 +575,9 @@ def check_union_memory(gt: Image, pred: Image | None, *, reference: Any = None, 
     >>> check_union_memory(a, b, max_bytes=2**12)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ccmetrics.engine._budget.MemoryLimitError: needs about 7.8 KiB to place both SEGs on the grid that spans them ...
+    ccmetrics._memory.MemoryLimitError: needs about 7.8 KiB to place both SEGs on the grid that spans them ...
     """
-    from ..engine.memory import MemoryLimitError, over_limit
+    from .._memory import MemoryLimitError, over_limit
     from .grids import union_grid
 
     segs = [x for x in (gt, pred) if isinstance(x, SegImage)]

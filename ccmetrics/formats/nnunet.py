@@ -1,139 +1,127 @@
-"""nnU-Net's ``summary.json``, written from ccmetrics' tables and extended with the CC and lesion-wise scores.
+"""nnU-Net's ``dataset.json``: the classes (labels and regions), the ignore label and the file ending of a data set.
 
-``nnUNetv2_evaluate_folder`` writes, per case and per label or region, the voxel counts TP, FP, FN and
-TN, ``Dice = 2 TP / (2 TP + FP + FN)`` and ``IoU = TP / (TP + FP + FN)`` (both NaN when
-``TP + FP + FN = 0``), ``n_pred = TP + FP`` and ``n_ref = TP + FN``, with the voxels of the ignore
-label left out of all four counts; ``mean`` holds the NaN-ignoring mean of every value over the cases
-per label or region, ``foreground_mean`` the mean of those means over the labels or regions (label 0
-left out). Keys (``label_or_region_to_key``: ``str`` of the label or region): ``"2"`` for a label,
-``"(1, 2, 3)"`` for a region, ``"(3,)"`` for a region of one label (``"enhancing tumor": [3]`` in a
-``dataset.json`` that has regions: ``one_label_region``).
+nnU-Net v2 describes a data set in ``dataset.json``: ``labels`` maps each name to a label value or, for a
+region-based data set, to the list of labels whose union the region is (``regions_class_order`` then gives the
+order of the model's channels); ``labels["ignore"]`` is the label of voxels without annotation, and
+``file_ending`` (``".nii.gz"``) the images' extension. :func:`read_dataset_json` reads them into the classes of
+:mod:`ccmetrics.formats.classes` (as nnU-Net's ``LabelManager`` does: a list of one label is a region of one label
+when another entry is a list of two or more), refusing, with the key and what nnU-Net expects, anything nnU-Net
+would not read. Cost: one small JSON file.
 
-The means are nnU-Net's arithmetic, bit for bit: for each key and value, ``np.nanmean`` of the list of the
-cases' values in nnU-Net's case order (the prediction files' names, sorted), NaN included (it sums the
-array with NaN set to 0, so leaving the NaN out first would sum in another order and can change the last
-bit); ``foreground_mean`` is ``np.mean`` of the keys' means in nnU-Net's order of the labels or regions:
-a data set with a region of two or more labels evaluates its ``labels`` entries in the file's order, any
-other data set its labels sorted (``LabelManager.foreground_regions`` / ``foreground_labels``).
-
-:func:`nnunet_summary` builds the same structure from a data set's ``per_case`` table evaluated with
-``nnunet_summary=True`` (which adds the voxel counts ``tp_voxels`` ...), and adds to each label's or
-region's entry the CC mean of every per-region metric (``cc_dice``, ``cc_hd95``, ...; a missed
-lesion's distance is the case's worst distance) and the case-level scores (``lesion_dice``,
-``sensitivity``, ...). Cases without a prediction file or whose evaluation failed are not in
-``metric_per_case`` (nnU-Net evaluates the predictions it finds); they are listed under
-``left_out`` with the reason. Cost: one pass over the table.
+nnU-Net's ``summary.json``, which ccmetrics writes from its tables, is :mod:`ccmetrics.results.nnunet`
+(``ccmetrics.formats.nnunet.nnunet_summary`` still gives it, with a ``DeprecationWarning``, until ccmetrics 0.3).
 """
 
 from __future__ import annotations
 
-import math
+import importlib
+import json
 import os
-import warnings
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from .._deprecation import deprecated
+from .classes import ClassSpec, _label, parse_classes
 
-from .. import schema
-from ..metrics.classes import ClassSpec
-
-__all__ = ["nnunet_summary"]
+__all__ = ["DatasetJson", "read_dataset_json"]
 
 
-def _nnunet_order(classes: list[ClassSpec]) -> list[ClassSpec]:
-    """The classes in the order nnU-Net evaluates them: as given when one is a region of two or more labels
-    (``LabelManager.foreground_regions``: ``labels`` in the dataset.json's order), else sorted by label
-    (``foreground_labels``)."""
-    if any(c.is_region for c in classes):
-        return list(classes)
-    return sorted(classes, key=lambda c: c.labels[0])
+@dataclass(frozen=True)
+class DatasetJson:
+    """What ccmetrics takes from an nnU-Net v2 ``dataset.json``.
 
-
-def _nanmean(values: list[Any]) -> float:
-    """``np.nanmean`` of the values in their order, as nnU-Net takes it (ints as an int64 array, floats with
-    their NaN as a float64 array; anything else, e.g. a missing value, as float); NaN, silently, if all are."""
-    array = np.asarray(values)
-    if array.dtype.kind not in "iuf":
-        array = np.array(values, dtype=float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice": nnU-Net writes NaN too
-        return float(np.nanmean(array))
-
-
-def _plain(value: Any) -> Any:
-    value = value.item() if isinstance(value, np.generic) else value
-    return float(value) if isinstance(value, float) else value
-
-
-def nnunet_summary(per_case: pd.DataFrame, options: dict[str, Any], extra_columns: list[str]) -> dict[str, Any]:
-    """nnU-Net's ``summary.json`` (``metric_per_case``, ``mean``, ``foreground_mean``) from a ``per_case`` table.
-
-    Parameters
+    Attributes
     ----------
-    per_case : pandas.DataFrame
-        ``DatasetResult.per_case`` (:class:`ccmetrics.campaign.dataset.DatasetResult`) of an evaluation with
-        ``nnunet_summary=True``.
-    options : dict
-        ``DatasetResult.options`` (its ``classes`` give the keys; binary masks: ``"1"``).
-    extra_columns : list of str
-        ccmetrics' columns added to each entry (CC means, case-level scores).
+    classes : tuple of ClassSpec
+        Every key of ``labels`` but ``background`` and ``ignore``, in the file's order.
+    ignore_label : int or None
+        The value of ``labels["ignore"]``, if any.
+    file_ending : str
+        E.g. ``".nii.gz"``: only files with this ending are paired.
+    regions_class_order : tuple of int or None
+    path : str
+    """
 
-    Returns
-    -------
-    dict
-        JSON-able; NaN where nnU-Net writes NaN.
+    classes: tuple[ClassSpec, ...]
+    ignore_label: int | None
+    file_ending: str
+    regions_class_order: tuple[int, ...] | None
+    path: str
+
+    @property
+    def has_regions(self) -> bool:
+        return any(c.is_region for c in self.classes)
+
+
+def read_dataset_json(path: str | os.PathLike[str]) -> DatasetJson:
+    """Read the labels, regions, ignore label and file ending of an nnU-Net v2 ``dataset.json``.
 
     Raises
     ------
+    FileNotFoundError
     ValueError
-        The table has no voxel counts: evaluate with ``nnunet_summary=True`` (``--nnunet-summary``).
+        Not JSON, no ``labels`` or ``file_ending``, a label that is not an integer, a region without
+        ``regions_class_order``: the message says which key and what nnU-Net expects.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "dataset.json")
+    >>> with open(path, "w") as f:
+    ...     json.dump({"labels": {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3],
+    ...                "enhancing tumor": 3, "ignore": 4}, "regions_class_order": [1, 2, 3],
+    ...                "file_ending": ".nii.gz"}, f)
+    >>> d = read_dataset_json(path)
+    >>> [(c.value, c.name, c.nnunet_key) for c in d.classes], d.ignore_label, d.file_ending
+    ([(1, 'whole tumor', '(1, 2, 3)'), (2, 'tumor core', '(2, 3)'), (3, 'enhancing tumor', '3')], 4, '.nii.gz')
+
+    A list of one label, as nnU-Net's BraTS conversion scripts write ``"enhancing tumor": [3]``, is a region
+    of one label, keyed ``"(3,)"`` as nnU-Net keys it:
+
+    >>> with open(path, "w") as f:
+    ...     json.dump({"labels": {"background": 0, "whole tumor": [1, 2, 3], "enhancing tumor": [3]},
+    ...                "regions_class_order": [1, 3], "file_ending": ".nii.gz"}, f)
+    >>> [c.nnunet_key for c in read_dataset_json(path).classes]
+    ['(1, 2, 3)', '(3,)']
     """
-    if schema.TP_VOXELS not in per_case:
-        raise ValueError("per_case holds no voxel counts: evaluate with nnunet_summary=True (--nnunet-summary)")
-    specs = [  # folders written before class names existed hold the labels only
-        ClassSpec.from_dict(c) if isinstance(c, dict) else ClassSpec(int(c), str(c), (int(c),))
-        for c in options.get("classes") or []
-    ]
-    classes = _nnunet_order(specs or [ClassSpec(1, "1", (1,))])
-    keys = {c.value: c.nnunet_key for c in classes}  # in nnU-Net's order
-    per_case_list: list[dict[str, Any]] = []
-    left_out: list[dict[str, str]] = []
-    for case, rows in per_case.groupby(schema.CASE, sort=True):
-        first = rows.iloc[0]
-        failed = (rows[schema.STATUS] == schema.FAILED).any()
-        no_prediction = schema.MISSING_PREDICTION in str(first[schema.FLAGS])
-        if failed or no_prediction:
-            reason = str(rows[schema.ERROR].iloc[0]) if failed else "no prediction file"
-            left_out.append({"case": str(case), "reason": reason})
-            continue
-        metrics: dict[str, dict[str, Any]] = {}
-        for _, row in rows.iterrows():
-            tp, fp, fn, tn = (
-                int(row[c]) for c in (schema.TP_VOXELS, schema.FP_VOXELS, schema.FN_VOXELS, schema.TN_VOXELS)
-            )
-            entry: dict[str, Any] = {}
-            if tp + fp + fn == 0:
-                entry["Dice"], entry["IoU"] = math.nan, math.nan
-            else:
-                entry["Dice"], entry["IoU"] = 2 * tp / (2 * tp + fp + fn), tp / (tp + fp + fn)
-            entry.update({"FP": fp, "TP": tp, "FN": fn, "TN": tn, "n_pred": fp + tp, "n_ref": fn + tp})
-            entry.update({c: _plain(row[c]) for c in extra_columns if c in row.index})
-            metrics[keys[int(row[schema.CLASS])]] = entry
-        per_case_list.append(
-            {
-                "metrics": {k: metrics[k] for k in keys.values() if k in metrics},  # nnU-Net's order
-                "prediction_file": str(first[schema.PRED_FILE]),
-                "reference_file": str(first[schema.GT_FILE]),
-            }
+    path = os.fspath(path)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}): give nnU-Net's dataset.json") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("labels"), dict):
+        raise ValueError(
+            f'{path} has no \'labels\' mapping (nnU-Net v2: "labels": {{"background": 0, "tumour": 1}}); '
+            f"is it an nnU-Net v2 dataset.json? (v1's 'labels' maps values to names: convert it first)"
         )
-    # nnU-Net's case order: its prediction files' names, sorted (subfiles); the sort is stable for equal names
-    per_case_list.sort(key=lambda c: os.path.basename(c["prediction_file"]))
-    mean: dict[str, dict[str, float]] = {}
-    for key in keys.values():
-        names = list(per_case_list[0]["metrics"][key]) if per_case_list else []
-        mean[key] = {name: _nanmean([c["metrics"][key].get(name, math.nan) for c in per_case_list]) for name in names}
-    foreground = [k for k in mean if k != "0"]
-    names = list(mean[foreground[0]]) if foreground else []
-    foreground_mean = {name: float(np.mean([mean[k][name] for k in foreground])) for name in names}
-    return {"metric_per_case": per_case_list, "mean": mean, "foreground_mean": foreground_mean, "left_out": left_out}
+    ending = doc.get("file_ending")
+    if not isinstance(ending, str) or not ending.startswith("."):
+        raise ValueError(f"{path} has no 'file_ending' such as \".nii.gz\" (nnU-Net v2 needs one)")
+    labels = dict(doc["labels"])
+    background = labels.pop("background", None)
+    if background is not None and _label(background, f"{path}: labels['background']") != 0:
+        raise ValueError(f"{path}: labels['background'] must be 0 (nnU-Net's convention), got {background!r}")
+    ignore = labels.pop("ignore", None)
+    ignore_label = None if ignore is None else _label(ignore, f"{path}: labels['ignore']")
+    if not labels:
+        raise ValueError(f"{path}: 'labels' names no foreground label besides background and ignore")
+    classes = parse_classes(labels)
+    order = doc.get("regions_class_order")
+    if any(c.is_region for c in classes) and order is None:
+        raise ValueError(f"{path} defines regions (a label given as a list) but no 'regions_class_order'")
+    if ignore_label is not None and any(ignore_label in c.labels for c in classes):
+        raise ValueError(f"{path}: the ignore label {ignore_label} is also part of a class")
+    return DatasetJson(classes, ignore_label, ending, tuple(int(v) for v in order) if order is not None else None, path)
+
+
+def __getattr__(name: str) -> Any:
+    """The summary writer of the former layout (``nnunet_summary``), with a ``DeprecationWarning``."""
+    # imported by name: the formats are the bottom layer and never import the results' package above them
+    return deprecated(
+        __name__,
+        name,
+        {"nnunet_summary": lambda: importlib.import_module("ccmetrics.results.nnunet").nnunet_summary},
+        "use ccmetrics.results.nnunet.nnunet_summary (the formats layer no longer writes result tables); "
+        "the former path works until ccmetrics 0.3",
+    )

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.memory import MemoryLimitError, format_bytes, over_limit
+from .._memory import MemoryLimitError, format_bytes, over_limit
 from .image import Image, ImageHeader, ImageReadError, missing_file_message
 from .io import (
     _check_nifti,

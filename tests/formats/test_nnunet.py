@@ -20,8 +20,9 @@ import pytest
 import SimpleITK as sitk
 
 from ccmetrics import evaluate, evaluate_dataset, schema
-from ccmetrics.formats.nnunet import nnunet_summary
-from ccmetrics.metrics.classes import ClassSpec, parse_classes, read_dataset_json, remove_ignored
+from ccmetrics.formats.classes import ClassSpec, parse_classes, remove_ignored
+from ccmetrics.formats.nnunet import read_dataset_json
+from ccmetrics.results.nnunet import nnunet_summary
 
 BRATS = {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": 3}
 
