@@ -220,7 +220,7 @@ def plane_regions(regions, box: Box, axis: int | None, index: int, shape: Sequen
     """Region labels on one plane of a box: -1 outside the image.
 
     ``regions`` is the dense region map of the whole image, or a function giving the labels of voxel
-    coordinates (shape (N, ndim)), such as :class:`ccmetrics.report.data.Regions`: then only the
+    coordinates (shape (N, ndim)), such as :class:`ccmetrics.report.cases.Regions`: then only the
     plane's voxels are labelled.
 
     >>> plane_regions(np.array([[1, 1, 2]]), ((0, 1), (-1, 4)), None, 0, (1, 3)).tolist()

@@ -10,8 +10,8 @@ case's images are read again (its false positives and Voronoi regions), each cas
 
 With ``images=IMAGE_DIR`` (``ccmetrics report --images``) the thumbnails are drawn on the scans: per
 drawn case, its mask files are read once for all its classes, each class's crops cut and its masks let go,
-then each channel of the scan is read once (:class:`~ccmetrics.report.data.ImageFolder`,
-:func:`~ccmetrics.report.data.read_channel`), its slices cut for every thumbnail of every class of the case
+then each channel of the scan is read once (:class:`~ccmetrics.report.scans.ImageFolder`,
+:func:`~ccmetrics.report.scans.read_channel`), its slices cut for every thumbnail of every class of the case
 (:func:`~ccmetrics.report.geometry.with_image`) and the channel let go before the next one is read: at
 most one channel of one case is in memory. A thumbnail gets one row per channel, with the channel's
 window (:func:`~ccmetrics.report.thumbnails.choose_window`). Each channel is checked on its own: a channel on
@@ -20,7 +20,7 @@ with a note on the page saying why, counted in :class:`~ccmetrics.report.page.Re
 case whose scan is missing, or none of whose channels can be drawn, is drawn on the empty background, with a note
 saying why, counted in ``not_on_image``.
 
-Where each lesion and false positive lies is written under its thumbnail (:class:`~ccmetrics.report.data.Position`):
+Where each lesion and false positive lies is written under its thumbnail (:class:`~ccmetrics.report.cases.Position`):
 its centroid in patient coordinates, RAS+ mm (x to the patient's right, y anterior, z superior: the
 convention of nibabel and 3D Slicer, and exactly the numbers of ``per_prediction.csv``'s ``centroid_x_mm``,
 ``centroid_y_mm``, ``centroid_z_mm``), computed from the GT's affine; and the voxel the thumbnail's planes go
@@ -38,15 +38,15 @@ import datetime
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Union
 
 import pandas as pd
 
 from .. import schema
-from ..engine.memory import parse_memory
-from . import data, detection, geometry, thumbnails
+from . import cases, data, detection, geometry, thumbnails
+from .on_scan import ChannelRows, Scan, Scans, image_memory, on_image, open_scans
 from .render import _number, anchor
 
 __all__ = ["AGGREGATIONS", "PLOT_CAPTIONS", "build_model"]
@@ -123,10 +123,10 @@ def _size_rates(by_size: list[dict], class_value: int | None) -> str:
 def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: dict | None = None) -> tuple:
     """(CaseImages or None, problem text or None) for one per-case row.
 
-    ``pairs``: the files already read for another class of the case (:func:`ccmetrics.report.data.read_pair`,
+    ``pairs``: the files already read for another class of the case (:func:`ccmetrics.report.cases.read_pair`,
     by file names), filled as files are read. A case evaluated on its probability map's segmentation (no
     ``pred_file``, ``options.probabilities.segment_from_map``) reads its ``prob_file`` once and takes ``prob > 0.5``
-    as the prediction (:func:`ccmetrics.report.data.read_map_pair`); a map that cannot be read now is the case's
+    as the prediction (:func:`ccmetrics.report.cases.read_map_pair`); a map that cannot be read now is the case's
     problem (:data:`MAP_UNREADABLE`, naming the file and why), the rest of the report is written all the same.
     """
     from ..formats.probabilities import ProbabilityError
@@ -166,25 +166,26 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
         elif predictions is not None:
             false_positives = []
         key = (str(gt_file), str(pred_file), str(map_file))
-        reference, tolerance = folder.options.get("reference_images"), folder.options.get("tolerance_mm", 1e-3)
+        options = folder.eval_options
+        reference, tolerance = options.reference_images, options.tolerance_mm
         if key not in pairs and map_file is not None:
-            channel = (folder.options.get("probabilities") or {}).get("channel")
+            channel = options.probabilities.prob_channel if options.probabilities is not None else None
             try:
-                pairs[key] = data.read_map_pair(
+                pairs[key] = cases.read_map_pair(
                     gt_file, map_file, channel=channel, reference_images=reference, tolerance_mm=tolerance
                 )
             except ProbabilityError as exc:
                 reason = str(exc) if str(map_file) in str(exc) else f"{map_file}: {exc}"
                 return None, MAP_UNREADABLE.format(reason=reason)
         if key not in pairs:
-            pairs[key] = data.read_pair(gt_file, pred_file, reference_images=reference, tolerance_mm=tolerance)
-        images = data.load_case(
+            pairs[key] = cases.read_pair(gt_file, pred_file, reference_images=reference, tolerance_mm=tolerance)
+        images = cases.load_case(
             gt_file,
             pred_file,
             class_value=labels,
-            spacing=folder.options.get("spacing", "header"),
-            connectivity=folder.options.get("connectivity"),
-            ignore_label=folder.options.get("ignore_label"),
+            spacing=options.spacing,
+            connectivity=options.connectivity,
+            ignore_label=options.ignore_label,
             false_positives=false_positives,
             reference_images=reference,
             tolerance_mm=tolerance,
@@ -202,10 +203,11 @@ def _named(cell: Any) -> bool:
 
 def _segmented_from_map(folder: data.ResultFolder) -> bool:
     """Whether a case without a prediction file was evaluated on its probability map's ``prob > 0.5``."""
-    return bool((folder.options.get("probabilities") or {}).get("segment_from_map"))
+    maps = folder.eval_options.probabilities
+    return maps is not None and maps.segment_from_map
 
 
-def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> str | None:
+def _check_consistent(images: cases.CaseImages, components: pd.DataFrame) -> str | None:
     """A problem text when the images no longer hold the lesions of ``per_component.csv``."""
     volumes = [c.voxels for c in images.lesions]
     listed = components[schema.VOLUME].astype(int).tolist() if len(components) else []
@@ -222,76 +224,7 @@ def _check_consistent(images: data.CaseImages, components: pd.DataFrame) -> str 
 WindowArg = Union[str, tuple[float, float], Mapping[str, Union[str, tuple[float, float]]], None]
 
 
-@dataclass
-class _Scans:
-    """What ``images=`` asked for: the folder, the channels' names and windows, the evaluation's tolerance."""
-
-    folder: data.ImageFolder
-    names: Sequence[str] | None
-    windows: dict[str, thumbnails.WindowSpec]
-    tolerance_mm: float
-    max_bytes: float | None = None  # None: evaluate's share of the memory available when a channel is read
-
-    def window(self, label: str, code: str) -> thumbnails.WindowSpec:
-        for key in (label, code, "*"):
-            if key in self.windows:
-                return self.windows[key]
-        return "auto"
-
-
-@dataclass
-class _ChannelRows:
-    """One channel of a case, cut for every thumbnail: what is kept of it once its array is let go."""
-
-    label: str
-    geometries: dict[tuple, geometry.ThumbnailGeometry]
-    minimum: float
-    window: thumbnails.WindowSpec
-
-
-@dataclass
-class _Scan:
-    """What could be drawn of one case's scan: the channels cut for every thumbnail, the channels left out (each
-    ``(label, why)``), and why nothing is drawn on the scan (None when at least one channel is)."""
-
-    rows: list[_ChannelRows] = field(default_factory=list)
-    left_out: list[tuple[str, str]] = field(default_factory=list)
-    note: str | None = None
-
-
-def _on_image(grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: _Scans, case: str) -> _Scan:
-    """Every channel of a case's scan cut for the thumbnails of all its classes, one channel in memory at a
-    time, each read once. ``grid``: the GT's (:meth:`ccmetrics.report.data.CaseImages.grid`).
-
-    Each channel is drawn if it lies on the GT's grid, whatever the others do: a PET on another grid beside a CT on
-    the GT's leaves the CT drawn, and the PET is left out with the reason (``left_out``). A case without a scan, or
-    with no channel on the grid, is drawn on the empty background (``note`` says why).
-    """
-    try:
-        files = scans.folder.channels(case)
-    except ValueError as exc:
-        return _Scan(note=str(exc))
-    if not files:
-        return _Scan(note=f"no image found in {scans.folder.path} (looked for {scans.folder.expected(case)})")
-    scan = _Scan()
-    for file in files:
-        label = file.label(scans.names)
-        named = f"{file.code} ({label})" if file.code and label != file.code else label
-        channel, problem = data.read_channel(
-            file, grid, label=named, tolerance_mm=scans.tolerance_mm, max_bytes=scans.max_bytes
-        )
-        if problem or channel is None:
-            scan.left_out.append((label, problem or f"channel {named} could not be read"))
-        else:
-            cut = {key: geometry.with_image(g, channel.array) for key, g in geometries.items()}
-            scan.rows.append(_ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
-        channel = None  # only the slices are kept: the array goes before the next channel is read
-    if not scan.rows:  # no channel on the grid: the empty background, and why
-        return _Scan(note="; ".join(why for _, why in scan.left_out))
-    return scan
-
-
-def _geometries(images: data.CaseImages) -> dict[tuple, geometry.ThumbnailGeometry]:
+def _geometries(images: cases.CaseImages) -> dict[tuple, geometry.ThumbnailGeometry]:
     """The crop of every component of a case, keyed ``(kind, label)``: small arrays, kept without the masks."""
     geometries = {}
     for c in images.lesions + images.false_positives:
@@ -304,7 +237,7 @@ def _geometries(images: data.CaseImages) -> dict[tuple, geometry.ThumbnailGeomet
 
 def _thumbnails(
     geometries: dict[tuple, geometry.ThumbnailGeometry],
-    channels: Sequence[_ChannelRows],
+    channels: Sequence[ChannelRows],
     ndim: int,
     panel_px: int,
     left_out: Sequence[tuple[str, str]] = (),
@@ -354,7 +287,7 @@ def _drawn_case(
     folder: data.ResultFolder,
     items: Sequence[tuple[int, pd.Series, pd.DataFrame]],
     *,
-    scans: _Scans | None,
+    scans: Scans | None,
     image_root,
     panel_px: int,
     **entry_options: Any,
@@ -378,7 +311,7 @@ def _drawn_case(
     merged = {(i, *key): g for i, p in enumerate(pending) for key, g in p.geometries.items()}
     grid = next((p.grid for p in pending if p.grid is not None), None)
     case = str(items[0][1][schema.CASE])
-    scan = _Scan() if scans is None or not merged else _on_image(grid, merged, scans, case)
+    scan = Scan() if scans is None or not merged else on_image(grid, merged, scans, case)
     out = {}
     for i, ((position, _, _), p) in enumerate(zip(items, pending)):
         mine = [
@@ -390,7 +323,7 @@ def _drawn_case(
     return out
 
 
-def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: _Scan, channels: list[str]) -> None:
+def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: Scan, channels: list[str]) -> None:
     """Put a case entry's thumbnails in place (each lesion's and false positive's ``thumb``), with the case's
     ``image_note`` (nothing drawn on the scan, and why) or ``channel_note`` (the channels left out, and why)."""
     for lesion in entry["lesions"]:
@@ -409,12 +342,12 @@ def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: _S
     )
 
 
-def _position(component: data.Component, images: data.CaseImages) -> dict[str, Any]:
-    """Where a lesion or false positive lies, as the page shows it (:class:`~ccmetrics.report.data.Position`):
+def _position(component: cases.Component, images: cases.CaseImages) -> dict[str, Any]:
+    """Where a lesion or false positive lies, as the page shows it (:class:`~ccmetrics.report.cases.Position`):
     ``mm`` (its centroid in RAS+ mm, as ``per_prediction.csv``'s ``centroid_x_mm`` ...; None without the affine),
     ``mm_text``, ``voxel`` (the voxel the thumbnail's planes go through, 0-based ``i, j, k``), ``voxel_text`` and
     ``one_based`` (that voxel counted from 1, as ITK-SNAP shows it)."""
-    where = data.position(component, images.affine)
+    where = cases.position(component, images.affine)
     return {
         "mm": where.mm,
         "mm_text": where.mm_text,
@@ -432,7 +365,7 @@ def _class_title(row: pd.Series, class_value: Any) -> str:
 
 def _loaded(
     folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, image_root, pairs: dict | None = None
-) -> tuple[data.CaseImages | None, str | None]:
+) -> tuple[cases.CaseImages | None, str | None]:
     """A case's masks when they still hold the lesions of ``per_component.csv``, else None and why."""
     images, problem = _case_images(folder, row, image_root, pairs)
     if images is not None:
@@ -446,7 +379,7 @@ def _case_entry(
     folder: data.ResultFolder,
     row: pd.Series,
     comps: pd.DataFrame,
-    images: data.CaseImages | None,
+    images: cases.CaseImages | None,
     problem: str | None,
     *,
     multi_class: bool,
@@ -476,7 +409,7 @@ def _case_entry(
         )
     fps = None
     if images is not None:
-        ml = data.voxel_ml(folder.options.get("spacing", "header"), images.spacing)
+        ml = data.voxel_ml(folder.eval_options.spacing, images.spacing)
         fps = [
             {
                 "id": f"{name}-fp-{c.label}",
@@ -551,7 +484,8 @@ def build_model(
     images: os.PathLike | None = None,
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
-    max_memory: str | int | None = None,
+    max_image_memory: str | int | None = None,
+    **former: Any,
 ) -> dict[str, Any]:
     """Everything the page shows, as plain Python data (the template's context).
 
@@ -574,17 +508,13 @@ def build_model(
     FileNotFoundError
         No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
     ValueError
-        ``images`` holds no image file, or ``window`` or ``max_memory`` cannot be read.
+        ``images`` holds no image file, or ``window`` or ``max_image_memory`` cannot be read.
     """
-    scans = None
-    if images is not None:  # checked first: a wrong folder fails before any case is read
-        windows = thumbnails.window_specs(window)
-        limit = None if max_memory is None else parse_memory(max_memory)
-        scans = _Scans(data.ImageFolder.scan(images), list(channel_names or []), windows, 1e-3, limit)
+    max_image_memory = image_memory(max_image_memory, former, "build_model")
+    scans = open_scans(images, channel_names, window, max_image_memory)  # first: a wrong folder fails at once
     folder = data.read_result_folder(result_dir)
     if scans is not None:
-        tolerance = folder.options.get("tolerance_mm")
-        scans.tolerance_mm = 1e-3 if tolerance is None else float(tolerance)  # the evaluation's
+        scans.tolerance_mm = folder.eval_options.tolerance_mm  # the evaluation's
     metrics = folder.case_metrics
     primary = data.primary_metric(metrics, folder.columns)
     per_case = data.with_differences(folder.per_case, metrics).reset_index(drop=True)
@@ -593,7 +523,7 @@ def build_model(
     order += [i for i in range(len(per_case)) if i not in ranked]  # failed cases last
     n_draw = len(order) if max_cases is None else max(0, int(max_cases))
     multi_class = per_case[schema.CLASS].nunique() > 1 if len(per_case) else False
-    unit = "voxels" if folder.options.get("spacing") == "voxel" else "ml"
+    unit = "voxels" if folder.eval_options.spacing == "voxel" else "ml"
     cases = _cases(
         folder,
         per_case,
@@ -622,15 +552,7 @@ def build_model(
         "summary": [{**r, "name": folder.label(r["metric"])} for r in folder.doc.get("summary", [])],
         "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
-        "plots": [
-            {
-                "name": p.name,
-                "caption": _plot_caption(p, folder.label, folder.doc.get("by_size")),
-                "src": thumbnails.data_uri(p.read_bytes()),
-            }
-            for p in folder.plots
-            if p not in detection.figure_paths(maps["detection"], folder)  # shown in the detection section
-        ],
+        "plots": _plots(folder, maps),
         "cases": cases,
         "cases_by_gap": by_gap,
         "finder": finder,
@@ -656,13 +578,26 @@ def build_model(
     }
 
 
+def _plots(folder: data.ResultFolder, maps: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures of the folder's ``plots/`` the page shows (those of the detection section are shown there)."""
+    return [
+        {
+            "name": p.name,
+            "caption": _plot_caption(p, folder.label, folder.doc.get("by_size")),
+            "src": thumbnails.data_uri(p.read_bytes()),
+        }
+        for p in folder.plots
+        if p not in detection.figure_paths(maps["detection"], folder)
+    ]
+
+
 def _cases(
     folder: data.ResultFolder,
     per_case: pd.DataFrame,
     order: Sequence[int],
     n_draw: int,
     *,
-    scans: _Scans | None,
+    scans: Scans | None,
     image_root,
     panel_px: int,
     multi_class: bool,
@@ -706,9 +641,10 @@ def _probability_model(folder: data.ResultFolder, cases: Sequence[dict[str, Any]
     maps) and ``max_fp_candidates``. With ``per_candidate.csv``, each lesion's confidence and each case's
     false-positive candidates are put into ``cases`` (:func:`ccmetrics.report.detection.attach_candidates`)."""
     candidates = folder.result.per_candidate
-    options = folder.options.get("probabilities") or {}
+    options = folder.options.get("probabilities") or {}  # the page shows them as written
+    maps = folder.eval_options.probabilities
     if candidates is not None:
-        detection.attach_candidates(cases, candidates, unit, method=options.get("candidates"))
+        detection.attach_candidates(cases, candidates, unit, method=None if maps is None else maps.candidates)
     return {
         "detection": detection.section(folder),
         "with_candidates": candidates is not None,

@@ -6,6 +6,11 @@ fills ``templates/report.html.j2`` with them, :func:`write_report` does both and
 images as base64 PNG data URIs, style and script inline, no request to a server or the internet. What it wrote, and
 the line the command prints, is a :class:`ReportInfo`.
 
+The images of every evaluated case are read again (to find the false positives and their regions). Voronoi regions
+are found only for the voxels needed (the false positives and the thumbnails' slices), exactly as
+:func:`ccmetrics.voronoi_partition` would label them. The scans are read only for the cases drawn, one channel at a
+time; only their slices are kept (in a multi-class evaluation, once per class section of the case).
+
 The names this module held before it was split (``build_model``, ``render_html``, ``fmt``, ``anchor``,
 ``sort_value``, ``SEGMENTED_FROM_MAP``, ...) are still importable from it, the same objects.
 """
@@ -23,6 +28,7 @@ from . import render as _render
 from .model import AGGREGATIONS, PLOT_CAPTIONS, WindowArg, build_model
 from .model import MAP_UNREADABLE as MAP_UNREADABLE  # the former page's names, re-exported
 from .model import SEGMENTED_FROM_MAP as SEGMENTED_FROM_MAP
+from .on_scan import image_memory
 from .render import TEMPLATES as TEMPLATES
 from .render import _count, anchor, fmt, render_html, sort_value
 
@@ -93,6 +99,26 @@ class ReportInfo:
     n_fp_candidates: int | None = None
     channels_left_out: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, out: Path, model: dict[str, Any]) -> ReportInfo:
+        """What the page written to ``out`` from ``model`` (:func:`~ccmetrics.report.model.build_model`) holds."""
+        return cls(
+            out,
+            out.stat().st_size,
+            len(model["cases"]),
+            model["n_drawn"],
+            sum(bool(r["thumb"]) for r in model["finder"]),
+            sum(r["kind"] == "lesion" for r in model["finder"]),
+            sum(r["kind"] == "false_positive" for r in model["finder"]),
+            [f"{c['title']}: {c['problem']}" for c in model["unreadable"]],
+            Path(model["images"]) if model["images"] is not None else None,
+            model["n_on_image"],
+            model["channels"],
+            [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
+            n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
+            channels_left_out=[f"{c['title']}: {c['channel_note']}" for c in model["channel_notes"]],
+        )
+
     def __str__(self) -> str:
         size = self.size_bytes
         human = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
@@ -142,7 +168,8 @@ def write_report(
     images: os.PathLike | None = None,
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
-    max_memory: str | int | None = None,
+    max_image_memory: str | int | None = None,
+    **former: Any,
 ) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
 
@@ -176,18 +203,17 @@ def write_report(
         Names of the channels in the order of their numbers (``["CT", "PET"]``); default: the codes
         (``0000``, ``0001``; ``image`` for a file named by the case id).
     window : str, (level, width) or mapping, optional
-        How a channel's values become grey (see :mod:`ccmetrics.report.thumbnails`). Default ``"auto"``:
-        a channel whose smallest value is below -500 is a CT, shown in the soft-tissue window (level 40,
-        width 400 HU: -160 HU black, 240 HU white); any other channel (PET, ...) from 0 (or the crop's
-        minimum, if negative) black to the crop's maximum white, the scale written beside the row
-        (``0–12.3``). ``"ct"`` or ``"range"`` forces one of these, ``(level, width)`` or ``"-600/1500"``
-        gives a window; a mapping gives one per channel name or code (``{"PET": "range", "*": "ct"}``).
-
-    max_memory : str or int, optional
+        How a channel's values become grey (:mod:`ccmetrics.report.thumbnails`): ``"auto"`` (default: a channel
+        with values below -500 is a CT, in the soft-tissue window; any other from 0 to the crop's maximum), ``"ct"``,
+        ``"range"``, ``(level, width)`` or ``"-600/1500"``; a mapping gives one per channel name or code
+        (``{"PET": "range", "*": "ct"}``).
+    max_image_memory : str or int, optional
         The most memory reading one channel of a scan may take (``"4G"``, bytes, as
         :func:`ccmetrics.engine.memory.parse_memory` reads it), judged from its header before it is read; a channel
         over it is left out with a note (default: the share of the available memory that ``ccmetrics evaluate``
-        takes, :data:`ccmetrics.engine.memory.DEFAULT_MEMORY_FRACTION`).
+        takes, :data:`ccmetrics.engine.memory.DEFAULT_MEMORY_FRACTION`). Formerly ``max_memory=``, still taken
+        for one release with a ``DeprecationWarning`` (``max_memory`` is a case's peak in ``evaluate_dataset``).
+
     Returns
     -------
     ReportInfo
@@ -198,15 +224,9 @@ def write_report(
     FileNotFoundError
         No ``per_case.csv`` in ``result_dir``, or ``images`` is not a folder.
     ValueError
-        ``images`` holds no image file, or ``window`` or ``max_memory`` cannot be read.
-
-    Notes
-    -----
-    The images of every evaluated case are read again (to find the false positives and their
-    regions). Voronoi regions are found only for the voxels needed (the false positives and the
-    thumbnails' slices), exactly as :func:`ccmetrics.voronoi_partition` would label them. The scans
-    are read only for the cases drawn, one channel at a time; only their slices are kept (in a
-    multi-class evaluation, once per class section of the case).
+        ``images`` holds no image file, or ``window`` or ``max_image_memory`` cannot be read.
+    TypeError
+        ``max_memory=`` beside ``max_image_memory=``.
 
     Examples
     --------
@@ -236,25 +256,10 @@ def write_report(
         images=images,
         channel_names=channel_names,
         window=window,
-        max_memory=max_memory,
+        max_image_memory=image_memory(max_image_memory, former, "write_report"),
     )
     html = render_html(model)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
-    return ReportInfo(
-        out,
-        out.stat().st_size,
-        len(model["cases"]),
-        model["n_drawn"],
-        sum(bool(r["thumb"]) for r in model["finder"]),
-        sum(r["kind"] == "lesion" for r in model["finder"]),
-        sum(r["kind"] == "false_positive" for r in model["finder"]),
-        [f"{c['title']}: {c['problem']}" for c in model["unreadable"]],
-        Path(model["images"]) if model["images"] is not None else None,
-        model["n_on_image"],
-        model["channels"],
-        [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
-        n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
-        channels_left_out=[f"{c['title']}: {c['channel_note']}" for c in model["channel_notes"]],
-    )
+    return ReportInfo.of(out, model)

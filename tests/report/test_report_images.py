@@ -16,7 +16,7 @@ import pytest
 from _browser import browser
 
 from ccmetrics.formats.io import Image, load_image, save_image
-from ccmetrics.report import data, geometry, page, thumbnails, write_report
+from ccmetrics.report import data, geometry, on_scan, page, thumbnails, write_report
 
 pytestmark = pytest.mark.slow  # real processes or whole commands: left out by pytest -m 'not slow'
 
@@ -369,9 +369,9 @@ def test_case_without_a_scan_falls_back_with_a_note(result, tmp_path):
 def test_cases_not_drawn_read_no_scan(result, monkeypatch):
     folder, image_dir = result
     read = []
-    original = data.read_channel
+    original = on_scan.read_channel  # where the report calls it
     monkeypatch.setattr(
-        data, "read_channel", lambda file, *a, **k: read.append(file.path.name) or original(file, *a, **k)
+        on_scan, "read_channel", lambda file, *a, **k: read.append(file.path.name) or original(file, *a, **k)
     )
     model = page.build_model(folder, images=image_dir, max_cases=1)
     drawn = [c["case"] for c in model["cases"] if c["drawn"]]
@@ -499,9 +499,9 @@ def test_each_scan_and_mask_file_is_read_once_per_case_for_all_its_classes(tmp_p
     folder, image_dir = write_region_cases(tmp_path)
     plain = page.build_model(folder, images=image_dir, channel_names=["CT", "PET"])  # before counting
     channels, masks = [], []
-    read_channel, load_image_ = data.read_channel, ccmetrics.formats.io.load_image
+    read_channel, load_image_ = on_scan.read_channel, ccmetrics.formats.io.load_image
     monkeypatch.setattr(
-        data, "read_channel", lambda f, *a, **k: channels.append(f.path.name) or read_channel(f, *a, **k)
+        on_scan, "read_channel", lambda f, *a, **k: channels.append(f.path.name) or read_channel(f, *a, **k)
     )
     monkeypatch.setattr(
         ccmetrics.formats.io, "load_image", lambda p, *a, **k: masks.append(str(p)) or load_image_(p, *a, **k)
