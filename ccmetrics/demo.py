@@ -22,7 +22,7 @@ def main() -> None:
     gt, pred = lesion_case(shape=(160, 160, 120), n_lesions=8, radius_range=(1.5, 15.0), n_false_positives=2, seed=4)
     spacing = (1.0, 1.0, 2.0)
     start = time.perf_counter()
-    result = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=spacing, nsd_tolerance=2.0)
+    result = evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"], spacing=spacing, nsd_tolerance=2.0)
     elapsed = time.perf_counter() - start
     pd.set_option("display.width", 120)
     print(

@@ -15,6 +15,13 @@ evaluation (:mod:`~ccmetrics.engine.threads`), the memory limit handed down to t
 (:func:`~ccmetrics.engine.memory.memory_guard`, :class:`~ccmetrics.engine.memory.MemoryLimitError`) and
 ``warm_up()`` (compile every numba kernel into numba's cache: ``ccmetrics warm-up``). The modules whose names
 start with ``_`` (the kernels, their launcher, the guard's implementation) are the engine's own.
+
+What users import from the package itself (``__all__``, ``PUBLIC``): the prepared ground truth, the Voronoi
+partition and its sites' surfaces, the components, the engine configuration, ``warm_up``, and the memory limit
+(``memory_guard``, ``MemoryLimitError``, ``parse_memory``, ``estimate_case_bytes``). Every other name of the
+engine's public modules (the memory model's factors, the surface kernels, torch's quantile, ...) is imported from
+its module (``from ccmetrics.engine.memory import BYTES_PER_RUN``); ``ccmetrics.engine.<name>`` still gives those
+that the package listed before, unchanged.
 """
 
 from .._lazy import attach
@@ -60,6 +67,8 @@ _EXPORTS = {
     "format_bytes": "memory",
     "over_limit": "memory",
     "parse_memory": "memory",
+    "MemoryLimitError": "memory",
+    "memory_guard": "memory",
     "assign_nearest": "partition",
     "assign_nearest_flat": "partition",
     "site_surfaces": "partition",
@@ -84,8 +93,27 @@ _EXPORTS = {
     "warm_up": "_launch",
 }
 
-__getattr__, __dir__, __all__ = attach(
+#: what users import from ``ccmetrics.engine`` (``__all__``); the other names of ``_EXPORTS`` stay readable here
+PUBLIC = (
+    "GroundTruth",
+    "voronoi_partition",
+    "site_surfaces",
+    "label_components",
+    "find_sites",
+    "Sites",
+    "EngineConfig",
+    "engine_config",
+    "current",
+    "warm_up",
+    "MemoryLimitError",
+    "memory_guard",
+    "parse_memory",
+    "estimate_case_bytes",
+)
+
+__getattr__, __dir__, _everything = attach(
     __name__,
     _EXPORTS,
     ("components", "config", "geometry", "ground_truth", "memory", "partition", "surface", "torch_emulation"),
 )
+__all__ = list(PUBLIC)

@@ -23,12 +23,12 @@ Examples
 >>> from ccmetrics import evaluate
 >>> gt = np.zeros((40, 40), bool); gt[::2, ::2] = True  # 400 one-pixel lesions
 >>> with memory_guard(2**18) as guard:  # 256 KiB for everything the counts cost  # doctest: +ELLIPSIS
-...     evaluate(gt, gt, ["dice"])
+...     evaluate(gt=gt, pred=gt, metrics=["dice"])
 Traceback (most recent call last):
 ...
-ccmetrics.engine._budget.MemoryLimitError: needs about 363 KiB for its 400 GT components, ...: raise --max-memory ...
+ccmetrics._memory.MemoryLimitError: needs about 363 KiB for its 400 GT components, ...: raise --max-memory ...
 >>> with memory_guard(2**30) as guard:
-...     evaluate(gt, gt, ["dice"]).n_components, guard.checks[0][0].gt
+...     evaluate(gt=gt, pred=gt, metrics=["dice"]).n_components, guard.checks[0][0].gt
 (400, 400)
 """
 
@@ -40,19 +40,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._memory import MemoryLimitError, over_limit
+
 if TYPE_CHECKING:
     from .ground_truth import PreparedSites
     from .memory import ComponentCounts
 
 __all__ = ["MemoryGuard", "MemoryLimitError", "active", "memory_guard"]
-
-
-class MemoryLimitError(ValueError):
-    """A case whose estimated peak exceeds the memory limit, found before the memory is taken.
-
-    The message says what the case needs, for which counts, and the fix (a larger ``--max-memory``,
-    ``max_memory=``, or a larger machine).
-    """
 
 
 @dataclass
@@ -108,7 +102,7 @@ class MemoryGuard:
         MemoryLimitError
             Naming the estimate, the counts, the limit and ``--max-memory (max_memory=)``.
         """
-        from .memory import ComponentCounts, component_bytes, dilated_voxels, over_limit
+        from .memory import ComponentCounts, component_bytes, dilated_voxels
 
         gt_voxels = dilated = 0
         if gt_sites is not None:
@@ -132,10 +126,8 @@ class MemoryGuard:
         >>> guard.check_bytes(2**29 + 1, "one lesion's distances")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ccmetrics.engine._budget.MemoryLimitError: needs about 1.0 GiB for one lesion's distances (estimated peak), ...
+        ccmetrics._memory.MemoryLimitError: needs about 1.0 GiB for one lesion's distances (estimated peak), ...
         """
-        from .memory import over_limit
-
         need = self.base + self.charged + nbytes
         if need > self.limit:
             raise MemoryLimitError(over_limit(need, self.limit, f"for {what}"))

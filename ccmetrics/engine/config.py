@@ -21,8 +21,8 @@ Force worker threads and one grouped KD-tree query for every region, even on a s
 >>> gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[12:15, 12:15] = True
 >>> pred = np.roll(gt, 1, axis=0)
 >>> with engine_config(threads_from=0, threads=2, grouped_from=1):
-...     forced = evaluate(pred, gt, ["dice", "hd95"]).cc
->>> forced == evaluate(pred, gt, ["dice", "hd95"]).cc
+...     forced = evaluate(gt=gt, pred=pred, metrics=["dice", "hd95"]).cc
+>>> forced == evaluate(gt=gt, pred=pred, metrics=["dice", "hd95"]).cc
 True
 >>> current().grouped_from  # back to the default outside the block
 64
@@ -117,6 +117,14 @@ class EngineConfig:
         Lesions x candidates from which the one-to-one matching of a probability map's candidates is solved on the
         rows and columns holding a passing pair only, instead of the full matrix picai_eval solves (the same total;
         an exact tie may be broken otherwise). Default 2**22 (32 MiB).
+    hull_from : int
+        Points from which the farthest pair of a point set (PET Dmax between lesion centroids,
+        :func:`ccmetrics.metrics.pet.farthest_pair_distance`) is searched among the vertices of their convex hull
+        instead of over all pairs (below it, the O(n²) distances cost less than building the hull). Default 2048.
+    peak_box_ratio : int
+        SUVpeak (:func:`ccmetrics.metrics.pet.suv_peak`): a lesion whose box (its bounding box grown by the sphere's
+        reach) holds at most this many voxels per lesion voxel has the sphere's sums taken over the whole box at
+        once; a sparser lesion per voxel (the same values). Default 16.
     region_map_from : int
         Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
         partition is computed once and read by each (one nearest-label transform of the image, against a
@@ -144,6 +152,8 @@ class EngineConfig:
     tie_candidates: int = 8
     union_tree_from: int = 8
     region_map_from: int = 4
+    hull_from: int = 2048
+    peak_box_ratio: int = 16
     assignment_full_below: int = 1 << 22
 
     def __post_init__(self) -> None:

@@ -73,9 +73,10 @@ class GroundTruth:
     >>> from ccmetrics import evaluate
     >>> gt = np.zeros((20, 20), bool); gt[2:8, 2:8] = True; gt[14:16, 14:16] = True
     >>> prepared = GroundTruth(gt)
-    >>> [round(evaluate(np.roll(gt, k, axis=0), prepared, ["dice"]).cc["dice"], 4) for k in (0, 1)]
+    >>> [round(evaluate(gt=prepared, pred=np.roll(gt, k, axis=0), metrics=["dice"]).cc["dice"], 4) for k in (0, 1)]
     [1.0, 0.6667]
-    >>> evaluate(np.roll(gt, 1, axis=0), gt, ["dice"]).cc == evaluate(np.roll(gt, 1, axis=0), prepared, ["dice"]).cc
+    >>> shifted = np.roll(gt, 1, axis=0)
+    >>> evaluate(gt=gt, pred=shifted, metrics=["dice"]).cc == evaluate(gt=prepared, pred=shifted, metrics=["dice"]).cc
     True
     >>> GroundTruth(gt, prepare=False).prepared
     False
@@ -166,9 +167,10 @@ class GroundTruth:
         >>> truth.region_map().tolist()
         [[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]]
         >>> pred = np.zeros_like(gt); pred[0, 1:7] = True  # voxels 1-5 in region 1, voxel 6 in region 2
-        >>> evaluate(pred, truth, ["dice"]).per_component["dice"].round(4).tolist()
+        >>> evaluate(gt=truth, pred=pred, metrics=["dice"]).per_component["dice"].round(4).tolist()
         [0.3333, 0.0]
-        >>> evaluate(pred, gt, ["dice"]).per_component.equals(evaluate(pred, truth, ["dice"]).per_component)
+        >>> plain = evaluate(gt=gt, pred=pred, metrics=["dice"]).per_component
+        >>> plain.equals(evaluate(gt=truth, pred=pred, metrics=["dice"]).per_component)
         True
         """
         key = as_spacing(spacing, self.array.ndim)

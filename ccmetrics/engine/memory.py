@@ -19,7 +19,8 @@ times, each before the memory it is about is taken:
 * :data:`DEFAULT_MEMORY_FRACTION`: the share of the available memory a run plans to use;
 * :func:`memory_guard`, :class:`MemoryGuard`, :func:`active_guard`, :class:`MemoryLimitError`: the limit
   handed down to the engine (a context variable) and the error over it (implemented in
-  ``ccmetrics.engine._budget``, re-exported here for the layers above the engine).
+  ``ccmetrics.engine._budget`` and, with :func:`over_limit` and :func:`format_bytes`, in the foundation
+  ``ccmetrics._memory`` that the formats' readers share; re-exported here, the same objects).
 
 The estimate is ``gt.nbytes + pred.nbytes`` (the arrays the readers return) plus the engine's
 peak: :data:`FIXED_BYTES` (256 MiB: numba's compilation on a worker's first case, pools) and
@@ -141,7 +142,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._budget import MemoryGuard, MemoryLimitError, memory_guard
+from .._memory import MemoryLimitError, format_bytes, over_limit
+from ._budget import MemoryGuard, memory_guard
 from ._budget import active as active_guard
 
 __all__ = [
@@ -626,34 +628,3 @@ def parse_memory(text: str | int) -> int:
     if value <= 0:
         raise ValueError(f"a memory size must be positive, got {text!r}")
     return value
-
-
-def over_limit(need: float, limit: float, basis: str, *, at_least: bool = False) -> str:
-    """The error of a case whose estimated peak ``need`` exceeds ``limit`` (bytes): what it needs, on what
-    ``basis`` the estimate rests, and what to do (one wording for the check before and after reading).
-
-    Examples
-    --------
-    >>> over_limit(3 * 2**30, 2**30, "by its headers")[:60]
-    'needs about 3.0 GiB by its headers (estimated peak), over th'
-    """
-    return (
-        f"needs {'at least ' if at_least else ''}about {format_bytes(need)} {basis} (estimated peak), over the "
-        f"memory limit of {format_bytes(limit)}: raise --max-memory (max_memory=) if the machine has the "
-        f"memory, or evaluate this case on a larger machine"
-    )
-
-
-def format_bytes(n: float) -> str:
-    """A memory size for messages, in binary units.
-
-    Examples
-    --------
-    >>> format_bytes(512), format_bytes(300 * 2**20), format_bytes(7.83 * 2**30)
-    ('512 B', '300 MiB', '7.8 GiB')
-    """
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
-    return f"{int(n)} B"

@@ -39,6 +39,7 @@ import numpy as np
 
 from .._inputs import as_spacing, check_ndim, to_numpy
 from ..engine.components import Sites, coordinates
+from ..engine.config import current as current_engine
 
 __all__ = [
     "PERCIST_RADIUS_MM",
@@ -55,8 +56,6 @@ __all__ = [
 
 #: radius (mm) of the 1 cm³ sphere of PERCIST's SUVpeak: (3 / (4 pi) * 1000 mm³) ** (1/3)
 PERCIST_RADIUS_MM = 6.2035
-_BRUTE_FORCE_POINTS = 2048  # below this many points the farthest pair is found by brute force
-_DENSE_BOX = 16  # SUVpeak: a box of at most this many voxels per lesion voxel is summed whole (else per voxel)
 _CHUNK = 1 << 19  # entries of the (offsets x voxels) or (points x points) blocks evaluated at once
 
 
@@ -434,7 +433,7 @@ def _lesion_peak(arr: np.ndarray, axes: tuple, rows, reach: np.ndarray, k: int, 
         box = np.where(bad, 0.0, box)
     cumsum = _padded_cumsum(box, pad)
     first, size = first - lo, last - first + 1
-    if int(np.prod(size)) > _DENSE_BOX * len(local):  # sparse: per voxel
+    if int(np.prod(size)) > current_engine().peak_box_ratio * len(local):  # sparse: per voxel
         total, count = _sphere_sums_at(cumsum, local, rows, pad)
         return float(np.max(total / count))
     at = tuple((local - first).T)
@@ -712,7 +711,7 @@ def farthest_pair_distance(points: Any, spacing: Any = None) -> float:
     pts = pts.astype(np.float64)
     if not np.all(np.isfinite(pts)):
         raise ValueError("points must be finite")
-    if len(pts) <= _BRUTE_FORCE_POINTS:
+    if len(pts) < current_engine().hull_from:  # few points: all pairs cost less than the hull
         return _brute_force(pts, None)
     from scipy.spatial import ConvexHull, QhullError
 

@@ -9,6 +9,7 @@ from scipy import ndimage
 from scipy.spatial.distance import pdist
 
 from ccmetrics.engine.components import ComponentCache, find_sites, label_components
+from ccmetrics.engine.config import engine_config
 from ccmetrics.engine.partition import voronoi_partition
 from ccmetrics.metrics.pet import (
     PERCIST_RADIUS_MM,
@@ -160,11 +161,11 @@ def brute_force_peak(image, labels, n, spacing, radius):
 @pytest.fixture(params=["as chosen", "box sums", "per voxel"])
 def peak_path(request, monkeypatch):
     """SUVpeak sums a compact lesion's box whole and a sparse lesion voxel by voxel: test each way."""
-    from ccmetrics.metrics import pet
-
-    if request.param != "as chosen":
-        monkeypatch.setattr(pet, "_DENSE_BOX", 10**12 if request.param == "box sums" else 0)
-    return request.param
+    if request.param == "as chosen":
+        yield request.param
+        return
+    with engine_config(peak_box_ratio=10**12 if request.param == "box sums" else 0):
+        yield request.param
 
 
 @pytest.mark.parametrize("spacing", SPACINGS)
