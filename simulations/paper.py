@@ -59,7 +59,7 @@ import pandas as pd
 from scipy import ndimage
 
 from ccmetrics.engine.surface import GroupedDistances, SurfaceReduction
-from ccmetrics.metrics.registry import WORST_DISTANCE, Metric
+from ccmetrics.metrics.registry import Metric
 
 from .phantoms import PAPER_SPHERES, Case, draw_ball, paper_spheres
 
@@ -153,7 +153,7 @@ ASD = Metric(
     SurfaceReduction(_mean_pred_to_gt, both_empty=0.0, one_empty=math.inf),
     higher_is_better=False,
     best=0.0,
-    worst=WORST_DISTANCE,
+    worst="worst_distance",  # the case's worst distance (Metric.worst)
     unit="length",
     description="average surface distance from the prediction's edge voxels to the GT's (directed)",
 )
@@ -515,7 +515,9 @@ def score(
     crop = pred[box]
     # the run-length label map of the crop's span (not a binary search per voxel) for the prediction's edges
     with engine_config(span_map_ratio=64):
-        result = evaluate(crop, truth, list(metrics), worst_distance=ref.worst_distance, nsd_tolerance=1.0)
+        result = evaluate(
+            gt=truth, pred=crop, metrics=list(metrics), worst_distance=ref.worst_distance, nsd_tolerance=1.0
+        )
     table = result.per_component
     names = [m if isinstance(m, str) else m.name for m in metrics]
     per_region = [m for m in names if m in table.columns]

@@ -170,7 +170,12 @@ def evaluate_step(
     worst = image_diagonal(gt.shape, case.spacing)
     names = [m for m in scenario.metrics if m != "lesion_dice"] or ["dice"]  # evaluate gives the counts too
     result = evaluate(
-        pred[box], gt_crop, names, spacing=case.spacing, worst_distance=worst, nsd_tolerance=scenario.nsd_tolerance
+        gt=gt_crop,
+        pred=pred[box],
+        metrics=names,
+        spacing=case.spacing,
+        worst_distance=worst,
+        nsd_tolerance=scenario.nsd_tolerance,
     )
     row: dict[str, Any] = {
         "scenario": scenario.name,
@@ -180,7 +185,7 @@ def evaluate_step(
     }
     row.update(result.case_row())
     if "lesion_dice" in scenario.metrics:
-        ld = lesion_dice(pred[box], gt[box], spacing=case.spacing, **scenario.lesion_dice_options)
+        ld = lesion_dice(gt=gt[box], pred=pred[box], spacing=case.spacing, **scenario.lesion_dice_options)
         row.update(lesion_dice=ld.dice, lesion_hd95=ld.hd95)
     frame = result.to_frame(case.case)
     frame.insert(0, "scenario", scenario.name)

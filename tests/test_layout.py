@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -86,7 +87,20 @@ def test_the_layer_contract_holds():
 
 
 #: the package root's own private modules: the house's shared foundations, which every ccmetrics package may import
-FOUNDATIONS = frozenset({"_deprecation", "_escaping", "_files", "_inputs", "_interrupts", "_lazy", "_moved", "_words"})
+FOUNDATIONS = frozenset(
+    {
+        "_arguments",
+        "_deprecation",
+        "_escaping",
+        "_files",
+        "_inputs",
+        "_interrupts",
+        "_lazy",
+        "_memory",
+        "_moved",
+        "_words",
+    }
+)
 
 #: private imports that cross packages and are still waiting for their switch to the public name
 #: (``importing package: imported module.name``); the names to use instead are in the failure message of
@@ -183,7 +197,8 @@ def test_no_private_name_or_module_crosses_a_package():
     campaign, report, cli, nuclei, monai; the package root's own modules; simulations) its public modules and
     names only: no module whose path has a part starting with ``_`` (``__init__`` aside), no ``_name``. Inside one
     package private names are shared freely. The package root's private modules (``ccmetrics._files``,
-    ``_inputs``, ``_escaping``, ``_interrupts``, ``_lazy``, ``_moved``, ``_words``, ``_deprecation``) are the
+    ``_inputs``, ``_escaping``, ``_interrupts``, ``_lazy``, ``_moved``, ``_words``, ``_deprecation``, ``_memory``,
+    ``_arguments``) are the
     house's shared foundations: every ccmetrics package may import them (their public names). ``simulations/``
     uses ccmetrics' public API only: not the foundations either."""
     found = _crossings()
@@ -217,3 +232,71 @@ def test_a_public_home_is_the_private_name_which_still_works(public, private):
         return getattr(importlib.import_module(module), name)
 
     assert resolve(public) is resolve(private)
+
+
+def _public_names(module: str) -> set[str]:
+    """What ``module`` offers its users: its ``__all__`` and its public submodules."""
+    loaded = importlib.import_module(module)
+    path = Path(loaded.__file__).parent if loaded.__file__.endswith("__init__.py") else None
+    subs = {p.stem for p in path.glob("*.py") if not p.stem.startswith("_")} if path else set()
+    subs |= {p.name for p in path.iterdir() if (p / "__init__.py").is_file()} if path else set()
+    return set(getattr(loaded, "__all__", ())) | subs
+
+
+def _simulations_uses():
+    """``(where, module, name)`` for every name the simulations take from ccmetrics: ``from ccmetrics.x import name``
+    (imports inside functions included) and ``module.name`` where ``module`` was imported from ccmetrics."""
+    for path in sorted((ROOT / "simulations").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules: dict[str, str] = {}  # local name -> the ccmetrics module it stands for
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ccmetrics":
+                for alias in node.names:
+                    yield where, node.module, alias.name
+                    if isinstance(getattr(importlib.import_module(node.module), alias.name, None), ModuleType):
+                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "ccmetrics":
+                        modules[alias.asname or "ccmetrics"] = alias.name if alias.asname else "ccmetrics"
+                        parts = alias.name.split(".")
+                        for i in range(1, len(parts)):
+                            yield where, ".".join(parts[:i]), parts[i]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                yield f"{path.relative_to(ROOT)}:{node.lineno}", modules[node.value.id], node.attr
+
+
+def test_the_simulations_use_the_public_api_only():
+    """``simulations/`` (the paper's studies, a user of ccmetrics) takes from ccmetrics only what a module lists in
+    its ``__all__`` or a public submodule: no ``ccmetrics.engine._x`` or ``ccmetrics.metrics._x`` module, no name a
+    module keeps to itself (the private modules are also refused by an import-linter contract)."""
+    uses = list(_simulations_uses())
+    assert uses, "the simulations import ccmetrics"
+    private = [f"{where}: {module}.{name}" for where, module, name in uses if _private(name) or "._" in module]
+    outside = [
+        f"{where}: {module}.{name}"
+        for where, module, name in uses
+        if not _private(name) and "._" not in module and name not in _public_names(module)
+    ]
+    assert not private and not outside, "the simulations use names outside ccmetrics' public API:\n" + "\n".join(
+        private + outside
+    )
+
+
+def test_the_engine_lists_a_small_api_and_still_gives_the_names_it_listed_before():
+    """``ccmetrics.engine.__all__`` is what users import from the package (ARCHITECTURE.md, "The public API"); every
+    name the package listed before still reads as ``ccmetrics.engine.<name>``, the object of its module, silently."""
+    import ccmetrics.engine as engine
+    from ccmetrics.engine.memory import MemoryLimitError
+
+    assert len(engine.__all__) <= 20 and set(engine.__all__) <= set(engine._EXPORTS)
+    assert {"GroundTruth", "voronoi_partition", "EngineConfig", "warm_up", "MemoryLimitError"} <= set(engine.__all__)
+    assert not any(name.startswith("BYTES_PER") for name in engine.__all__)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name, module in engine._EXPORTS.items():
+            assert getattr(engine, name) is getattr(importlib.import_module(f"ccmetrics.engine.{module}"), name)
+        from ccmetrics.engine import BYTES_PER_RUN, format_bytes, torch_quantile  # noqa: F401
+    assert engine.MemoryLimitError is MemoryLimitError
