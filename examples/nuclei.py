@@ -189,8 +189,10 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=str(FIGURE), help="figure file (default: %(default)s)")
     args = parser.parse_args(argv)
     gt, gt_class, pred, pred_class = make_tile()
-    res = evaluate(gt, gt_class, pred, pred_class, rule="iou")
-    res_centroid = evaluate(gt, gt_class, pred, pred_class, rule="centroid", cc_metrics=())
+    res = evaluate(gt=gt, gt_classes=gt_class, pred=pred, pred_classes=pred_class, matching_rule="iou")
+    res_centroid = evaluate(
+        gt=gt, gt_classes=gt_class, pred=pred, pred_classes=pred_class, matching_rule="centroid", metrics=()
+    )
     for line in report(gt, pred, res, res_centroid):
         print(line)
     print(geojson_round_trip(pred, pred_class))

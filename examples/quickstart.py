@@ -15,7 +15,7 @@ pred = np.zeros_like(gt)
 pred[2:8, 2:8] = True  # the large lesion is found exactly
 pred[17:19, 2:4] = True  # a false positive; the small lesion is missed
 
-result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+result = evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"])
 print(result.per_component)
 print(result.summary())
 print("Voronoi regions:\n", voronoi_partition(gt))

@@ -34,6 +34,7 @@ from typing import Any, overload
 import numpy as np
 
 from .. import schema
+from .._arguments import public_arguments
 from .._inputs import (
     as_binary_mask,
     as_label_map,
@@ -95,6 +96,7 @@ def evaluate(
 ) -> dict[int, CaseResult]: ...
 
 
+@public_arguments("evaluate", positional_inputs=("pred", "gt"))
 def evaluate(
     pred: Any,
     gt: Any,
@@ -110,6 +112,10 @@ def evaluate(
     ignore_label: int | None = None,
 ) -> CaseResult | dict[int, CaseResult]:
     """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
+
+    Call it with the GT and the prediction by keyword: ``evaluate(gt=gt, pred=pred)``. By position they
+    come in MONAI's order, prediction first (``evaluate(pred, gt)``); that still works for a release, with a
+    ``DeprecationWarning``, since swapped arrays give plausible wrong numbers.
 
     Parameters
     ----------
@@ -132,9 +138,10 @@ def evaluate(
         (``CumulativeIterationMetric``, e.g. ``SurfaceDistanceMetric(symmetric=True)``), run
         on each component's crop with a two-channel one-hot input; their column is the class
         name and the foreground channel is kept.
-    spacing : float or sequence of float, optional
+    spacing : float, sequence of float or "voxel", optional
         Voxel spacing in mm. Distances, the NSD tolerance and ``worst_distance``
-        are then in mm and ``volume_mm3`` is reported; otherwise voxel units.
+        are then in mm and ``volume_mm3`` is reported; otherwise (None, or ``"voxel"``
+        as in :func:`ccmetrics.evaluate_dataset`) voxel units.
     connectivity : int, optional
         GT component connectivity: 26 (default), 18, 6 in 3D; 8 (default), 4 in 2D.
     nsd_tolerance : float
@@ -176,7 +183,7 @@ def evaluate(
     >>> gt[14:16, 14:16] = True  # small lesion, 4 px
     >>> pred = np.zeros_like(gt)
     >>> pred[2:8, 2:8] = True
-    >>> result = evaluate(pred, gt, ["dice"])
+    >>> result = evaluate(gt=gt, pred=pred, metrics=["dice"])
     >>> round(result.standard["dice"], 3), result.cc["dice"]
     (0.947, 0.5)
     >>> result.per_component["dice"].tolist()
@@ -186,11 +193,13 @@ def evaluate(
     not when half its area must be covered:
 
     >>> pred = np.zeros_like(gt); pred[2:4, 2:5] = True; pred[14:16, 14:16] = True
-    >>> evaluate(pred, gt, ["dice"]).per_component["detected"].tolist()
+    >>> evaluate(gt=gt, pred=pred, metrics=["dice"]).per_component["detected"].tolist()
     [True, True]
-    >>> evaluate(pred, gt, ["dice"], detection_rule="coverage:0.5").per_component["detected"].tolist()
+    >>> evaluate(gt=gt, pred=pred, metrics=["dice"], detection_rule="coverage:0.5").per_component["detected"].tolist()
     [False, True]
     """
+    if isinstance(spacing, str) and spacing == "voxel":  # voxel units, as evaluate_dataset and the command line say
+        spacing = None
     if ignore_label is not None and classes is None:
         raise ValueError("ignore_label works on label maps: pass classes=[...] too (the classes to evaluate)")
     if classes is not None:
@@ -366,7 +375,7 @@ def _evaluate_classes(
     if as_sites_mode(sites) != "components":
         raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
     prepared = prepare_classes(pred, gt, classes, ignore_label=ignore_label, connectivity=options.get("connectivity"))
-    return {spec.value: evaluate(mask, truth, metrics, **options) for spec, mask, truth in prepared}
+    return {spec.value: evaluate(gt=truth, pred=mask, metrics=metrics, **options) for spec, mask, truth in prepared}
 
 
 def prepare_classes(
@@ -376,8 +385,8 @@ def prepare_classes(
     mask and the GT's mask as a :class:`~ccmetrics.engine.ground_truth.GroundTruth` (not yet prepared), after the
     ignore label's voxels became background in both.
 
-    Pass each pair to :func:`evaluate` (the values are those of ``evaluate(pred, gt, classes=...)``) and keep the
-    GroundTruth for more work on the same lesions (their components are found once).
+    Pass each pair to :func:`evaluate` (the values are those of ``evaluate(gt=gt, pred=pred, classes=...)``) and
+    keep the GroundTruth for more work on the same lesions (their components are found once).
 
     Examples
     --------

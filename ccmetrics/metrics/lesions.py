@@ -33,6 +33,7 @@ import numpy as np
 from scipy import ndimage
 
 from .. import _lazy
+from .._arguments import public_arguments
 from .._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spacing, check_same_shape
 from ..columns import Columns, table_fields
 from ..engine.components import ComponentCache, Sites, run_components
@@ -137,6 +138,7 @@ class DetectionResult:
     rule: str = "overlap"
 
 
+@public_arguments("detection", positional_inputs=("pred", "gt"), renamed={"rule": "detection_rule"})
 def detection(
     pred: Any,
     gt: Any,
@@ -144,14 +146,15 @@ def detection(
     connectivity: int | None = None,
     spacing: Any | None = None,
     volume_connectivity: int | None = None,
-    rule: Any = None,
+    detection_rule: Any = None,
 ) -> DetectionResult:
     """Lesion detection counts under a detection rule and the autoPET false positive / negative volumes.
 
     Parameters
     ----------
     pred, gt : array_like or torch.Tensor
-        Binary masks, 2D or 3D.
+        Binary masks, 2D or 3D, by keyword (``detection(gt=gt, pred=pred)``; by position, prediction first,
+        with a ``DeprecationWarning``).
     connectivity : int, optional
         Components for the counts: 26 (default), 18, 6 in 3D; 8 (default), 4 in 2D.
     spacing : float or sequence of float, optional
@@ -159,10 +162,12 @@ def detection(
     volume_connectivity : int, optional
         Components for the two volumes: 18 in 3D (autoPET's official script)
         and 8 in 2D by default.
-    rule : str or DetectionRule, optional
+    detection_rule : str or DetectionRule, optional
         What counts as detected (:mod:`ccmetrics.metrics.detection_rules`): ``"overlap"`` (default),
-        ``"iou:T"``, ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. The autoPET volumes do not
-        depend on it: they count the components without any overlap, as autoPET defines them.
+        ``"iou:T"`` (IoU at least T: inclusive, unlike the matching rules' ``iou_threshold``, strictly above),
+        ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. The autoPET volumes do not
+        depend on it: they count the components without any overlap, as autoPET defines them. ``rule=``, its
+        former name, is still read, with a ``DeprecationWarning``.
 
     Returns
     -------
@@ -172,7 +177,7 @@ def detection(
     --------
     >>> gt = np.zeros((10, 10), bool); gt[1:3, 1:3] = True; gt[6:8, 6:8] = True
     >>> pred = np.zeros_like(gt); pred[1:3, 1:4] = True; pred[0, 9] = True
-    >>> d = detection(pred, gt)
+    >>> d = detection(gt=gt, pred=pred)
     >>> d.tp, d.fn, d.fp, d.sensitivity, d.precision
     (1, 1, 1, 0.5, 0.5)
     >>> d.false_positive_volume, d.false_negative_volume, d.volume_unit
@@ -181,12 +186,18 @@ def detection(
     The lesion found is covered at 4 of its 4 voxels, but the prediction component is 6 voxels
     large: IoU 4/6.
 
-    >>> detection(pred, gt, rule="iou:0.7").tp, detection(pred, gt, rule="coverage:1").tp
+    >>> strict = detection(gt=gt, pred=pred, detection_rule="iou:0.7")
+    >>> strict.tp, detection(gt=gt, pred=pred, detection_rule="coverage:1").tp
     (0, 1)
     """
     pred_mask, gt_mask, spacing = _pair(pred, gt, spacing)
     return detection_from_components(
-        ComponentCache(pred_mask), ComponentCache(gt_mask), connectivity, spacing, volume_connectivity, rule=rule
+        ComponentCache(pred_mask),
+        ComponentCache(gt_mask),
+        connectivity,
+        spacing,
+        volume_connectivity,
+        rule=detection_rule,
     )
 
 
@@ -461,6 +472,7 @@ class _PredictionTrees:
         return order_statistics(self.pts, self.nodes, self.box, roots, gpts, gnodes, gbox, int(k_lo), int(k_hi))
 
 
+@public_arguments("lesion_dice", positional_inputs=("pred", "gt"))
 def lesion_dice(
     pred: Any,
     gt: Any,
@@ -485,7 +497,8 @@ def lesion_dice(
     Parameters
     ----------
     pred, gt : array_like or torch.Tensor
-        Binary masks, 2D or 3D.
+        Binary masks, 2D or 3D, by keyword (``lesion_dice(gt=gt, pred=pred)``; by position, prediction first,
+        with a ``DeprecationWarning``).
     dilation : int
         Dilation iterations: 3 for glioma (default), 1 for metastases and
         meningioma; 0 means no dilation (unlike scipy's ``iterations=0``,
@@ -514,7 +527,7 @@ def lesion_dice(
     --------
     >>> gt = np.zeros((40, 40, 40), bool); gt[5:10, 5:10, 5:10] = True
     >>> pred = gt.copy(); pred[30:33, 30:33, 30:33] = True  # a distant 27-voxel FP
-    >>> r = lesion_dice(pred, gt)
+    >>> r = lesion_dice(gt=gt, pred=pred)
     >>> r.dice, r.hd95, r.tp, r.fp, r.fn
     (0.5, 187.0, 1, 1, 0)
     """

@@ -46,7 +46,7 @@ Examples
 >>> from ccmetrics.metrics.matching import match_instances
 >>> gt = np.array([[1, 1, 1, 0, 2, 2]])
 >>> pred = np.array([[5, 5, 0, 0, 0, 3]])
->>> m = match_instances(pred, gt)
+>>> m = match_instances(gt=gt, pred=pred)
 >>> m.tp, m.fp, m.fn
 (1, 1, 1)
 """
@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _lazy
+from .._arguments import public_arguments
 from .._inputs import as_label_map, check_same_shape
 from ..columns import Columns, stored, table_fields
 from ..engine.components import Sites, find_sites
@@ -139,7 +140,7 @@ class Overlaps:
         Examples
         --------
         >>> gt = np.array([[1, 1, 2, 2]]); pred = np.array([[7, 7, 8, 8]])
-        >>> ov = instance_overlaps(pred, gt)
+        >>> ov = instance_overlaps(gt=gt, pred=pred)
         >>> ov.subset(np.array([False, True]), np.array([True, True])).pair_intersection.tolist()
         [2]
         """
@@ -227,17 +228,25 @@ def site_overlaps(pred_sites: Sites, gt_sites: Sites, *, centroids: bool = False
     )
 
 
-def instance_overlaps(pred_instances: Any, gt_instances: Any, *, centroids: bool = False) -> Overlaps:
+@public_arguments(
+    "instance_overlaps",
+    positional_inputs=("pred", "gt"),
+    renamed={"pred_instances": "pred", "gt_instances": "gt"},
+)
+def instance_overlaps(pred: Any, gt: Any, *, centroids: bool = False) -> Overlaps:
     """Instance sizes and all non-zero pairwise overlaps of two instance label maps (voxels).
+
+    Pass the maps by keyword, ``instance_overlaps(gt=..., pred=...)``; by position (prediction first) and as
+    ``pred_instances=``, ``gt_instances=`` they still work for a release, with a ``DeprecationWarning``.
 
     Examples
     --------
-    >>> ov = instance_overlaps(np.array([[3, 3, 0]]), np.array([[1, 1, 1]]))
+    >>> ov = instance_overlaps(gt=np.array([[1, 1, 1]]), pred=np.array([[3, 3, 0]]))
     >>> ov.gt_labels.tolist(), ov.pred_labels.tolist(), ov.pair_iou.round(3).tolist()
     ([1], [3], [0.667])
     """
-    pred_map = as_label_map(pred_instances, "pred_instances")
-    gt_map = as_label_map(gt_instances, "gt_instances")
+    pred_map = as_label_map(pred, "pred")
+    gt_map = as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
     return site_overlaps(find_sites(pred_map, "labels"), find_sites(gt_map, "labels"), centroids=centroids)
 
@@ -311,7 +320,7 @@ def choose_pairs(ov: Overlaps, rule: str = "iou", threshold: float = 0.5) -> np.
 
     Examples
     --------
-    >>> ov = instance_overlaps(np.array([[4, 4, 4, 0]]), np.array([[1, 1, 2, 2]]))
+    >>> ov = instance_overlaps(gt=np.array([[1, 1, 2, 2]]), pred=np.array([[4, 4, 4, 0]]))
     >>> choose_pairs(ov, "iou").tolist(), choose_pairs(ov, "max_iou").tolist()
     ([0], [0])
     """
@@ -342,7 +351,7 @@ class Matching:
 
     Examples
     --------
-    >>> m = match_instances(np.array([[2, 2, 0, 9]]), np.array([[1, 1, 0, 0]]))
+    >>> m = match_instances(gt=np.array([[1, 1, 0, 0]]), pred=np.array([[2, 2, 0, 9]]))
     >>> m.tp, m.fp, m.fn, m.unmatched_pred.tolist()
     (1, 1, 0, [9])
     """
@@ -389,7 +398,7 @@ def match_overlaps(ov: Overlaps, rule: str = "iou", threshold: float = 0.5) -> M
 
     Examples
     --------
-    >>> ov = instance_overlaps(np.array([[4, 4, 4, 0]]), np.array([[1, 1, 2, 2]]))
+    >>> ov = instance_overlaps(gt=np.array([[1, 1, 2, 2]]), pred=np.array([[4, 4, 4, 0]]))
     >>> match_overlaps(ov).pairs[["gt_label", "pred_label"]].values.tolist()
     [[1, 4]]
     """
@@ -425,23 +434,35 @@ def match_sites(pred_sites: Sites, gt_sites: Sites, rule: str = "iou", threshold
     return match_overlaps(site_overlaps(pred_sites, gt_sites, centroids=rule == "centroid"), rule, threshold)
 
 
-def match_instances(pred_instances: Any, gt_instances: Any, rule: str = "iou", threshold: float = 0.5) -> Matching:
+@public_arguments(
+    "match_instances",
+    positional_inputs=("pred", "gt"),
+    renamed={"pred_instances": "pred", "gt_instances": "gt", "rule": "matching_rule", "threshold": "iou_threshold"},
+)
+def match_instances(pred: Any, gt: Any, matching_rule: str = "iou", iou_threshold: float = 0.5) -> Matching:
     """Match predicted to GT instances one-to-one.
+
+    Pass the maps by keyword, ``match_instances(gt=gt, pred=pred)``; by position (``match_instances(pred, gt)``,
+    prediction first) they still work for a release, with a ``DeprecationWarning``. The former keywords
+    ``pred_instances``, ``gt_instances``, ``rule`` and ``threshold`` are still read, with a
+    ``DeprecationWarning`` naming the new one.
 
     Parameters
     ----------
-    pred_instances, gt_instances : array_like or torch.Tensor
+    pred, gt : array_like or torch.Tensor
         Instance label maps (2D or 3D, 0 = background); any label values.
-    rule : {"iou", "centroid", "max_iou"}
-        ``"iou"``: pairs with IoU strictly above ``threshold``; unique by
+    matching_rule : {"iou", "centroid", "max_iou"}
+        ``"iou"``: pairs with IoU strictly above ``iou_threshold`` (a pair at exactly the threshold is no
+        match; the detection rule ``"iou:T"`` of :mod:`ccmetrics.metrics.detection_rules` instead accepts
+        IoU >= T); unique by
         construction for thresholds >= 0.5, a maximum-total-IoU (Hungarian)
         assignment among those pairs below 0.5.  ``"centroid"``: for each GT
         instance, the overlapping prediction of highest IoU, accepted when the
         prediction's centroid (rounded half up) lies inside that GT instance.
         ``"max_iou"``: a one-to-one assignment maximising the total IoU among
         all overlapping pairs.
-    threshold : float
-        IoU threshold of the ``"iou"`` rule (ignored by the others).
+    iou_threshold : float
+        IoU threshold of the ``"iou"`` rule, in [0, 1), strictly exceeded by a match (ignored by the others).
 
     Returns
     -------
@@ -451,13 +472,13 @@ def match_instances(pred_instances: Any, gt_instances: Any, rule: str = "iou", t
     --------
     >>> gt = np.array([[1, 1, 0, 2, 2]])
     >>> pred = np.array([[7, 7, 0, 0, 9]])
-    >>> m = match_instances(pred, gt)
+    >>> m = match_instances(gt=gt, pred=pred)
     >>> m.pairs[["gt_label", "pred_label", "iou"]].values.tolist()
     [[1.0, 7.0, 1.0]]
     >>> m.unmatched_gt.tolist(), m.unmatched_pred.tolist()  # IoU exactly 0.5 is no match
     ([2], [9])
     """
-    threshold = check_matching_rule(rule, threshold)
-    pred_map, gt_map = as_label_map(pred_instances, "pred_instances"), as_label_map(gt_instances, "gt_instances")
+    threshold = check_matching_rule(matching_rule, iou_threshold)
+    pred_map, gt_map = as_label_map(pred, "pred"), as_label_map(gt, "gt")
     check_same_shape(pred_map, gt_map)
-    return match_sites(find_sites(pred_map, "labels"), find_sites(gt_map, "labels"), rule, threshold)
+    return match_sites(find_sites(pred_map, "labels"), find_sites(gt_map, "labels"), matching_rule, threshold)

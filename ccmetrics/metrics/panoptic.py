@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _lazy
+from .._arguments import public_arguments
 from .._inputs import as_binary_mask, as_label_map, check_same_shape
 from ..columns import stored, table_fields
 from ..engine.components import Sites, find_sites
@@ -77,7 +78,7 @@ class PQResult:
         Examples
         --------
         >>> from ccmetrics.metrics.matching import match_instances
-        >>> r = PQResult.from_matching(match_instances(np.array([[1, 1, 0]]), np.array([[1, 1, 1]])))
+        >>> r = PQResult.from_matching(match_instances(gt=np.array([[1, 1, 1]]), pred=np.array([[1, 1, 0]])))
         >>> round(r.pq, 4), r.tp
         (0.6667, 1)
         """
@@ -110,24 +111,35 @@ def _instances(x: Any, name: str, instances: bool, connectivity: int | None) -> 
     return find_sites(as_binary_mask(x, name), "components", connectivity)
 
 
+@public_arguments(
+    "panoptic_quality",
+    positional_inputs=("pred", "gt"),
+    renamed={"rule": "matching_rule", "threshold": "iou_threshold"},
+)
 def panoptic_quality(
     pred: Any,
     gt: Any,
     *,
-    rule: str = "iou",
-    threshold: float = 0.5,
+    matching_rule: str = "iou",
+    iou_threshold: float = 0.5,
     connectivity: int | None = None,
     instances: bool = False,
 ) -> PQResult:
     """Panoptic Quality ``PQ = SQ x RQ`` of one image.
+
+    Pass the masks by keyword, ``panoptic_quality(gt=gt, pred=pred)``; by position
+    (``panoptic_quality(pred, gt)``, MONAI's order) they still work for a release, with a
+    ``DeprecationWarning``.
 
     Parameters
     ----------
     pred, gt : array_like or torch.Tensor
         Binary masks, split into connected components, or instance label maps
         with ``instances=True``.  2D or 3D.
-    rule, threshold : see :func:`ccmetrics.metrics.matching.match_instances`
-        The default is Kirillov et al.'s: IoU strictly above 0.5.
+    matching_rule, iou_threshold : see :func:`ccmetrics.metrics.matching.match_instances`
+        The default is Kirillov et al.'s: IoU strictly above 0.5 (a pair at exactly ``iou_threshold``
+        is no match, unlike ``detection_rule="iou:T"``, which accepts IoU >= T). ``rule=`` and
+        ``threshold=``, their former names, are still read, with a ``DeprecationWarning``.
     connectivity : int, optional
         Component connectivity for binary input: 26 (default), 18, 6 in 3D; 8
         (default), 4 in 2D.  The CC-Metrics paper's toy example used
@@ -148,11 +160,11 @@ def panoptic_quality(
     >>> for i in range(3):
     ...     gt[2:6, 10 * i:10 * i + 4] = i + 1
     >>> pred = np.where(gt > 0, gt + 3, 0)
-    >>> r = panoptic_quality(pred, gt, instances=True)
+    >>> r = panoptic_quality(gt=gt, pred=pred, instances=True)
     >>> r.pq, r.tp, r.fp, r.fn
     (1.0, 3, 0, 0)
     """
-    threshold = check_matching_rule(rule, threshold)
+    rule, threshold = matching_rule, check_matching_rule(matching_rule, iou_threshold)
     pred_sites = _instances(pred, "pred", instances, connectivity)
     gt_sites = _instances(gt, "gt", instances, connectivity)
     if pred_sites.shape != gt_sites.shape:
@@ -344,7 +356,7 @@ def class_counts(
     --------
     >>> from ccmetrics.metrics.matching import instance_overlaps
     >>> inst = np.array([[1, 1, 0, 2, 2]])
-    >>> ov = instance_overlaps(inst, inst)
+    >>> ov = instance_overlaps(gt=inst, pred=inst)
     >>> class_counts(ov, np.array([1, 2]), np.array([1, 1]), [1, 2], "iou", 0.5).tolist()
     [[1.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
     """
@@ -357,17 +369,28 @@ def class_counts(
     return out
 
 
+@public_arguments(
+    "multiclass_pq",
+    positional_inputs=("pred", "pred_classes", "gt", "gt_classes"),
+    renamed={
+        "pred_instances": "pred",
+        "gt_instances": "gt",
+        "aggregation": "level",
+        "rule": "matching_rule",
+        "threshold": "iou_threshold",
+    },
+)
 def multiclass_pq(
-    pred_instances: Sequence[Any],
+    pred: Sequence[Any],
     pred_classes: Sequence[Any],
-    gt_instances: Sequence[Any],
+    gt: Sequence[Any],
     gt_classes: Sequence[Any],
     *,
-    aggregation: str = "image",
+    level: str = "image",
     groups: Sequence[Any] | None = None,
     n_classes: int | None = None,
-    rule: str = "iou",
-    threshold: float = 0.5,
+    matching_rule: str = "iou",
+    iou_threshold: float = 0.5,
 ) -> MultiPQResult:
     """Multi-class Panoptic Quality over a list of images.
 
@@ -375,13 +398,18 @@ def multiclass_pq(
     is matched only against instances of the same class.  A prediction of a
     class absent from an image's GT is a false positive of that class.
 
+    Pass the maps by keyword, ``multiclass_pq(gt=..., gt_classes=..., pred=..., pred_classes=...)``; by
+    position (prediction first) they still work for a release, with a ``DeprecationWarning``. The former
+    keywords ``pred_instances``, ``gt_instances``, ``aggregation``, ``rule`` and ``threshold`` are still read,
+    with a ``DeprecationWarning`` naming the new one.
+
     Parameters
     ----------
-    pred_instances, gt_instances : sequence of arrays
+    pred, gt : sequence of arrays
         One instance label map per image (0 = background).
     pred_classes, gt_classes : sequence of arrays
         One class map per image, giving each pixel's class (0 = background).
-    aggregation : {"image", "dataset", "group"}
+    level : {"image", "dataset", "group"}
         ``"image"`` (aPQ, HoVer-Net/MoNuSAC style): per image, the mean PQ
         over the classes present in its GT or prediction, then the mean over
         images.  ``"dataset"`` (mPQ, CoNIC style): TP/FP/FN/IoU pooled per
@@ -392,7 +420,8 @@ def multiclass_pq(
         Group (patient) id of each image; required for ``"group"``.
     n_classes : int, optional
         Classes are 1..n_classes; default: the largest class in the maps.
-    rule, threshold : see :func:`ccmetrics.metrics.matching.match_instances`
+    matching_rule, iou_threshold : see :func:`ccmetrics.metrics.matching.match_instances`
+        Default: IoU strictly above 0.5 (unlike ``detection_rule="iou:T"``, which accepts IoU >= T).
 
     Returns
     -------
@@ -403,38 +432,39 @@ def multiclass_pq(
     >>> gt = np.zeros((8, 8), int); gt[1:4, 1:4] = 1; gt[5:8, 5:8] = 2
     >>> gt_cls = np.where(gt == 1, 1, np.where(gt == 2, 2, 0))
     >>> pred_cls = np.where(gt > 0, 1, 0)  # the second nucleus gets the wrong class
-    >>> r = multiclass_pq([gt], [pred_cls], [gt], [gt_cls], aggregation="dataset")
+    >>> r = multiclass_pq(gt=[gt], gt_classes=[gt_cls], pred=[gt], pred_classes=[pred_cls], level="dataset")
     >>> r.per_class["pq"].tolist(), r.pq
     ([0.6666666666666666, 0.0], 0.3333333333333333)
     """
+    aggregation, pred_instances, gt_instances = level, pred, gt
     if aggregation not in AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
-    threshold = check_matching_rule(rule, threshold)
+        raise ValueError(f"level must be one of {AGGREGATIONS}, got {aggregation!r}")
+    rule, threshold = matching_rule, check_matching_rule(matching_rule, iou_threshold)
     n_images = len(gt_instances)
     if not (len(pred_instances) == len(pred_classes) == len(gt_classes) == n_images):
-        raise ValueError("pred_instances, pred_classes, gt_instances and gt_classes need one array per image each")
+        raise ValueError("pred, pred_classes, gt and gt_classes need one array per image each")
     if aggregation == "group":
         if groups is None or len(groups) != n_images:
-            raise ValueError("aggregation='group' needs groups=[...], one group id per image")
+            raise ValueError("level='group' needs groups=[...], one group id per image")
     elif groups is not None:
-        raise ValueError("groups is only used with aggregation='group'")
+        raise ValueError("groups is only used with level='group'")
 
     images = []
     for i in range(n_images):
         arrays = [
             as_label_map(a[i], f"{name}[{i}]")
             for a, name in (
-                (pred_instances, "pred_instances"),
+                (pred_instances, "pred"),
                 (pred_classes, "pred_classes"),
-                (gt_instances, "gt_instances"),
+                (gt_instances, "gt"),
                 (gt_classes, "gt_classes"),
             )
         ]
         for a in arrays[1:]:
             check_same_shape(arrays[0], a)
         p_sites, g_sites = find_sites(arrays[0], "labels"), find_sites(arrays[2], "labels")
-        p_of = instance_classes(p_sites, arrays[1], class_rule="majority", name=f"pred_instances[{i}]")
-        g_of = instance_classes(g_sites, arrays[3], class_rule="majority", name=f"gt_instances[{i}]")
+        p_of = instance_classes(p_sites, arrays[1], class_rule="majority", name=f"pred[{i}]")
+        g_of = instance_classes(g_sites, arrays[3], class_rule="majority", name=f"gt[{i}]")
         images.append((p_sites, p_of, g_sites, g_of))
     if n_classes is None:
         n_classes = max(

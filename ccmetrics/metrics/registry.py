@@ -48,7 +48,8 @@ A metric of one's own, computed inside every Voronoi region and averaged like th
 >>> record = register_metric("volume_similarity", volume_similarity, display="Volume similarity")
 >>> gt = np.zeros((12, 12), bool); gt[1:5, 1:5] = True; gt[8:10, 8:10] = True
 >>> pred = gt.copy(); pred[1, 1:5] = False
->>> evaluate(pred, gt, ["dice", "volume_similarity"]).per_component.round(3)  # doctest: +NORMALIZE_WHITESPACE
+>>> result = evaluate(gt=gt, pred=pred, metrics=["dice", "volume_similarity"])
+>>> result.per_component.round(3)  # doctest: +NORMALIZE_WHITESPACE
            volume  detected   dice  volume_similarity
 component
 1              16      True  0.857              0.857

@@ -121,7 +121,7 @@ class CaseResult:
         >>> import numpy as np
         >>> from ccmetrics import evaluate
         >>> gt = np.zeros((12, 12), bool); gt[1:4, 1:4] = True; gt[8:10, 8:10] = True
-        >>> frame = evaluate(gt.copy(), gt, ["dice"]).to_frame("case_01")
+        >>> frame = evaluate(gt=gt, pred=gt.copy(), metrics=["dice"]).to_frame("case_01")
         >>> print(frame[["case", "class", "component", "volume", "detected", "dice"]].to_string(index=False))
            case  class  component  volume  detected  dice
         case_01      1          1       9      True   1.0
@@ -159,7 +159,8 @@ class CaseResult:
         >>> from ccmetrics import evaluate
         >>> gt = np.zeros((8, 8), bool); gt[1:3, 1:3] = True
         >>> pred = np.zeros_like(gt); pred[1:3, 1:4] = True; pred[6, 6] = True
-        >>> frame = evaluate(pred, gt, ["detection"]).prediction_frame("c1", affine=np.diag([0.5, 0.5, 1.0]))
+        >>> result = evaluate(gt=gt, pred=pred, metrics=["detection"])
+        >>> frame = result.prediction_frame("c1", affine=np.diag([0.5, 0.5, 1.0]))
         >>> columns = ["prediction", "volume", "gt_lesions", "outcome", "centroid_i", "centroid_x_mm"]
         >>> print(frame[columns].to_string(index=False))
          prediction  volume gt_lesions outcome  centroid_i  centroid_x_mm

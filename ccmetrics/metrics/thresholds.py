@@ -126,7 +126,9 @@ def sweep(
         truth.region_map(spacing)  # kept: each threshold reads its voxels' regions from it
     rows = []
     for t in thresholds:
-        result = evaluate(arr >= t, truth, chosen, spacing=spacing, connectivity=connectivity, **options)
+        result = evaluate(
+            gt=truth, pred=arr >= t, metrics=chosen, spacing=spacing, connectivity=connectivity, **options
+        )
         row: dict[str, Any] = {
             schema.CASE: case,
             schema.CLASS: int(class_value),

@@ -7,7 +7,7 @@ This subpackage imports torch, MONAI (and, for the handlers, pytorch-ignite);
 
 * :class:`~ccmetrics.monai.metric.CCMetric`: a ``monai.metrics.CumulativeIterationMetric`` taking
   batch-first one-hot tensors (2D or 3D, any batch size, each foreground
-  channel on its own, any device), ``aggregate(mode="patient" | "overall")``.
+  channel on its own, any device), ``aggregate(aggregation="cc_patient" | "cc_pooled")``.
 * :class:`CCMetricHandler`, :class:`CCDiceHandler`,
   :class:`CCSurfaceDiceHandler`, :class:`CCHausdorffDistance95Handler`:
   ``IgniteMetricHandler`` subclasses for ``SupervisedEvaluator``

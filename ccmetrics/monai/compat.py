@@ -108,7 +108,9 @@ class CCBaseMetric:
         in voxels, or mm with a ``spacing``.
     **kwargs
         ``cc_reduction`` (``"patient"``, default, or ``"overall"``: the default
-        mode of :meth:`cc_aggregate`); everything else goes to ``BaseMetric``
+        mode of :meth:`cc_aggregate`; the published interface's keyword and values, kept), or
+        ``aggregation`` (``"cc_patient"`` or ``"cc_pooled"``, the same two as
+        :class:`~ccmetrics.monai.metric.CCMetric` and the tables name them); everything else goes to ``BaseMetric``
         (e.g. ``percentile``, ``symmetric``, ``class_thresholds``).
         ``include_background=True`` raises, as in the published code.
 
@@ -153,7 +155,10 @@ class CCBaseMetric:
         if kwargs.get("include_background", False):
             raise ValueError("Background class is not supported")
         kwargs["include_background"] = False
-        self.cc_reduction = _check_mode(kwargs.pop("cc_reduction", None) or "patient")
+        aggregation = kwargs.pop("aggregation", None)
+        if aggregation is not None and kwargs.get("cc_reduction") is not None:
+            raise ValueError("give cc_reduction or aggregation, not both: they name the same choice")
+        self.cc_reduction = _check_mode(kwargs.pop("cc_reduction", None) or aggregation or "patient")
         self.metric_perfect_score = float(metric_best_score)
         self.metric_worst_score = None if metric_worst_score is None else float(metric_worst_score)
         self.use_caching = bool(use_caching)
@@ -205,7 +210,8 @@ class CCBaseMetric:
             ``"patient"``: a 1D tensor of per-image means (one per image and
             foreground channel). ``"overall"``: all per-component values
             concatenated (squeezed, as in the published code: a 0-d tensor for
-            a single value). Default: ``cc_reduction``.
+            a single value). Default: ``cc_reduction``. The tables' names ``"cc_patient"`` and
+            ``"cc_pooled"`` are read as these two.
 
         Returns
         -------
@@ -294,7 +300,14 @@ class CCSurfaceDiceMetric(CCBaseMetric):
         super().__init__(SurfaceDiceMetric, *args, metric_best_score=1.0, metric_worst_score=0.0, **kwargs)
 
 
+#: the tables' names of the two aggregations, read as the published interface's ``"patient"`` and ``"overall"``
+_PUBLISHED_MODES = {"cc_patient": "patient", "cc_pooled": "overall"}
+
+
 def _check_mode(mode: str) -> str:
+    mode = _PUBLISHED_MODES.get(mode, mode) if isinstance(mode, str) else mode
     if mode not in ("patient", "overall"):
-        raise ValueError(f"Unknown aggregation function {mode}; use 'patient' or 'overall'")
+        raise ValueError(
+            f"Unknown aggregation function {mode}; use 'patient' or 'overall' (or 'cc_patient' or 'cc_pooled')"
+        )
     return mode

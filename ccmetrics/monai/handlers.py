@@ -31,6 +31,7 @@ import torch
 from monai.handlers.ignite_metric import IgniteMetricHandler
 from monai.utils import IgniteInfo, MetricReduction, min_version, optional_import
 
+from .._arguments import public_arguments
 from .._inputs import as_spacing, to_numpy
 from .metric import CCMetric
 
@@ -76,7 +77,7 @@ class CCMetricHandler(IgniteMetricHandler):
         Default True.
     **metric_kwargs
         ``include_background``, ``nsd_tolerance``, ``worst_distance``,
-        ``reduction``, ``get_not_nans``, ``mode`` of :class:`~ccmetrics.monai.metric.CCMetric`; not
+        ``reduction``, ``get_not_nans``, ``aggregation`` of :class:`~ccmetrics.monai.metric.CCMetric`; not
         allowed together with a ready :class:`~ccmetrics.monai.metric.CCMetric`.
 
     Notes
@@ -88,8 +89,8 @@ class CCMetricHandler(IgniteMetricHandler):
     iteration (it should have no side effects, as ``from_engine`` has none).
 
     The engine's metric value is ``CCMetric.aggregate()``: by default the mean
-    over images and channels of the per-image CC values (``mode="patient"``);
-    ``mode="overall"`` pools all components.
+    over images and channels of the per-image CC values (``aggregation="cc_patient"``);
+    ``aggregation="cc_pooled"`` pools all components.
 
     Examples
     --------
@@ -207,17 +208,18 @@ class CCDiceHandler(CCMetricHandler):
 
     Parameters
     ----------
-    include_background, reduction, mode
+    include_background, reduction, aggregation
         As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
 
+    @public_arguments("CCDiceHandler", renamed={"mode": "aggregation"})
     def __init__(
         self,
         include_background: bool = False,
         reduction: MetricReduction | str = MetricReduction.MEAN,
-        mode: str = "patient",
+        aggregation: str = "cc_patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
         spacing: Any | None = None,
@@ -232,7 +234,7 @@ class CCDiceHandler(CCMetricHandler):
             spacing_from_meta=spacing_from_meta,
             include_background=include_background,
             reduction=reduction,
-            mode=mode,
+            aggregation=aggregation,
         )
 
 
@@ -243,18 +245,19 @@ class CCSurfaceDiceHandler(CCMetricHandler):
     ----------
     nsd_tolerance : float
         Tolerance in mm with a spacing (handler, metric or metadata), else in voxels. Default 1.0.
-    include_background, reduction, mode
+    include_background, reduction, aggregation
         As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
 
+    @public_arguments("CCSurfaceDiceHandler", renamed={"mode": "aggregation"})
     def __init__(
         self,
         nsd_tolerance: float = 1.0,
         include_background: bool = False,
         reduction: MetricReduction | str = MetricReduction.MEAN,
-        mode: str = "patient",
+        aggregation: str = "cc_patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
         spacing: Any | None = None,
@@ -270,7 +273,7 @@ class CCSurfaceDiceHandler(CCMetricHandler):
             nsd_tolerance=nsd_tolerance,
             include_background=include_background,
             reduction=reduction,
-            mode=mode,
+            aggregation=aggregation,
         )
 
 
@@ -282,18 +285,19 @@ class CCHausdorffDistance95Handler(CCMetricHandler):
     worst_distance : float, optional
         Value of a missed lesion's HD95 in the means (mm with a spacing, else
         voxels). Default: each image's diagonal.
-    include_background, reduction, mode
+    include_background, reduction, aggregation
         As in :class:`~ccmetrics.monai.metric.CCMetric`.
     output_transform, save_details, spacing, spacing_from_meta
         As in :class:`CCMetricHandler`.
     """
 
+    @public_arguments("CCHausdorffDistance95Handler", renamed={"mode": "aggregation"})
     def __init__(
         self,
         worst_distance: float | None = None,
         include_background: bool = False,
         reduction: MetricReduction | str = MetricReduction.MEAN,
-        mode: str = "patient",
+        aggregation: str = "cc_patient",
         output_transform: Callable = _identity,
         save_details: bool = True,
         spacing: Any | None = None,
@@ -309,7 +313,7 @@ class CCHausdorffDistance95Handler(CCMetricHandler):
             worst_distance=worst_distance,
             include_background=include_background,
             reduction=reduction,
-            mode=mode,
+            aggregation=aggregation,
         )
 
 

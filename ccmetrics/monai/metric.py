@@ -17,6 +17,7 @@ Two buffers are kept:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,6 +25,7 @@ import torch
 from monai.metrics import CumulativeIterationMetric
 from monai.utils import MetricReduction, look_up_option
 
+from .._arguments import public_arguments
 from .._inputs import as_non_negative, as_spacing, to_numpy
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
@@ -31,6 +33,10 @@ from ..metrics.case import evaluate
 
 __all__ = ["CCMetric"]
 
+#: the two CC aggregations, named as the tables' ``summary.aggregation``: the mean of the case CC values, or
+#: every lesion of the data set pooled
+AGGREGATIONS = ("cc_patient", "cc_pooled")
+#: their former names (MONAI's ``mode=``, the published interface's ``cc_reduction``), still read
 AGGREGATION_MODES = ("patient", "overall")
 
 
@@ -39,7 +45,7 @@ class ChannelResult(NamedTuple):
 
     value: float  #: the case's CC value (``CaseResult.cc``)
     components: np.ndarray  #: raw per-component values, float64 (inf: missed lesion, distances)
-    pooled: np.ndarray  #: values entering "overall" pooling (see :meth:`CCMetric.aggregate`)
+    pooled: np.ndarray  #: values entering "cc_pooled" pooling (see :meth:`CCMetric.aggregate`)
     worst: float  #: the worst distance used for this image (``CaseResult.worst_distance``)
     empty_gt: bool
     pred_empty: bool
@@ -67,7 +73,9 @@ def evaluate_channel(
     worst_distance: float | None,
 ) -> ChannelResult:
     """Run :func:`ccmetrics.evaluate` on one binary image and collect what the buffers need."""
-    result = evaluate(pred, gt, [metric], spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst_distance)
+    result = evaluate(
+        gt=gt, pred=pred, metrics=[metric], spacing=spacing, nsd_tolerance=nsd_tolerance, worst_distance=worst_distance
+    )
     column = result.metrics[0]
     value = float(result.cc[column])
     raw = np.array(result.per_component[column], dtype=np.float64)  # a writable copy
@@ -257,8 +265,10 @@ class CCMetric(CumulativeIterationMetric):
         ``"none"``); NaN entries are skipped as in MONAI. Default ``"mean"``.
     get_not_nans : bool
         Make :meth:`aggregate` return ``(value, not_nans)``.
-    mode : {"patient", "overall"}
-        Default aggregation of :meth:`aggregate` (used by the ignite handlers).
+    aggregation : {"cc_patient", "cc_pooled"}
+        Default aggregation of :meth:`aggregate` (used by the ignite handlers), named as the tables'
+        ``summary.aggregation``. ``mode="patient"`` / ``mode="overall"``, the former keyword and values, are
+        still read for a release, with a ``DeprecationWarning``.
     multi_label : bool
         Accept channels that overlap or leave voxels without any channel.
 
@@ -283,7 +293,7 @@ class CCMetric(CumulativeIterationMetric):
     (Dice 1, distance 0) if the prediction channel is empty too, else the worst
     (0, or the worst distance); NaN for MONAI metric objects, which the
     reductions skip as MONAI does. Such an image has no component; in
-    ``"overall"`` pooling it counts as one entry holding its case value, as the
+    ``"cc_pooled"`` pooling it counts as one entry holding its case value, as the
     published CCMetrics code does.
 
     Examples
@@ -305,6 +315,7 @@ class CCMetric(CumulativeIterationMetric):
     0.5
     """
 
+    @public_arguments("CCMetric", renamed={"mode": "aggregation"})
     def __init__(
         self,
         metric: Any = "dice",
@@ -315,7 +326,7 @@ class CCMetric(CumulativeIterationMetric):
         worst_distance: float | None = None,
         reduction: MetricReduction | str = MetricReduction.MEAN,
         get_not_nans: bool = False,
-        mode: str = "patient",
+        aggregation: str = "cc_patient",
         multi_label: bool = False,
     ) -> None:
         super().__init__()
@@ -334,7 +345,17 @@ class CCMetric(CumulativeIterationMetric):
         self.worst_distance = None if worst_distance is None else as_non_negative(worst_distance, "worst_distance")
         self.reduction = look_up_option(reduction, MetricReduction)
         self.get_not_nans = bool(get_not_nans)
-        self.mode = _check_mode(mode)
+        self.aggregation = as_aggregation(aggregation, "CCMetric")
+
+    @property
+    def mode(self) -> str:
+        """The former name of ``aggregation``, in its former values ``"patient"`` / ``"overall"``."""
+        return AGGREGATION_MODES[AGGREGATIONS.index(self.aggregation)]
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        warnings.warn("CCMetric.mode is deprecated: use CCMetric.aggregation", DeprecationWarning, stacklevel=2)
+        self.aggregation = as_aggregation(value)
 
     @property
     def metric_name(self) -> str:
@@ -429,24 +450,27 @@ class CCMetric(CumulativeIterationMetric):
         """
         return [list(row) for row in all_gather_list(self._components)]
 
+    @public_arguments("CCMetric.aggregate", renamed={"mode": "aggregation"})
     def aggregate(
         self,
-        mode: str | None = None,
+        aggregation: str | None = None,
         reduction: MetricReduction | str | None = None,
     ) -> Any:
         """Aggregate the buffers over the data set.
 
         Parameters
         ----------
-        mode : {"patient", "overall"}, optional
-            ``"patient"``: reduce the per-image CC values (the mean of the case
-            means with ``reduction="mean"``). ``"overall"``: pool every
+        aggregation : {"cc_patient", "cc_pooled"}, optional
+            ``"cc_patient"``: reduce the per-image CC values (the mean of the case
+            means with ``reduction="mean"``). ``"cc_pooled"``: pool every
             component of every image (each empty-GT image counts once with its
             case value) and reduce those, so that every lesion of the data set
             weighs the same; infinite or NaN distances count as the image's
-            worst distance, exactly as in the case means. Default: ``self.mode``.
+            worst distance, exactly as in the case means. Default: ``self.aggregation``.
+            ``mode=``, its former name, and the former values ``"patient"``, ``"overall"`` are still
+            read for a release, with a ``DeprecationWarning``.
         reduction : str, optional
-            Default ``self.reduction``. In ``"overall"`` mode only ``"mean"``,
+            Default ``self.reduction``. With ``"cc_pooled"`` only ``"mean"``,
             ``"sum"`` (over all channels' components) and ``"mean_batch"``,
             ``"sum_batch"`` (one value per channel) apply; use
             :meth:`get_component_buffer` for the values themselves.
@@ -459,15 +483,15 @@ class CCMetric(CumulativeIterationMetric):
         Raises
         ------
         ValueError
-            Nothing to aggregate yet, an unknown mode, or a reduction that
-            ``"overall"`` mode cannot apply.
+            Nothing to aggregate yet, an unknown aggregation, or a reduction that
+            ``"cc_pooled"`` cannot apply.
         """
-        mode = _check_mode(self.mode if mode is None else mode)
+        aggregation = self.aggregation if aggregation is None else as_aggregation(aggregation, "CCMetric.aggregate")
         reduction = MetricReduction(look_up_option(self.reduction if reduction is None else reduction, MetricReduction))
         data = self.get_buffer()
         if not isinstance(data, torch.Tensor):
             raise ValueError("nothing to aggregate: call the metric on a batch first")
-        if mode == "patient":
+        if aggregation == "cc_patient":
             f, not_nans = reduce_values(data, reduction)
         else:
             f, not_nans = self._aggregate_overall(reduction, data.dtype, data.device)
@@ -484,13 +508,30 @@ class CCMetric(CumulativeIterationMetric):
             parts = [reduce_values(v[:, None], reduction) for v in channels]
             return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         raise ValueError(
-            f"reduction {reduction.value!r} does not apply to mode='overall' (components are pooled "
-            f"over images); use 'mean', 'sum', 'mean_batch' or 'sum_batch', or "
+            f"reduction {reduction.value!r} does not apply to mode='overall', aggregation='cc_pooled' (components "
+            f"are pooled over images); use 'mean', 'sum', 'mean_batch' or 'sum_batch', or "
             f"get_component_buffer()"
         )
 
 
-def _check_mode(mode: str) -> str:
-    if mode not in AGGREGATION_MODES:
-        raise ValueError(f"mode must be one of {AGGREGATION_MODES}, got {mode!r}")
-    return mode
+def as_aggregation(value: str, call: str | None = None) -> str:
+    """``"cc_patient"`` or ``"cc_pooled"``, the former values ``"patient"`` and ``"overall"`` read as those (with a
+    ``DeprecationWarning`` naming the new one when ``call`` names the function that took them).
+
+    Examples
+    --------
+    >>> as_aggregation("cc_pooled"), as_aggregation("overall")
+    ('cc_pooled', 'cc_pooled')
+    """
+    if value in AGGREGATIONS:
+        return value
+    if value in AGGREGATION_MODES:
+        new = AGGREGATIONS[AGGREGATION_MODES.index(value)]
+        if call is not None:
+            warnings.warn(
+                f"{call}(mode={value!r}) is deprecated: use {call}(aggregation={new!r})", DeprecationWarning, 4
+            )
+        return new
+    raise ValueError(
+        f"aggregation must be one of {AGGREGATIONS} (or their former mode values {AGGREGATION_MODES}), got {value!r}"
+    )

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from .._arguments import public_arguments
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..metrics.panoptic import pq_from_counts
@@ -50,6 +51,8 @@ from .metrics import (
 __all__ = ["NucleiDatasetResult", "evaluate_many", "compare_methods", "is_higher_better"]
 
 _ITEM_KEYS = ("gt_inst", "gt_class", "pred_inst", "pred_class")
+#: the keys of an item dict named as :func:`~ccmetrics.nuclei.evaluate`'s keywords, read beside the former ones
+_ITEM_KEYWORDS = ("gt", "gt_classes", "pred", "pred_classes")
 #: the scores of the nuclei tables where lower is better, besides the distances the metric registry knows
 _ERROR_COUNTS = ("det_fp", "det_fn")
 
@@ -221,6 +224,8 @@ class NucleiDatasetResult:
 
 def _item_args(item: Any, image: Any) -> tuple[tuple, dict]:
     if isinstance(item, Mapping):
+        if all(k in item for k in _ITEM_KEYWORDS):
+            item = {**item, **dict(zip(_ITEM_KEYS, (item[k] for k in _ITEM_KEYWORDS)))}
         missing = [k for k in _ITEM_KEYS if k not in item]
         if missing:
             raise ValueError(
@@ -228,26 +233,31 @@ def _item_args(item: Any, image: Any) -> tuple[tuple, dict]:
                 "optionally 'ignore', 'spacing')"
             )
         extra = {k: item[k] for k in ("ignore", "spacing") if k in item}
+        if "ignore" in extra or "ignore_mask" in item:
+            extra["ignore_mask"] = item["ignore_mask"] if "ignore_mask" in item else extra.pop("ignore")
         return tuple(item[k] for k in _ITEM_KEYS), extra
     if isinstance(item, (tuple, list)) and len(item) in (4, 5):
-        return tuple(item[:4]), ({"ignore": item[4]} if len(item) == 5 else {})
+        return tuple(item[:4]), ({"ignore_mask": item[4]} if len(item) == 5 else {})
     raise ValueError(
         f"image {image!r}: an item must be a NucleiResult, a tuple (gt_inst, gt_class, pred_inst, "
         f"pred_class[, ignore]) or a dict with those keys, got {type(item).__name__}"
     )
 
 
+@public_arguments(
+    "nuclei.evaluate_many", renamed={"rule": "matching_rule", "threshold": "iou_threshold", "cc_metrics": "metrics"}
+)
 def evaluate_many(
     items: Any,
     groups: Any | None = None,
     *,
-    rule: str = "iou",
-    threshold: float = 0.5,
+    matching_rule: str = "iou",
+    iou_threshold: float = 0.5,
     spacing: Any | None = None,
     classes: Sequence[int] | None = None,
     class_rule: str = "unique",
     ignore_fraction: float = 0.5,
-    cc_metrics: Sequence[str] = CC_METRICS,
+    metrics: Sequence[str] = CC_METRICS,
     nsd_tolerance: float = 1.0,
     worst_distance: float | None = None,
 ) -> NucleiDatasetResult:
@@ -257,15 +267,18 @@ def evaluate_many(
     ----------
     items : mapping or sequence
         ``{image id: item}`` or a list of items (ids 0..n-1).  An item is a
-        tuple ``(gt_inst, gt_class, pred_inst, pred_class)`` with an optional
-        fifth element ``ignore``, a dict with those keys (and optionally
-        ``"ignore"``, ``"spacing"``), or an already computed
-        :class:`~ccmetrics.nuclei.metrics.NucleiResult`.
+        tuple ``(gt, gt_classes, pred, pred_classes)`` with an optional
+        fifth element, the ignore mask; a dict with the keys ``"gt"``, ``"gt_classes"``, ``"pred"``,
+        ``"pred_classes"`` (or their former names ``"gt_inst"``, ``"gt_class"``, ``"pred_inst"``,
+        ``"pred_class"``) and optionally ``"ignore_mask"`` (or ``"ignore"``), ``"spacing"``; or an already
+        computed :class:`~ccmetrics.nuclei.metrics.NucleiResult`.
     groups : mapping or sequence, optional
         Group (patient, slide) of each image: ``{image id: group}`` or one per
         item, in order.  Default: every image is its own group.
-    rule, threshold, spacing, classes, class_rule, ignore_fraction, cc_metrics, nsd_tolerance, worst_distance
-        As in :func:`ccmetrics.nuclei.evaluate`, for every image.
+    matching_rule, iou_threshold, spacing, classes, class_rule, ignore_fraction, metrics, nsd_tolerance, worst_distance
+        As in :func:`ccmetrics.nuclei.evaluate`, for every image. ``rule=``, ``threshold=`` and
+        ``cc_metrics=``, the former names of ``matching_rule``, ``iou_threshold`` and ``metrics``, are still
+        read for a release, with a ``DeprecationWarning``.
 
     Returns
     -------
@@ -277,7 +290,7 @@ def evaluate_many(
     >>> cls = {1: 1, 2: 2}
     >>> wrong = {1: 1, 2: 1}  # the second nucleus predicted as class 1
     >>> r = evaluate_many({"a": (gt, cls, gt, cls), "b": (gt, cls, gt, wrong)}, groups={"a": "P1", "b": "P1"},
-    ...                   cc_metrics=())
+    ...                   metrics=())
     >>> r.per_image["mpq"].round(4).tolist(), round(r.mpq, 4)
     ([1.0, 0.3333], 0.7333)
     >>> float(r.pooled["cls_balanced_accuracy"])
@@ -303,13 +316,13 @@ def evaluate_many(
             raise ValueError(f"groups has {len(group_of)} entries for {len(ids)} images; give one per image")
 
     options = dict(
-        rule=rule,
-        threshold=threshold,
+        matching_rule=matching_rule,
+        iou_threshold=iou_threshold,
         spacing=spacing,
         classes=classes,
         class_rule=class_rule,
         ignore_fraction=ignore_fraction,
-        cc_metrics=cc_metrics,
+        metrics=metrics,
         nsd_tolerance=nsd_tolerance,
         worst_distance=worst_distance,
     )

@@ -49,17 +49,17 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from .._arguments import public_arguments
 from .._inputs import as_binary_mask, as_label_map, as_non_negative, as_spacing
 from ..engine.components import Sites, find_sites
-from ..engine.config import current
-from ..engine.surface import SURFACE_REDUCTIONS, physical
-from ..engine.torch_emulation import quantile_rank, torch_lerp, torch_quantile  # noqa: F401 (doctest)
 from ..metrics import registry
 from ..metrics.aggregation import cc_values, image_diagonal
 from ..metrics.case import CaseResult
 from ..metrics.case import evaluate as cc_evaluate
 from ..metrics.matching import check_matching_rule, choose_pairs, site_overlaps
 from ..metrics.panoptic import CLASS_RULES, class_counts, instance_classes, pq_from_counts
+from .confusion import NO_OBJECT, confusion_frame, metrics_from_confusion
+from .instances import _edges_by_site, ignored_instances, keep_sites, pair_distances, rows_quantile
 
 __all__ = [
     "CC_METRICS",
@@ -75,293 +75,10 @@ __all__ = [
     "rows_quantile",
 ]
 
-#: label of row / column 0 of the confusion matrix
-NO_OBJECT = "no object"
 #: CC-Metrics computed by default
 CC_METRICS = registry.DEFAULT_METRICS
 #: the segmentation scores of a matched pair of nuclei (their means are the ``seg_`` scores)
 PAIR_METRICS = ("iou", "dice", "hd", "hd95")
-
-
-# --------------------------------------------------------------------------- confusion-matrix metrics
-
-
-def _ratio(num: float, den: float) -> float:
-    return float(num) / float(den) if den else math.nan
-
-
-def confusion_frame(matrix: np.ndarray, classes: Sequence[Any]) -> pd.DataFrame:
-    """Label a confusion matrix: rows GT class, columns predicted class, ``"no object"`` first.
-
-    Examples
-    --------
-    >>> confusion_frame(np.array([[0, 1], [2, 3]]), [1])  # doctest: +NORMALIZE_WHITESPACE
-    pred       no object  1
-    gt
-    no object          0  1
-    1                  2  3
-    """
-    labels = [NO_OBJECT, *list(classes)]
-    return pd.DataFrame(
-        np.asarray(matrix),
-        index=pd.Index(labels, name="gt", dtype=object),
-        columns=pd.Index(labels, name="pred", dtype=object),
-    )
-
-
-def metrics_from_confusion(cm: np.ndarray | pd.DataFrame) -> tuple[dict[str, float], dict[str, Any]]:
-    """Detection and classification scores from a confusion matrix with a "no object" row/column 0.
-
-    Parameters
-    ----------
-    cm : ndarray or pandas.DataFrame, shape (C + 1, C + 1)
-        Counts.  ``cm[i, j]`` (i, j >= 1): matched GT objects of class i
-        predicted as class j; ``cm[0, j]``: unmatched predictions of class j
-        (false positives); ``cm[i, 0]``: missed GT objects of class i (false
-        negatives); ``cm[0, 0]`` must be 0.  A DataFrame's labels name the
-        classes in ``per_class``.
-
-    Returns
-    -------
-    detection : dict
-        Class ignored. ``tp = sum(cm[1:, 1:])``, ``fp = sum(cm[0, :])``,
-        ``fn = sum(cm[:, 0])``; ``precision = tp / (tp + fp)``,
-        ``recall = tp / (tp + fn)``, ``f1 = 2 tp / (2 tp + fp + fn)`` (NaN when
-        the denominator is 0).
-    classification : dict
-        On the matched objects only, ``M = cm[1:, 1:]``:
-        ``n_matched``; ``accuracy = trace(M) / sum(M)``;
-        ``balanced_accuracy``: the mean of the diagonal of the row-normalised
-        M over the classes with matched GT objects (= the mean per-class
-        recall); ``macro_f1`` and ``macro_f1_norm``: the mean of the per-class
-        F1 (raw, row-normalised) over classes with matched GT or predicted
-        objects; ``per_class``: a DataFrame (index: class) with ``support``
-        (matched GT objects), ``n_predicted`` (matched objects predicted as the
-        class), one-vs-rest ``precision``, ``recall``, ``f1`` on the raw counts
-        and ``precision_norm``, ``recall_norm``, ``f1_norm`` on the
-        row-normalised matrix (each GT class weighs the same, so precision no
-        longer depends on class prevalence).  Undefined values are NaN.
-
-    Examples
-    --------
-    Two classes; 10 GT objects of class 1 (8 matched: 6 right, 2 as class 2,
-    2 missed), 4 of class 2 (all matched, 1 as class 1), 3 false positives:
-
-    >>> cm = np.array([[0, 1, 2],
-    ...                [2, 6, 2],
-    ...                [0, 1, 3]])
-    >>> det, cls = metrics_from_confusion(cm)
-    >>> det["tp"], det["fp"], det["fn"], round(det["f1"], 4)
-    (12, 3, 2, 0.8276)
-    >>> cls["balanced_accuracy"]  # (6/8 + 3/4) / 2
-    0.75
-    >>> cls["per_class"][["precision", "recall", "precision_norm"]].round(4).values.tolist()
-    [[0.8571, 0.75, 0.75], [0.6, 0.75, 0.75]]
-    """
-    labels = None
-    if isinstance(cm, pd.DataFrame):
-        labels = list(cm.index)[1:]
-        cm = cm.to_numpy()
-    m = np.asarray(cm)
-    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
-        raise ValueError(f"the confusion matrix must be square, (C + 1) x (C + 1), got shape {m.shape}")
-    if not np.issubdtype(m.dtype, np.number) or np.isnan(m.astype(float)).any() or (m < 0).any():
-        raise ValueError("the confusion matrix must hold non-negative counts")
-    if m[0, 0] != 0:
-        raise ValueError(
-            f"cm[0, 0] (no GT object matched with no prediction) must be 0, got {m[0, 0]}; "
-            "row and column 0 are the 'no object' row and column"
-        )
-    n = m.shape[0] - 1
-    labels = list(range(1, n + 1)) if labels is None else labels
-    inner = m[1:, 1:].astype(np.float64)
-    tp, fp, fn = m[1:, 1:].sum(), m[0, :].sum(), m[:, 0].sum()
-    tp, fp, fn = (int(v) if float(v).is_integer() else float(v) for v in (tp, fp, fn))
-    detection = {
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "precision": _ratio(tp, tp + fp),
-        "recall": _ratio(tp, tp + fn),
-        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
-    }
-
-    rows, cols, diag = inner.sum(axis=1), inner.sum(axis=0), np.diag(inner)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        normalised = np.where(rows[:, None] > 0, inner / np.where(rows > 0, rows, 1)[:, None], 0.0)
-        n_rows, n_cols, n_diag = normalised.sum(axis=1), normalised.sum(axis=0), np.diag(normalised)
-
-        def safe(num, den):
-            return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-        per_class = pd.DataFrame(
-            {
-                "support": rows,
-                "n_predicted": cols,
-                "precision": safe(diag, cols),
-                "recall": safe(diag, rows),
-                "f1": safe(2 * diag, rows + cols),
-                "precision_norm": safe(n_diag, n_cols),
-                "recall_norm": safe(n_diag, n_rows),
-                "f1_norm": safe(2 * n_diag, n_rows + n_cols),
-            },
-            index=pd.Index(labels, name="class"),
-        )
-    present = rows > 0
-    total = inner.sum()
-    classification = {
-        "n_matched": int(total) if float(total).is_integer() else float(total),
-        "accuracy": _ratio(diag.sum(), total),
-        "balanced_accuracy": float(n_diag[present].mean()) if present.any() else math.nan,
-        "macro_f1": float(np.nanmean(per_class["f1"])) if per_class["f1"].notna().any() else math.nan,
-        "macro_f1_norm": float(np.nanmean(per_class["f1_norm"])) if per_class["f1_norm"].notna().any() else math.nan,
-        "per_class": per_class,
-    }
-    return detection, classification
-
-
-# --------------------------------------------------------------------------- instances
-
-
-def keep_sites(sites: Sites, keep: np.ndarray) -> Sites:
-    """The instances flagged in ``keep`` only, renumbered 1..K' (order and source labels kept).
-
-    Examples
-    --------
-    >>> s = find_sites(np.array([[4, 4, 0, 9, 7]]), "labels")
-    >>> k = keep_sites(s, np.array([True, False, True]))
-    >>> k.source_label.tolist(), k.flat_index.tolist(), k.label.tolist()
-    ([4, 9], [0, 1, 3], [1, 1, 2])
-    """
-    keep = np.asarray(keep, dtype=bool)
-    if keep.all():
-        return sites
-    at = keep[sites.label - 1]
-    new_label = (np.cumsum(keep)[sites.label[at] - 1]).astype(np.int32)
-    volumes = sites.volumes[keep]
-    starts = np.concatenate(([0], np.cumsum(volumes))).astype(np.int64)
-    return Sites(sites.shape, sites.flat_index[at], new_label, starts, sites.source_label[keep])
-
-
-def ignored_instances(sites: Sites, ignore: np.ndarray, fraction: float = 0.5) -> np.ndarray:
-    """Flag the instances lying in an ignore mask: more than ``fraction`` of their pixels inside it.
-
-    Examples
-    --------
-    >>> s = find_sites(np.array([[1, 1, 1, 2, 2]]), "labels")
-    >>> ignore = np.array([[0, 0, 1, 1, 1]], bool)
-    >>> ignored_instances(s, ignore).tolist(), ignored_instances(s, ignore, 0.0).tolist()
-    ([False, True], [True, True])
-    """
-    inside = np.bincount(sites.label[ignore.ravel()[sites.flat_index]], minlength=sites.n + 1)[1:]
-    return inside > fraction * sites.volumes
-
-
-def _edges_by_site(sites: Sites, spacing) -> tuple[np.ndarray, np.ndarray]:
-    """Physical coordinates of every instance's own edge pixels (grouped by site) and the group starts."""
-    coords = sites.coords()
-    own, _ = sites.edges(coords=coords)
-    starts = np.searchsorted(sites.label[own], np.arange(1, sites.n + 2)).astype(np.int64)
-    return physical(coords[own], spacing), starts
-
-
-def pair_distances(
-    gt_edges: np.ndarray,
-    gt_starts: np.ndarray,
-    pred_edges: np.ndarray,
-    pred_starts: np.ndarray,
-    pair_gt: np.ndarray,
-    pair_pred: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Hausdorff distance and HD95 of many (GT, prediction) pairs of edge-point sets, as MONAI computes them.
-
-    All point-to-point distances of a pair are computed (the edge sets of
-    nuclei are small), in padded batches of similar sizes; each directed
-    distance list is cast to float32 as MONAI does, HD is the larger
-    maximum and HD95 the larger of the two directed 95th percentiles
-    (:func:`rows_quantile`, i.e. :func:`ccmetrics.engine.torch_emulation.torch_quantile`
-    vectorised).
-
-    Parameters
-    ----------
-    gt_edges, pred_edges : ndarray, shape (E, ndim)
-        Edge-point coordinates (physical units), grouped by instance.
-    gt_starts, pred_starts : ndarray of int
-        Instance k's points are ``edges[starts[k]:starts[k + 1]]``.
-    pair_gt, pair_pred : ndarray of int
-        Instance index (0-based) of each pair.
-
-    Returns
-    -------
-    hd, hd95 : ndarray of float64
-        One value per pair; the empty-set rule of :func:`ccmetrics.engine.surface.empty_rule` (inf when
-        one of the two sets is empty).
-
-    Examples
-    --------
-    >>> g = np.array([[0.0, 0.0], [0.0, 1.0]]); p = np.array([[0.0, 3.0]])
-    >>> pair_distances(g, np.array([0, 2]), p, np.array([0, 1]), np.array([0]), np.array([0]))
-    (array([3.]), array([2.95000005]))
-    """
-    n_pairs = len(pair_gt)
-    hd, hd95 = np.full(n_pairs, np.inf), np.full(n_pairs, np.inf)
-    if n_pairs == 0:
-        return hd, hd95
-    g_lo, g_n = gt_starts[pair_gt], gt_starts[pair_gt + 1] - gt_starts[pair_gt]
-    p_lo, p_n = pred_starts[pair_pred], pred_starts[pair_pred + 1] - pred_starts[pair_pred]
-    ok = (g_n > 0) & (p_n > 0)
-    order = np.flatnonzero(ok)[np.argsort(np.maximum(g_n, p_n)[ok], kind="stable")]
-    far = 1e9  # padding points, far from everything and from each other's padding
-    max_batch = current().pair_batch_entries
-    start = 0
-    while start < len(order):
-        # grow the batch while the padded block stays small (pairs are sorted by size)
-        big_g, big_p = int(g_n[order[start]]), int(p_n[order[start]])
-        stop = start
-        while stop < len(order):
-            k = order[stop]
-            mg, mp = max(big_g, int(g_n[k])), max(big_p, int(p_n[k]))
-            if stop > start and (stop - start + 1) * mg * mp > max_batch:
-                break
-            big_g, big_p, stop = mg, mp, stop + 1
-        batch = order[start:stop]
-        start = stop
-        steps_g, steps_p = np.arange(big_g), np.arange(big_p)
-        valid_g = steps_g[None, :] < g_n[batch, None]
-        valid_p = steps_p[None, :] < p_n[batch, None]
-        G = gt_edges[np.where(valid_g, g_lo[batch, None] + steps_g[None, :], 0)]
-        P = pred_edges[np.where(valid_p, p_lo[batch, None] + steps_p[None, :], 0)]
-        G[~valid_g] = far
-        P[~valid_p] = -far
-        diff = P[:, :, None, :] - G[:, None, :, :]
-        d = np.sqrt(np.einsum("bpgk,bpgk->bpg", diff, diff))
-        p2g = np.where(valid_p, d.min(axis=2), np.inf).astype(np.float32)
-        g2p = np.where(valid_g, d.min(axis=1), np.inf).astype(np.float32)
-        hd[batch] = np.maximum(
-            np.where(valid_p, p2g, -np.inf).max(axis=1), np.where(valid_g, g2p, -np.inf).max(axis=1)
-        ).astype(np.float64)
-        hd95[batch] = np.maximum(rows_quantile(p2g, p_n[batch], 0.95), rows_quantile(g2p, g_n[batch], 0.95))
-    return (SURFACE_REDUCTIONS["hd"].finish(hd, p_n, g_n), SURFACE_REDUCTIONS["hd95"].finish(hd95, p_n, g_n))
-
-
-def rows_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    """:func:`ccmetrics.engine.torch_emulation.torch_quantile` of each row's first ``counts[i]`` values, vectorised.
-
-    The same float32 arithmetic as ``torch.quantile`` (rank, floor/ceil
-    neighbours, :func:`ccmetrics.engine.torch_emulation.torch_lerp`), bit for bit; entries
-    past ``counts[i]`` must be ``inf`` (they sort last and are never used).
-
-    Examples
-    --------
-    >>> v = np.array([[2.0, 3.0, np.inf], [1.0, 5.0, 4.0]], np.float32)
-    >>> rows_quantile(v, np.array([2, 3]), 0.95).tolist() == [torch_quantile(v[0, :2], 0.95),
-    ...                                                        torch_quantile(v[1], 0.95)]
-    True
-    """
-    ordered = np.sort(values.astype(np.float32, copy=False), axis=1)
-    below, above, weight = quantile_rank(counts, q)
-    rows = np.arange(len(ordered))
-    return torch_lerp(ordered[rows, below], ordered[rows, above], weight).astype(np.float64)
 
 
 # --------------------------------------------------------------------------- result
@@ -470,7 +187,7 @@ class NucleiResult:
         Examples
         --------
         >>> gt = np.zeros((20, 20), int); gt[2:8, 2:8] = 1; gt[10:16, 10:16] = 2
-        >>> r = evaluate(gt, {1: 1, 2: 2}, gt, {1: 1, 2: 1}, cc_metrics=())
+        >>> r = evaluate(gt=gt, gt_classes={1: 1, 2: 2}, pred=gt, pred_classes={1: 1, 2: 1}, metrics=())
         >>> r.summary().loc[["det_f1", "cls_balanced_accuracy", "seg_iou", "pq"], "value"].tolist()
         [1.0, 0.5, 1.0, 1.0]
         """
@@ -573,20 +290,34 @@ def _class_means(values: np.ndarray, gt_class: np.ndarray, classes: Sequence[Any
     return pd.Series(values).groupby(np.asarray(gt_class)).mean().reindex(classes).to_numpy(dtype=float)
 
 
+#: the former keywords of :func:`evaluate` (and :func:`~ccmetrics.nuclei.evaluate_many`), read with a warning
+RENAMED_KEYWORDS = {
+    "gt_inst": "gt",
+    "gt_class": "gt_classes",
+    "pred_inst": "pred",
+    "pred_class": "pred_classes",
+    "rule": "matching_rule",
+    "threshold": "iou_threshold",
+    "ignore": "ignore_mask",
+    "cc_metrics": "metrics",
+}
+
+
+@public_arguments("nuclei.evaluate", renamed=RENAMED_KEYWORDS)
 def evaluate(
-    gt_inst: Any,
-    gt_class: Any,
-    pred_inst: Any,
-    pred_class: Any,
+    gt: Any,
+    gt_classes: Any,
+    pred: Any,
+    pred_classes: Any,
     *,
-    rule: str = "iou",
-    threshold: float = 0.5,
-    ignore: Any = None,
+    matching_rule: str = "iou",
+    iou_threshold: float = 0.5,
+    ignore_mask: Any = None,
     ignore_fraction: float = 0.5,
     spacing: Any | None = None,
     classes: Sequence[int] | None = None,
     class_rule: str = "unique",
-    cc_metrics: Sequence[str] = CC_METRICS,
+    metrics: Sequence[str] = CC_METRICS,
     nsd_tolerance: float = 1.0,
     worst_distance: float | None = None,
 ) -> NucleiResult:
@@ -601,27 +332,33 @@ def evaluate(
     the CC-Metrics with the GT nuclei as Voronoi sites (touching nuclei stay
     separate).
 
+    Pass the maps by keyword, ``evaluate(gt=..., gt_classes=..., pred=..., pred_classes=...)``; by position
+    they come GT first (``gt, gt_classes, pred, pred_classes``). The former keywords ``gt_inst``, ``gt_class``,
+    ``pred_inst``, ``pred_class``, ``rule``, ``threshold``, ``ignore`` and ``cc_metrics`` are still read for a
+    release, with a ``DeprecationWarning`` naming the new one.
+
     Parameters
     ----------
-    gt_inst, pred_inst : array_like or torch.Tensor
+    gt, pred : array_like or torch.Tensor
         Instance label maps (H, W) (3D works too), 0 = background, any label
         values.
-    gt_class, pred_class : array_like, mapping or None
+    gt_classes, pred_classes : array_like, mapping or None
         The class of each instance: a class map of the same shape (the class
         of every pixel, 0 = background), or a dict ``{instance id: class}``
         with classes >= 1; None puts every instance in class 1.
-    rule : {"iou", "centroid", "max_iou"}
-        Matching rule (:func:`ccmetrics.metrics.matching.match_instances`): strict
-        IoU above ``threshold``, the centroid rule, or maximum-IoU assignment.
-    threshold : float
-        IoU threshold of the ``"iou"`` rule.
-    ignore : array_like of bool, optional
+    matching_rule : {"iou", "centroid", "max_iou"}
+        Matching rule (:func:`ccmetrics.metrics.matching.match_instances`): IoU strictly above
+        ``iou_threshold``, the centroid rule, or maximum-IoU assignment.
+    iou_threshold : float
+        IoU threshold of the ``"iou"`` rule: a pair at exactly the threshold is no match (the detection rule
+        ``"iou:T"`` of :func:`ccmetrics.evaluate` instead accepts IoU >= T).
+    ignore_mask : array_like of bool, optional
         Ambiguous / ignore mask (e.g. MoNuSAC's ambiguous regions).  GT and
         predicted instances with more than ``ignore_fraction`` of their pixels
         inside it are removed before matching, from every score (they are
         listed in ``ignored``).  The kept instances keep all their pixels.
     ignore_fraction : float
-        See ``ignore``: 0.5 (default) removes the instances lying mostly in
+        See ``ignore_mask``: 0.5 (default) removes the instances lying mostly in
         the mask; 0 removes every instance touching it.
     spacing : float or sequence of float, optional
         Pixel size (e.g. µm); distances are then in those units.
@@ -633,7 +370,7 @@ def evaluate(
         For class maps: ``"unique"`` (default) requires one class per
         instance and names the offending instance otherwise; ``"majority"``
         takes the most frequent class of its pixels.
-    cc_metrics : sequence of str
+    metrics : sequence of str
         CC-Metrics to compute (:func:`ccmetrics.evaluate` names); empty to
         skip them.
     nsd_tolerance, worst_distance : float
@@ -653,7 +390,7 @@ def evaluate(
     >>> gt[2:8, 2:8], gt[2:8, 20:26], gt[15:21, 2:8] = 1, 2, 3
     >>> pred = np.where(gt > 0, gt + 6, 0)
     >>> pred[20:25, 30:35] = 10
-    >>> r = evaluate(gt, {1: 1, 2: 1, 3: 2}, pred, {7: 1, 8: 2, 9: 2, 10: 2})
+    >>> r = evaluate(gt=gt, gt_classes={1: 1, 2: 1, 3: 2}, pred=pred, pred_classes={7: 1, 8: 2, 9: 2, 10: 2})
     >>> r.confusion  # doctest: +NORMALIZE_WHITESPACE
     pred       no object  1  2
     gt
@@ -667,12 +404,12 @@ def evaluate(
     >>> r.per_class["pq"].round(4).tolist()
     [0.6667, 0.5]
     """
-    threshold = check_matching_rule(rule, threshold)
+    rule, threshold = matching_rule, check_matching_rule(matching_rule, iou_threshold)
     g_map, p_map, spacing, fraction, cc_names, worst = _checked(
-        gt_inst, pred_inst, class_rule, spacing, ignore_fraction, cc_metrics, worst_distance
+        gt, pred, class_rule, spacing, ignore_fraction, metrics, worst_distance
     )
     g_sites, p_sites, g_cls, p_cls, ignored = _instances(
-        g_map, p_map, gt_class, pred_class, class_rule, ignore, fraction
+        g_map, p_map, gt_classes, pred_classes, class_rule, ignore_mask, fraction
     )
     class_list = _class_list(classes, g_cls, p_cls)
     m = _Matched.of(g_sites, p_sites, rule, threshold)  # class-agnostic matching
@@ -837,9 +574,9 @@ def _cc_metrics(cc_names, g_sites, p_sites, g_cls, class_list, per_class, spacin
     pred_mask = np.zeros(int(np.prod(p_sites.shape)), dtype=bool)
     pred_mask[p_sites.flat_index] = True
     cc_case = cc_evaluate(
-        pred_mask.reshape(p_sites.shape),
-        kept_gt.reshape(g_sites.shape),
-        cc_names,
+        gt=kept_gt.reshape(g_sites.shape),
+        pred=pred_mask.reshape(p_sites.shape),
+        metrics=cc_names,
         spacing=spacing,
         nsd_tolerance=nsd_tolerance,
         worst_distance=worst,

@@ -50,7 +50,7 @@ def test_evaluate_and_ccmetric_use_the_same_rule():
     gt[2:6, 2:6] = gt[20:24, 20:24] = True
     pred = np.zeros_like(gt)
     pred[3:7, 2:6] = True  # second lesion missed
-    result = evaluate(pred, gt, ["hd95"], worst_distance=50.0)
+    result = evaluate(pred=pred, gt=gt, metrics=["hd95"], worst_distance=50.0)
     expected = (result.per_component.loc[1, "hd95"] + 50.0) / 2
     assert result.cc["hd95"] == pytest.approx(expected)
     metric = CCMetric("hd95", worst_distance=50.0)

@@ -82,10 +82,10 @@ def test_lesion_dice_equals_brute_force_bit_for_bit(case, tree_from):
     pred, gt, spacing = _cases()[case]
     rows, dice, hd95 = brute_lesion_dice(pred, gt, spacing, min_volume=2.0)
     if tree_from is None:
-        r = lesion_dice(pred, gt, spacing=spacing, min_volume=2.0)
+        r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
     else:  # every lesion on the shared prediction trees
         with engine_config(own_tree_from=tree_from, own_tree_import_from=tree_from):
-            r = lesion_dice(pred, gt, spacing=spacing, min_volume=2.0)
+            r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
     t = r.per_lesion
     assert t["volume"].tolist() == [row[0] for row in rows]
     assert t["pred_components"].tolist() == [row[1] for row in rows]
@@ -112,10 +112,10 @@ def test_tree_order_statistics_match_sorting():
 def test_case_level_metrics_share_the_prediction_voxel_list():
     """evaluate's case-level metrics equal the standalone functions (one labelling shared, no label map)."""
     pred, gt, spacing = _cases()[1]
-    r = evaluate(pred, gt, ["pq", "lesion_dice", "detection"], spacing=spacing)
-    assert r.details["lesion_dice"].per_lesion.equals(lesion_dice(pred, gt, spacing=spacing).per_lesion)
-    assert r.details["detection"] == detection(pred, gt, spacing=spacing)
-    assert r.details["pq"].pq == panoptic_quality(pred, gt).pq
+    r = evaluate(pred=pred, gt=gt, metrics=["pq", "lesion_dice", "detection"], spacing=spacing)
+    assert r.details["lesion_dice"].per_lesion.equals(lesion_dice(pred=pred, gt=gt, spacing=spacing).per_lesion)
+    assert r.details["detection"] == detection(pred=pred, gt=gt, spacing=spacing)
+    assert r.details["pq"].pq == panoptic_quality(pred=pred, gt=gt).pq
 
 
 def test_labels_at_equals_the_label_map():
@@ -139,7 +139,7 @@ def test_a_lesion_touching_many_prediction_components():
     for spacing in (None, (0.8, 1.1, 2.5)):
         rows, dice, hd95 = brute_lesion_dice(pred, gt, spacing, min_volume=2.0)
         with engine_config(own_tree_from=1, own_tree_import_from=1):
-            r = lesion_dice(pred, gt, spacing=spacing, min_volume=2.0)
+            r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
         assert [len(c) for c in r.per_lesion["pred_components"]] == [11]
         assert r.per_lesion["hd95"].tolist() == [row[3] for row in rows]
         assert (r.dice, r.hd95) == (dice, hd95)

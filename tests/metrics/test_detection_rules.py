@@ -71,7 +71,7 @@ def test_lesion_covered_30_percent():
     }
     for rule, want in expected.items():
         assert judge(find_sites(pred), find_sites(gt), rule).detected.tolist() == [want], rule
-        d = detection(pred, gt, rule=rule)
+        d = detection(pred=pred, gt=gt, rule=rule)
         assert (d.tp, d.fn, d.fp) == ((1, 0, 0) if want else (0, 1, 1)), rule
         assert d.rule == str(DetectionRule.parse(rule))
 
@@ -92,10 +92,10 @@ def test_one_prediction_over_two_lesions_is_one_merged_component():
     d = judge(find_sites(pred), find_sites(gt))
     assert d.detected.tolist() == [True, True] and d.n_gt.tolist() == [2] and d.merged.tolist() == [True]
     assert d.pred_tp.tolist() == [True] and d.lesions_of(1) == [1, 2]
-    r = detection(pred, gt)
+    r = detection(pred=pred, gt=gt)
     assert (r.tp, r.fn, r.fp, r.n_pred_components, r.precision, r.n_merged, r.n_split) == (2, 0, 0, 1, 1.0, 1, 0)
     # under iou:0.5 each lesion's union is the 10-voxel component: IoU 0.4, neither detected, the component FP
-    r = detection(pred, gt, rule="iou:0.5")
+    r = detection(pred=pred, gt=gt, rule="iou:0.5")
     assert (r.tp, r.fn, r.fp, r.precision, r.n_merged) == (0, 2, 1, 0.0, 1)
 
 
@@ -105,7 +105,7 @@ def test_split_lesion_counts_once_judged_by_its_union():
     d = judge(find_sites(pred), find_sites(gt), "coverage:0.5")
     assert d.detected.tolist() == [True] and d.n_pred.tolist() == [2] and d.split.tolist() == [True]
     assert d.pred_tp.tolist() == [True, True]
-    r = detection(pred, gt, rule="coverage:0.5")
+    r = detection(pred=pred, gt=gt, rule="coverage:0.5")
     assert (r.tp, r.fn, r.fp, r.sensitivity, r.precision, r.n_split, r.n_merged) == (1, 0, 0, 1.0, 1.0, 1, 0)
 
 
@@ -169,7 +169,7 @@ def test_every_rule_matches_the_brute_force(seed):
         np.testing.assert_array_equal(d.detected, want_detected, err_msg=rule)
         np.testing.assert_array_equal(d.n_pred, want_n_pred, err_msg=rule)
         np.testing.assert_array_equal(d.pred_tp, want_tp, err_msg=rule)
-        r = evaluate(pred, gt, ["dice", "detection"], detection_rule=rule)
+        r = evaluate(pred=pred, gt=gt, metrics=["dice", "detection"], detection_rule=rule)
         np.testing.assert_array_equal(r.per_component["detected"], want_detected, err_msg=rule)
         np.testing.assert_array_equal(r.per_component["n_pred"], want_n_pred)
         assert r.case_scores["sensitivity"] == (
@@ -190,7 +190,7 @@ def test_evaluate_per_prediction_table():
     pred = np.zeros_like(gt)
     pred[2, 2:9] = True  # one component over both lesions (merged), 7 px
     pred[9:11, 9:11] = True  # a false positive, 4 px, nearest lesion 2
-    r = evaluate(pred, gt, ["dice", "detection"], spacing=(0.5, 2.0))
+    r = evaluate(pred=pred, gt=gt, metrics=["dice", "detection"], spacing=(0.5, 2.0))
     pc = r.per_component
     assert pc["detected"].tolist() == [True, True] and pc["n_pred"].tolist() == [1, 1]
     assert pc["split"].tolist() == [False, False]
@@ -220,7 +220,7 @@ def test_region_holding_most_of_a_prediction_against_the_partition():
     smooth = ndimage.gaussian_filter(rng.random((30, 30, 20)), 1.5)
     gt = smooth > np.quantile(smooth, 0.9)
     pred = np.roll(smooth, 3, axis=0) > np.quantile(smooth, 0.8)
-    r = evaluate(pred, gt, ["detection"])
+    r = evaluate(pred=pred, gt=gt, metrics=["detection"])
     partition = voronoi_partition(gt)
     pl, m = ndimage.label(pred, np.ones((3, 3, 3)))
     want = []
@@ -248,9 +248,9 @@ def test_the_pages_state_the_region_rule_the_code_follows():
 
 def test_without_detection_no_prediction_table_and_rule_still_applies():
     gt, pred = line(20, (0, 10)), line(20, (0, 3))
-    r = evaluate(pred, gt, ["dice"])
+    r = evaluate(pred=pred, gt=gt, metrics=["dice"])
     assert r.per_prediction is None and "n_pred" not in r.per_component and r.detection_rule == "overlap"
-    r = evaluate(pred, gt, ["dice"], detection_rule="coverage:0.5")
+    r = evaluate(pred=pred, gt=gt, metrics=["dice"], detection_rule="coverage:0.5")
     assert r.per_component["detected"].tolist() == [False] and r.detection_rule == "coverage:0.5"
 
 
@@ -258,10 +258,10 @@ def test_empty_gt_and_empty_prediction():
     empty = np.zeros((10, 10), bool)
     blob = empty.copy()
     blob[2:4, 2:4] = True
-    r = evaluate(blob, empty, ["detection"])
+    r = evaluate(pred=blob, gt=empty, metrics=["detection"])
     assert r.per_prediction["outcome"].tolist() == ["fp"] and r.per_prediction["region"].tolist() == [0]
     assert math.isnan(r.case_scores["sensitivity"]) and r.case_scores["precision"] == 0.0
-    r = evaluate(empty, blob, ["detection"], detection_rule="iou:0.5")
+    r = evaluate(pred=empty, gt=blob, metrics=["detection"], detection_rule="iou:0.5")
     assert len(r.per_prediction) == 0 and r.per_component["detected"].tolist() == [False]
     assert list(r.prediction_frame("x").columns)[:3] == ["case", "class", "prediction"]
 
@@ -271,7 +271,7 @@ def test_sites_labels_judges_instances():
     gt[0, 0:3], gt[0, 3:6] = 4, 9  # two touching instances: one component
     pred = np.zeros((1, 10), bool)
     pred[0, 0:3] = True
-    r = evaluate(pred, gt, ["detection"], sites="labels", detection_rule="coverage:0.5")
+    r = evaluate(pred=pred, gt=gt, metrics=["detection"], sites="labels", detection_rule="coverage:0.5")
     assert r.per_component["detected"].tolist() == [True, False]
     assert r.case_scores["sensitivity"] == 0.5
 
@@ -282,7 +282,7 @@ def test_classes_pass_the_rule(rule):
     gt[0, 0:10], gt[0, 12:16] = 1, 2
     pred = np.zeros_like(gt)
     pred[0, 0:2], pred[0, 12:16] = 1, 2
-    out = evaluate(pred, gt, ["detection"], classes=[1, 2], detection_rule=rule)
+    out = evaluate(pred=pred, gt=gt, metrics=["detection"], classes=[1, 2], detection_rule=rule)
     assert out[1].per_component["detected"].tolist() == [rule == "overlap"]
     assert out[2].per_component["detected"].tolist() == [True]
 
@@ -307,7 +307,9 @@ def test_dataset_per_prediction_matches_evaluate_and_the_affine(tmp_path):
     assert result.options["detection_rule"] == "dice:0.2"
     for case in ("case_001", "case_003"):
         gt, pred = load_image(EXAMPLES / "gt" / f"{case}.nii.gz"), load_image(EXAMPLES / "pred" / f"{case}.nii.gz")
-        one = evaluate(pred.array, gt.array, ["dice", "detection"], spacing=gt.spacing, detection_rule="dice:0.2")
+        one = evaluate(
+            pred=pred.array, gt=gt.array, metrics=["dice", "detection"], spacing=gt.spacing, detection_rule="dice:0.2"
+        )
         rows = pp[pp["case"] == case].reset_index(drop=True)
         want = one.per_prediction.reset_index()
         for column in ("prediction", "volume", "gt_lesions", "n_gt", "outcome", "region", "best_iou"):

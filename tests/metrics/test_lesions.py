@@ -22,60 +22,60 @@ def cube(shape=(40, 40, 40), at=(5, 5, 5), size=5):
 
 
 def test_exact_prediction():
-    r = lesion_dice(cube(), cube())
+    r = lesion_dice(pred=cube(), gt=cube())
     assert (r.dice, r.hd95, r.tp, r.fp, r.fn) == (1.0, 0.0, 1, 0, 0)
 
 
 def test_empty_prediction():
-    r = lesion_dice(np.zeros((40, 40, 40), bool), cube())
+    r = lesion_dice(pred=np.zeros((40, 40, 40), bool), gt=cube())
     assert (r.dice, r.hd95, r.tp, r.fp, r.fn) == (0.0, 374.0, 0, 0, 1)
     assert math.isinf(r.per_lesion.loc[1, "hd95"])
 
 
 def test_exact_prediction_plus_distant_fp():
     pred = cube() | cube(at=(30, 30, 30), size=3)
-    r = lesion_dice(pred, cube())
+    r = lesion_dice(pred=pred, gt=cube())
     assert (r.dice, r.hd95, r.tp, r.fp, r.fn) == (0.5, 187.0, 1, 1, 0)
 
 
 def test_both_empty():
-    r = lesion_dice(np.zeros((10, 10, 10), bool), np.zeros((10, 10, 10), bool))
+    r = lesion_dice(pred=np.zeros((10, 10, 10), bool), gt=np.zeros((10, 10, 10), bool))
     assert (r.dice, r.hd95, r.tp, r.fp, r.fn) == (1.0, 0.0, 0, 0, 0)
 
 
 def test_small_lesions_are_not_counted_and_their_predictions_are_not_fp():
     gt = cube() | cube(at=(30, 30, 30), size=3)  # 125 and 27 voxels
     pred = cube(at=(30, 30, 30), size=3)  # only the small one is predicted
-    r = lesion_dice(pred, gt)
+    r = lesion_dice(pred=pred, gt=gt)
     assert r.per_lesion["counted"].tolist() == [True, False]
     assert (r.tp, r.fp, r.fn, r.dice, r.hd95) == (0, 0, 1, 0.0, 374.0)
     # with a spacing the volume threshold is in mm3: 27 voxels of 2 mm3 = 54 mm3 > 50
-    r = lesion_dice(pred, gt, spacing=(1.0, 1.0, 2.0))
+    r = lesion_dice(pred=pred, gt=gt, spacing=(1.0, 1.0, 2.0))
     assert r.per_lesion["counted"].tolist() == [True, True] and r.tp == 1 and r.dice == 0.5
 
 
 def test_touching_without_overlap_is_a_true_positive():
     gt = cube()
     pred = cube(at=(5, 5, 11), size=5)  # one voxel gap: within the 3-voxel dilation, no overlap
-    r = lesion_dice(pred, gt)
+    r = lesion_dice(pred=pred, gt=gt)
     assert (r.tp, r.fp, r.fn, r.dice) == (1, 0, 0, 0.0)
     assert r.hd95 == pytest.approx(monai_metrics(pred, gt)["hd95"])
 
 
 def test_nearby_gt_components_merge_into_one_lesion():
     gt = cube() | cube(at=(5, 5, 14), size=5)  # 4-voxel gap: the two dilations touch
-    r = lesion_dice(gt, gt)
+    r = lesion_dice(pred=gt, gt=gt)
     assert len(r.per_lesion) == 1 and r.per_lesion.loc[1, "n_gt_components"] == 2 and r.dice == 1.0
     far = cube() | cube(at=(5, 5, 25), size=5)
-    assert len(lesion_dice(far, far).per_lesion) == 2
-    assert len(lesion_dice(gt, gt, dilation=1).per_lesion) == 2
+    assert len(lesion_dice(pred=far, gt=far).per_lesion) == 2
+    assert len(lesion_dice(pred=gt, gt=gt, dilation=1).per_lesion) == 2
 
 
 def test_double_assignment_of_one_prediction_to_two_lesions():
     gt = cube(at=(5, 5, 5)) | cube(at=(5, 5, 25))
     pred = np.zeros_like(gt)
     pred[5:10, 5:10, 5:30] = True  # one bar covering both lesions and the gap
-    r = lesion_dice(pred, gt)
+    r = lesion_dice(pred=pred, gt=gt)
     assert r.per_lesion["pred_components"].tolist() == [[1], [1]]
     expected = 2 * 125 / (125 + pred.sum())  # each lesion against the whole bar
     assert r.per_lesion["dice"].tolist() == pytest.approx([expected, expected])
@@ -116,7 +116,7 @@ def test_lesion_dice_equals_brute_force(seed):
     pred = np.roll(gt, rng.integers(-3, 4), axis=2) & (rng.random(gt.shape) < 0.95)
     pred |= random_blobs(rng, gt.shape, density=0.00005, grow=1, keep=1.0)  # 1-6 false positives
     dice, hd95, fp = brats_brute_force(pred, gt, min_volume=20)
-    r = lesion_dice(pred, gt, min_volume=20)
+    r = lesion_dice(pred=pred, gt=gt, min_volume=20)
     assert r.dice == pytest.approx(dice) and r.fp == fp
     assert r.hd95 == pytest.approx(hd95, abs=1e-4)
 
@@ -138,7 +138,7 @@ def test_detection_equals_brute_force(seed):
     pred = np.roll(gt, 2, axis=0) & (rng.random(gt.shape) < 0.9) | (rng.random(gt.shape) < 0.002)
     tp, fn, fp, n_pred, _, _ = brute_detection(pred, gt, np.ones((3, 3, 3)))
     *_, fp_vol, fn_vol = brute_detection(pred, gt, STRUCT)  # autoPET: 18-connectivity
-    r = detection(pred, gt, spacing=(2.0, 2.0, 2.5))
+    r = detection(pred=pred, gt=gt, spacing=(2.0, 2.0, 2.5))
     assert (r.tp, r.fn, r.fp, r.n_pred_components) == (tp, fn, fp, n_pred)
     assert r.sensitivity == pytest.approx(tp / (tp + fn))
     assert r.precision == pytest.approx((n_pred - fp) / n_pred)
@@ -149,11 +149,11 @@ def test_detection_equals_brute_force(seed):
 
 def test_detection_edge_cases():
     empty = np.zeros((5, 5), bool)
-    r = detection(empty, empty)
+    r = detection(pred=empty, gt=empty)
     assert math.isnan(r.sensitivity) and math.isnan(r.precision) and math.isnan(r.f1)
     one = empty.copy()
     one[2, 2] = True
-    r = detection(empty, one)
+    r = detection(pred=empty, gt=one)
     assert (r.tp, r.fn, r.fp, r.sensitivity, r.false_negative_volume) == (0, 1, 0, 0.0, 1.0)
     assert math.isnan(r.precision) and math.isnan(r.f1)  # no prediction component: precision undefined
 
@@ -162,8 +162,8 @@ def test_lesion_metrics_do_not_depend_on_component_order():
     rng = np.random.default_rng(9)
     gt = random_blobs(rng, (30, 30, 24), density=0.002, grow=2, keep=1.0)
     pred = np.roll(gt, 1, axis=0)
-    flipped = lesion_dice(pred[::-1, ::-1], gt[::-1, ::-1], min_volume=20)
-    straight = lesion_dice(pred, gt, min_volume=20)
+    flipped = lesion_dice(pred=pred[::-1, ::-1], gt=gt[::-1, ::-1], min_volume=20)
+    straight = lesion_dice(pred=pred, gt=gt, min_volume=20)
     assert flipped.dice == pytest.approx(straight.dice) and flipped.hd95 == pytest.approx(straight.hd95)
     assert sorted(flipped.per_lesion["dice"]) == pytest.approx(sorted(straight.per_lesion["dice"]))
 
@@ -173,12 +173,12 @@ def test_evaluate_adds_case_level_scores_side_by_side():
     gt = random_blobs(rng, (30, 30, 24), density=0.002, grow=2, keep=1.0)
     pred = np.roll(gt, 1, axis=0)
     spacing = (1.0, 1.0, 2.0)
-    r = evaluate(pred, gt, ["dice", "pq", "lesion_dice", "detection"], spacing=spacing)
+    r = evaluate(pred=pred, gt=gt, metrics=["dice", "pq", "lesion_dice", "detection"], spacing=spacing)
     from ccmetrics import panoptic_quality
 
-    pq = panoptic_quality(pred, gt)
-    ld = lesion_dice(pred, gt, spacing=spacing)
-    det = detection(pred, gt, spacing=spacing)
+    pq = panoptic_quality(pred=pred, gt=gt)
+    ld = lesion_dice(pred=pred, gt=gt, spacing=spacing)
+    det = detection(pred=pred, gt=gt, spacing=spacing)
     assert (r.case_scores["pq"], r.case_scores["sq"], r.case_scores["rq"]) == (pq.pq, pq.sq, pq.rq)
     assert (r.case_scores["lesion_dice"], r.case_scores["lesion_hd95"]) == (ld.dice, ld.hd95)
     assert r.case_scores["fp_volume"] == det.false_positive_volume and r.case_scores["f1"] == det.f1
@@ -195,7 +195,7 @@ def test_2d_lesion_dice_and_detection():
     pred = np.zeros_like(gt)
     pred[6:15, 5:15] = True  # 90 px inside the big lesion
     pred[0, 39] = True  # far false positive
-    r = lesion_dice(pred, gt)
+    r = lesion_dice(pred=pred, gt=gt)
     assert r.per_lesion["counted"].tolist() == [True, False]
     assert (r.tp, r.fp, r.fn) == (1, 1, 0)
     assert r.dice == pytest.approx((2 * 90 / 190) / 2)
@@ -203,7 +203,7 @@ def test_2d_lesion_dice_and_detection():
     block[0, 39] = False
     lesion[30:33, 30:33] = False
     assert r.hd95 == pytest.approx((monai_metrics(block, lesion)["hd95"] + 374) / 2)
-    d = detection(pred, gt)
+    d = detection(pred=pred, gt=gt)
     assert (d.tp, d.fn, d.fp, d.n_pred_components) == (1, 1, 1, 2)
     assert (d.false_positive_volume, d.false_negative_volume) == (1.0, 9.0)
 
@@ -211,9 +211,9 @@ def test_2d_lesion_dice_and_detection():
 def test_thin_volumes_do_not_crash():
     gt = np.zeros((32, 32, 1), bool)
     gt[5, 5, 0] = gt[5, 7, 0] = gt[20, 20, 0] = True
-    r = lesion_dice(gt, gt, min_volume=0)
+    r = lesion_dice(pred=gt, gt=gt, min_volume=0)
     assert r.dice == 1.0 and len(r.per_lesion) == 2  # the two dots 2 px apart merge by dilation
-    d = detection(gt, gt)
+    d = detection(pred=gt, gt=gt)
     assert (d.tp, d.fp, d.fn) == (3, 0, 0)
 
 
@@ -252,7 +252,9 @@ def test_per_lesion_hd95_from_the_whole_image_equals_it_measured_alone(rng, spac
     middle[14:17, 12:15, 3:6] = True
     cases.append((mirror, middle))
     for gt, pred in cases:
-        with_surfaces = evaluate(pred, gt, ["nsd", "lesion_dice"], spacing=spacing).details["lesion_dice"]
-        alone = evaluate(pred, gt, ["lesion_dice"], spacing=spacing).details["lesion_dice"]
+        with_surfaces = evaluate(pred=pred, gt=gt, metrics=["nsd", "lesion_dice"], spacing=spacing).details[
+            "lesion_dice"
+        ]
+        alone = evaluate(pred=pred, gt=gt, metrics=["lesion_dice"], spacing=spacing).details["lesion_dice"]
         _same_lesion_dice(with_surfaces, alone)
-        _same_lesion_dice(alone, lesion_dice(pred, gt, spacing=spacing))
+        _same_lesion_dice(alone, lesion_dice(pred=pred, gt=gt, spacing=spacing))

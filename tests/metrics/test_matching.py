@@ -92,7 +92,7 @@ def test_overlaps_equal_brute_force(seed):
     rng = np.random.default_rng(seed)
     gt = random_instances(rng)
     pred = prediction_of(rng, gt)
-    ov = instance_overlaps(pred, gt)
+    ov = instance_overlaps(pred=pred, gt=gt)
     got = {
         (int(ov.gt_labels[g]), int(ov.pred_labels[p])): iou for g, p, iou in zip(ov.pair_gt, ov.pair_pred, ov.pair_iou)
     }
@@ -111,7 +111,7 @@ def test_matching_equals_brute_force(seed, rule, threshold):
     rng = np.random.default_rng(seed)
     gt = random_instances(rng)
     pred = prediction_of(rng, gt)
-    got = match_instances(pred, gt, rule=rule, threshold=threshold)
+    got = match_instances(pred=pred, gt=gt, rule=rule, threshold=threshold)
     expected = brute_match(pred, gt, rule, threshold)
     if rule in ("iou", "centroid") and threshold >= 0.5:
         assert pairs_of(got) == expected
@@ -130,7 +130,7 @@ def test_match_sites_and_overlaps_agree_with_match_instances(rule):
     rng = np.random.default_rng(11)
     gt = random_instances(rng)
     pred = prediction_of(rng, gt)
-    a = match_instances(pred, gt, rule=rule)
+    a = match_instances(pred=pred, gt=gt, rule=rule)
     b = match_sites(find_sites(pred, "labels"), find_sites(gt, "labels"), rule)
     c = match_overlaps(site_overlaps(find_sites(pred, "labels"), find_sites(gt, "labels"), centroids=True), rule)
     for m in (b, c):
@@ -144,34 +144,34 @@ def test_subset_equals_matching_the_restricted_maps(rule):
     rng = np.random.default_rng(4)
     gt = random_instances(rng, n=16)
     pred = prediction_of(rng, gt)
-    ov = instance_overlaps(pred, gt, centroids=True)
+    ov = instance_overlaps(pred=pred, gt=gt, centroids=True)
     gt_keep = ov.gt_labels % 2 == 0
     pred_keep = ov.pred_labels % 3 != 0
     sub = match_overlaps(ov.subset(gt_keep, pred_keep), rule)
     gt_only = np.where(np.isin(gt, ov.gt_labels[gt_keep]), gt, 0)
     pred_only = np.where(np.isin(pred, ov.pred_labels[pred_keep]), pred, 0)
-    direct = match_instances(pred_only, gt_only, rule=rule)
+    direct = match_instances(pred=pred_only, gt=gt_only, rule=rule)
     assert pairs_of(sub) == pairs_of(direct)
     assert sub.unmatched_gt.tolist() == direct.unmatched_gt.tolist()
     assert sub.unmatched_pred.tolist() == direct.unmatched_pred.tolist()
 
 
 def test_centroid_rule_needs_centroids():
-    ov = instance_overlaps(np.array([[1, 1]]), np.array([[1, 1]]))
+    ov = instance_overlaps(pred=np.array([[1, 1]]), gt=np.array([[1, 1]]))
     with pytest.raises(ValueError, match="centroids=True"):
         choose_pairs(ov, "centroid")
     assert choose_pairs(
-        instance_overlaps(np.array([[1, 1]]), np.array([[1, 1]]), centroids=True), "centroid"
+        instance_overlaps(pred=np.array([[1, 1]]), gt=np.array([[1, 1]]), centroids=True), "centroid"
     ).tolist() == [0]
 
 
 def test_input_errors():
     with pytest.raises(ValueError, match="rule must be"):
-        match_instances(np.ones((2, 2), int), np.ones((2, 2), int), rule="dice")
+        match_instances(pred=np.ones((2, 2), int), gt=np.ones((2, 2), int), rule="dice")
     with pytest.raises(ValueError, match="threshold"):
-        match_instances(np.ones((2, 2), int), np.ones((2, 2), int), threshold=1.0)
+        match_instances(pred=np.ones((2, 2), int), gt=np.ones((2, 2), int), threshold=1.0)
     with pytest.raises(ValueError, match="same shape"):
-        match_instances(np.ones((2, 2), int), np.ones((2, 3), int))
+        match_instances(pred=np.ones((2, 2), int), gt=np.ones((2, 3), int))
     with pytest.raises(ValueError, match="same shape"):
         site_overlaps(find_sites(np.ones((2, 2), int), "labels"), find_sites(np.ones((3, 2), int), "labels"))
 
@@ -181,8 +181,8 @@ def test_empty_maps():
     one = z.copy()
     one[1:3, 1:3] = 4
     for rule in MATCHING_RULES:
-        assert (match_instances(z, z, rule=rule).tp, match_instances(z, z, rule=rule).fp) == (0, 0)
-        m = match_instances(one, z, rule=rule)
+        assert (match_instances(pred=z, gt=z, rule=rule).tp, match_instances(pred=z, gt=z, rule=rule).fp) == (0, 0)
+        m = match_instances(pred=one, gt=z, rule=rule)
         assert (m.tp, m.fp, m.fn) == (0, 1, 0)
-        m = match_instances(z, one, rule=rule)
+        m = match_instances(pred=z, gt=one, rule=rule)
         assert (m.tp, m.fp, m.fn) == (0, 0, 1)

@@ -38,7 +38,7 @@ def published_values(metric, pred, gt):
 def test_per_component_values_equal_published_code():
     rng = np.random.default_rng(7)
     for pred, gt in tie_free_cases(rng, 4):
-        ours = evaluate(pred, gt, ["dice", "hd95", "nsd"])
+        ours = evaluate(pred=pred, gt=gt, metrics=["dice", "hd95", "nsd"])
         worst = ours.worst_distance
         table = ours.per_component.replace(np.inf, worst)
         dice = published_values(CCMetrics.CCDiceMetric(), pred, gt)

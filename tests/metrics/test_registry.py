@@ -83,7 +83,7 @@ def test_case_level_columns_are_what_evaluate_reports():
     pred = gt.copy()
     pred[14:16, 14:16] = False
     pred[10, 18] = True
-    result = evaluate(pred, gt, ["detection", "lesion_dice", "pq", "dice"])
+    result = evaluate(pred=pred, gt=gt, metrics=["detection", "lesion_dice", "pq", "dice"])
     expected = [c.name for name in ("pq", "lesion_dice", "detection") for c in registry.get(name).columns]
     assert list(result.case_scores) == expected  # the registry's order, whatever the order asked
     d = result.details["detection"]
@@ -132,7 +132,7 @@ def test_registered_function_equals_brute_force_on_the_masked_full_image():
     pred = np.roll(gt, 1, axis=0) | (rng.random(gt.shape) < 0.01)
     registry.register_metric("volsim_test", lambda p, g, s: volume_similarity(p, g), display="VS")
     try:
-        result = evaluate(pred, gt, ["dice", "volsim_test"], spacing=(0.8, 0.8, 2.0))
+        result = evaluate(pred=pred, gt=gt, metrics=["dice", "volsim_test"], spacing=(0.8, 0.8, 2.0))
         regions, _ = brute_force_partition(ccmetrics.label_components(gt)[0], spacing=(0.8, 0.8, 2.0))
         expected = [
             volume_similarity(pred & (regions == c), gt & (regions == c)) for c in range(1, result.n_components + 1)
@@ -140,12 +140,14 @@ def test_registered_function_equals_brute_force_on_the_masked_full_image():
         assert result.per_component["volsim_test"].tolist() == expected
         assert result.standard["volsim_test"] == volume_similarity(pred, gt)
         assert result.cc["volsim_test"] == pytest.approx(np.mean(expected), rel=1e-15)
-        empty = evaluate(pred, np.zeros_like(gt), ["volsim_test"])  # the empty-GT rule: worst, 0 for a score
+        empty = evaluate(
+            pred=pred, gt=np.zeros_like(gt), metrics=["volsim_test"]
+        )  # the empty-GT rule: worst, 0 for a score
         assert empty.cc["volsim_test"] == 0.0 and empty.empty_gt
     finally:
         registry.unregister("volsim_test")
     with pytest.raises(ValueError, match="unknown metric 'volsim_test'"):
-        evaluate(pred, gt, ["volsim_test"])
+        evaluate(pred=pred, gt=gt, metrics=["volsim_test"])
 
 
 def test_markdown_table_is_the_documentation_list():
@@ -288,10 +290,10 @@ def test_every_engine_path_gives_the_same_numbers():
     )
     blocks = dataclasses.replace(always, dense_min_queries=1 << 40)
     with engine_config(never):
-        a = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
+        a = evaluate(pred=pred, gt=gt, metrics=metrics, spacing=(0.8, 0.9, 2.1))
     for config in (always, blocks):
         with engine_config(config):
-            b = evaluate(pred, gt, metrics, spacing=(0.8, 0.9, 2.1))
+            b = evaluate(pred=pred, gt=gt, metrics=metrics, spacing=(0.8, 0.9, 2.1))
         assert a.per_component.equals(b.per_component)
         assert a.cc == b.cc and a.standard == b.standard
         assert a.case_scores == b.case_scores
@@ -448,10 +450,12 @@ def test_registered_monai_object_is_a_distance_and_keeps_no_buffer():
     try:
         assert record.kind == "distance" and not record.higher_is_better and record.worst == "worst_distance"
         for _ in range(4):
-            result = evaluate(pred, gt, ["hd", "monai_hd"])
+            result = evaluate(pred=pred, gt=gt, metrics=["hd", "monai_hd"])
         assert result.per_component["monai_hd"].tolist() == result.per_component["hd"].tolist()
         assert record.compute.metric.get_buffer() is None or len(record.compute.metric.get_buffer()) == 0
-        empty = evaluate(pred, np.zeros_like(gt), ["monai_hd"])  # an empty GT with a prediction: the worst
+        empty = evaluate(
+            pred=pred, gt=np.zeros_like(gt), metrics=["monai_hd"]
+        )  # an empty GT with a prediction: the worst
         assert empty.cc["monai_hd"] == empty.worst_distance
     finally:
         registry.unregister("monai_hd")
@@ -469,9 +473,11 @@ def test_a_lower_is_better_score_has_its_own_worst_value():
         gt = np.zeros((10, 10), bool)
         gt[2:5, 2:5] = True
         assert not registry.get("miss_rate").higher_is_better
-        empty_gt = evaluate(gt, np.zeros_like(gt), ["miss_rate"])  # a false positive on a healthy case: worst
+        empty_gt = evaluate(
+            pred=gt, gt=np.zeros_like(gt), metrics=["miss_rate"]
+        )  # a false positive on a healthy case: worst
         assert empty_gt.cc["miss_rate"] == 1.0
-        assert evaluate(np.zeros_like(gt), np.zeros_like(gt), ["miss_rate"]).cc["miss_rate"] == 0.0
+        assert evaluate(pred=np.zeros_like(gt), gt=np.zeros_like(gt), metrics=["miss_rate"]).cc["miss_rate"] == 0.0
     finally:
         registry.unregister("miss_rate")
 
@@ -524,7 +530,7 @@ def test_workers_get_the_engine_configuration_and_unpicklable_metrics_fail_early
 def test_metric_columns_keep_their_order_by_engine():
     gt = np.zeros((8, 8), bool)
     gt[2:4, 2:4] = True
-    result = evaluate(np.roll(gt, 1, 0), gt, ["hd", "dice"])
+    result = evaluate(pred=np.roll(gt, 1, 0), gt=gt, metrics=["hd", "dice"])
     assert list(result.per_component.columns) == ["volume", "detected", "dice", "hd"]
     assert (
         list(result.standard) == ["dice", "hd"]

@@ -31,7 +31,7 @@ def test_each_threshold_equals_its_own_evaluation(seed, thresholds):
     rows = sweep(prob, gt, thresholds, metrics + ["detection"], spacing=spacing, nsd_tolerance=2.0)
     assert rows["threshold"].tolist() == list(thresholds)
     for row in rows.itertuples():
-        direct = evaluate(prob >= row.threshold, gt, metrics, spacing=spacing, nsd_tolerance=2.0)
+        direct = evaluate(pred=prob >= row.threshold, gt=gt, metrics=metrics, spacing=spacing, nsd_tolerance=2.0)
         for m in metrics:
             assert getattr(row, m) == direct.standard[m] or (
                 math.isinf(getattr(row, m)) and math.isinf(direct.standard[m])

@@ -97,7 +97,7 @@ def test_values_equal_evaluate_and_batches_are_accepted(parity_cases):
     metric = ours.CCHausdorffDistance95Metric()  # no metric_worst_score: each image's diagonal
     metric(np.asarray(one_hot(preds[0])), np.asarray(one_hot(gts[0])))  # numpy input, as published
     metric(torch.cat([one_hot(p) for p in preds[1:]]), torch.cat([one_hot(g) for g in gts[1:]]))
-    results = [evaluate(p, g, ["hd95"]) for p, g in zip(preds, gts)]
+    results = [evaluate(pred=p, gt=g, metrics=["hd95"]) for p, g in zip(preds, gts)]
     assert len(metric.get_buffer()) == 3
     np.testing.assert_allclose(metric.cc_aggregate("patient").numpy(), [r.cc["hd95"] for r in results], rtol=1e-6)
     pooled = np.concatenate([r.per_component["hd95"].replace(np.inf, r.worst_distance) for r in results])
@@ -112,7 +112,7 @@ def test_2d_multi_channel_and_spacing():
     y = torch.nn.functional.one_hot(torch.as_tensor(gt), 3).movedim(-1, 1).float()
     metric = ours.CCSurfaceDiceMetric(class_thresholds=[1.5, 1.5])
     metric(y_pred, y, spacing=(0.5, 1.0))
-    expected = evaluate(pred[0], gt[0], ["nsd"], classes=[1, 2], spacing=(0.5, 1.0), nsd_tolerance=1.5)
+    expected = evaluate(pred=pred[0], gt=gt[0], metrics=["nsd"], classes=[1, 2], spacing=(0.5, 1.0), nsd_tolerance=1.5)
     assert len(metric.get_buffer()) == 2  # one entry per image and foreground channel
     for entry, c in zip(metric.get_buffer(), (1, 2)):
         np.testing.assert_allclose(entry[:, 0].numpy(), expected[c].per_component["nsd"], rtol=1e-6)

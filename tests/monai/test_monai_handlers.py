@@ -77,7 +77,7 @@ def run(data, key_metric, additional=None, batch_size=2, decollate=True):
 
 def expected(cases, name, spacings=None, mode="patient", **options):
     results = [
-        evaluate(p, g, [name], spacing=None if spacings is None else spacings[i], **options)
+        evaluate(pred=p, gt=g, metrics=[name], spacing=None if spacings is None else spacings[i], **options)
         for i, (p, g) in enumerate(cases)
     ]
     if mode == "patient":
@@ -165,7 +165,7 @@ def test_example_runs_evaluator_and_matches_evaluate(capsys):
     namespace = runpy.run_path(str(ROOT / "examples" / "monai_validation.py"))
     metrics, details, cases = namespace["main"](n_cases=3, batch_size=2)
     spacing = namespace["SPACING"]
-    results = [evaluate(p, g, ["dice", "hd95"], spacing=spacing) for p, g in cases]
+    results = [evaluate(pred=p, gt=g, metrics=["dice", "hd95"], spacing=spacing) for p, g in cases]
     assert metrics["val_cc_dice"] == pytest.approx(np.mean([r.cc["dice"] for r in results]), rel=1e-12)
     assert metrics["val_cc_hd95"] == pytest.approx(np.mean([r.cc["hd95"] for r in results]), rel=1e-12)
     np.testing.assert_allclose(details["val_cc_hd95"][:, 0].numpy(), [r.cc["hd95"] for r in results], rtol=1e-12)

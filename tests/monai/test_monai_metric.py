@@ -57,7 +57,7 @@ def test_values_equal_evaluate_per_image(three_cases):
     for name in ("dice", "nsd", "hd95", "assd"):
         metric = CCMetric(name)
         out = metric(one_hot(preds), one_hot(gts))
-        expected = [evaluate(p, g, [name]) for p, g in three_cases]
+        expected = [evaluate(pred=p, gt=g, metrics=[name]) for p, g in three_cases]
         assert out.shape == (3, 1)
         np.testing.assert_allclose(out[:, 0].numpy(), [r.cc[name] for r in expected], rtol=1e-12)
         components = metric.get_component_buffer()
@@ -114,7 +114,7 @@ def test_empty_gt_enters_buffers_with_best_or_worst_value():
         metric = CCMetric(name)
         out = metric(one_hot(pred), one_hot(gt))
         np.testing.assert_allclose(out[:, 0].numpy(), [best, worst, best])
-        expected = [evaluate(p, g, [name]).cc[name] for p, g in zip(pred, gt)]
+        expected = [evaluate(pred=p, gt=g, metrics=[name]).cc[name] for p, g in zip(pred, gt)]
         np.testing.assert_allclose(out[:, 0].numpy(), expected)
         assert [len(c[0]) for c in metric.get_component_buffer()] == [0, 0, 1]
         # overall pooling: each empty-GT image counts once with its case value
@@ -137,7 +137,7 @@ def test_multi_class_channels_are_evaluated_on_their_own():
     assert out.shape == (2, 2)
     pooled = {1: [], 2: []}
     for b in range(2):
-        per_class = evaluate(labels_pred[b], labels_gt[b], ["dice"], classes=[1, 2])
+        per_class = evaluate(pred=labels_pred[b], gt=labels_gt[b], metrics=["dice"], classes=[1, 2])
         for c in (1, 2):
             assert out[b, c - 1].item() == pytest.approx(per_class[c].cc["dice"], rel=1e-12)
             np.testing.assert_array_equal(
@@ -153,7 +153,7 @@ def test_multi_class_channels_are_evaluated_on_their_own():
     out_bg = with_bg(label_one_hot(labels_pred, 3), label_one_hot(labels_gt, 3))
     assert out_bg.shape == (2, 3)
     assert out_bg[0, 0].item() == pytest.approx(
-        evaluate(labels_pred[0] == 0, labels_gt[0] == 0, ["dice"]).cc["dice"], rel=1e-12
+        evaluate(pred=labels_pred[0] == 0, gt=labels_gt[0] == 0, metrics=["dice"]).cc["dice"], rel=1e-12
     )
     torch.testing.assert_close(out_bg[:, 1:], out)
 
@@ -165,13 +165,17 @@ def test_2d_images_spacing_and_options(three_cases):
     spacing = (0.7, 1.3)
     metric = CCMetric("nsd", spacing=spacing, nsd_tolerance=1.5)
     out = metric(one_hot(pred2), one_hot(gt2))
-    expected = [evaluate(p, g, ["nsd"], spacing=spacing, nsd_tolerance=1.5).cc["nsd"] for p, g in zip(pred2, gt2)]
+    expected = [
+        evaluate(pred=p, gt=g, metrics=["nsd"], spacing=spacing, nsd_tolerance=1.5).cc["nsd"]
+        for p, g in zip(pred2, gt2)
+    ]
     np.testing.assert_allclose(out[:, 0].numpy(), expected, rtol=1e-12)
     # a call's spacing (here one per image) overrides the constructor's
     per_image = [(2.0, 1.0), (1.0, 0.5)]
     out = metric(one_hot(pred2), one_hot(gt2), spacing=per_image)
     expected = [
-        evaluate(p, g, ["nsd"], spacing=s, nsd_tolerance=1.5).cc["nsd"] for p, g, s in zip(pred2, gt2, per_image)
+        evaluate(pred=p, gt=g, metrics=["nsd"], spacing=s, nsd_tolerance=1.5).cc["nsd"]
+        for p, g, s in zip(pred2, gt2, per_image)
     ]
     np.testing.assert_allclose(out[:, 0].numpy(), expected, rtol=1e-12)
     out = metric(one_hot(pred2), one_hot(gt2), spacing=torch.tensor(per_image))
@@ -180,7 +184,9 @@ def test_2d_images_spacing_and_options(three_cases):
     pred, gt = three_cases[0]
     hd = CCMetric("hd", spacing=2.0, worst_distance=100.0)
     value = hd(one_hot([pred]), one_hot([gt]))[0, 0].item()
-    assert value == pytest.approx(evaluate(pred, gt, ["hd"], spacing=2.0, worst_distance=100.0).cc["hd"])
+    assert value == pytest.approx(
+        evaluate(pred=pred, gt=gt, metrics=["hd"], spacing=2.0, worst_distance=100.0).cc["hd"]
+    )
 
 
 def test_list_of_channel_first_tensors_with_per_image_spacing():
@@ -191,7 +197,7 @@ def test_list_of_channel_first_tensors_with_per_image_spacing():
     spacings = [(1.0, 1.0, 2.5), (0.5, 0.5, 1.0)]
     metric = CCMetric("assd")
     out = metric([one_hot([p])[0] for p in preds], [one_hot([g])[0] for g in gts], spacing=spacings)
-    expected = [evaluate(p, g, ["assd"], spacing=s).cc["assd"] for p, g, s in zip(preds, gts, spacings)]
+    expected = [evaluate(pred=p, gt=g, metrics=["assd"], spacing=s).cc["assd"] for p, g, s in zip(preds, gts, spacings)]
     np.testing.assert_allclose(out[:, 0].numpy(), expected, rtol=1e-12)
     assert metric.get_buffer().shape == (2, 1)
 
@@ -203,7 +209,7 @@ def test_monai_metric_object_as_metric(three_cases):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = metric(one_hot(preds), one_hot(gts))
-        expected = [evaluate(p, g, [obj]) for p, g in zip(preds, gts)]
+        expected = [evaluate(pred=p, gt=g, metrics=[obj]) for p, g in zip(preds, gts)]
     assert metric.metric_name == "SurfaceDistanceMetric"
     np.testing.assert_allclose(out[:, 0].numpy(), [r.cc["SurfaceDistanceMetric"] for r in expected], rtol=1e-12)
     assert obj.get_buffer() is None  # the caller's object is left alone
@@ -233,7 +239,7 @@ def test_tensors_on_device(device, three_cases):
     out = metric(one_hot(preds).to(device), one_hot(gts).to(device))
     assert out.device.type == device
     assert metric.get_buffer().device.type == device
-    expected = [evaluate(p, g, ["hd95"]).cc["hd95"] for p, g in three_cases]
+    expected = [evaluate(pred=p, gt=g, metrics=["hd95"]).cc["hd95"] for p, g in three_cases]
     np.testing.assert_allclose(out[:, 0].cpu().numpy(), expected, rtol=1e-12)
     for mode in ("patient", "overall"):
         value = metric.aggregate(mode)

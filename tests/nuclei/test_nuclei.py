@@ -165,7 +165,9 @@ def test_class_only_in_prediction_is_a_false_positive():
         lut_g[k] = v
     for k, v in pred_cls.items():
         lut_p[k] = v
-    ref = ccmetrics.multiclass_pq([pred], [lut_p[pred]], [gt], [lut_g[gt]], aggregation="image")
+    ref = ccmetrics.multiclass_pq(
+        pred=[pred], pred_classes=[lut_p[pred]], gt=[gt], gt_classes=[lut_g[gt]], aggregation="image"
+    )
     assert r.pq["mpq"] == pytest.approx(ref.pq)
 
 
@@ -237,7 +239,14 @@ def test_per_class_pq_equals_multiclass_pq(seed):
     gt, gt_cls, pred, pred_cls = random_tile(seed)
     r = evaluate(gt, gt_cls, pred, pred_cls, cc_metrics=())
     gt_map, pred_map = _class_maps(gt, gt_cls, pred, pred_cls)
-    ref = ccmetrics.multiclass_pq([pred], [pred_map], [gt], [gt_map], aggregation="dataset", n_classes=max(r.classes))
+    ref = ccmetrics.multiclass_pq(
+        pred=[pred],
+        pred_classes=[pred_map],
+        gt=[gt],
+        gt_classes=[gt_map],
+        aggregation="dataset",
+        n_classes=max(r.classes),
+    )
     table = ref.per_class.reindex(r.classes)
     assert r.per_class[["pq_tp", "pq_fp", "pq_fn"]].to_numpy().tolist() == table[["tp", "fp", "fn"]].to_numpy().tolist()
     np.testing.assert_allclose(r.per_class["pq"], table["pq"])
@@ -403,7 +412,9 @@ def test_pair_hd95_equals_evaluate_and_monai(spacing):
     assert len(matched) >= 4
     for _, row in matched.iterrows():
         g_mask, p_mask = gt == row["gt_label"], pred == row["pred_label"]
-        ours = ccmetrics.evaluate(p_mask, g_mask, ["hd", "hd95", "dice", "iou"], spacing=spacing).standard
+        ours = ccmetrics.evaluate(
+            pred=p_mask, gt=g_mask, metrics=["hd", "hd95", "dice", "iou"], spacing=spacing
+        ).standard
         ref = monai_metrics(p_mask, g_mask, spacing=spacing)
         assert row["hd95"] == pytest.approx(ours["hd95"], abs=1e-6)
         assert row["hd"] == pytest.approx(ours["hd"], abs=1e-6)
@@ -439,7 +450,7 @@ def test_cc_metrics_use_gt_nuclei_as_sites():
     raster = labels[np.argsort(first)]
     lut = np.zeros(gt.max() + 1, int)
     lut[raster] = np.arange(1, len(raster) + 1)
-    ref = ccmetrics.evaluate(pred > 0, lut[gt], ["dice", "nsd", "hd95"], sites="labels", spacing=0.5)
+    ref = ccmetrics.evaluate(pred=pred > 0, gt=lut[gt], metrics=["dice", "nsd", "hd95"], sites="labels", spacing=0.5)
     assert r.cc == pytest.approx({f"cc_{k}": v for k, v in ref.cc.items()})
     assert r.per_component["gt_label"].tolist() == raster.tolist()
     assert r.per_component["gt_class"].tolist() == [gt_cls[g] for g in raster]

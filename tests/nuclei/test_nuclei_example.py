@@ -188,7 +188,7 @@ def test_report_equals_brute_force(run):
     order = np.argsort(first[1:], kind="stable")
     renumber = np.zeros(gt.max() + 1, np.int32)
     renumber[np.array(gl)[order]] = np.arange(1, len(gl) + 1)
-    case = ccmetrics.evaluate(pred > 0, renumber[gt], ["dice", "nsd", "hd95"], sites="labels")
+    case = ccmetrics.evaluate(pred=pred > 0, gt=renumber[gt], metrics=["dice", "nsd", "hd95"], sites="labels")
     cc = _numbers(_line(lines, "CC-Metrics"))
     assert cc[-3:-1] == pytest.approx([case.cc["dice"], case.cc["nsd"]], abs=TOL3)
     assert cc[-1] == pytest.approx(case.cc["hd95"], abs=TOL2)
@@ -198,11 +198,11 @@ def test_report_equals_brute_force(run):
     # PQ: class-agnostic from the brute force and from ccmetrics.panoptic_quality; per class, the IoU > 0.5 pairs
     # of the same class (they are the pairs of a matching within the class), and ccmetrics.multiclass_pq
     rq = tp / (tp + fp / 2 + fn / 2)
-    pq = ccmetrics.panoptic_quality(pred, gt, instances=True)
+    pq = ccmetrics.panoptic_quality(pred=pred, gt=gt, instances=True)
     assert pq.pq == pytest.approx(ious.mean() * rq) and (pq.tp, pq.fp, pq.fn) == (tp, fp, fn)
     lut_g, lut_p = np.zeros(gt.max() + 1, int), np.zeros(pred.max() + 1, int)
     lut_g[list(gc)], lut_p[list(pc)] = list(gc.values()), list(pc.values())
-    mpq = ccmetrics.multiclass_pq([pred], [lut_p[pred]], [gt], [lut_g[gt]], n_classes=4)
+    mpq = ccmetrics.multiclass_pq(pred=[pred], pred_classes=[lut_p[pred]], gt=[gt], gt_classes=[lut_g[gt]], n_classes=4)
     for k in classes:
         n_gt, n_pred = sum(gc[g] == k for g in gl), sum(pc[p] == k for p in pl)
         iou_k = [v[0] for (g, p), v in pairs.items() if gc[g] == pc[p] == k]
