@@ -38,8 +38,8 @@ MOVED = {
     "ccmetrics.detection_rules": "ccmetrics.metrics.detection_rules",
     "ccmetrics.aggregation": "ccmetrics.metrics.aggregation",
     "ccmetrics.case": "ccmetrics.metrics.case",
-    "ccmetrics.results": "ccmetrics.metrics.results",
     "ccmetrics.classes": "ccmetrics.metrics.classes",
+    # ccmetrics.results (CaseResult's module) is the results layer now: its package answers CaseResult's names
     "ccmetrics.io": "ccmetrics.formats.io",
     "ccmetrics.dicom": "ccmetrics.formats.dicom",
     "ccmetrics.grids": "ccmetrics.formats.grids",

@@ -1,6 +1,8 @@
 """The analysis: tables to statistics and figures.
 
-Bootstrap intervals and paired comparisons of methods (:mod:`~ccmetrics.analysis.stats`), the figures of a
+The statistics of a data set's result (:mod:`~ccmetrics.analysis.summaries`: its summary, per subgroup, of its
+empty-GT cases, its calibration and size bins; :class:`~ccmetrics.results.DatasetResult`'s methods call them),
+bootstrap intervals and paired comparisons of methods (:mod:`~ccmetrics.analysis.stats`), the figures of a
 result folder (:mod:`~ccmetrics.analysis.plots`) and of its detection curves
 (:mod:`~ccmetrics.analysis.detection_plots`), lesion-size bins (:mod:`~ccmetrics.analysis.sizes`) and subgroups
 from a metadata table (:mod:`~ccmetrics.analysis.subgroups`), and the signs that a run's GT and predictions were
@@ -23,6 +25,7 @@ _EXPORTS = {
     "plot_metric_vs_volume": "plots",
     "plot_standard_vs_cc": "plots",
     "write_plots": "plots",
+    "write_result_plots": "plots",
     "DEFAULT_SIZE_EDGES_ML": "sizes",
     "DEFAULT_SIZE_EDGES_VOXELS": "sizes",
     "bin_labels": "sizes",
@@ -37,6 +40,11 @@ _EXPORTS = {
     "bootstrap_ci_pooled": "stats",
     "compare": "stats",
     "friedman_nemenyi": "stats",
+    "calibration_summary": "summaries",
+    "empty_gt_summary": "summaries",
+    "group_summary": "summaries",
+    "size_summary": "summaries",
+    "summary": "summaries",
     "EMPTY_VALUE": "subgroups",
     "MISSING_GROUP": "subgroups",
     "case_groups": "subgroups",
@@ -44,5 +52,5 @@ _EXPORTS = {
 }
 
 __getattr__, __dir__, __all__ = attach(
-    __name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups", "swap")
+    __name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups", "summaries", "swap")
 )

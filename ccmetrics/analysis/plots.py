@@ -38,6 +38,7 @@ __all__ = [
     "plot_metric_vs_volume",
     "plot_standard_vs_cc",
     "write_plots",
+    "write_result_plots",
 ]
 
 STANDARD_COLOR, CC_COLOR, MISSED_COLOR = "tab:blue", "tab:orange", "tab:red"
@@ -557,6 +558,64 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None,
             present = [m for m in names if m in case.columns or cc(m) in case.columns]
             if present:
                 save(plot_case_distribution(case, present, columns=columns, **ks), f"case_distribution{sfx}.png")
+    return paths
+
+
+def write_result_plots(result, out_dir, *, size_bins=None, curves=None, calibration=None, swept=None, groups=None):
+    """Write the figures of a data set's result into ``out_dir`` (created) and return their paths: those of
+    :func:`write_plots`, then the detection curves', the reliability diagrams', the thresholds' and the subgroups'
+    when given (what :meth:`ccmetrics.results.DatasetResult.write` puts into ``plots/``).
+
+    Parameters
+    ----------
+    result : ccmetrics.results.DatasetResult
+        The tables, with their options (``metrics``) and column facts.
+    out_dir : str or pathlib.Path
+        The folder of the figures (``OUT_DIR/plots``).
+    size_bins : sequence of float, optional
+        Inner edges (ml) of the detection-by-size bins.
+    curves : dict, optional
+        Class to :class:`~ccmetrics.metrics.detection_curves.DetectionCurves`
+        (:meth:`~ccmetrics.results.DatasetResult.detection_curves`): FROC, PR and ROC figures.
+    calibration : dict, optional
+        :func:`ccmetrics.analysis.summaries.calibration_summary`'s entries: their reliability diagrams.
+    swept : tuple, optional
+        :meth:`~ccmetrics.results.DatasetResult.threshold_summary`'s ``(means, best)``: the metrics by threshold.
+    groups : tuple, optional
+        ``(group_by columns, group_summary frame, case -> group)``: ``by_group_cc_<m>.png`` of the first CC metric.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    out = pathlib.Path(out_dir)
+    paths = write_plots(
+        result.per_component,
+        result.per_case,
+        out,
+        metrics=result.options.get("metrics"),
+        columns=result.columns,
+        size_bins=size_bins,
+    )
+    if curves:
+        from .detection_plots import write_detection_plots
+
+        paths += write_detection_plots(curves, out)
+    if calibration:
+        from .detection_plots import write_reliability_plots
+
+        tables = {c: e["lesion_reliability"] for c, e in calibration.items()}
+        paths += write_reliability_plots(tables, out)
+    if swept is not None and len(swept[0]):
+        from .detection_plots import write_threshold_plots
+
+        paths += write_threshold_plots(swept[0], swept[1], out, result.columns)
+    if groups is not None and result.cc_metrics:
+        m = result.cc_metrics[0]
+        name = f"by_group_{cc(m)}.png"
+        figure = plot_by_group(result.per_case, groups[2], cc(m), " / ".join(groups[0]))
+        paths.append(atomic_write(out / name, lambda tmp: figure.savefig(tmp, dpi=120)))
     return paths
 
 

@@ -7,7 +7,7 @@ Methods (the tests from scipy / scikit-posthocs):
   against it (bit for bit on scipy >= 1.17, whose interval uses :func:`scipy.stats.quantile`):
   ``n_resamples`` resamples of indices ``numpy.random.default_rng(seed).integers(0, n, (n_resamples,
   n))``, the mean of each, and the Hyndman-Fan definition 7 quantiles ``alpha`` and ``1 - alpha``
-  (``alpha = (1 - confidence) / 2``) of those means. The reason is start-up time: importing
+  (``alpha = (1 - ci_level) / 2``) of those means. The reason is start-up time: importing
   ``scipy.stats`` takes about 0.4 s, which was the largest part of what a small ``ccmetrics
   evaluate`` run did after its last case; scipy.stats is imported only by the tests below. Cost:
   O(n_resamples * n), vectorised; about a millisecond for 2000 resamples of a few hundred values.
@@ -33,12 +33,13 @@ The Nemenyi test needs the optional dependency ``scikit-posthocs``
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from .. import schema
+from .._deprecation import former_ci_level
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 
-def _percentile_bootstrap(data, statistic, confidence, n_resamples, seed, paired) -> tuple[float, float]:
+def _percentile_bootstrap(data, statistic, ci_level, n_resamples, seed, paired) -> tuple[float, float]:
     """``scipy.stats.bootstrap(data, statistic, method="percentile", vectorized=True, paired=paired, ...)``'s
     interval for 1D samples (see the module docstring): the same draws from ``default_rng(seed)``, the same
     quantiles."""
@@ -66,7 +67,7 @@ def _percentile_bootstrap(data, statistic, confidence, n_resamples, seed, paired
         theta = statistic(*[sample[..., drawn] for sample in data], axis=-1)
     else:
         theta = statistic(*[s[..., rng.integers(0, s.shape[-1], (n_resamples, s.shape[-1]))] for s in data], axis=-1)
-    alpha = (1 - confidence) / 2
+    alpha = (1 - ci_level) / 2
     low, high = _quantiles_type7(np.asarray(theta, dtype=float), np.array([alpha, 1 - alpha]))
     return float(low), float(high)
 
@@ -94,15 +95,18 @@ def _check_values(values) -> np.ndarray:
     return values
 
 
-def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values, *, ci_level: float = 0.95, n_resamples: int = 2000, seed: int = 0, **former: Any
+) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean.
 
     Parameters
     ----------
     values : array_like
         1D values. NaN is an error: callers drop missing values first.
-    confidence : float
-        Confidence level of the interval.
+    ci_level : float
+        Confidence level of the interval (formerly ``confidence``, accepted for one release with a
+        ``DeprecationWarning``).
     n_resamples : int
         Number of bootstrap resamples.
     seed : int
@@ -121,12 +125,13 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, s
     >>> bootstrap_ci([0.5])
     (nan, nan)
     """
+    ci_level = former_ci_level(ci_level, former, "bootstrap_ci")
     values = _check_values(values)
     if values.size < 2:
         return (float("nan"), float("nan"))
     if np.all(values == values[0]):
         return (float(values[0]), float(values[0]))
-    return _percentile_bootstrap((values,), np.mean, confidence, n_resamples, seed, paired=False)
+    return _percentile_bootstrap((values,), np.mean, ci_level, n_resamples, seed, paired=False)
 
 
 def _ratio_of_sums(sums, counts, axis=-1):
@@ -134,7 +139,7 @@ def _ratio_of_sums(sums, counts, axis=-1):
 
 
 def bootstrap_ci_pooled(
-    values, groups, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    values, groups, *, ci_level: float = 0.95, n_resamples: int = 2000, seed: int = 0, **former: Any
 ) -> tuple[float, float]:
     """Cluster bootstrap confidence interval of the mean of pooled items.
 
@@ -148,8 +153,8 @@ def bootstrap_ci_pooled(
         1D item values (e.g. one per lesion). NaN is an error: drop missing values first.
     groups : array_like
         Group (case) id of each item, same length as ``values``.
-    confidence, n_resamples, seed
-        As in :func:`bootstrap_ci`.
+    ci_level, n_resamples, seed
+        As in :func:`bootstrap_ci` (``confidence``: the former name of ``ci_level``).
 
     Returns
     -------
@@ -164,6 +169,7 @@ def bootstrap_ci_pooled(
     >>> bool(low < sum(values) / len(values) < high)
     True
     """
+    ci_level = former_ci_level(ci_level, former, "bootstrap_ci_pooled")
     values = _check_values(values)
     groups = np.asarray(groups)
     if groups.shape != values.shape:
@@ -175,7 +181,7 @@ def bootstrap_ci_pooled(
         return (float("nan"), float("nan"))
     if np.all(values == values[0]):
         return (float(values[0]), float(values[0]))
-    return _percentile_bootstrap((sums, counts), _ratio_of_sums, confidence, n_resamples, seed, paired=True)
+    return _percentile_bootstrap((sums, counts), _ratio_of_sums, ci_level, n_resamples, seed, paired=True)
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Signs that the GT and prediction folders of a run were given the wrong way round.
 
-``evaluate(pred, gt)`` takes MONAI's order, ``evaluate_dataset(gt, pred)`` and ``ccmetrics evaluate GT PRED``
-nnU-Net's: swapping them is easy, and most metrics still run (Dice is symmetric, CC-Dice and the lesion counts
-are not). :func:`swap_signs` reads a finished run's tables and names each sign it finds, computed from the data:
+``evaluate(pred, gt)`` by position took MONAI's order (now ``evaluate(gt=..., pred=...)`` by keyword),
+``evaluate_dataset(gt, pred)`` and ``ccmetrics evaluate GT PRED`` nnU-Net's: swapping them is easy, and most
+metrics still run (Dice is symmetric, CC-Dice and the lesion counts are not). :func:`swap_signs` reads a finished
+run's tables and names each sign it finds, computed from the data:
 
 * **files**: some prediction files have no GT file while every GT file has a prediction (a model's folder
   lacks cases, the reference does not);

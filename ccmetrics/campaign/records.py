@@ -55,6 +55,7 @@ from .. import _lazy
 from .._files import OutputWriteError, atomic_write, fsync_folder
 from .._interrupts import critical
 from ..columns import Columns
+from ..results.tables import RECORDS_FOLDER  # the sub-folder of the output folder: one record per finished case
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,8 +81,6 @@ __all__ = [
     "temporary_of",
 ]
 
-#: the sub-folder of the output folder that holds one record per finished case
-RECORDS_FOLDER = "cases"
 _FORMAT = 2  # 1: one JSON document without checksum (ccmetrics 0.1.0 and before: evaluated again)
 
 

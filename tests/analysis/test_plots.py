@@ -275,7 +275,9 @@ def test_evaluate_writes_its_plots_without_a_warning(tmp_path, run):
     out = tmp_path / "results"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        code = main(["evaluate", str(gt), str(pred), "--out", str(out), "--metrics", "dice,hd95", "--quiet", *extra])
+        code = main(
+            ["evaluate", str(gt), str(pred), "--out-dir", str(out), "--metrics", "dice,hd95", "--quiet", *extra]
+        )
     assert code == (0 if run == "classes" else 1)  # 1: a case failed
     per_case = pd.read_csv(out / "per_case.csv")
     written = sorted(p.name for p in (out / "plots").glob("*.png"))

@@ -44,7 +44,7 @@ def test_bootstrap_ci_contains_mean_and_matches_numpy(normal50):
     assert low == pytest.approx(ref_low, abs=0.02)
     assert high == pytest.approx(ref_high, abs=0.02)
     # a lower confidence level gives a narrower interval
-    low90, high90 = bootstrap_ci(normal50, confidence=0.9, n_resamples=5000)
+    low90, high90 = bootstrap_ci(normal50, ci_level=0.9, n_resamples=5000)
     assert high90 - low90 < high - low
 
 
@@ -100,7 +100,7 @@ def test_bootstrap_ci_equals_scipy_bootstrap_bit_for_bit(confidence, n_resamples
     ]
     for values in samples:
         for seed in (0, 7, 123):
-            ours = bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
+            ours = bootstrap_ci(values, ci_level=confidence, n_resamples=n_resamples, seed=seed)
             _same_interval(ours, _scipy_interval((values,), np.mean, confidence, n_resamples, seed, False))
 
 
@@ -111,7 +111,7 @@ def test_bootstrap_ci_random_inputs_equal_scipy_bootstrap():
         if np.all(values == values[0]):
             continue
         confidence, n_resamples, seed = float(rng.uniform(0.01, 0.999)), int(rng.integers(1, 3000)), k
-        ours = bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        ours = bootstrap_ci(values, ci_level=confidence, n_resamples=n_resamples, seed=seed)
         _same_interval(ours, _scipy_interval((values,), np.mean, confidence, n_resamples, seed, False))
 
 
@@ -151,7 +151,7 @@ def test_pooled_equals_scipy_paired_bootstrap_of_case_sums_bit_for_bit():
             return np.sum(s, axis=axis) / np.sum(c, axis=axis)
 
         reference = _scipy_interval((sums, counts), ratio, confidence, n_resamples, k, True)
-        ours = bootstrap_ci_pooled(values, groups, confidence=confidence, n_resamples=n_resamples, seed=k)
+        ours = bootstrap_ci_pooled(values, groups, ci_level=confidence, n_resamples=n_resamples, seed=k)
         _same_interval(ours, reference)
 
 
