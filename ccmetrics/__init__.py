@@ -35,8 +35,11 @@ _EXPORTS = {
     "PQResult": "metrics.panoptic",
     "multiclass_pq": "metrics.panoptic",
     "panoptic_quality": "metrics.panoptic",
-    "DatasetResult": "campaign.result",
+    "DatasetResult": "results.dataset",
     "EvalOptions": "campaign.options",
+    "PairingOptions": "campaign.options",
+    "RunOptions": "campaign.options",
+    "ProbabilityOptions": "campaign.probabilities",
     "evaluate_dataset": "campaign.dataset",
 }
 
@@ -51,6 +54,7 @@ _SUBMODULES = (
     "monai",
     "nuclei",
     "report",
+    "results",
     "schema",
     "synthetic",
 )

@@ -36,7 +36,7 @@ def test_demo_runs_and_prints_the_table(capsys):
     demo.main()
     out = capsys.readouterr().out
     gt, pred = lesion_case(shape=(160, 160, 120), n_lesions=8, radius_range=(1.5, 15.0), n_false_positives=2, seed=4)
-    result = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(1.0, 1.0, 2.0), nsd_tolerance=2.0)
+    result = evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"], spacing=(1.0, 1.0, 2.0), nsd_tolerance=2.0)
     assert f"{result.cc['dice']:.3f}" in out and f"{result.standard['hd95']:.3f}" in out
     assert f"{result.n_components} GT lesions" in out
 
@@ -108,7 +108,9 @@ def test_docs_nuclei_snippet_and_output(capsys, tmp_path):
 
     # the attributes the documentation's snippet uses exist and hold what it says
     gt_inst, gt_class, pred_inst, pred_class = nuclei_tile((128, 128), n_nuclei=40, seed=0)
-    r = nuclei.evaluate(gt_inst, gt_class, pred_inst, pred_class, rule="centroid", ignore=np.zeros((128, 128), bool))
+    r = nuclei.evaluate(
+        gt_inst, gt_class, pred_inst, pred_class, matching_rule="centroid", ignore_mask=np.zeros((128, 128), bool)
+    )
     for name in ("confusion", "detection", "classification", "segmentation", "pq", "cc", "per_pair", "per_class"):
         assert getattr(r, name) is not None, name
     page = (ROOT / "docs" / "tutorials" / "nuclei.md").read_text()

@@ -300,126 +300,156 @@ def run_jobs(
     A process with no job left to take (none waiting, none to try again) is told to end at once, while the others
     finish their last jobs; a process that dies later costs a new one only if its job must be tried again.
     """
-    routine = note if routine is None else routine
-    context = _context()
-    threads = _share(workers)  # each worker's share of the CPUs
-    queue: deque[Job] = deque(jobs)
-    alone: deque[Job] = deque()  # cases whose worker died: tried again with nothing beside them
-    idle: list[_Worker] = list(started or [])
-    released: list[_Worker] = []  # told to end: nothing was left for them
-    busy: list[_Worker] = []
-    waited: set[int] = set()
+    pool = _Pool(function, shared, workers, on_failed, note, note if routine is None else routine, budget_bytes)
+    pool.queue.extend(jobs)
+    pool.idle.extend(started or [])
+    try:
+        while pool.queue or pool.alone or pool.busy:
+            if (
+                not pool.queue and not pool.alone
+            ):  # nothing left for the idle processes: they end while the others finish
+                pool.release_idle()
+            pool.dispatch()
+            if not pool.busy:
+                continue
+            wait_s = None
+            if timeout is not None:
+                wait_s = max(0.0, min(w.started + timeout for w in pool.busy) - time.monotonic())
+            wait([w.conn for w in pool.busy] + [w.process.sentinel for w in pool.busy], timeout=wait_s)
+            now = time.monotonic()
+            for w in list(pool.busy):
+                pool.settle(w, now, timeout, on_done)
+    finally:
+        for w in pool.busy + pool.idle + pool.released:
+            w.stop(kill=bool(pool.busy))
 
-    def worker() -> _Worker:
-        while idle:
-            w = idle.pop()
+
+class _Pool:
+    """The state of :func:`run_jobs`: the jobs waiting, those to try again alone, and the processes (idle, busy,
+    told to end)."""
+
+    def __init__(
+        self,
+        function: Callable[[Any, Any], Any],
+        shared: Any,
+        workers: int,
+        on_failed: Callable[[Job, str], None],
+        note: Callable[[str], None],
+        routine: Callable[[str], None],
+        budget_bytes: float | None,
+    ) -> None:
+        self.function, self.shared, self.workers = function, shared, workers
+        self.on_failed, self.note, self.routine, self.budget_bytes = on_failed, note, routine, budget_bytes
+        self.context = _context()
+        self.threads = _share(workers)  # each worker's share of the CPUs
+        self.queue: deque[Job] = deque()
+        self.alone: deque[Job] = deque()  # cases whose worker died: tried again with nothing beside them
+        self.idle: list[_Worker] = []
+        self.released: list[_Worker] = []  # told to end: nothing was left for them
+        self.busy: list[_Worker] = []
+        self.waited: set[int] = set()
+
+    def worker(self) -> _Worker:
+        while self.idle:
+            w = self.idle.pop()
             if w.process.is_alive():
                 return w
-            lost(w)
-        return _Worker(context, function, shared, threads)
+            self.lost(w)
+        return _Worker(self.context, self.function, self.shared, self.threads)
 
-    def lost(w: _Worker) -> None:
+    def lost(self, w: _Worker) -> None:
         """A process that died holding no job (the out-of-memory killer may pick an idle one): replaced."""
         w.process.join(timeout=5)
-        note(f"a worker process died while waiting for a case ({exit_description(w.process.exitcode)}); replaced")
+        self.note(f"a worker process died while waiting for a case ({exit_description(w.process.exitcode)}); replaced")
         w.stop(kill=True)
 
-    def start(job: Job) -> None:
+    def release_idle(self) -> None:
+        """Tell the idle processes to end: nothing is left for them."""
+        self.released += self.idle
+        for w in self.idle:
+            w.release()
+        self.idle.clear()
+
+    def start(self, job: Job) -> None:
         for _ in range(3):  # a process that dies at the hand-over is replaced; three in a row: not by chance
-            w = worker()
+            w = self.worker()
             try:
                 w.give(job)
             except (EOFError, OSError):
-                lost(w)
+                self.lost(w)
                 continue
             except Exception as exc:  # the payload cannot be pickled: this job's failure
-                idle.append(w)
-                on_failed(job, f"cannot be sent to a worker process: {type(exc).__name__}: {exc}")
+                self.idle.append(w)
+                self.on_failed(job, f"cannot be sent to a worker process: {type(exc).__name__}: {exc}")
                 return
-            busy.append(w)
+            self.busy.append(w)
             return
-        w = worker()
+        w = self.worker()
         w.give(job)  # a fourth failure is the pool's, not a case's: it reaches the caller
-        busy.append(w)
+        self.busy.append(w)
 
-    def finish(w: _Worker) -> None:
-        busy.remove(w)
+    def finish(self, w: _Worker) -> None:
+        self.busy.remove(w)
         w.job = None
-        idle.append(w)
+        self.idle.append(w)
 
-    def died(w: _Worker) -> None:
-        busy.remove(w)
+    def died(self, w: _Worker) -> None:
+        self.busy.remove(w)
         job = w.job
         assert job is not None
         w.process.join(timeout=5)
         how = exit_description(w.process.exitcode)
         w.stop(kill=True)
         if job.attempts < 2:
-            note(f"{job.name}: {how}; trying this case again, alone")
-            alone.append(job)
+            self.note(f"{job.name}: {how}; trying this case again, alone")
+            self.alone.append(job)
         else:
-            on_failed(job, f"{how} (twice; the second time it ran alone)")
+            self.on_failed(job, f"{how} (twice; the second time it ran alone)")
 
-    def dispatch() -> None:
+    def dispatch(self) -> None:
         """Hand waiting jobs to free processes: a job tried again alone once nothing runs, else jobs in order while
         processes are free and the memory budget allows."""
-        if alone:
-            if not busy:
-                start(alone.popleft())
+        if self.alone:
+            if not self.busy:
+                self.start(self.alone.popleft())
             return
-        while queue and len(busy) < workers:
-            job = queue[0]
-            used = sum(w.job.need_bytes for w in busy if w.job is not None)
-            if busy and budget_bytes is not None and used + job.need_bytes > budget_bytes:
-                if id(job) not in waited:
-                    waited.add(id(job))
-                    routine(
+        while self.queue and len(self.busy) < self.workers:
+            job = self.queue[0]
+            used = sum(w.job.need_bytes for w in self.busy if w.job is not None)
+            if self.busy and self.budget_bytes is not None and used + job.need_bytes > self.budget_bytes:
+                if id(job) not in self.waited:
+                    self.waited.add(id(job))
+                    self.routine(
                         f"{job.name}: needs about {format_bytes(job.need_bytes)} (estimate), so fewer "
-                        f"cases run beside it (memory budget {format_bytes(budget_bytes)})"
+                        f"cases run beside it (memory budget {format_bytes(self.budget_bytes)})"
                     )
                 break
-            start(queue.popleft())
+            self.start(self.queue.popleft())
 
-    try:
-        while queue or alone or busy:
-            if not queue and not alone:  # nothing left for the idle processes: they end while the others finish
-                released += idle
-                for w in idle:
-                    w.release()
-                idle.clear()
-            dispatch()
-            if not busy:
-                continue
-            wait_s = None
-            if timeout is not None:
-                wait_s = max(0.0, min(w.started + timeout for w in busy) - time.monotonic())
-            wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=wait_s)
-            now = time.monotonic()
-            for w in list(busy):
-                current = w.job
-                assert current is not None
-                if w.conn.poll():
-                    try:
-                        result = w.conn.recv()
-                    except (EOFError, OSError):  # died before or while answering
-                        died(w)
-                        continue
-                    except Exception as exc:  # a whole message that does not unpickle: the pipe is still in step
-                        finish(w)
-                        on_failed(current, f"its result could not be received: {type(exc).__name__}: {exc}")
-                        continue
-                    finish(w)
-                    dispatch()  # the process's next job first: it computes while this result is recorded here
-                    if isinstance(result, _Raised):
-                        on_failed(current, f"raised in its worker process: {result.message}")
-                    else:
-                        on_done(current, result)
-                elif not w.process.is_alive():
-                    died(w)
-                elif timeout is not None and now - w.started >= timeout:
-                    busy.remove(w)
-                    w.stop(kill=True)
-                    on_failed(current, f"took longer than the case time-out ({timeout:g} s): its worker was stopped")
-    finally:
-        for w in busy + idle + released:
-            w.stop(kill=bool(busy))
+    def settle(self, w: _Worker, now: float, timeout: float | None, on_done: Callable[[Job, Any], None]) -> None:
+        """A busy process after a wait: its result taken (its next job handed over first), or its death or time-out
+        handled; nothing while it still computes."""
+        current = w.job
+        assert current is not None
+        if w.conn.poll():
+            try:
+                result = w.conn.recv()
+            except (EOFError, OSError):  # died before or while answering
+                self.died(w)
+                return
+            except Exception as exc:  # a whole message that does not unpickle: the pipe is still in step
+                self.finish(w)
+                self.on_failed(current, f"its result could not be received: {type(exc).__name__}: {exc}")
+                return
+            self.finish(w)
+            self.dispatch()  # the process's next job first: it computes while this result is recorded here
+            if isinstance(result, _Raised):
+                self.on_failed(current, f"raised in its worker process: {result.message}")
+            else:
+                on_done(current, result)
+        elif not w.process.is_alive():
+            self.died(w)
+        elif timeout is not None and now - w.started >= timeout:
+            self.busy.remove(w)
+            w.stop(kill=True)
+            self.on_failed(current, f"took longer than the case time-out ({timeout:g} s): its worker was stopped")

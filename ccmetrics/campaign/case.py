@@ -19,6 +19,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from ..metrics.case import evaluate
 from ..metrics.classes import ClassSpec, class_values
 from ..metrics.results import CaseResult
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
-from .options import CaseTask, EvalOptions, _describe
+from .options import CaseOutput, CaseTask, EvalOptions, _describe
 from .probabilities import evaluate_with_maps, read_case_maps, segmentation_of
 from .records import file_fingerprint
 
@@ -62,113 +63,170 @@ def _as_image(item: Any) -> tuple[Image, bool]:
     return Image(array, (1.0,) * array.ndim, np.eye(array.ndim + 1), None), False
 
 
-def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
+def evaluate_task(task: CaseTask, options: EvalOptions) -> CaseOutput:
     """Evaluate one case (the unit of work of every scheduler); never raises.
 
-    Returns a dict with ``rows`` (per-case rows, one per class), ``components``
-    (the per-component table), ``predictions`` (the per-prediction table with the
-    ``detection`` metric, else None) and ``timing`` (seconds reading and computing). The tables are
+    Returns a :class:`~ccmetrics.campaign.options.CaseOutput` (a mapping too, as the dict it was before) with
+    ``rows`` (per-case rows, one per class), ``components`` (the per-component table), ``predictions`` (the
+    per-prediction table with the ``detection`` metric, else None), with probability maps ``candidates`` and
+    ``thresholds``, and ``timing`` (seconds reading and computing). The tables are
     :class:`~ccmetrics.columns.Columns`, which :func:`~ccmetrics.campaign.records.encode_output` encodes as
     pandas would (``.frame()`` makes the DataFrame): a worker evaluates its cases without importing pandas.
 
-    With ``options.max_case_bytes`` (``--max-memory``), a case whose estimated peak exceeds it is refused
+    With ``options.max_memory`` (``--max-memory``), a case whose estimated peak exceeds it is refused
     before the memory is taken: once read, by its foreground; while evaluated, by its counts of components
     and runs of voxels, as soon as the engine has labelled them (``ccmetrics.engine._budget``). Either way its
     output is an error row that names the option, with ``retry`` set.
     """
-    from ..engine.memory import MemoryLimitError, memory_guard
+    from ..engine.memory import MemoryLimitError
 
-    gt_file, pred_file = task.file_names()
-    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
-    t0 = time.perf_counter()
-    t_read = 0.0
+    clock = _Clock()
     try:
-        if task.error:
-            raise _CaseError(task.error)
-        gt, gt_known = _as_image(task.gt)
-        read, pred_known = _as_image(task.pred) if task.pred is not None else (None, gt_known)
-        t_read = time.perf_counter() - t0
-        flags: list[str] = []
-        if options.segment_classes:
-            _check_segments(gt, read, options.classes or ())
-        if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
-            check_union_memory(gt, read, reference=options.reference_images, max_bytes=options.max_case_bytes)
-            try:
-                gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
-            except ValueError as exc:
-                raise _CaseError(_with_tolerance(str(exc), options.tolerance_mm)) from None
-        maps = None
-        if options.probabilities is not None:  # the maps on the GT's grid; without predictions, the segmentation
-            maps = read_case_maps(
-                task.prob, gt, options.probabilities, options.tolerance_mm, max_bytes=options.max_case_bytes
-            )
-            read = segmentation_of(maps[1]) if options.probabilities.segment_from_map else read
-            t_read = time.perf_counter() - t0
-        if read is None:
-            pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine)
-            flags.append(MISSING_PREDICTION)
-        else:
-            pred = read
-        if gt.array.shape != pred.array.shape:
-            raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
-        too_much, need = _over_memory(gt, pred, options.max_case_bytes, _map_bytes(gt.array.shape, options))
+        case = _read_case(task, options, clock)
+        too_much, need = _over_memory(case.gt, case.pred, options.max_memory, _map_bytes(case.gt.array.shape, options))
         if too_much:
-            output = failed_output(task, options, too_much, t_read, time.perf_counter() - t0 - t_read)
-            return {**output, "retry": True}
-        if isinstance(options.spacing, str):  # "header": known from a file or an Image; "voxel": none
-            spacing = tuple(gt.spacing) if options.spacing == "header" and gt_known else None
-        else:  # one number for every axis, or one per axis (a wrong count is this case's error row)
-            spacing = as_spacing(options.spacing, gt.array.ndim)
-        kwargs: dict[str, Any] = dict(
-            spacing=spacing,
-            nsd_tolerance=options.nsd_tolerance,
-            worst_distance=options.worst_distance,
-            connectivity=options.connectivity,
-            detection_rule=options.detection_rule,
-        )
-        results: dict[int, CaseResult]
-        candidates, swept = None, None
-        case_values: dict[int, dict[str, float]] = {}
-        # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
-        with engine_config(_engine_of(options)), memory_guard(options.max_case_bytes, base=need):
-            if maps is not None:  # each class's lesions labelled once for the metrics and the candidates
-                results, candidates, case_values, swept = evaluate_with_maps(
-                    maps,
-                    pred.array,
-                    gt.array,
-                    options,
-                    kwargs,
-                    case=task.case,
-                    voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
-                    affine=gt.affine if gt_known else None,
-                )
-            elif options.classes:
-                results = evaluate(
-                    pred.array,
-                    gt.array,
-                    options.metric_arguments(),
-                    classes=options.classes,
-                    ignore_label=options.ignore_label,
-                    **kwargs,
-                )
-            else:
-                try:
-                    results = {1: evaluate(pred.array, gt.array, options.metric_arguments(), **kwargs)}
-                except NotBinaryError as exc:
-                    raise _CaseError(_label_map_found(exc, gt.array if exc.name == "gt" else pred.array)) from None
+            return replace(failed_output(task, options, too_much, clock.read, clock.computing()), retry=True)
+        spacing = _case_spacing(case, options)
+        results, extra = _evaluate_case(task, options, case, spacing, need)
     except (MemoryLimitError, ImageMemoryError) as exc:  # over --max-memory, or a file larger than the memory left
-        output = failed_output(task, options, str(exc), t_read, time.perf_counter() - t0 - t_read)
-        return {**output, "retry": True}
+        return replace(failed_output(task, options, str(exc), clock.read, clock.computing()), retry=True)
     except Exception as exc:  # one case's failure must never stop the data set
         expected = isinstance(exc, (ValueError, OSError))  # bad input: its message says what is wrong
         message = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
-        return failed_output(task, options, message, t_read, time.perf_counter() - t0 - t_read)
+        return failed_output(task, options, message, clock.read, clock.computing())
+    return _case_output(task, options, case, spacing, results, extra, clock)
+
+
+class _Clock:
+    """The seconds of a case: since it began, and those spent reading (set as the reading ends)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.read = 0.0
+
+    def reading_done(self) -> None:
+        self.read = time.perf_counter() - self.start
+
+    def computing(self) -> float:
+        return time.perf_counter() - self.start - self.read
+
+
+@dataclass
+class _ReadCase:
+    """A case read: its GT and prediction on one grid, whether the GT's geometry is known, its maps, its flags."""
+
+    gt: Image
+    pred: Image
+    gt_known: bool
+    maps: Any
+    flags: list[str]
+
+
+def _read_case(task: CaseTask, options: EvalOptions, clock: _Clock) -> _ReadCase:
+    """The case's files read and put on one grid (a missing prediction: empty, flagged), with its probability
+    maps; raises :class:`_CaseError` for a problem of the case."""
+    if task.error:
+        raise _CaseError(task.error)
+    gt, gt_known = _as_image(task.gt)
+    read, pred_known = _as_image(task.pred) if task.pred is not None else (None, gt_known)
+    clock.reading_done()
+    flags: list[str] = []
+    if options.segment_classes:
+        _check_segments(gt, read, options.classes or ())
+    if gt_known and pred_known:  # on one grid in patient space (a DICOM SEG: reoriented, placed)
+        check_union_memory(gt, read, reference=options.reference_images, max_bytes=options.max_memory)
+        try:
+            gt, read, flags = align_pair(gt, read, reference=options.reference_images, atol_mm=options.tolerance_mm)
+        except ValueError as exc:
+            raise _CaseError(_with_tolerance(str(exc), options.tolerance_mm)) from None
+    maps = None
+    if options.probabilities is not None:  # the maps on the GT's grid; without predictions, the segmentation
+        maps = read_case_maps(task.prob, gt, options.probabilities, options.tolerance_mm, max_bytes=options.max_memory)
+        read = segmentation_of(maps[1]) if options.probabilities.segment_from_map else read
+        clock.reading_done()
+    if read is None:
+        pred = Image(np.zeros(gt.array.shape, np.uint8), gt.spacing, gt.affine)
+        flags.append(MISSING_PREDICTION)
+    else:
+        pred = read
+    if gt.array.shape != pred.array.shape:
+        raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
+    return _ReadCase(gt, pred, gt_known, maps, flags)
+
+
+def _case_spacing(case: _ReadCase, options: EvalOptions) -> tuple[float, ...] | None:
+    """The case's spacing: ``"header"``, known from a file or an Image; ``"voxel"``, none; or the numbers given (one
+    for every axis, or one per axis: a wrong count is this case's error row)."""
+    if isinstance(options.spacing, str):
+        return tuple(case.gt.spacing) if options.spacing == "header" and case.gt_known else None
+    return as_spacing(options.spacing, case.gt.array.ndim)
+
+
+def _evaluate_case(
+    task: CaseTask, options: EvalOptions, case: _ReadCase, spacing: Any, need: int
+) -> tuple[dict[int, CaseResult], dict[str, Any]]:
+    """Each class of the read case evaluated (with maps: its candidates, case values and threshold sweep too, in
+    ``extra``), under the case's engine configuration and memory guard."""
+    from ..engine.memory import memory_guard
+
+    gt, pred = case.gt, case.pred
+    kwargs: dict[str, Any] = dict(
+        spacing=spacing,
+        nsd_tolerance=options.nsd_tolerance,
+        worst_distance=options.worst_distance,
+        connectivity=options.connectivity,
+        detection_rule=options.rule(),
+    )
+    extra: dict[str, Any] = {"candidates": None, "thresholds": None, "case_values": {}}
+    # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
+    with engine_config(_engine_of(options)), memory_guard(options.max_memory, base=need):
+        if case.maps is not None:  # each class's lesions labelled once for the metrics and the candidates
+            results, extra["candidates"], extra["case_values"], extra["thresholds"] = evaluate_with_maps(
+                case.maps,
+                pred.array,
+                gt.array,
+                options,
+                kwargs,
+                case=task.case,
+                voxel_mm3=math.prod(spacing) if spacing is not None else math.nan,
+                affine=gt.affine if case.gt_known else None,
+            )
+        elif options.classes:
+            results = evaluate(
+                gt=gt.array,
+                pred=pred.array,
+                metrics=options.metric_arguments(),
+                classes=options.classes,
+                ignore_label=options.ignore_label,
+                **kwargs,
+            )
+        else:
+            try:
+                results = {1: evaluate(gt=gt.array, pred=pred.array, metrics=options.metric_arguments(), **kwargs)}
+            except NotBinaryError as exc:
+                raise _CaseError(_label_map_found(exc, gt.array if exc.name == "gt" else pred.array)) from None
+    return results, extra
+
+
+def _case_output(
+    task: CaseTask,
+    options: EvalOptions,
+    case: _ReadCase,
+    spacing: Any,
+    results: dict[int, CaseResult],
+    extra: dict[str, Any],
+    clock: _Clock,
+) -> CaseOutput:
+    """The evaluated case's output: a row per class, its per-component (and per-prediction) tables, its timing."""
+    gt_file, pred_file = task.file_names()
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
     rows, frames, predictions = [], [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     names = {c.value: c.name for c in options.classes} if options.classes else {}
-    counts = _nnunet_counts(results, gt.array, options) if options.nnunet_counts else {}
+    counts = _nnunet_counts(results, case.gt.array, options) if options.nnunet_summary else {}
+    affine = case.gt.affine if case.gt_known else None
     for c, result in results.items():
-        case_flags = flags + ([EMPTY_GT] if result.empty_gt else [])
+        case_flags = case.flags + ([EMPTY_GT] if result.empty_gt else [])
         row: dict[str, Any] = {
             **base,
             CLASS: int(c),
@@ -182,25 +240,24 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         row.update(result.case_row())
         row.update(counts.get(c, {}))
         row[schema.PRED_VOLUME_ML] = row[schema.PRED_VOLUME] * voxel_ml
-        row.update(case_values.get(c, {}))
+        row.update(extra["case_values"].get(c, {}))
         rows.append(row)
         frame = result.component_rows(task.case, c)  # as Columns: a worker makes no DataFrame (nor imports pandas)
-        prediction = result.prediction_rows(task.case, c, gt.affine if gt_known else None)
+        prediction = result.prediction_rows(task.case, c, affine)
         if names:
             frame.insert(2, schema.CLASS_NAME, names[c])
             if prediction is not None:
                 prediction.insert(2, schema.CLASS_NAME, names[c])
         frames.append(frame)
         predictions.append(prediction)
-    t_total = time.perf_counter() - t0
-    return {
-        "rows": rows,
-        "components": _joined(frames),
-        "predictions": None if predictions[0] is None else _joined(predictions),
-        "candidates": candidates,
-        "thresholds": swept,
-        "timing": {CASE: task.case, schema.READ_SECONDS: t_read, schema.COMPUTE_SECONDS: t_total - t_read},
-    }
+    return CaseOutput(
+        rows,
+        components=_joined(frames),
+        predictions=None if predictions[0] is None else _joined(predictions),
+        candidates=extra["candidates"],
+        thresholds=extra["thresholds"],
+        timing={CASE: task.case, schema.READ_SECONDS: clock.read, schema.COMPUTE_SECONDS: clock.computing()},
+    )
 
 
 def _joined(tables: list[Any]) -> Any:
@@ -256,22 +313,18 @@ def _check_segments(gt: Image, pred: Image | None, classes: Sequence[ClassSpec])
 
 def failed_output(
     task: CaseTask, options: EvalOptions, message: str, read_seconds: float = 0.0, compute_seconds: float = 0.0
-) -> dict[str, Any]:
+) -> CaseOutput:
     """The output of a case that could not be evaluated: one error row per class saying why."""
     gt_file, pred_file = task.file_names()
     base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
     names = {c.value: {schema.CLASS_NAME: c.name} for c in options.classes} if options.classes else {}
-    return {
-        "rows": [
+    return CaseOutput(
+        [
             {**base, CLASS: c, **names.get(c, {}), STATUS: FAILED, FLAGS: "", ERROR: message}
             for c in class_values(options.classes)
         ],
-        "components": None,
-        "predictions": None,
-        "candidates": None,
-        "thresholds": None,
-        "timing": {CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
-    }
+        timing={CASE: task.case, schema.READ_SECONDS: read_seconds, schema.COMPUTE_SECONDS: compute_seconds},
+    )
 
 
 def _map_file(task: CaseTask, options: EvalOptions) -> dict[str, str]:

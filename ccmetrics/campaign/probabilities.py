@@ -17,7 +17,7 @@ has one probability map, named like its GT (:func:`ccmetrics.formats.probabiliti
 
 The data set's curves (AP, AUROC, FROC, CPM) are computed from the tables
 (:func:`~ccmetrics.metrics.detection_curves.detection_curves_from_tables`) by
-:meth:`ccmetrics.campaign.result.DatasetResult.detection_curves`.
+:meth:`ccmetrics.results.dataset.DatasetResult.detection_curves`.
 
 Cost per case: one read of the map, one comparison, one labelling of the candidates, one gather at their voxels
 and the matching on the overlap list: a few passes over the image, whatever the number of lesions.
@@ -48,6 +48,7 @@ from ..metrics.candidates import CONFIDENCE_RULES, find_candidates, parse_candid
 from ..metrics.case import evaluate, prepare_classes
 from ..metrics.detection_curves import MATCH_BY, candidate_frame, match_candidates
 from ..metrics.thresholds import parse_thresholds, sweep
+from ._renamed import former_fields, warn_former
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,27 +69,34 @@ __all__ = [
 SEGMENTATION_THRESHOLD = 0.5
 
 
+@former_fields({"channel": "prob_channel"})
 @dataclass(frozen=True)
 class ProbabilityOptions:
-    """How probability maps are used: where they are, how candidates are found and matched.
+    """How probability maps are used: where they are, how candidates are found and matched;
+    :func:`~ccmetrics.campaign.dataset.evaluate_dataset`'s ``maps=`` (the maps themselves are its
+    ``probabilities=``).
+
+    Made by keywords (``ProbabilityOptions(candidates="dynamic", thresholds="0.1:0.9:0.1")``); what the run makes
+    of them (the folder, the default candidates, the thresholds parsed) is :meth:`checked`.
 
     Attributes
     ----------
     folder : str or None
-        The folder of the maps (absolute); None when they are given case by case.
-    candidates : str
-        ``"components"``, ``"threshold:T"``, ``"dynamic"`` or ``"prediction"`` (the prediction's components).
+        The folder of the maps (absolute); None when they are given case by case (set from ``probabilities=``).
+    candidates : str or None
+        ``"components"``, ``"threshold:T"``, ``"dynamic"`` or ``"prediction"`` (the prediction's components);
+        None: ``"prediction"`` with predictions, else ``"components"``.
     confidence : {"max", "mean"}
         A prediction component's confidence (the other methods take the maximum).
     match_by : {"overlap", "confidence"}
         What the one-to-one matching maximizes besides the number of matches (picai_eval: overlap).
-    channel : int or None
-        The channel of a multi-channel map (nnU-Net's ``.npz``); None: channel 1 of two.
+    prob_channel : int or None
+        The channel of a multi-channel map (nnU-Net's ``.npz``); None: channel 1 of two (formerly ``channel``).
     segment_from_map : bool
-        No predictions folder: the segmentation is ``prob > 0.5``.
+        No predictions folder: the segmentation is ``prob > 0.5`` (set by :meth:`checked`).
     thresholds : tuple of float
         Thresholds at which the per-region metrics of ``prob >= t`` are evaluated too
-        (:func:`ccmetrics.metrics.thresholds.sweep`); empty: none.
+        (:func:`ccmetrics.metrics.thresholds.sweep`; given: numbers or text such as ``"0.1:0.9:0.1"``); empty: none.
     class_channels : tuple of (int, int)
         With classes of label maps: each class value and its channel (nnU-Net's: the label value; of a
         region-based model, the region's place among the dataset.json's foreground entries); empty for a binary
@@ -103,17 +111,23 @@ class ProbabilityOptions:
     'components'
     >>> ProbabilityOptions.build(None, None, pred_given=True).candidates
     'prediction'
+    >>> ProbabilityOptions(thresholds="0.25,0.5").checked(None, pred_given=True).thresholds
+    (0.25, 0.5)
     """
 
-    folder: str | None
-    candidates: str = "components"
+    folder: str | None = None
+    candidates: str | None = None
     confidence: str = "max"
     match_by: str = "overlap"
-    channel: int | None = None
+    prob_channel: int | None = None
     segment_from_map: bool = False
-    thresholds: tuple[float, ...] = ()
+    thresholds: Any = ()
     class_channels: tuple[tuple[int, int], ...] = ()
     region_based: bool = False
+
+    def __post_init__(self) -> None:
+        if self.thresholds is None:  # none: as the default
+            object.__setattr__(self, "thresholds", ())
 
     @classmethod
     def build(
@@ -124,11 +138,16 @@ class ProbabilityOptions:
         pred_given: bool,
         confidence: str = "max",
         match_by: str = "overlap",
-        channel: int | None = None,
+        prob_channel: int | None = None,
         thresholds: Any = None,
         region_based: bool = False,
+        channel: int | None = None,
     ) -> ProbabilityOptions:
-        """The options checked (messages name the ``evaluate_dataset`` arguments)."""
+        """The options checked (messages name the ``evaluate_dataset`` arguments); ``channel``: the former name of
+        ``prob_channel`` (deprecated)."""
+        if channel is not None:
+            warn_former("ProbabilityOptions.build(channel=...)", "ProbabilityOptions.build(prob_channel=...)")
+            prob_channel = channel if prob_channel is None else prob_channel
         if folder is not None and not os.path.isdir(folder):
             raise NotADirectoryError(f"probabilities folder {os.fspath(folder)!r} does not exist or is not a folder")
         method = ("prediction" if pred_given else "components") if candidates is None else str(candidates)
@@ -147,11 +166,56 @@ class ProbabilityOptions:
             )
         if match_by not in MATCH_BY:
             raise ValueError(f"match_by must be one of {', '.join(MATCH_BY)}, got {match_by!r}")
-        if channel is not None and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
-            raise ValueError(f"channel must be a whole number >= 0, got {channel!r}")
+        if prob_channel is not None and (
+            isinstance(prob_channel, bool) or not isinstance(prob_channel, int) or prob_channel < 0
+        ):
+            raise ValueError(f"prob_channel (channel) must be a whole number >= 0, got {prob_channel!r}")
         swept = () if thresholds is None else parse_thresholds(thresholds)
-        folder = None if folder is None else os.path.abspath(folder)
-        return cls(folder, method, confidence, match_by, channel, not pred_given, swept, (), bool(region_based))
+        return cls(
+            folder=None if folder is None else os.path.abspath(folder),
+            candidates=method,
+            confidence=confidence,
+            match_by=match_by,
+            prob_channel=prob_channel,
+            segment_from_map=not pred_given,
+            thresholds=swept,
+            region_based=bool(region_based),
+        )
+
+    def checked(self, folder: Any = None, *, pred_given: bool, region_based: bool = False) -> ProbabilityOptions:
+        """The options as a run uses them (:meth:`build` of its fields): ``folder`` the maps' folder (else its own),
+        ``pred_given`` whether predictions are given, ``region_based`` a region-based dataset.json's classes."""
+        return ProbabilityOptions.build(
+            self.folder if folder is None else folder,
+            self.candidates,
+            pred_given=pred_given,
+            confidence=self.confidence,
+            match_by=self.match_by,
+            prob_channel=self.prob_channel,
+            thresholds=self.thresholds if len(self.thresholds) else None,  # text or numbers: parsed there
+            region_based=region_based or self.region_based,
+        )
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ProbabilityOptions:
+        """The options that a folder's ``summary.json`` (``options["probabilities"]``) keeps (:meth:`key`; the
+        folder is not kept).
+
+        Examples
+        --------
+        >>> options = ProbabilityOptions.build(None, "dynamic", pred_given=False, thresholds="0.2,0.4")
+        >>> ProbabilityOptions.from_record(options.key()).key() == options.key()
+        True
+        """
+        return cls(
+            candidates=record.get("candidates"),
+            confidence=record.get("confidence", "max"),
+            match_by=record.get("match_by", "overlap"),
+            prob_channel=record.get("channel"),
+            segment_from_map=bool(record.get("segment_from_map", False)),
+            thresholds=tuple(float(t) for t in record.get("thresholds", ())),
+            class_channels=tuple((int(a), int(b)) for a, b in record.get("class_channels", ())),
+        )
 
     def key(self) -> dict[str, Any]:
         """What changes values (kept in each case's record: change one and ``resume`` evaluates again)."""
@@ -159,7 +223,7 @@ class ProbabilityOptions:
             "candidates": self.candidates,
             "confidence": self.confidence,
             "match_by": self.match_by,
-            "channel": self.channel,
+            "channel": self.prob_channel,
             "segment_from_map": self.segment_from_map,
             **({"thresholds": list(self.thresholds)} if self.thresholds else {}),
             **({"class_channels": [list(p) for p in self.class_channels]} if self.class_channels else {}),
@@ -180,8 +244,8 @@ class ProbabilityOptions:
                 f"the channels of regions ({', '.join(regions)}) follow the model's dataset.json: give it "
                 "(dataset_json=, --dataset-json), whose foreground entries are the channels in order"
             )
-        if self.channel is not None:
-            raise ValueError("give classes (each class's channel is its label value) or channel, not both")
+        if self.prob_channel is not None:
+            raise ValueError("give classes (each class's channel is its label value) or prob_channel, not both")
         if self.segment_from_map:
             raise ValueError(
                 "with classes, give the predictions too (nnU-Net's segmentations: the folder holding the .npz)"
@@ -243,7 +307,7 @@ def read_case_maps(
         if not options.class_channels:
             return {
                 1: read_probabilities(
-                    prob, like=gt, channel=options.channel, tolerance_mm=tolerance_mm, max_bytes=max_bytes
+                    prob, like=gt, channel=options.prob_channel, tolerance_mm=tolerance_mm, max_bytes=max_bytes
                 )
             }
         channels = [ch for _, ch in options.class_channels]
@@ -308,14 +372,14 @@ def evaluate_with_maps(
             c: Image(np.where(ignored, np.float32(0), m.array), m.spacing, m.affine, m.path) for c, m in maps.items()
         }
     for c, mask, truth in prepared:
-        results[c] = evaluate(mask, truth, metrics, **settings)
+        results[c] = evaluate(gt=truth, pred=mask, metrics=metrics, **settings)
         frame, values[c] = case_candidates(
             maps[c],
             truth.array,
             truth.found,
             mask,
             probabilities,
-            options.detection_rule,
+            options.rule(),
             case=case,
             class_value=c,
             connectivity=options.connectivity,
@@ -361,7 +425,7 @@ def case_candidates(
     if options.candidates == "prediction":
         found = find_candidates(prob.array, prediction=pred, confidence=options.confidence, connectivity=connectivity)
     else:
-        found = find_candidates(prob.array, options.candidates, connectivity=connectivity)
+        found = find_candidates(prob.array, str(options.candidates), connectivity=connectivity)  # checked: never None
     match = match_candidates(found, lesions, rule, match_by=options.match_by)
     frame = candidate_frame(found, match, case, class_value, voxel_mm3=voxel_mm3, affine=affine)
     calibration = voxel_calibration(prob.array, gt, ignore=ignore)

@@ -35,8 +35,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import schema
@@ -44,6 +43,8 @@ from .._escaping import printable
 from .._files import OutputWriteError
 from .._interrupts import critical, raise_if_stopped
 from ..engine.memory import over_limit
+from ..results.run import RunInfo  # what a run did: kept with its result (the results layer)
+from .options import CaseOutput, CaseTask, EvalOptions
 from .records import CaseRecord, RecordsInTheWay, RecordStore, changes, encode_output
 
 __all__ = [
@@ -57,28 +58,10 @@ __all__ = [
 ]
 
 
-@dataclass
-class RunInfo:
-    """What a run did: cases taken from records, evaluated and why, failed by a crash, and not reached."""
-
-    reused: int = 0
-    evaluated: int = 0
-    reasons: dict[str, str] = field(default_factory=dict)
-    pending: list[str] = field(default_factory=list)
-    dropped_records: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.pending
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"complete": self.complete, **asdict(self)}
-
-
 class Stopped(KeyboardInterrupt):
     """Ctrl-C inside :func:`run_cases`: the outputs of the finished cases and what the run did, for the caller."""
 
-    def __init__(self, outputs: list[dict[str, Any]], run: RunInfo) -> None:
+    def __init__(self, outputs: list[CaseOutput], run: RunInfo) -> None:
         super().__init__("stopped")
         self.outputs, self.run = outputs, run
 
@@ -87,7 +70,7 @@ class Failed(RuntimeError):
     """The run could not go on (:func:`run_cases`): a record could not be written, or the scheduler failed.
     Carries the finished outputs and what the run did, for the caller; the cause is chained."""
 
-    def __init__(self, message: str, outputs: list[dict[str, Any]], run: RunInfo) -> None:
+    def __init__(self, message: str, outputs: list[CaseOutput], run: RunInfo) -> None:
         super().__init__(message)
         self.outputs, self.run = outputs, run
 
@@ -99,7 +82,7 @@ class EvaluationFailed(RuntimeError):
 
     ``result`` is a :class:`~ccmetrics.DatasetResult` of the finished cases (``result.run.pending`` lists the
     others); their records are kept in ``out_dir``, so that, the cause fixed, the same call with
-    ``resume=True`` evaluates only the rest.
+    ``run=RunOptions(resume=True, ...)`` evaluates only the rest.
     """
 
     def __init__(self, message: str, result: Any) -> None:
@@ -112,8 +95,8 @@ class EvaluationInterrupted(KeyboardInterrupt):
 
     ``result`` is a :class:`~ccmetrics.DatasetResult` of the finished cases only (its ``run.pending``
     lists the others); with an ``out_dir`` their records are kept, and running the same call with
-    ``resume=True`` evaluates only the rest. A subclass of ``KeyboardInterrupt``: code that does not
-    catch it stops as on any Ctrl-C.
+    ``run=RunOptions(resume=True, ...)`` evaluates only the rest. A subclass of ``KeyboardInterrupt``: code that
+    does not catch it stops as on any Ctrl-C.
     """
 
     def __init__(self, result: Any) -> None:
@@ -132,21 +115,64 @@ def _silent(text: str) -> None:
     """A routine note with ``progress=False`` (``--quiet``): not shown; ``result.run`` keeps what it says."""
 
 
-def _evaluate_encoded(task: Any, shared: tuple[Callable[[Any, Any], dict[str, Any]], Any]) -> dict[str, Any]:
+#: the scheduler's callbacks (:mod:`ccmetrics.campaign.case` gives them): one case's output (a top-level function,
+#: so that worker processes and Dask can import it), what a case's result depends on, the output of a case that
+#: could not run, and a case's estimated peak memory in bytes (0: unknown)
+_EvaluateCase = Callable[[CaseTask, EvalOptions], CaseOutput]
+_FingerprintCase = Callable[[CaseTask], dict[str, Any]]
+_FailCase = Callable[[CaseTask, str], CaseOutput]
+_EstimateCase = Callable[[CaseTask], int]
+
+
+def _evaluate_encoded(task: CaseTask, shared: tuple[_EvaluateCase, EvalOptions]) -> CaseOutput:
     """One case, wherever it runs (this process, a worker process, a Dask worker): ``evaluate(task, options)``
     (the data-set module's, handed in: this module never imports it), encoded as its record will hold it."""
     evaluate, options = shared
-    return encode_output(evaluate(task, options))
+    return CaseOutput.from_dict(encode_output(dict(evaluate(task, options))))
+
+
+class _Kept:
+    """The run's account of its finished cases: each output recorded the moment it is done (its record written),
+    counted and shown on the progress bar."""
+
+    def __init__(
+        self, store: RecordStore | None, prints: dict[str, dict[str, Any]], failure: _FailCase, info: RunInfo
+    ) -> None:
+        self.store, self.prints, self.failure, self.info = store, prints, failure, info
+        self.outputs: dict[str, CaseOutput] = {}
+        self.failed = 0
+        self.bar: Any = None
+
+    def keep(self, task: CaseTask, output: CaseOutput, retry: bool = False) -> None:
+        retry = retry or bool(output.retry)  # e.g. over the memory limit once its voxels were counted
+        with critical():  # the record and the run's account of it: both or neither
+            if self.store is not None:
+                self.store.write(CaseRecord(task.case, self.prints[task.case], output.to_dict(), retry=retry))
+            self.outputs[task.case] = output
+            self.info.evaluated += 1
+        if any(row.get(schema.STATUS) == schema.FAILED for row in output.rows):
+            self.failed += 1
+        self.bar.set_postfix_str(f"failed {self.failed}", refresh=False)
+        self.bar.update()
+        raise_if_stopped()  # a stop signal whose exception something swallowed: stop now, between cases
+
+    def fail(self, task: CaseTask, message: str) -> None:
+        self.keep(task, CaseOutput.from_dict(encode_output(dict(self.failure(task, message)))), retry=True)
+
+    def pending(self, tasks: list[CaseTask]) -> list[str]:
+        """The cases not finished, for the caller (``info.pending``), sorted."""
+        self.info.pending = sorted(t.case for t in tasks if t.case not in self.outputs)
+        return self.info.pending
 
 
 def run_cases(
-    tasks: list[Any],
-    options: Any,
+    tasks: list[CaseTask],
+    options: EvalOptions,
     *,
-    evaluate: Callable[[Any, Any], dict[str, Any]],
-    fingerprint: Callable[[Any], dict[str, Any]],
-    failure: Callable[[Any, str], dict[str, Any]],
-    estimate: Callable[[Any], int],
+    evaluate: _EvaluateCase,
+    fingerprint: _FingerprintCase,
+    failure: _FailCase,
+    estimate: _EstimateCase,
     workers: int = 1,
     client: Any = None,
     progress: bool = True,
@@ -156,7 +182,7 @@ def run_cases(
     max_memory: float | None = None,
     memory_budget: float | None = None,
     meanwhile: Callable[[], None] | None = None,
-) -> tuple[list[dict[str, Any]], RunInfo]:
+) -> tuple[list[CaseOutput], RunInfo]:
     """Evaluate the tasks (see the module docstring); return their outputs (any order, each as
     :func:`~ccmetrics.campaign.records.encode_output` gives it and its record holds it) and what the run did.
 
@@ -171,94 +197,98 @@ def run_cases(
 
     info = RunInfo()
     store = RecordStore(out_dir) if out_dir is not None else None
-    prints = {t.case: fingerprint(t) for t in tasks}
-    outputs: dict[str, dict[str, Any]] = {}
-    failed = [0]
-    bar: Any = None
+    kept = _Kept(store, {t.case: fingerprint(t) for t in tasks}, failure, info)
+    shared = (evaluate, options)
     started: list[Any] = []  # worker processes started before the cases' estimates
-
-    def keep(task: Any, output: dict[str, Any], retry: bool = False) -> None:
-        retry = retry or bool(output.get("retry"))  # e.g. over the memory limit once its voxels were counted
-        with critical():  # the record and the run's account of it: both or neither
-            if store is not None:
-                store.write(CaseRecord(task.case, prints[task.case], output, retry=retry))
-            outputs[task.case] = output
-            info.evaluated += 1
-        if any(row.get(schema.STATUS) == schema.FAILED for row in output["rows"]):
-            failed[0] += 1
-        bar.set_postfix_str(f"failed {failed[0]}", refresh=False)
-        bar.update()
-        raise_if_stopped()  # a stop signal whose exception something swallowed: stop now, between cases
-
-    def fail(task: Any, message: str) -> None:
-        keep(task, encode_output(failure(task, message)), retry=True)
-
     try:
         if store is not None and resume:
-            _take_records(store, tasks, prints, info, outputs, routine=_note if progress else _silent)
-        elif store is not None and (blocked := store.in_the_way(prints)):
+            _take_records(store, tasks, kept.prints, info, kept.outputs, routine=_note if progress else _silent)
+        elif store is not None and (blocked := store.in_the_way(kept.prints)):
             raise RecordsInTheWay(blocked)
-        todo = [t for t in tasks if t.case not in outputs]
-        pool = client is None and ((workers > 1 and len(todo) > 1) or case_timeout is not None)
-        if pool:  # started now, their imports overlap the estimates (headers read here) below
-            from ._workers import start_workers
+        todo = [t for t in tasks if t.case not in kept.outputs]
+        if client is None and ((workers > 1 and len(todo) > 1) or case_timeout is not None):
+            from ._workers import start_workers  # started now, their imports overlap the estimates below
 
-            started = start_workers(_evaluate_encoded, (evaluate, options), workers, len(todo))
+            started = start_workers(_evaluate_encoded, shared, workers, len(todo))
             if meanwhile is not None:
                 meanwhile()
-        bar = tqdm(total=len(tasks), initial=len(outputs), unit="case", desc="evaluating", disable=not progress)
-        runnable = []
-        for task in todo:
-            need = estimate(task)
-            if max_memory is not None and need > max_memory:
-                fail(task, over_limit(need, max_memory, "by its headers, before reading", at_least=True))
-            else:
-                runnable.append((task, need))
+        kept.bar = tqdm(
+            total=len(tasks), initial=len(kept.outputs), unit="case", desc="evaluating", disable=not progress
+        )
+        runnable = _estimated(todo, estimate, max_memory, kept)
         if client is not None:
             if meanwhile is not None:
                 meanwhile()
-            _run_dask(client, runnable, (evaluate, options), keep, fail)
+            _run_dask(client, runnable, shared, kept.keep, kept.fail)
         elif (workers > 1 and len(runnable) > 1) or case_timeout is not None:
-            from ._workers import Job, run_jobs
-
             taken, started = started, []
-            by_name = {t.case: t for t, _ in runnable}
-            run_jobs(
-                [Job(t.case, t, need) for t, need in runnable],
-                _evaluate_encoded,
-                (evaluate, options),
-                workers=workers,
-                on_done=lambda job, encoded: keep(by_name[job.name], encoded),
-                on_failed=lambda job, message: fail(by_name[job.name], message),
-                note=_note,
-                routine=_note if progress else _silent,
-                timeout=case_timeout,
-                budget_bytes=memory_budget,
-                started=taken,
-            )
+            _run_pool(runnable, shared, kept, workers, progress, case_timeout, memory_budget, taken)
         else:
             for task, _ in runnable:
-                keep(task, _evaluate_encoded(task, (evaluate, options)))
+                kept.keep(task, _evaluate_encoded(task, shared))
     except KeyboardInterrupt:
-        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
-        raise Stopped(list(outputs.values()), info) from None
+        kept.pending(tasks)
+        raise Stopped(list(kept.outputs.values()), info) from None
     except OutputWriteError as exc:
-        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
-        raise Failed(str(exc), list(outputs.values()), info) from exc
+        kept.pending(tasks)
+        raise Failed(str(exc), list(kept.outputs.values()), info) from exc
     except RecordsInTheWay:  # before any case ran: the folder's problem, which its message names
         raise
     except Exception as exc:  # the scheduler's own failure: the finished cases stay kept, the run says how to go on
-        info.pending = sorted(t.case for t in tasks if t.case not in outputs)
+        kept.pending(tasks)
         message = f"the run's scheduler failed: {type(exc).__name__}: {exc} (please report this as a bug)"
-        raise Failed(message, list(outputs.values()), info) from exc
+        raise Failed(message, list(kept.outputs.values()), info) from exc
     finally:
         if started:  # started, but not used: the cases ran here (one left to run), or the run stopped first
             from ._workers import stop_workers
 
             stop_workers(started)
-        if bar is not None:
-            bar.close()
-    return list(outputs.values()), info
+        if kept.bar is not None:
+            kept.bar.close()
+    return list(kept.outputs.values()), info
+
+
+def _estimated(
+    todo: list[CaseTask], estimate: _EstimateCase, max_memory: float | None, kept: _Kept
+) -> list[tuple[CaseTask, int]]:
+    """Each case with its estimated peak memory; a case over ``max_memory`` by its headers is failed at once."""
+    runnable = []
+    for task in todo:
+        need = estimate(task)
+        if max_memory is not None and need > max_memory:
+            kept.fail(task, over_limit(need, max_memory, "by its headers, before reading", at_least=True))
+        else:
+            runnable.append((task, need))
+    return runnable
+
+
+def _run_pool(
+    runnable: list[tuple[CaseTask, int]],
+    shared: tuple[_EvaluateCase, EvalOptions],
+    kept: _Kept,
+    workers: int,
+    progress: bool,
+    case_timeout: float | None,
+    memory_budget: float | None,
+    started: list[Any],
+) -> None:
+    """The cases in local worker processes (:func:`ccmetrics.campaign._workers.run_jobs`), ``started`` first."""
+    from ._workers import Job, run_jobs
+
+    by_name = {t.case: t for t, _ in runnable}
+    run_jobs(
+        [Job(t.case, t, need) for t, need in runnable],
+        _evaluate_encoded,
+        shared,
+        workers=workers,
+        on_done=lambda job, encoded: kept.keep(by_name[job.name], encoded),
+        on_failed=lambda job, message: kept.fail(by_name[job.name], message),
+        note=_note,
+        routine=_note if progress else _silent,
+        timeout=case_timeout,
+        budget_bytes=memory_budget,
+        started=started,
+    )
 
 
 def _take_records(
@@ -266,7 +296,7 @@ def _take_records(
     tasks: list[Any],
     prints: dict[str, dict[str, Any]],
     info: RunInfo,
-    outputs: dict[str, dict[str, Any]],
+    outputs: dict[str, CaseOutput],
     routine: Callable[[str], None] = _note,
 ) -> None:
     """Resume: put into ``outputs`` the output of every case whose record still stands; note in ``info`` why each
@@ -281,7 +311,7 @@ def _take_records(
         A file that ccmetrics did not write has the record name of a case (before anything is evaluated).
     """
     records, problems = store.scan()
-    by_path = {store.path(t.case): t.case for t in tasks}
+    by_path: dict[Any, str] = {store.path(t.case): t.case for t in tasks}
     blocked = [p.path for p in problems if p.path in by_path and not p.marked]
     if blocked:
         raise RecordsInTheWay(blocked)
@@ -300,7 +330,7 @@ def _take_records(
         elif record.fingerprint != prints[task.case]:
             info.reasons[task.case] = "; ".join(changes(record.fingerprint, prints[task.case])) or "changed"
         else:
-            outputs[task.case] = record.output
+            outputs[task.case] = CaseOutput.from_dict(record.output)
     info.dropped_records = sorted(records)  # cases no longer in the folders
     gone = [p for p in problems if p.ours and p.case not in prints]  # damaged records of cases no longer there
     store.remove(paths=[r.path for r in records.values() if r.path is not None] + [p.path for p in gone])
@@ -346,14 +376,20 @@ def _kind(reason: str) -> str:
     return "record damaged" if reason.startswith("record ") else "changed"
 
 
-def _first_error(output: dict[str, Any]) -> str:
+def _first_error(output: Mapping[str, Any]) -> str:
     for row in output["rows"]:
         if row.get(schema.ERROR):
             return str(row[schema.ERROR])
     return "an error"
 
 
-def _run_dask(client: Any, runnable: list[tuple[Any, int]], shared: Any, keep: Callable, fail: Callable) -> None:
+def _run_dask(
+    client: Any,
+    runnable: list[tuple[CaseTask, int]],
+    shared: tuple[_EvaluateCase, EvalOptions],
+    keep: Callable[[CaseTask, CaseOutput], None],
+    fail: Callable[[CaseTask, str], None],
+) -> None:
     """Each case a Dask task. A case whose workers died (``KilledWorker``: the scheduler counts every task a
     dying worker held, innocent ones queued beside the culprit included) is tried once more alone at the
     end, then becomes an error row; a task that raises is an error row at once."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from .._escaping import write_csv
 from .._files import refuse_dangling_link
 from ._common import EXIT_OK, _name_list
+from ._former import add_former, take_former
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -25,11 +26,28 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="per-case column to compare (default cc_dice), or a detection curve's score of runs with "
         "--probabilities: ap, auroc, picai_score, cpm (paired case-level bootstrap of each difference)",
     )
-    co.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    add_former(
+        co,
+        "--n-resamples",
+        "--bootstrap",
+        dest="n_resamples",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples (default 2000)",
+    )
     co.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     co.add_argument("--class", dest="class_value", type=int, default=None, help="class to compare (multi-class)")
     co.add_argument("--names", type=_name_list, default=None, help="method names (default: folder names)")
-    co.add_argument("--out", default=None, help="folder for comparison.csv and comparison.png (default: none)")
+    add_former(
+        co,
+        "--out-dir",
+        "--out",
+        dest="out_dir",
+        default=None,
+        metavar="OUT_DIR",
+        help="folder for comparison.csv and comparison.png (default: none)",
+    )
 
     return co
 
@@ -67,22 +85,22 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
     frames = []
     for name in names[1:]:
         table, excluded = compare_detection_curves(
-            tables(name, results[name]), first, n_resamples=args.bootstrap, seed=args.seed
+            tables(name, results[name]), first, n_resamples=args.n_resamples, seed=args.seed
         )
         n = int(table["n"].iloc[0])
         of = f" of class {cls}" if len(classes) > 1 else ""
         print(
             f"{name} - {names[0]}: detection curves{of} on {n} paired cases "
             "(95% CI and p: paired case-level bootstrap, "
-            f"{args.bootstrap} resamples)"
+            f"{args.n_resamples} resamples)"
             + (f"; {len(excluded)} cases in one run only: {excluded}" if excluded else "")
         )
         shown = table.rename(columns={"a": name, "b": names[0]})
         print(shown.drop(columns="n").to_string(float_format=lambda v: f"{v:.4g}") + "\n")
         frames.append(table.assign(method=name, reference=names[0]).reset_index())
-    if args.out:
-        out = Path(args.out)
-        refuse_dangling_link(out, "--out")
+    if args.out_dir:
+        out = Path(args.out_dir)
+        refuse_dangling_link(out, "--out-dir")
         out.mkdir(parents=True, exist_ok=True)
         write_csv(pd.concat(frames, ignore_index=True), out / "comparison_curves.csv")  # names: neutralised
         print(f"Wrote {out / 'comparison_curves.csv'}")
@@ -91,8 +109,9 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..analysis.stats import compare
-    from ..campaign.dataset import DatasetResult
+    from ..results.dataset import DatasetResult
 
+    take_former(args, "compare")  # the notes of former spellings
     dirs = [Path(d) for d in args.result_dirs]
     names = args.names or [d.resolve().name for d in dirs]
     if len(names) != len(dirs) or len(set(names)) != len(names):
@@ -117,11 +136,11 @@ def run(args: argparse.Namespace) -> int:
     if result.nemenyi is not None:
         print("Nemenyi post-hoc p-values:")
         print(result.nemenyi.to_string(float_format=lambda v: f"{v:.4g}"))
-    if args.out:
+    if args.out_dir:
         from ..analysis.plots import plot_comparison
 
-        out = Path(args.out)
-        refuse_dangling_link(out, "--out")
+        out = Path(args.out_dir)
+        refuse_dangling_link(out, "--out-dir")
         out.mkdir(parents=True, exist_ok=True)
         write_csv(result.scores, out / "comparison.csv", index=True)  # case ids and names: neutralised
         plot_comparison(result.scores, result.mean_ranks, args.metric).savefig(out / "comparison.png", dpi=120)

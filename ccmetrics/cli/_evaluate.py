@@ -1,4 +1,4 @@
-"""``ccmetrics evaluate GT_DIR PRED_DIR --out OUT_DIR``: :func:`ccmetrics.evaluate_dataset` under the output
+"""``ccmetrics evaluate GT_DIR PRED_DIR --out-dir OUT_DIR``: :func:`ccmetrics.evaluate_dataset` under the output
 folder's lock, then the summary, the tables and plots as one set, and the report (:func:`run`)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from .._escaping import printable
 from ._common import (
@@ -19,6 +20,7 @@ from ._common import (
     _spacing_arg,
     _stop_code,
 )
+from ._former import add_former, take_former
 from ._stop import _command, _failed, _interrupted, _listed, _say_removed, _say_stopped
 from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, counted, report
 
@@ -41,19 +43,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="folder of predictions, same case ids (optional with --probabilities: then the segmentation is "
         "prob > 0.5)",
     )
-    ev.add_argument(
+    add_former(
+        ev,
+        "--out-dir",
         "--out",
+        dest="out",
+        metavar="OUT_DIR",
         required=True,
-        help="output folder (created; each finished case is recorded in OUT/cases/ at once). A non-empty "
+        help="output folder (created; each finished case is recorded in OUT_DIR/cases/ at once). A non-empty "
         "folder needs --resume or --overwrite",
     )
     ev.add_argument(
         "--resume",
         action="store_true",
-        help="continue the run recorded in --out: evaluate only the cases that are missing, changed (files or "
+        help="continue the run recorded in --out-dir: evaluate only the cases that are missing, changed (files or "
         "options) or failed by a crash/time-out/memory limit; the tables equal an uninterrupted run's",
     )
-    ev.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    ev.add_argument("--overwrite", action="store_true", help="replace the results already in --out-dir")
     ev.add_argument(
         "--case-timeout",
         type=float,
@@ -107,12 +113,15 @@ def _probability_options(ev: argparse.ArgumentParser) -> None:
         help="one-to-one matching of candidates to lesions maximizes matches plus summed overlap (default, "
         "picai_eval's) or plus summed confidence (the most confident passing candidate is the true positive)",
     )
-    ev.add_argument(
+    add_former(
+        ev,
+        "--prob-channel",
         "--channel",
+        dest="prob_channel",
         type=int,
         default=None,
         metavar="C",
-        help="the channel of a multi-channel map such as nnU-Net's .npz (default: channel 1 of two)",
+        help="the channel of a multi-channel probability map such as nnU-Net's .npz (default: channel 1 of two)",
     )
     ev.add_argument(
         "--thresholds",
@@ -199,13 +208,20 @@ def _how_options(ev: argparse.ArgumentParser) -> None:
         default="header",
         help="'header' (default: mm from each GT file), 'voxel' (index units), or numbers for all cases",
     )
-    ev.add_argument("--nsd-tolerance", type=float, default=1.0, metavar="MM", help="NSD tolerance (default 1.0)")
+    ev.add_argument(
+        "--nsd-tolerance",
+        type=float,
+        default=1.0,
+        metavar="LENGTH",
+        help="NSD tolerance, in the units of the spacing: mm, or voxels with --spacing voxel (default 1.0)",
+    )
     ev.add_argument(
         "--worst-distance",
         type=float,
         default=None,
-        metavar="MM",
-        help="distance counted for a missed lesion in means (default: each image's diagonal)",
+        metavar="LENGTH",
+        help="distance counted for a missed lesion in means, in the units of the spacing (mm, or voxels with "
+        "--spacing voxel; default: each image's diagonal)",
     )
     ev.add_argument("--connectivity", type=int, default=None, help="GT component connectivity (default 26 / 8 in 2D)")
     ev.add_argument(
@@ -248,7 +264,16 @@ def _where_options(ev: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="run on a Dask cluster, e.g. tcp://scheduler:8786 (files must be readable by the workers)",
     )
-    ev.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    add_former(
+        ev,
+        "--n-resamples",
+        "--bootstrap",
+        dest="n_resamples",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples (default 2000)",
+    )
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     ev.add_argument("--no-plots", action="store_true", help="write no figures")
     ev.add_argument(
@@ -266,16 +291,10 @@ def run(args: argparse.Namespace) -> int:
     from ..campaign.scheduler import EvaluationFailed, EvaluationInterrupted
     from ..metrics.registry import load_plugin
 
+    take_former(args, "evaluate")  # the notes of former spellings (none with --quiet)
     for plugin in args.plugin:  # they register their metrics before the names are looked up
         load_plugin(plugin)
 
-    client = None
-    if args.dask:
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise ImportError('--dask needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
-        client = Client(args.dask)
     meta, by = None, []
     if (args.metadata is None) != (args.group_by is None):
         _say("ccmetrics evaluate: error: --metadata and --group-by go together")
@@ -303,70 +322,78 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         _say_folders(args)
     start = time.perf_counter()
-    try:
-        with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
-            try:
-                result = evaluate_dataset(
-                    args.gt_dir,
-                    args.pred_dir,
-                    args.metrics,
-                    classes=args.classes,
-                    spacing=args.spacing,
-                    nsd_tolerance=args.nsd_tolerance,
-                    worst_distance=args.worst_distance,
-                    connectivity=args.connectivity,
-                    detection_rule=args.detection_rule,
-                    ignore_label=args.ignore_label,
-                    dataset_json=args.dataset_json,
-                    nnunet_summary=args.nnunet_summary,
-                    reference_images=args.reference_images,
-                    gt_suffix=args.gt_suffix,
-                    pred_suffix=args.pred_suffix,
-                    tolerance_mm=args.tolerance_mm,
-                    workers=args.workers,
-                    client=client,
-                    progress=not args.quiet,
-                    out_dir=args.out,
-                    resume=args.resume,
-                    overwrite=args.overwrite,
-                    case_timeout=args.case_timeout,
-                    max_memory=args.max_memory,
-                    probabilities=args.probabilities,
-                    candidates=args.candidates,
-                    confidence=args.confidence,
-                    match_by=args.match_by,
-                    channel=args.channel,
-                    thresholds=args.thresholds,
-                )
-            except EvaluationInterrupted as stop:
-                return _interrupted(stop, args, time.perf_counter() - start)
-            except EvaluationFailed as failed:
-                return _failed(args, failed, failed.result)
-            try:
-                raise_if_stopped()  # a stop whose exception was swallowed during the cases
-                return _finish(args, result, time.perf_counter() - start, meta, by)
-            except KeyboardInterrupt:  # after the last case: every case is kept, the tables are not all written
-                with _signals_ignored():
-                    _say_stopped(args, "Stopped while writing the tables", result.counts()["cases"], 0)
-                return _stop_code()
-    finally:
-        if client is not None:
-            client.close()
+    with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
+        try:
+            result = evaluate_dataset(args.gt_dir, args.pred_dir, probabilities=args.probabilities, **_options(args))
+        except EvaluationInterrupted as stop:
+            return _interrupted(stop, args, time.perf_counter() - start)
+        except EvaluationFailed as failed:
+            return _failed(args, failed, failed.result)
+        try:
+            raise_if_stopped()  # a stop whose exception was swallowed during the cases
+            return _finish(args, result, time.perf_counter() - start, meta, by)
+        except KeyboardInterrupt:  # after the last case: every case is kept, the tables are not all written
+            with _signals_ignored():
+                _say_stopped(args, "Stopped while writing the tables", result.counts()["cases"], 0)
+            return _stop_code()
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The option objects of :func:`~ccmetrics.campaign.dataset.evaluate_dataset`, built from the command line's
+    options as Python builds them (the objects check their values there)."""
+    from ..campaign.options import EvalOptions, PairingOptions, RunOptions
+    from ..campaign.probabilities import ProbabilityOptions
+
+    return {
+        "options": EvalOptions(
+            metrics=args.metrics,
+            classes=args.classes,
+            spacing=args.spacing,
+            nsd_tolerance=args.nsd_tolerance,
+            worst_distance=args.worst_distance,
+            connectivity=args.connectivity,
+            detection_rule=args.detection_rule,
+            ignore_label=args.ignore_label,
+            nnunet_summary=args.nnunet_summary,
+            reference_images=args.reference_images,
+            tolerance_mm=args.tolerance_mm,
+        ),
+        "maps": ProbabilityOptions(
+            candidates=args.candidates,
+            confidence=args.confidence,
+            match_by=args.match_by,
+            prob_channel=args.prob_channel,
+            thresholds=args.thresholds,
+        ),
+        "run": RunOptions(
+            workers=args.workers,
+            dask=args.dask,
+            progress=not args.quiet,
+            out_dir=args.out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            case_timeout=args.case_timeout,
+            max_memory=args.max_memory,
+        ),
+        "pairing": PairingOptions(
+            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, dataset_json=args.dataset_json
+        ),
+    }
 
 
 def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str]) -> int:
     """The final phase of ``evaluate``: summary, tables and plots (one set: see ``DatasetResult.write``), the report."""
     from .._interrupts import raise_if_stopped
 
-    summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)  # once: written and printed
-    curves = result.detection_curves(n_resamples=args.bootstrap, seed=args.seed)
-    calibration = result.calibration(n_resamples=args.bootstrap, seed=args.seed)
+    summary = result.summary(n_resamples=args.n_resamples, seed=args.seed)  # once: written and printed
+    curves = result.detection_curves(n_resamples=args.n_resamples, seed=args.seed)
+    calibration = result.calibration(n_resamples=args.n_resamples, seed=args.seed)
     groups = None
     if meta is not None:
         from .. import schema
         from ..analysis.subgroups import case_groups
 
-        table = result.group_summary(meta, by, n_resamples=args.bootstrap, seed=args.seed)
+        table = result.group_summary(meta, by, n_resamples=args.n_resamples, seed=args.seed)
         groups = (by, table, case_groups(meta, by, result.per_case[schema.CASE].astype(str).unique().tolist()))
     size_bins = None
     if args.size_bins is not None:

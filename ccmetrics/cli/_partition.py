@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import EXIT_OK
+from ._former import add_former, take_former
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,9 +24,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         default="header",
         help="physical distances from the header (default) or index units",
     )
-    pa.add_argument(
-        "--class",
-        dest="class_value",
+    add_former(
+        pa,
+        "--label",
+        "--class",  # a label value, not an evaluated class
         type=int,
         default=None,
         help="use the voxels of this label of a label map as the GT mask",
@@ -47,10 +49,11 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.partition import voronoi_partition
     from ..formats.io import load_image, save_image
 
+    take_former(args, "partition")
     gt = load_image(args.gt_file)
-    mask = gt.array if args.class_value is None else (gt.array == args.class_value)
-    if args.class_value is not None and not np.any(mask):
-        raise ValueError(f"label {args.class_value} does not occur in {args.gt_file}")
+    mask = gt.array if args.label is None else (gt.array == args.label)
+    if args.label is not None and not np.any(mask):
+        raise ValueError(f"label {args.label} does not occur in {args.gt_file}")
     spacing = gt.spacing if args.spacing == "header" else None
     regions = voronoi_partition(mask, spacing=spacing, connectivity=args.connectivity, sites=args.sites)
     save_image(args.out_file, regions, like=gt)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .._files import refuse_dangling_link
 from ._common import EXIT_OK, EXIT_USAGE, _name_list, _say
+from ._former import add_former, spelling_given, take_former
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -20,7 +21,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "filterable tables. Opens from disk, needs no server or network.",
     )
     re_.add_argument("result_dir", help="output folder of `ccmetrics evaluate`")
-    re_.add_argument("--out", default=None, help="HTML file to write (default: RESULT_DIR/report.html)")
+    add_former(
+        re_,
+        "--html",
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="HTML file to write (default: RESULT_DIR/report.html)",
+    )
     re_.add_argument(
         "--max-cases",
         type=int,
@@ -61,7 +69,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, range, or LEVEL/WIDTH such "
         "as --window=-600/1500; CHANNEL= (a name or a code such as 0001) sets one channel's; repeatable",
     )
-    re_.add_argument(
+    add_former(
+        re_,
+        "--max-image-memory",
         "--max-memory",
         default=None,
         metavar="SIZE",
@@ -72,9 +82,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..campaign.output_folder import drawn_by_ccmetrics
     from ..report import write_report
+    from ..results.tables import drawn_by_ccmetrics
 
+    take_former(args, "report")
+    memory_flag = spelling_given(args, "max_image_memory", "--max-image-memory")
     if args.max_cases < 0:
         raise ValueError(f"--max-cases must be 0 or more, got {args.max_cases}")
     if args.images is not None and not Path(args.images).is_dir():
@@ -83,19 +95,19 @@ def run(args: argparse.Namespace) -> int:
             "scans, one file per case and channel (CASE_0000.nii.gz, CASE_0001.nii.gz, ... or CASE.nii.gz)"
         )
         return EXIT_USAGE
-    if (args.channel_names or args.window or args.max_memory) and args.images is None:
-        _say("ccmetrics report: error: --channel-names, --window and --max-memory go with --images IMAGE_DIR")
+    if (args.channel_names or args.window or args.max_image_memory) and args.images is None:
+        _say(f"ccmetrics report: error: --channel-names, --window and {memory_flag} go with --images IMAGE_DIR")
         return EXIT_USAGE
     window: dict[str, str] = {}
     for given in args.window or []:
         channel, _, spec = given.rpartition("=")
         window[channel or "*"] = spec
-    out = args.out if args.out is not None else Path(args.result_dir) / "report.html"
-    refuse_dangling_link(Path(out).parent, "--out")
-    if args.out is None and os.path.lexists(out) and not drawn_by_ccmetrics(Path(out)):
+    out = args.html if args.html is not None else Path(args.result_dir) / "report.html"
+    refuse_dangling_link(Path(out).parent, "--html")
+    if args.html is None and os.path.lexists(out) and not drawn_by_ccmetrics(Path(out)):
         _say(
             f"ccmetrics report: error: {out} exists and was not drawn by ccmetrics report: ccmetrics replaces no file "
-            "of yours; move it away, or write the report elsewhere with --out FILE"
+            "of yours; move it away, or write the report elsewhere with --html FILE (formerly --out FILE)"
         )
         return EXIT_USAGE
     info = write_report(
@@ -107,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         images=args.images,
         channel_names=args.channel_names,
         window=window or None,
-        max_memory=args.max_memory,
+        max_image_memory=args.max_image_memory,
     )
     print(info)
     return EXIT_OK

@@ -115,7 +115,7 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
     note = "The tables written cover the finished cases only."
     if len(result.per_case):
         try:
-            summary = result.summary(n_resamples=args.bootstrap, seed=args.seed)
+            summary = result.summary(n_resamples=args.n_resamples, seed=args.seed)
             written = result.write(args.out, plots=False, summary=summary)
             print(report(result, seconds, summary=summary))
             _say_removed(written["removed"])

@@ -25,7 +25,7 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
     n = result.counts()
     lines = [f"{counted(n, seconds)}; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"]
     lines += _problems(result.per_case, result.class_names)
-    for name in result.ignored_files:
+    for name in result.unpaired_files:
         lines.append(
             f"  ignored  {printable(name)} "
             f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
@@ -38,13 +38,9 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
         table = _with_ci_text(table)
         with pd.option_context("display.width", 200):
             text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-        units = (
-            "distances and volumes in voxels"
-            if result.options.get("spacing") == "voxel"
-            else "distances in mm, volumes in ml"
-        )
-        rule = result.options.get("detection_rule", "overlap")
-        detected = f"; detected: {rule}" if "detection" in result.options.get("metrics", ()) else ""
+        options = result.eval_options
+        units = "distances and volumes in voxels" if options.spacing == "voxel" else "distances in mm, volumes in ml"
+        detected = f"; detected: {options.rule()}" if "detection" in options.metrics else ""
         lines += [
             "",
             f"Summary over cases with GT lesions ({units}; CC: patient = mean of case means, pooled = "
@@ -182,7 +178,7 @@ def _curves_report(curves, names: dict[int, str]) -> str:
 
 
 def _threshold_report(means, best) -> str:
-    """The means per threshold (``--thresholds``) and the best threshold by each global and CC score."""
+    """The means per threshold (``--thresholds``) and the best threshold by each standard and CC score."""
     import pandas as pd
 
     if not len(means):
@@ -193,7 +189,7 @@ def _threshold_report(means, best) -> str:
     for key, picks in best.items():
         c, m = key.split("/", 1)
         if picks:
-            shown = ", ".join(f"{'global' if k == 'standard' else 'CC'} {m}: {t:g}" for k, t in picks.items())
+            shown = ", ".join(f"{'standard' if k == 'standard' else 'CC'} {m}: {t:g}" for k, t in picks.items())
             lines.append(f"  best threshold (class {c}) by {shown}")
     return "\n".join(lines)
 
