@@ -38,8 +38,8 @@ nitpicky = True
 nitpick_ignore_regex = [
     ("py:.*", r"(numpy|np|pandas|pd|torch|monai|scipy|matplotlib|dask|ignite|pathlib|os|concurrent)\..*"),
     ("py:.*", r"(ndarray|DataFrame|Series|Path|Figure|Axes|Tensor|MetaTensor|ThreadPoolExecutor|Client)"),
-    # a base class from the engine's private budget module (documented by its subclasses' text)
-    ("py:class", r"ccmetrics\.engine\._budget\.MemoryLimitError"),
+    # a base class from the private foundation of the memory limit (documented as ccmetrics.engine.memory's)
+    ("py:class", r"ccmetrics\.(engine\._budget|_memory)\.MemoryLimitError"),
 ]
 
 html_theme = "furo"
@@ -51,7 +51,7 @@ numpydoc_attributes_as_param_list = False  # a class's Attributes become targets
 def _resolve_top_level(app, env, node, contnode):
     """A re-exported name points to its defining module's entry: ``ccmetrics.evaluate`` and the package's other
     top-level names, and the names a module still exports after its code moved (``ccmetrics.campaign.dataset.
-    DatasetResult`` is ``ccmetrics.campaign.result.DatasetResult``)."""
+    DatasetResult`` is ``ccmetrics.results.dataset.DatasetResult``)."""
     import importlib
 
     target = node.get("reftarget", "")
