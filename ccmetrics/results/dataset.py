@@ -140,7 +140,7 @@ class DatasetResult:
 
     @property
     def eval_options(self) -> EvalOptions:
-        """:attr:`options` as the :class:`~ccmetrics.campaign.options.EvalOptions` that made the values (those that
+        """``options`` as the :class:`~ccmetrics.campaign.options.EvalOptions` that made the values (those that
         change values; a folder written by an older version: its missing keys take their defaults), read by the one
         parser of such records, :meth:`EvalOptions.from_record <ccmetrics.campaign.options.EvalOptions.from_record>`.
 
@@ -160,7 +160,7 @@ class DatasetResult:
 
     @property
     def pairing_options(self) -> PairingOptions:
-        """:attr:`options`' pairing (``gt_suffix``, ``pred_suffix``) as a
+        """``options``' pairing (``gt_suffix``, ``pred_suffix``) as a
         :class:`~ccmetrics.campaign.options.PairingOptions` (its ``dataset.json`` is not kept)."""
         from ..campaign.options import PairingOptions  # up a layer, at call time (pyproject's ignore_imports)
 
