@@ -76,6 +76,8 @@ def case_values(
     pred: ComponentCache | None = None,
     detections: Any = None,
     nearest: Any = None,
+    image: np.ndarray | None = None,
+    regions: CaseRegions | None = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The case-level metrics on one shared labelling: their columns' scores and their full results.
 
@@ -84,7 +86,8 @@ def case_values(
     ``pred``: the prediction's :class:`~ccmetrics.engine.components.ComponentCache` when the caller holds one
     already; ``detections``: the case's judged lesions (:func:`ccmetrics.metrics.detection_rules.judge`), shared
     with the detection metric; ``nearest``: the whole image's edge distances with their nearest voxels
-    (:class:`~ccmetrics.engine.geometry.EdgeNearest`), shared with Lesion Dice's per-lesion HD95.
+    (:class:`~ccmetrics.engine.geometry.EdgeNearest`), shared with Lesion Dice's per-lesion HD95; ``image``: the scan
+    (float32, the GT's grid) and ``regions``: every predicted voxel's Voronoi region, for the ``pet`` metrics.
     Returns ``(scores, details)``: column name -> value for every column of the metrics' records,
     and metric name -> the object its ``compute`` returned.
     """
@@ -99,7 +102,16 @@ def case_values(
             else ComponentCache(pred_mask, flat=voxels.flat, runs=voxels.runs)
         )
     inputs = registry.CaseInputs(
-        pred, truth.components(), truth.found, truth.sites, truth.connectivity, spacing, detections, nearest
+        pred,
+        truth.components(),
+        truth.found,
+        truth.sites,
+        truth.connectivity,
+        spacing,
+        detections,
+        nearest,
+        image,
+        regions,
     )
     for metric in metrics:
         result = details[metric.name] = metric.compute(inputs)

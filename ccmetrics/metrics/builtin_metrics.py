@@ -1,4 +1,4 @@
-"""The built-in metrics: the records of Dice, IoU, NSD, HD, HD95, ASSD, PQ, Lesion Dice and detection.
+"""The built-in metrics: the records of Dice, IoU, NSD, HD, HD95, ASSD, PQ, Lesion Dice, detection and PET.
 
 :func:`builtin_records` builds them, in the order of the tables; :mod:`ccmetrics.metrics.registry` registers
 them when it is imported (they are the only records marked ``builtin``, which can be neither replaced nor
@@ -42,11 +42,34 @@ def _detection(inputs: CaseInputs) -> Any:
     )
 
 
+def _pet(inputs: CaseInputs) -> Any:
+    from .pet_case import pet_from_inputs
+
+    return pet_from_inputs(inputs)
+
+
+def _pet_columns(column: Any) -> tuple[Any, ...]:
+    """The per-case columns of the ``pet`` group: a ``gt_`` and a ``pred_`` one per measure."""
+    measures = (
+        ("tmtv_ml", "TMTV (ml)", "total metabolic tumour volume: the mask's voxels × voxel volume"),
+        ("tlg", "TLG (ml)", "total lesion glycolysis: Σ SUV × voxel volume over the mask"),
+        ("suv_max", "SUVmax", "the largest SUV in the mask"),
+        ("suv_mean", "SUVmean", "the mean SUV over the mask's voxels"),
+        ("dmax_mm", "Dmax (mm)", "the largest distance between two component centroids (0 with one)"),
+        ("extent_mm", "Extent (mm)", "the largest distance between two voxels of the mask"),
+    )
+    return tuple(
+        column(f"{side}_{name}", f"{label} {display}", "measure", source=f"{side}_{name}", description=text)
+        for name, display, text in measures
+        for side, label in (("gt", "GT"), ("pred", "Predicted"))
+    )
+
+
 def builtin_records() -> list[Metric]:
     """The records of the built-in metrics, in the tables' order: per-region ones first, then case-level ones.
 
     >>> [m.name for m in builtin_records()]
-    ['dice', 'iou', 'nsd', 'hd', 'hd95', 'assd', 'pq', 'lesion_dice', 'detection']
+    ['dice', 'iou', 'nsd', 'hd', 'hd95', 'assd', 'pq', 'lesion_dice', 'detection', 'pet']
     """
     from .registry import WORST_DISTANCE, Column, Metric  # at call time: the registry imports this module
 
@@ -140,6 +163,19 @@ def builtin_records() -> list[Metric]:
                 Column("split_lesions", "Split lesions", "count", False, 0.0, source="n_split"),
                 Column("merged_components", "Merged components", "count", False, 0.0, source="n_merged"),
             ),
+        ),
+        Metric(
+            "pet",
+            "PET",
+            "case",
+            "case",
+            _pet,
+            builtin=True,
+            description=(
+                "PET quantification on the scan (evaluate(image=...)): SUVmax, SUVmean, SUVpeak, MTV and TLG per "
+                "lesion and per predicted component, TMTV, TLG, Dmax and extent per case"
+            ),
+            columns=_pet_columns(Column),
         ),
     ]
     return out

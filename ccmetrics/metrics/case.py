@@ -54,6 +54,7 @@ from ._engines import case_values, region_values
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
 from .classes import ClassSpec, parse_classes, remove_ignored
 from .detection_rules import DetectionRule, LesionDetections, judge
+from .pet_case import NEEDS_IMAGE, as_scan
 from .results import CaseResult, component_table, prediction_table
 
 __all__ = ["BUILTIN_METRICS", "CaseResult", "GroundTruth", "evaluate", "prepare_classes"]
@@ -76,6 +77,7 @@ def evaluate(
     classes: None = ...,
     detection_rule: Any = ...,
     ignore_label: None = ...,
+    image: Any = ...,
 ) -> CaseResult: ...
 
 
@@ -93,6 +95,7 @@ def evaluate(
     classes: Any,
     detection_rule: Any = ...,
     ignore_label: int | None = ...,
+    image: Any = ...,
 ) -> dict[int, CaseResult]: ...
 
 
@@ -110,6 +113,7 @@ def evaluate(
     classes: Any = None,
     detection_rule: Any = None,
     ignore_label: int | None = None,
+    image: Any = None,
 ) -> CaseResult | dict[int, CaseResult]:
     """Evaluate a segmentation per GT connected component (CC-Metrics) and globally.
 
@@ -167,6 +171,12 @@ def evaluate(
         With ``classes``: the GT's voxels of this label (nnU-Net's ``ignore``) are set to
         background in both label maps before the classes are cut
         (:func:`ccmetrics.metrics.classes.remove_ignored`).
+    image : array_like or torch.Tensor, optional
+        The scan on the GT's grid (same shape), its values taken as SUV (body weight); read once as
+        float32. Needed by the ``pet`` metrics (:mod:`ccmetrics.metrics.pet_case`): SUVmax, SUVmean,
+        SUVpeak, MTV and TLG of every lesion and predicted component, and TMTV, TLG, Dmax and extent
+        of both masks; with ``pet`` the result holds ``per_prediction`` even without ``detection``.
+        A NaN or inf SUV inside a lesion or predicted component is a ``ValueError`` naming it.
 
     Returns
     -------
@@ -215,8 +225,11 @@ def evaluate(
             worst_distance=worst_distance,
             detection_rule=detection_rule,
             ignore_label=ignore_label,
+            image=image,
         )
-    case = _Case.checked(pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule)
+    case = _Case.checked(
+        pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule, image
+    )
     voxels, pred_cc, regions, distances, nearest = _geometry(case)  # 2.-4. voxel lists, regions, distances
     table = component_table(case.truth.found, case.spacing, case.truth.sites)
     detections, per_prediction = _detections(case, table, regions, pred_cc)
@@ -225,8 +238,22 @@ def evaluate(
     for name, (values, whole) in region_values(by_engine, regions, distances, case.tolerance, case.spacing).items():
         table[name], standard[name] = values, whole
     scores, details = case_values(
-        case.case_level, case.pred_mask, case.truth, case.spacing, voxels, pred_cc, detections, nearest
+        case.case_level,
+        case.pred_mask,
+        case.truth,
+        case.spacing,
+        voxels,
+        pred_cc,
+        detections,
+        nearest,
+        case.image,
+        regions,
     )
+    if "pet" in details:  # the scan's columns, after the metrics' own
+        for name, values in details["pet"].per_component.items():
+            table[name] = values
+        for name, values in details["pet"].per_prediction.items():
+            per_prediction[name] = values
     found, n_pred, worst = case.truth.found, len(regions.pred_flat), case.worst
     cc = {
         m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)
@@ -254,7 +281,8 @@ def evaluate(
 @dataclass(frozen=True)
 class _Case:
     """One case's inputs, checked (step 1 of :func:`evaluate`): the metrics in their order, the detection rule, the
-    GT (prepared lazily), the prediction's mask, the spacing, the NSD tolerance and the worst distance."""
+    GT (prepared lazily), the prediction's mask, the spacing, the NSD tolerance, the worst distance and the scan (float32,
+    for the ``pet`` metrics; None without them)."""
 
     per_region: list[registry.Metric]
     case_level: list[registry.Metric]
@@ -265,10 +293,11 @@ class _Case:
     spacing: Any
     tolerance: float
     worst: float
+    image: np.ndarray | None = None
 
     @classmethod
     def checked(
-        cls, pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule
+        cls, pred, gt, metrics, sites, connectivity, spacing, nsd_tolerance, worst_distance, detection_rule, image=None
     ) -> _Case:
         chosen = registry.resolve(metrics)
         rule = DetectionRule.parse(detection_rule)
@@ -289,7 +318,12 @@ class _Case:
         order = {name: i for i, name in enumerate(registry.names())}  # registered first, the others as given
         per_region = sorted((m for m in chosen if m.per_region), key=lambda m: m.name not in order)
         case_level = sorted((m for m in chosen if not m.per_region), key=lambda m: order.get(m.name, len(order)))
-        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst)
+        scan = None if image is None else as_scan(image, truth.shape)
+        if scan is None and any(m.name == "pet" for m in case_level):
+            raise ValueError(NEEDS_IMAGE)
+        if scan is not None and not any(m.name == "pet" for m in case_level):
+            scan = None  # checked, but read by nothing
+        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst, scan)
 
 
 def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any, EdgeNearest | None]:
@@ -320,19 +354,21 @@ def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegion
 def _detections(
     case: _Case, table: Any, regions: CaseRegions, pred_cc: ComponentCache
 ) -> tuple[LesionDetections | None, Any]:
-    """Which lesions are detected (the ``detected`` column), and with the detection metric the lesions' ``n_pred``
-    and ``split`` and the per-prediction table."""
+    """Which lesions are detected (the ``detected`` column), with the detection metric the lesions' ``n_pred``
+    and ``split``, and with the detection or the pet metrics the per-prediction table."""
     with_detection = any(m.name == "detection" for m in case.case_level)
-    if not (with_detection or case.rule.kind != "overlap"):  # any overlap: the lesion's own voxels, counted already
+    with_table = with_detection or any(m.name == "pet" for m in case.case_level)
+    if not (with_table or case.rule.kind != "overlap"):  # any overlap: the lesion's own voxels, counted already
         table[schema.DETECTED] = regions.intersection > 0
         return None, None
     components = pred_cc(case.truth.connectivity)
     detections = judge(components, case.truth.found, case.rule)
     table[schema.DETECTED] = detections.detected
-    if not with_detection:
+    if with_detection:
+        table[schema.N_PRED] = detections.n_pred
+        table[schema.SPLIT] = detections.split
+    if not with_table:
         return detections, None
-    table[schema.N_PRED] = detections.n_pred
-    table[schema.SPLIT] = detections.split
     return detections, prediction_table(components, detections, regions.pred_flat, regions.pred_region, case.spacing)
 
 
@@ -351,7 +387,9 @@ def _check_memory(
     labelled here, a little earlier than they would be, and kept for them. Raises
     :class:`~ccmetrics.engine.memory.MemoryLimitError` over the limit."""
     names = {m.name for m in case_level}
-    labelled: list[int | None] = [truth.connectivity] if rule.kind != "overlap" or names & {"pq", "detection"} else []
+    labelled: list[int | None] = (
+        [truth.connectivity] if rule.kind != "overlap" or names & {"pq", "detection", "pet"} else []
+    )
     if "lesion_dice" in names:
         labelled.append(None)  # the full connectivity
     guard.check(
@@ -375,6 +413,8 @@ def _evaluate_classes(
     if as_sites_mode(sites) != "components":
         raise ValueError("classes=... needs sites='components' (label maps hold classes, not instances)")
     prepared = prepare_classes(pred, gt, classes, ignore_label=ignore_label, connectivity=options.get("connectivity"))
+    if options.get("image") is not None and prepared:  # read once as float32 for all classes
+        options["image"] = as_scan(options["image"], prepared[0][2].shape)
     return {spec.value: evaluate(gt=truth, pred=mask, metrics=metrics, **options) for spec, mask, truth in prepared}
 
 

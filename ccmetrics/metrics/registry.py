@@ -107,9 +107,10 @@ __all__ = [
 ENGINES = ("counts", "surface", "region", "case")
 #: what a value means: ``overlap`` a score in [0, 1], 1 best, 0 worst; ``distance`` >= 0, lower is better, 0 best, a
 #: missing value counts as the case's worst distance; ``score`` any other bounded score, with its best and worst
-#: values; ``count`` and ``volume`` of errors or findings; ``rate`` a share in [0, 1]; ``case`` the record of a
+#: values; ``count`` and ``volume`` of errors or findings; ``rate`` a share in [0, 1]; ``measure`` a quantity
+#: measured in each mask (PET uptake, TMTV), compared between them rather than better or worse; ``case`` the record of a
 #: case-level metric (its columns carry the kinds)
-KINDS = ("overlap", "distance", "score", "count", "volume", "rate", "case")
+KINDS = ("overlap", "distance", "score", "count", "volume", "rate", "measure", "case")
 #: units: ``""`` none; ``"length"`` mm with a spacing, voxels without; ``"volume"`` ml with a spacing, voxels without
 UNITS = ("", "length", "volume")
 #: the worst value of a distance: the case's worst distance (by default the image diagonal)
@@ -301,6 +302,10 @@ class CaseInputs:
     nearest : EdgeNearest or None
         The whole image's edge distances with the nearest voxel of each
         (:class:`ccmetrics.engine.geometry.EdgeNearest`), when :func:`ccmetrics.evaluate` measured them.
+    image : ndarray of float32 or None
+        The scan on the GT's grid (``evaluate(image=...)``), for the ``pet`` metrics.
+    regions : CaseRegions or None
+        The prediction's voxels and the Voronoi region of each (:class:`ccmetrics.engine.geometry.CaseRegions`).
     """
 
     pred: ComponentCache
@@ -311,6 +316,8 @@ class CaseInputs:
     spacing: tuple[float, ...] | None
     detections: Any = None
     nearest: Any = None
+    image: Any = None
+    regions: Any = None
 
 
 _REGISTRY: dict[str, Metric] = {}
@@ -518,7 +525,7 @@ def names(engine: str | Sequence[str] | None = None, *, per_region: bool | None 
     """Names of :func:`metrics`.
 
     >>> names(per_region=True)[:6], names(per_region=False)
-    (('dice', 'iou', 'nsd', 'hd', 'hd95', 'assd'), ('pq', 'lesion_dice', 'detection'))
+    (('dice', 'iou', 'nsd', 'hd', 'hd95', 'assd'), ('pq', 'lesion_dice', 'detection', 'pet'))
     """
     return tuple(m.name for m in metrics(engine, per_region=per_region))
 

@@ -35,7 +35,10 @@ class CaseResult:
         ``detection`` metric ``n_pred`` (prediction components overlapping it) and
         ``split`` (two or more), then one column per metric with the raw
         value of that component's region: distances are ``inf`` when the
-        region holds no prediction.
+        region holds no prediction; with the ``pet`` metrics, last, the lesion's
+        ``suv_max``, ``suv_mean``, ``suv_peak``, ``mtv_ml``, ``tlg`` and the
+        prediction's ``pred_mtv_ml``, ``pred_tlg``, ``pred_suv_max``,
+        ``pred_suv_mean`` inside its Voronoi region.
     cc : dict
         Metric name -> CC-metric: the mean over components, with infinite
         distances replaced by ``worst_distance``.
@@ -71,7 +74,8 @@ class CaseResult:
         ``gt_lesions`` (the components it overlaps, ``"1;3"``), ``n_gt``, ``merged``, ``best_iou``,
         ``outcome`` (``"tp"`` or ``"fp"`` under the rule), ``region`` (the component whose Voronoi
         region holds most of it; 0 without GT) and its centroid ``centroid_i``, ``centroid_j``
-        (, ``centroid_k``) in voxels. None without the detection metric.
+        (, ``centroid_k``) in voxels; with the ``pet`` metrics also ``suv_max``, ``suv_mean``, ``suv_peak``,
+        ``mtv_ml``, ``tlg``. None without the detection and pet metrics.
     detection_rule : str
         The rule ``detected`` follows (:mod:`ccmetrics.metrics.detection_rules`).
     gt_volume, overlap_volume : int
@@ -139,10 +143,12 @@ class CaseResult:
             table.insert(list(table.columns).index(schema.VOLUME) + 1, schema.VOLUME_MM3, np.nan)
         table.insert(0, schema.CASE, case)
         table.insert(1, schema.CLASS, int(class_value))
+        fixed = {schema.CASE, schema.CLASS, schema.COMPONENT, *(f.name for f in schema.PER_COMPONENT.fields)}
         metrics = [c for c in table.columns if c in self.metrics]
-        others = [c for c in table.columns if c not in self.metrics]
+        others = [c for c in table.columns if c not in self.metrics and c in fixed]
+        extra = [c for c in table.columns if c not in self.metrics and c not in fixed]  # the pet metrics' columns
         table[schema.WORST_DISTANCE] = float(self.worst_distance)
-        return table[others + [schema.WORST_DISTANCE] + metrics]
+        return table[others + [schema.WORST_DISTANCE] + metrics + extra]
 
     def prediction_frame(
         self, case: str | None = None, class_value: int = 1, affine: Any | None = None
@@ -186,9 +192,11 @@ class CaseResult:
         patient = patient_coordinates(table[list(schema.CENTROID_VOXEL)].to_numpy(float), affine)
         for i, column in enumerate(schema.CENTROID_MM):
             table[column] = patient[:, i]
+        fixed = schema.PER_PREDICTION.columns()
+        extra = [c for c in table.columns if c not in fixed]  # the pet metrics' columns
         table.insert(0, schema.CASE, case)
         table.insert(1, schema.CLASS, int(class_value))
-        return table[schema.PER_PREDICTION.columns()]
+        return table[fixed + extra]
 
     def case_row(self) -> dict[str, Any]:
         """One row of the tidy per-case table: counts, global (``m``), CC (``cc_m``) and case-level scores.
