@@ -16,6 +16,9 @@ from .plugins import MonaiRegionMetric, resolve
 __all__ = ["legacy"]
 
 
+#: built-in metrics added after these names were deprecated: the former lists never held them
+_AFTER = frozenset({"pet"})
+
 def legacy(module: str, name: str) -> Any:
     """The value of a name that a module held before the registry (kept for one release, with a warning).
 
@@ -31,7 +34,8 @@ def legacy(module: str, name: str) -> Any:
     from .registry import metrics  # at call time: the registry imports this module
 
     builtin = [m for m in metrics(per_region=True) if m.builtin]
-    columns = [c for m in metrics() if m.builtin for c in m.columns]
+    former = [m for m in metrics() if m.builtin and m.name not in _AFTER]  # the metrics these names knew
+    columns = [c for m in former for c in m.columns]
     values: dict[str, dict[str, Callable[[], Any]]] = {
         "ccmetrics.metrics.aggregation": {
             "DISTANCE_METRICS": lambda: tuple(m.name for m in builtin if m.is_distance),
@@ -46,7 +50,7 @@ def legacy(module: str, name: str) -> Any:
         },
         "ccmetrics.report.data": {"METRIC_LABELS": lambda: {c.name: c.display for c in columns}},
         "ccmetrics.metrics.case": {
-            "CASE_METRICS": lambda: {m.name: m.column_names for m in metrics(per_region=False) if m.builtin},
+            "CASE_METRICS": lambda: {m.name: m.column_names for m in former if not m.per_region},
             "parse_metrics": lambda: _parse_metrics,
         },
     }

@@ -653,7 +653,10 @@ def markdown_table() -> str:
             better = "higher" if m.higher_is_better else "lower"
         else:
             cols = ", ".join(f"`{c.name}`" for c in m.columns)
-            better = ", ".join(f"{c.name}: {'higher' if c.higher_is_better else 'lower'}" for c in m.columns)
+            ranked = [c for c in m.columns if c.kind != "measure"]  # a measure is compared, neither better nor worse
+            better = ", ".join(f"{c.name}: {'higher' if c.higher_is_better else 'lower'}" for c in ranked) or (
+                "neither (measured in both masks and compared)"
+            )
         what = m.description.replace("|", "\\|")
         lines.append(f"| `{m.name}` | {what} | {m.engine} | {cols} | {better} |")
     return "\n".join(lines)

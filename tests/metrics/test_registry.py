@@ -60,7 +60,7 @@ def run_cli(*args, cwd=ROOT):
 
 def test_every_builtin_metric_has_one_record():
     assert registry.names(per_region=True) == ("dice", "iou", "nsd", "hd", "hd95", "assd")
-    assert registry.names(per_region=False) == ("pq", "lesion_dice", "detection")
+    assert registry.names(per_region=False) == ("pq", "lesion_dice", "detection", "pet")
     distances = {c.name for m in registry.metrics() for c in m.columns if c.is_distance}
     assert distances == {"hd", "hd95", "assd", "lesion_hd95"}
     lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
