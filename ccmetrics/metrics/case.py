@@ -281,8 +281,8 @@ def evaluate(
 @dataclass(frozen=True)
 class _Case:
     """One case's inputs, checked (step 1 of :func:`evaluate`): the metrics in their order, the detection rule, the
-    GT (prepared lazily), the prediction's mask, the spacing, the NSD tolerance, the worst distance and the scan (float32,
-    for the ``pet`` metrics; None without them)."""
+    GT (prepared lazily), the prediction's mask, the spacing, the NSD tolerance, the worst distance and the scan
+    (float32, for the ``pet`` metrics; None without them)."""
 
     per_region: list[registry.Metric]
     case_level: list[registry.Metric]

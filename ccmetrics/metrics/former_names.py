@@ -19,6 +19,7 @@ __all__ = ["legacy"]
 #: built-in metrics added after these names were deprecated: the former lists never held them
 _AFTER = frozenset({"pet"})
 
+
 def legacy(module: str, name: str) -> Any:
     """The value of a name that a module held before the registry (kept for one release, with a warning).
 
