@@ -249,11 +249,7 @@ def evaluate(
         case.image,
         regions,
     )
-    if "pet" in details:  # the scan's columns, after the metrics' own
-        for name, values in details["pet"].per_component.items():
-            table[name] = values
-        for name, values in details["pet"].per_prediction.items():
-            per_prediction[name] = values
+    _add_pet_columns(details.get("pet"), table, per_prediction)
     found, n_pred, worst = case.truth.found, len(regions.pred_flat), case.worst
     cc = {
         m.name: cc_mean(table[m.name], m, worst) if found.n else empty_gt_score(m, n_pred == 0, worst)
@@ -370,6 +366,16 @@ def _detections(
     if not with_table:
         return detections, None
     return detections, prediction_table(components, detections, regions.pred_flat, regions.pred_region, case.spacing)
+
+
+def _add_pet_columns(pet: Any, table: Any, per_prediction: Any) -> None:
+    """The ``pet`` group's columns (:class:`~ccmetrics.metrics.pet_case.PetResult`), after the metrics' own."""
+    if pet is None:
+        return
+    for name, values in pet.per_component.items():
+        table[name] = values
+    for name, values in pet.per_prediction.items():
+        per_prediction[name] = values
 
 
 def _check_memory(
