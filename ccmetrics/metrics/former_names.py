@@ -17,7 +17,7 @@ __all__ = ["legacy"]
 
 
 #: built-in metrics added after these names were deprecated: the former lists never held them
-_AFTER = frozenset({"pet"})
+_NEWER_METRICS = frozenset({"pet"})
 
 
 def legacy(module: str, name: str) -> Any:
@@ -35,7 +35,7 @@ def legacy(module: str, name: str) -> Any:
     from .registry import metrics  # at call time: the registry imports this module
 
     builtin = [m for m in metrics(per_region=True) if m.builtin]
-    former = [m for m in metrics() if m.builtin and m.name not in _AFTER]  # the metrics these names knew
+    former = [m for m in metrics() if m.builtin and m.name not in _NEWER_METRICS]  # the metrics these names knew
     columns = [c for m in former for c in m.columns]
     values: dict[str, dict[str, Callable[[], Any]]] = {
         "ccmetrics.metrics.aggregation": {
