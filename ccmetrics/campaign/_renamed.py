@@ -2,7 +2,8 @@
 
 :func:`former_fields` makes a frozen dataclass's constructor take a former keyword (``max_case_bytes=``) as its
 new field (``max_memory=``), with one warning that names the new form, and adds a read-only property of the
-former name that warns too. The fields, their order, the pickled state and :meth:`key` are the new ones only.
+former name that warns too. The fields, their order, the pickled state and :meth:`key` are the new ones only; a
+state pickled by an earlier version, with the former names, unpickles as the new fields.
 """
 
 from __future__ import annotations
@@ -40,7 +41,16 @@ def former_fields(renamed: Mapping[str, str]) -> Callable[[type[T]], type[T]]:
                     kwargs[new] = value
             init(self, *args, **kwargs)
 
+        def __setstate__(self: Any, state: Mapping[str, Any]) -> None:
+            """A pickled state of an earlier version holds former field names: read as the new ones."""
+            state = dict(state)
+            for old, new in renamed.items():
+                if old in state:
+                    state.setdefault(new, state.pop(old))
+            self.__dict__.update(state)
+
         setattr(cls, "__init__", __init__)  # noqa: B010 (a method replaced: mypy refuses the assignment)
+        setattr(cls, "__setstate__", __setstate__)  # noqa: B010
         for old, new in renamed.items():
             setattr(cls, old, _former_property(name, old, new))
         return cls

@@ -191,8 +191,8 @@ class EvalOptions:
     Examples
     --------
     >>> options = EvalOptions.build(["dice", "detection"], spacing="voxel")
-    >>> options.metrics, options.detection_rule
-    (('dice', 'detection'), 'overlap')
+    >>> options.metrics, options.detection_rule, options.rule()
+    (('dice', 'detection'), None, 'overlap')
     >>> options.key()["metrics"]
     ['dice', 'detection']
     >>> EvalOptions(metrics="dice", classes="1,2", spacing="voxels").checked().key() == EvalOptions.build(
@@ -311,7 +311,7 @@ class EvalOptions:
             nsd_tolerance=float(self.nsd_tolerance),
             tolerance_mm=float(self.tolerance_mm),
             engine=current_engine() if self.engine == EngineConfig() else self.engine,
-            detection_rule=self.rule(),
+            detection_rule=self.detection_rule,  # None stays the default: iou:0.1 once maps are added (rule())
             ignore_label=_checked_ignore_label(self.ignore_label, self.classes),
             nnunet_summary=bool(self.nnunet_summary),
             reference_images=reference,

@@ -74,6 +74,10 @@ _MOVED = (
 
 
 def __getattr__(name: str) -> Any:
+    if name == "atomic_write":  # imported here before: its home is the foundation ccmetrics._files
+        from .. import _files
+
+        return deprecated(__name__, name, {name: lambda: _files.atomic_write}, "import it from ccmetrics._files")
     advice = f"import {name} from ccmetrics.results.tables (the tables' manifest is the results layer's)"
     return deprecated(__name__, name, {n: functools.partial(getattr, tables, n) for n in _MOVED}, advice)
 

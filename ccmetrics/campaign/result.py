@@ -20,16 +20,40 @@ _MOVED = {
 }
 
 
+#: where the other names the former module held (its own imports) are found now, in this order
+_HOMES = (
+    "ccmetrics.results.tables",
+    "ccmetrics.campaign.output_folder",
+    "ccmetrics.schema",
+    "ccmetrics.metrics.detection_curves",
+    "ccmetrics.metrics.thresholds",
+    "ccmetrics.metrics.calibration",
+    "ccmetrics.metrics.aggregation",
+    "ccmetrics._escaping",
+    "ccmetrics._files",
+    "ccmetrics.results.dataset",
+)
+
+
+def _home(name: str) -> tuple[str, str]:
+    """Where ``name`` lives now: :data:`_MOVED`, else the first of :data:`_HOMES` that holds it."""
+    import importlib
+
+    if name in _MOVED:
+        return _MOVED[name]
+    for module in _HOMES:
+        if not name.startswith("__") and hasattr(importlib.import_module(module), name):
+            return module, name
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def __getattr__(name: str) -> Any:
     import importlib
 
-    def value(where: tuple[str, str]) -> Any:
-        return getattr(importlib.import_module(where[0]), where[1])
-
-    module, new = _MOVED.get(name, ("ccmetrics.results.dataset", name))
+    module, new = _home(name)
     return deprecated(
         __name__,
         name,
-        {n: functools.partial(value, w) for n, w in _MOVED.items()},
+        {name: functools.partial(lambda m, n: getattr(importlib.import_module(m), n), module, new)},
         f"import {new} from {module} (the results layer; ccmetrics.DatasetResult is the same class)",
     )

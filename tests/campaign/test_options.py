@@ -297,3 +297,49 @@ def test_option_objects_are_exported():
     for name in ("EvalOptions", "ProbabilityOptions", "RunOptions", "PairingOptions"):
         assert getattr(ccmetrics, name) is getattr(ccmetrics.campaign, name)
     assert ccmetrics.campaign.CaseOutput is CaseOutput
+
+
+def test_an_options_object_pickled_with_the_former_field_names_reads_as_the_new_fields():
+    """A state pickled by 0.1 (fields ``max_case_bytes``, ``nnunet_counts``, ``records``; ``channel``) unpickles
+    into the new fields, so that ``key()`` (a record's fingerprint) keeps ``nnunet_summary``."""
+    import copyreg
+    import pickle
+
+    from ccmetrics.campaign.probabilities import ProbabilityOptions
+
+    new = EvalOptions.build(["dice"], nnunet_summary=True, max_memory=1e9)
+    former = {"max_memory": "max_case_bytes", "nnunet_summary": "nnunet_counts", "metric_definitions": "records"}
+    state = {former.get(k, k): v for k, v in vars(new).items()}
+    assert "nnunet_counts" in state and "nnunet_summary" not in state
+    old = copyreg.__newobj__(EvalOptions)
+    old.__setstate__(state)  # what pickle does with the former state
+    assert old == new and old.key() == new.key() and old.key()["nnunet_summary"] is True and old.max_memory == 1e9
+    assert pickle.loads(pickle.dumps(new)) == new
+    maps = ProbabilityOptions.build(None, None, pred_given=False, prob_channel=1)
+    old_maps = copyreg.__newobj__(ProbabilityOptions)
+    old_maps.__setstate__({("channel" if k == "prob_channel" else k): v for k, v in vars(maps).items()})
+    assert old_maps == maps and old_maps.prob_channel == 1
+
+
+def test_a_checked_options_object_keeps_the_default_rule_of_probability_maps(tmp_path):
+    """Review of issue 40: ``EvalOptions.build()`` / ``.checked()`` wrote the rule ``overlap`` in, so passing such
+    an object with probability maps lost picai_eval's ``iou:0.1`` default without a word."""
+    import numpy as np
+
+    from ccmetrics import evaluate_dataset
+
+    gt = np.zeros((12, 12), np.uint8)
+    gt[2:6, 2:6] = 1
+    prob = np.where(gt > 0, 0.9, 0.05)
+    cases = {"a": (gt, None)}
+    for options in (
+        EvalOptions(metrics=["dice", "detection"]),
+        EvalOptions.build(["dice", "detection"]),
+        EvalOptions(metrics=["dice", "detection"]).checked(),
+    ):
+        assert options.rule() == "overlap"
+        result = evaluate_dataset(cases, probabilities={"a": prob}, options=options, progress=False)
+        assert result.options["detection_rule"] == "iou:0.1"
+    given = EvalOptions(metrics=["dice", "detection"], detection_rule="overlap").checked()
+    result = evaluate_dataset(cases, probabilities={"a": prob}, options=given, progress=False)
+    assert result.options["detection_rule"] == "overlap"  # a rule given stays

@@ -185,3 +185,25 @@ def test_a_folder_reads_back_and_the_plots_come_from_the_analysis(result, tmp_pa
     back = DatasetResult.read(tmp_path)
     pd.testing.assert_frame_equal(back.per_case, result.per_case, check_dtype=False)
     assert isinstance(back.run, RunInfo)
+
+
+@pytest.mark.parametrize(
+    "module, name, home",
+    [
+        ("ccmetrics.campaign.result", "read_tables", "ccmetrics.results.tables"),
+        ("ccmetrics.campaign.result", "begin_tables", "ccmetrics.results.tables"),
+        ("ccmetrics.campaign.result", "locked", "ccmetrics.campaign.output_folder"),
+        ("ccmetrics.campaign.result", "CASE", "ccmetrics.schema"),
+        ("ccmetrics.campaign.result", "write_csv", "ccmetrics._escaping"),
+        ("ccmetrics.campaign.output_folder", "atomic_write", "ccmetrics._files"),
+    ],
+)
+def test_the_names_a_former_module_imported_still_import_with_a_warning(module, name, home):
+    """Review of issue 40: ``from ccmetrics.campaign.result import read_tables`` worked before the move (an import of
+    that module) and raised ImportError after it."""
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match=home.replace(".", r"\.")):
+        value = getattr(importlib.import_module(module), name)
+    assert value is getattr(importlib.import_module(home), name)
+    assert not hasattr(importlib.import_module(module), "no_such_name")  # an AttributeError, as Python's own
