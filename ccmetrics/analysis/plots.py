@@ -341,8 +341,8 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     rng = np.random.default_rng(0)
     dropped = sum(_boxes(a, df, g, rng, columns) for a, g in zip(axes, groups))
     for a, g in zip(axes, groups):
-        kinds = {registry.is_distance(c, columns) for c in g}
-        a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")
+        kinds = {registry.is_distance(c, columns) if registry.has_direction(c, columns) else None for c in g}
+        a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")  # measure: value
     from matplotlib.patches import Patch
 
     _legend(

@@ -473,7 +473,8 @@ def compare(
     higher_is_better : bool, optional
         Inferred if None: the metric registry's direction of the column (``cc_`` prefix allowed;
         distances and error volumes are lower-is-better), from ``columns`` first; True for a
-        column no metric produces.
+        column no metric produces. A measure (``gt_tmtv_ml``, ``pred_suv_max``, ...: measured in
+        each mask and compared) has none: it is refused unless a direction is given here.
     case_column, class_column : str
         Column names of the case id and the class.
     class_value : optional

@@ -76,6 +76,7 @@ _EXPORTS = {
     "columns_of": "registry",
     "display_name": "registry",
     "get": "registry",
+    "has_direction": "registry",
     "higher_is_better": "registry",
     "is_distance": "registry",
     "legacy": "registry",

@@ -43,7 +43,7 @@ def legacy(module: str, name: str) -> Any:
             "BEST_VALUE": lambda: {m.name: m.best for m in builtin},
         },
         "ccmetrics.analysis.stats": {
-            "LOWER_IS_BETTER": lambda: frozenset(c.name for c in columns if not c.higher_is_better),
+            "LOWER_IS_BETTER": lambda: frozenset(c.name for c in columns if c.higher_is_better is False),
         },
         "ccmetrics.analysis.plots": {
             "OVERLAP": lambda: tuple(m.name for m in builtin if not m.is_distance),

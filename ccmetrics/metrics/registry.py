@@ -86,6 +86,7 @@ __all__ = [
     "columns_of",
     "display_name",
     "get",
+    "has_direction",
     "higher_is_better",
     "is_distance",
     "load_plugin",
@@ -132,7 +133,9 @@ class Column:
         How plots and the report name it.
     kind : str
         One of :data:`KINDS` but ``"case"``.
-    higher_is_better : bool
+    higher_is_better : bool or None
+        The direction of a score; None for a ``measure`` (a quantity measured in each mask and compared, neither
+        better nor worse: set so whatever is given), which stats never rank (:func:`higher_is_better` refuses it).
     best : float or None
         The best value (for a per-region metric: its value when both masks are empty), None where
         there is none.
@@ -151,7 +154,7 @@ class Column:
     name: str
     display: str
     kind: str = "overlap"
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True
     best: float | None = None
     unit: str = ""
     source: str = ""
@@ -159,9 +162,24 @@ class Column:
     cc: bool = False
     worst: float | str | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind == "measure":  # compared between the masks, never ranked: no direction, whatever was given
+            object.__setattr__(self, "higher_is_better", None)
+        elif self.higher_is_better is None:
+            raise ValueError(f"column {self.name!r}: only a measure has no direction (higher_is_better=None)")
+
     @property
     def is_distance(self) -> bool:
         return self.kind == "distance"
+
+    @property
+    def has_direction(self) -> bool:
+        """False for a measure (compared between the masks, neither higher nor lower better), else True.
+
+        >>> column("gt_tmtv_ml").has_direction, column("gt_tmtv_ml").higher_is_better, column("dice").has_direction
+        (False, None, True)
+        """
+        return self.higher_is_better is not None
 
     def facts(self) -> dict[str, Any]:
         """The column's facts as plain data (what a result folder's ``summary.json`` keeps, see :meth:`from_facts`)."""
@@ -222,7 +240,7 @@ class Metric:
     kind: str
     engine: str
     compute: Callable[..., Any]
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True
     best: float | None = None
     unit: str = ""
     columns: tuple[Column, ...] = ()
@@ -241,6 +259,8 @@ class Metric:
             raise ValueError(
                 f"metric {self.name!r}: case-level metrics (engine 'case') have kind 'case', and only they"
             )
+        if self.kind == "measure":  # as for its column: no direction
+            object.__setattr__(self, "higher_is_better", None)
         if self.kind == "distance" and (self.worst not in (None, WORST_DISTANCE) or self.higher_is_better):
             raise ValueError(
                 f"metric {self.name!r}: a distance is lower-is-better and its worst value is the case's worst distance"
@@ -587,14 +607,42 @@ def is_distance(metric: Any, extra: Mapping[str, Column] | None = None) -> bool:
     return any(cls.__name__ in _MONAI_DISTANCE_CLASSES for cls in type(metric).__mro__)
 
 
+def has_direction(name: str, extra: Mapping[str, Column] | None = None) -> bool:
+    """Whether a column can be ranked: False for a measure (PET uptake, TMTV: compared between the masks, neither
+    higher nor lower better), True otherwise (a column no metric produces included).
+
+    >>> has_direction("gt_tmtv_ml"), has_direction("pred_suv_max"), has_direction("cc_dice"), has_direction("x")
+    (False, False, True, True)
+    """
+    found = column(name, extra)
+    return found is None or found.has_direction
+
+
 def higher_is_better(name: str, extra: Mapping[str, Column] | None = None, default: bool = True) -> bool:
     """The direction of a column (``cc_`` prefix allowed); ``default`` for a column no metric produces.
 
+    Raises
+    ------
+    ValueError
+        A measure (:func:`has_direction` False): it has no direction to rank by.
+
     >>> higher_is_better("cc_dice"), higher_is_better("hd95"), higher_is_better("fn_volume")
     (True, False, False)
+    >>> higher_is_better("gt_tlg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'gt_tlg' (GT TLG (ml)) is a measure: ... neither higher nor lower is better, so it is not ranked; ...
     """
     found = column(name, extra)
-    return default if found is None else found.higher_is_better
+    if found is None:
+        return default
+    if found.higher_is_better is None:
+        raise ValueError(
+            f"{name!r} ({found.display}) is a measure: a quantity measured in each mask and compared between them, "
+            "neither higher nor lower is better, so it is not ranked; rank an error of it with an explicit "
+            "direction instead (e.g. |pred - gt| with higher_is_better=False)"
+        )
+    return found.higher_is_better
 
 
 def display_name(name: str, extra: Mapping[str, Column] | None = None) -> str:
@@ -650,10 +698,10 @@ def markdown_table() -> str:
     for m in metrics():
         if m.per_region:
             cols = f"`{m.name}`, `cc_{m.name}`"
-            better = "higher" if m.higher_is_better else "lower"
+            better = {True: "higher", False: "lower", None: "neither (a measure)"}[m.higher_is_better]
         else:
             cols = ", ".join(f"`{c.name}`" for c in m.columns)
-            ranked = [c for c in m.columns if c.kind != "measure"]  # a measure is compared, neither better nor worse
+            ranked = [c for c in m.columns if c.has_direction]  # a measure is compared, neither better nor worse
             better = ", ".join(f"{c.name}: {'higher' if c.higher_is_better else 'lower'}" for c in ranked) or (
                 "neither (measured in both masks and compared)"
             )

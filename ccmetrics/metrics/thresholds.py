@@ -183,6 +183,9 @@ def threshold_summary(rows: pd.DataFrame, metrics: Sequence[str]) -> tuple[pd.Da
     best: dict[str, dict[str, float]] = {}
     for c, table in means.groupby(schema.CLASS, sort=True):
         for m in metrics:
+            if not registry.has_direction(m):  # a measure has no best value: no pick
+                best[f"{c}/{m}"] = {}
+                continue
             sign = -1.0 if registry.is_distance(m) else 1.0
             picks = {}
             for kind, column in (("standard", m), ("cc", schema.cc(m))):

@@ -63,7 +63,7 @@ def test_every_builtin_metric_has_one_record():
     assert registry.names(per_region=False) == ("pq", "lesion_dice", "detection", "pet")
     distances = {c.name for m in registry.metrics() for c in m.columns if c.is_distance}
     assert distances == {"hd", "hd95", "assd", "lesion_hd95"}
-    lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
+    lower = {c.name for m in registry.metrics() for c in m.columns if c.higher_is_better is False}
     assert lower == {
         "hd",
         "hd95",
@@ -205,7 +205,7 @@ def _literals(path):
 
 def test_no_rule_is_written_twice():
     """Which metrics are distances or lower-is-better, display names and engine thresholds: each written once."""
-    lower = {c.name for m in registry.metrics() for c in m.columns if not c.higher_is_better}
+    lower = {c.name for m in registry.metrics() for c in m.columns if c.higher_is_better is False}
     display = {c.name: c.display for m in registry.metrics() for c in m.columns}
     threshold = re.compile(
         r"^(?!DEFAULT_)_?[A-Z_]*(_FROM|_MIN_QUERIES|_MAX_RATIO|_MAX_SITES|_BELOW|_RUNS|_BOX|_BATCH|_THREADS|"
