@@ -161,7 +161,8 @@ def evaluate_dataset(
         ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``, and metrics
         registered with :func:`ccmetrics.register_metric`), or registry records; default:
         ``options.metrics`` (:data:`ccmetrics.metrics.registry.DEFAULT_METRICS`). A shortcut of
-        ``options=EvalOptions(metrics=...)``.
+        ``options=EvalOptions(metrics=...)``. ``pet`` is refused at once (a ``ValueError``) until the data-set
+        run takes the scans: for now :func:`ccmetrics.evaluate` takes the scan (``image=``), one case at a time.
     options : EvalOptions, optional
         What changes values (:class:`~ccmetrics.campaign.options.EvalOptions`): ``classes``, ``spacing``
         (``"header"``: each case's voxel spacing from its GT file, plain arrays have none; ``"voxel"``: index
@@ -297,6 +298,9 @@ def evaluate_dataset(
     given = {"options": options, "maps": maps, "run": run, "pairing": pairing}
     shortcuts = {"metrics": metrics, "classes": classes, "out_dir": out_dir, "progress": progress, "workers": workers}
     objects = _option_objects(given, shortcuts, former)
+    from ..metrics.pet_case import refuse_without_scans
+
+    refuse_without_scans(objects["options"].metrics)  # at once, not an error row per case
     objects["run"].check()
     with _dask_client(objects["run"].dask) as client:
         return _evaluate(gt, pred, probabilities, objects, client)

@@ -294,6 +294,9 @@ def run(args: argparse.Namespace) -> int:
     take_former(args, "evaluate")  # the notes of former spellings (none with --quiet)
     for plugin in args.plugin:  # they register their metrics before the names are looked up
         load_plugin(plugin)
+    from ..metrics.pet_case import refuse_without_scans
+
+    refuse_without_scans(args.metrics)  # before --out is made or locked: the run takes no scans yet
 
     meta, by = None, []
     if (args.metadata is None) != (args.group_by is None):

@@ -55,7 +55,15 @@ from . import pet
 if TYPE_CHECKING:
     from .registry import CaseInputs
 
-__all__ = ["PER_COMPONENT_COLUMNS", "PER_PREDICTION_COLUMNS", "PetResult", "as_scan", "pet_from_inputs"]
+__all__ = [
+    "NO_SCANS_YET",
+    "PER_COMPONENT_COLUMNS",
+    "PER_PREDICTION_COLUMNS",
+    "PetResult",
+    "as_scan",
+    "pet_from_inputs",
+    "refuse_without_scans",
+]
 
 #: the columns the group adds to ``per_component``, in order
 PER_COMPONENT_COLUMNS = (
@@ -74,6 +82,12 @@ PER_PREDICTION_COLUMNS = ("suv_max", "suv_mean", "suv_peak", "mtv_ml", "tlg")
 #: the per-case measures, each with a ``gt_`` and a ``pred_`` column
 CASE_MEASURES = ("tmtv_ml", "tlg", "suv_max", "suv_mean", "dmax_mm", "extent_mm")
 NEEDS_IMAGE = "the pet metrics need the scan: image=... (the PET in SUV, on the GT's grid)"
+#: why a data-set run refuses ``pet`` (until it takes the scans: ``images=``, ``--images``)
+NO_SCANS_YET = (
+    "the pet metrics need the scan, and evaluate_dataset (ccmetrics evaluate) takes no scans yet (images=, --images "
+    "are to come); for now the scan is taken by ccmetrics.evaluate(gt=..., pred=..., metrics=[..., 'pet'], "
+    "image=scan), one case at a time: leave pet out of the data set's metrics"
+)
 
 
 def as_scan(image: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -192,3 +206,23 @@ def pet_from_inputs(inputs: CaseInputs) -> PetResult:
     return PetResult(
         {name: per_component[name] for name in PER_COMPONENT_COLUMNS}, pred_columns, **gt_case, **pred_case
     )
+
+
+def refuse_without_scans(metrics: Any) -> None:
+    """A ``ValueError`` (:data:`NO_SCANS_YET`) when a data-set run's metrics hold ``pet``: it takes no scans yet.
+
+    ``metrics``: what :func:`ccmetrics.evaluate_dataset` takes (a name, names and records, any case).
+
+    Examples
+    --------
+    >>> refuse_without_scans(["dice", "hd95"])
+    >>> refuse_without_scans(["dice", "PET"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the pet metrics need the scan, and evaluate_dataset (ccmetrics evaluate) takes no scans yet ...
+    """
+    items = [metrics] if isinstance(metrics, str) else [] if metrics is None else list(metrics)
+    for item in items:
+        name = item if isinstance(item, str) else getattr(item, "name", None)
+        if isinstance(name, str) and name.strip().lower() == "pet":
+            raise ValueError(NO_SCANS_YET)
