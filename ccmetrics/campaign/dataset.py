@@ -300,7 +300,7 @@ def evaluate_dataset(
     objects = _option_objects(given, shortcuts, former)
     from ..metrics.pet_case import refuse_without_scans
 
-    refuse_without_scans(objects["options"].metrics)  # at once, not an error row per case
+    refuse_without_scans(objects["options"].metrics, objects["options"].detection_rule)  # at once, not per case
     objects["run"].check()
     with _dask_client(objects["run"].dask) as client:
         return _evaluate(gt, pred, probabilities, objects, client)

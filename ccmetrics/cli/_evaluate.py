@@ -230,7 +230,8 @@ def _how_options(ev: argparse.ArgumentParser) -> None:
         metavar="RULE",
         help="what counts as a detected lesion: overlap (default: any overlap; iou:0.1 with --probabilities, as "
         "picai_eval), iou:T, dice:T, coverage:T (T in (0, 1], e.g. iou:0.1) or centroid; the detection metric, the "
-        "'detected' column and the matching of candidates follow it",
+        "'detected' column and the matching of candidates follow it (suv_max, by the lesion's hottest voxel, needs "
+        "the scan: ccmetrics.evaluate(image=...) for now)",
     )
     ev.add_argument(
         "--reference-images",
@@ -296,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         load_plugin(plugin)
     from ..metrics.pet_case import refuse_without_scans
 
-    refuse_without_scans(args.metrics)  # before --out is made or locked: the run takes no scans yet
+    refuse_without_scans(args.metrics, args.detection_rule)  # before --out is made or locked: no scans taken yet
 
     meta, by = None, []
     if (args.metadata is None) != (args.group_by is None):

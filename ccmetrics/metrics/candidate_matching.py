@@ -89,9 +89,9 @@ def pair_scores(rule: DetectionRule, intersection: np.ndarray, gt_size: np.ndarr
     inter = np.asarray(intersection, np.float64)
     g = np.asarray(gt_size, np.float64)
     c = np.asarray(cand_size, np.float64)
-    if rule.kind == "centroid":
+    if rule.kind in ("centroid", "suv_max"):
         raise ValueError(
-            "the centroid rule gives no score to match candidates by: use iou:T (picai_eval's iou:0.1), dice:T, "
+            f"the {rule.kind} rule gives no score to match candidates by: use iou:T (picai_eval's iou:0.1), dice:T, "
             "coverage:T or overlap"
         )
     if rule.kind == "dice":

@@ -53,7 +53,7 @@ from . import registry
 from ._engines import case_values, region_values
 from .aggregation import cc_mean, empty_gt_score, image_diagonal
 from .classes import ClassSpec, parse_classes, remove_ignored
-from .detection_rules import DetectionRule, LesionDetections, judge
+from .detection_rules import SUV_MAX_NEEDS_IMAGE, DetectionRule, LesionDetections, judge
 from .pet_case import NEEDS_IMAGE, as_scan
 from .results import CaseResult, component_table, prediction_table
 
@@ -164,18 +164,20 @@ def evaluate(
     detection_rule : str or DetectionRule, optional
         What counts as a detected lesion, for the ``detected`` column and the ``detection``
         metric (:mod:`ccmetrics.metrics.detection_rules`): ``"overlap"`` (default: any overlap),
-        ``"iou:T"``, ``"dice:T"``, ``"coverage:T"`` or ``"centroid"``. With the ``detection``
-        metric the result also holds ``n_pred`` and ``split`` per lesion and the table of
-        predicted components (``per_prediction``).
+        ``"iou:T"``, ``"dice:T"``, ``"coverage:T"``, ``"centroid"`` or ``"suv_max"`` (a predicted voxel
+        covers the lesion's hottest voxel, the first in C order among equal maxima: needs ``image``). With
+        the ``detection`` metric the result also holds ``n_pred`` and ``split`` per lesion and the table
+        of predicted components (``per_prediction``).
     ignore_label : int, optional
         With ``classes``: the GT's voxels of this label (nnU-Net's ``ignore``) are set to
         background in both label maps before the classes are cut
         (:func:`ccmetrics.metrics.classes.remove_ignored`).
     image : array_like or torch.Tensor, optional
         The scan on the GT's grid (same shape), its values taken as SUV (body weight); read once as
-        float32. Needed by the ``pet`` metrics (:mod:`ccmetrics.metrics.pet_case`): SUVmax, SUVmean,
-        SUVpeak, MTV and TLG of every lesion and predicted component, and TMTV, TLG, Dmax and extent
-        of both masks; with ``pet`` the result holds ``per_prediction`` even without ``detection``.
+        float32. Needed by the ``suv_max`` detection rule and the ``pet`` metrics
+        (:mod:`ccmetrics.metrics.pet_case`): SUVmax, SUVmean, SUVpeak, MTV and TLG of every lesion and
+        predicted component, and TMTV, TLG, Dmax and extent of both masks; with ``pet`` the result holds
+        ``per_prediction`` even without ``detection``.
         A NaN or inf SUV inside a lesion or predicted component is a ``ValueError`` naming it.
 
     Returns
@@ -317,7 +319,9 @@ class _Case:
         scan = None if image is None else as_scan(image, truth.shape)
         if scan is None and any(m.name == "pet" for m in case_level):
             raise ValueError(NEEDS_IMAGE)
-        if scan is not None and not any(m.name == "pet" for m in case_level):
+        if scan is None and rule.kind == "suv_max":
+            raise ValueError(SUV_MAX_NEEDS_IMAGE)
+        if scan is not None and not (rule.kind == "suv_max" or any(m.name == "pet" for m in case_level)):
             scan = None  # checked, but read by nothing
         return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst, scan)
 
@@ -358,7 +362,7 @@ def _detections(
         table[schema.DETECTED] = regions.intersection > 0
         return None, None
     components = pred_cc(case.truth.connectivity)
-    detections = judge(components, case.truth.found, case.rule)
+    detections = judge(components, case.truth.found, case.rule, image=case.image)
     table[schema.DETECTED] = detections.detected
     if with_detection:
         table[schema.N_PRED] = detections.n_pred

@@ -13,6 +13,8 @@ rule            L is detected when
 ``coverage:T``  ``|U_L ∩ L| / |L| ≥ T``: the share of the lesion covered
 ``centroid``    the overlapping prediction component of highest IoU with L (ties: the lowest
                 component number) has its centroid, rounded half up, inside L (the nuclei rule)
+``suv_max``     a prediction voxel covers L's hottest voxel on the scan (the first in C order
+                among equal maxima; needs the scan: ``evaluate(..., image=scan)``)
 ==============  ==============================================================================
 
 A prediction component is a true positive (TP) when it overlaps at least one detected lesion, else a
@@ -23,7 +25,8 @@ are kept beside the ``detected`` flag, never hidden behind it.
 
 Cost: one gather of the prediction's component number at every GT voxel
 (:func:`ccmetrics.metrics.matching.site_overlaps`; the centroid rule adds one pass over the prediction's
-voxels), then sums over the overlapping pairs: time and memory grow with the foreground only.
+voxels; ``suv_max`` one gather of the scan at the lesion voxels and a binary search of each hottest voxel among
+the prediction's voxels), then sums over the overlapping pairs: time and memory grow with the foreground only.
 
 Examples
 --------
@@ -52,11 +55,16 @@ import numpy as np
 from ..engine.components import Sites
 from .matching import choose_pairs, site_overlaps
 
-__all__ = ["DETECTION_RULES", "DetectionRule", "LesionDetections", "judge"]
+__all__ = ["DETECTION_RULES", "SUV_MAX_NEEDS_IMAGE", "DetectionRule", "LesionDetections", "judge"]
 
-#: the detection rules, in the order the documentation gives them; those after ``overlap`` but the last
-#: take a threshold
-DETECTION_RULES = ("overlap", "iou", "dice", "coverage", "centroid")
+#: the detection rules, in the order the documentation gives them; ``iou``, ``dice`` and ``coverage`` take a
+#: threshold; ``suv_max`` needs the scan
+DETECTION_RULES = ("overlap", "iou", "dice", "coverage", "centroid", "suv_max")
+#: why a rule that needs the scan was given none
+SUV_MAX_NEEDS_IMAGE = (
+    "the detection rule 'suv_max' (a lesion is detected when a predicted voxel covers its hottest voxel) needs the "
+    "scan: evaluate(..., image=scan), the PET in SUV on the GT's grid"
+)
 _THRESHOLD_RULES = ("iou", "dice", "coverage")
 
 
@@ -65,7 +73,7 @@ class DetectionRule:
     """A detection rule: its kind and, for ``iou``, ``dice`` and ``coverage``, its threshold.
 
     Build one with :meth:`parse` (``"overlap"``, ``"iou:0.1"``, ``"dice:0.1"``,
-    ``"coverage:0.5"``, ``"centroid"``); ``str(rule)`` gives that spelling back.
+    ``"coverage:0.5"``, ``"centroid"``, ``"suv_max"``); ``str(rule)`` gives that spelling back.
 
     Examples
     --------
@@ -81,8 +89,8 @@ class DetectionRule:
     def __post_init__(self) -> None:
         if self.kind not in DETECTION_RULES:
             raise ValueError(
-                f"unknown detection rule {self.kind!r}: use one of overlap, iou:T, dice:T, coverage:T, centroid "
-                f"(T a threshold in (0, 1], e.g. iou:0.1)"
+                f"unknown detection rule {self.kind!r}: use one of overlap, iou:T, dice:T, coverage:T, centroid, "
+                f"suv_max (T a threshold in (0, 1], e.g. iou:0.1)"
             )
         if self.kind in _THRESHOLD_RULES:
             t = self.threshold
@@ -172,7 +180,7 @@ class LesionDetections:
         return self.pair_gt[self.pair_pred == component].tolist()
 
 
-def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None) -> LesionDetections:
+def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None, image: Any = None) -> LesionDetections:
     """Judge every lesion and prediction component of one case under a detection rule.
 
     Parameters
@@ -182,6 +190,14 @@ def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None) -> LesionDetecti
         :func:`ccmetrics.engine.components.find_sites` or a :class:`~ccmetrics.engine.components.ComponentCache`.
     rule : str or DetectionRule, optional
         See the module's table; default ``"overlap"``.
+    image : array_like, optional
+        The scan (SUV) on the GT's grid, for the ``suv_max`` rule (read at the lesion voxels only); unused by the
+        others.
+
+    Raises
+    ------
+    ValueError
+        ``suv_max`` without ``image`` (:data:`SUV_MAX_NEEDS_IMAGE`); a NaN or inf SUV inside a lesion.
 
     Returns
     -------
@@ -198,8 +214,18 @@ def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None) -> LesionDetecti
     >>> d = judge(find_sites(pred), find_sites(gt))
     >>> d.detected.tolist(), d.n_pred.tolist(), d.n_gt.tolist(), d.merged.tolist(), d.split.tolist()
     ([True, True, True], [1, 1, 2], [2, 1, 1], [True, False, False], [False, False, True])
+
+    By uptake: the first lesion's hottest voxel (SUV 5) is predicted, the second's (the first of its two 4s) is not:
+
+    >>> gt = np.array([[1, 1, 0, 1, 1, 1]], bool)
+    >>> pred = np.array([[0, 1, 0, 0, 1, 0]], bool)
+    >>> scan = np.array([[1.0, 5.0, 0.0, 4.0, 2.0, 4.0]])
+    >>> judge(find_sites(pred), find_sites(gt), "suv_max", image=scan).detected.tolist()
+    [True, False]
     """
     rule = DetectionRule.parse(rule)
+    if rule.kind == "suv_max" and image is None:
+        raise ValueError(SUV_MAX_NEEDS_IMAGE)
     ov = site_overlaps(pred_sites, gt_sites, centroids=rule.kind == "centroid")
     k, m = gt_sites.n, pred_sites.n
     gt_volume = ov.gt_sizes.astype(np.int64)
@@ -211,6 +237,8 @@ def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None) -> LesionDetecti
     elif rule.kind == "centroid":
         detected = np.zeros(k, bool)
         detected[ov.pair_gt[choose_pairs(ov, "centroid")]] = True
+    elif rule.kind == "suv_max":
+        detected = _hottest_voxel_predicted(pred_sites, gt_sites, image)
     else:
         threshold = float(rule.threshold or 0.0)  # set for these rules (DetectionRule checks it)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -230,3 +258,14 @@ def judge(pred_sites: Sites, gt_sites: Sites, rule: Any = None) -> LesionDetecti
     return LesionDetections(
         rule, detected, n_pred, covered, union_volume, pred_tp, n_gt, best_iou, ov.pair_gt + 1, ov.pair_pred + 1
     )
+
+
+def _hottest_voxel_predicted(pred_sites: Sites, gt_sites: Sites, image: Any) -> np.ndarray:
+    """Per lesion: is its hottest voxel (the first in C order among equal maxima) a prediction voxel?"""
+    from .pet import lesion_uptake  # on first use: only this rule reads the scan
+
+    hot = lesion_uptake(image, gt_sites)["hot_index"]
+    detected = np.zeros(gt_sites.n, bool)
+    found = hot >= 0
+    detected[found] = pred_sites.labels_at(hot[found]) > 0
+    return detected

@@ -208,21 +208,35 @@ def pet_from_inputs(inputs: CaseInputs) -> PetResult:
     )
 
 
-def refuse_without_scans(metrics: Any) -> None:
-    """A ``ValueError`` (:data:`NO_SCANS_YET`) when a data-set run's metrics hold ``pet``: it takes no scans yet.
+def refuse_without_scans(metrics: Any, detection_rule: Any = None) -> None:
+    """A ``ValueError`` when a data-set run is asked for what needs the scan, which it takes no scans yet: the
+    ``pet`` metrics (:data:`NO_SCANS_YET`) or the ``suv_max`` detection rule.
 
-    ``metrics``: what :func:`ccmetrics.evaluate_dataset` takes (a name, names and records, any case).
+    ``metrics`` and ``detection_rule``: what :func:`ccmetrics.evaluate_dataset` takes (a name, names and records,
+    any case; a rule's spelling or a :class:`~ccmetrics.metrics.detection_rules.DetectionRule`).
 
     Examples
     --------
-    >>> refuse_without_scans(["dice", "hd95"])
+    >>> refuse_without_scans(["dice", "hd95"], "iou:0.1")
     >>> refuse_without_scans(["dice", "PET"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: the pet metrics need the scan, and evaluate_dataset (ccmetrics evaluate) takes no scans yet ...
+    >>> refuse_without_scans(["dice"], "suv_max")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the detection rule 'suv_max' needs the scan, and evaluate_dataset (ccmetrics evaluate) takes ...
     """
+    from .detection_rules import DetectionRule
+
     items = [metrics] if isinstance(metrics, str) else [] if metrics is None else list(metrics)
     for item in items:
         name = item if isinstance(item, str) else getattr(item, "name", None)
         if isinstance(name, str) and name.strip().lower() == "pet":
             raise ValueError(NO_SCANS_YET)
+    if DetectionRule.parse(detection_rule).kind == "suv_max":
+        raise ValueError(
+            NO_SCANS_YET.replace("the pet metrics need", "the detection rule 'suv_max' needs", 1).replace(
+                "leave pet out of the data set's metrics", "choose another rule for the data set"
+            )
+        )
