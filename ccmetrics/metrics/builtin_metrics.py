@@ -57,6 +57,7 @@ def _pet_columns(column: Any) -> tuple[Any, ...]:
         ("suv_mean", "SUVmean", "the mean SUV over the mask's voxels"),
         ("dmax_mm", "Dmax (mm)", "the largest distance between two component centroids (0 with one)"),
         ("extent_mm", "Extent (mm)", "the largest distance between two voxels of the mask"),
+        ("lesion_count", "lesions", "the mask's lesions: the GT's sites, the prediction's components"),
     )
     return tuple(
         column(f"{side}_{name}", f"{label} {display}", "measure", source=f"{side}_{name}", description=text)

@@ -19,7 +19,8 @@ What the group adds to a :class:`~ccmetrics.metrics.results.CaseResult`:
   stay the detection metric's;
 * ``case_scores`` (the per-case table): ``gt_`` and ``pred_`` versions of ``tmtv_ml``, ``tlg``, ``suv_max``,
   ``suv_mean`` (over all voxels of the mask), ``dmax_mm`` (farthest pair of component centroids; 0 with one
-  component) and ``extent_mm`` (farthest pair of voxels). An empty mask: TMTV and TLG 0, the others NaN.
+  component), ``extent_mm`` (farthest pair of voxels) and ``lesion_count`` (the GT's lesions, the prediction's
+  components). An empty mask: TMTV, TLG and lesion count 0, the others NaN.
 
 The scan's values are taken as SUV (body weight). Volumes are in ml and distances in mm with the case's spacing;
 without one (voxel units) a voxel counts as 1 mm wide, so ``mtv_ml`` is the voxel count / 1000.
@@ -80,7 +81,7 @@ PER_COMPONENT_COLUMNS = (
 #: the columns the group adds to ``per_prediction``, in order
 PER_PREDICTION_COLUMNS = ("suv_max", "suv_mean", "suv_peak", "mtv_ml", "tlg")
 #: the per-case measures, each with a ``gt_`` and a ``pred_`` column
-CASE_MEASURES = ("tmtv_ml", "tlg", "suv_max", "suv_mean", "dmax_mm", "extent_mm")
+CASE_MEASURES = ("tmtv_ml", "tlg", "suv_max", "suv_mean", "dmax_mm", "extent_mm", "lesion_count")
 NEEDS_IMAGE = "the pet metrics need the scan: image=... (the PET in SUV, on the GT's grid)"
 #: why a data-set run refuses ``pet`` (until it takes the scans: ``images=``, ``--images``)
 NO_SCANS_YET = (
@@ -133,6 +134,8 @@ class PetResult:
     gt_tmtv_ml, pred_tmtv_ml, gt_tlg, pred_tlg, gt_suv_max, pred_suv_max, gt_suv_mean, pred_suv_mean,
     gt_dmax_mm, pred_dmax_mm, gt_extent_mm, pred_extent_mm : float
         The per-case measures of each mask (see the module docstring).
+    gt_lesion_count, pred_lesion_count : int
+        The GT's lesions (its sites) and the prediction's components (the case's connectivity).
     """
 
     per_component: dict[str, np.ndarray] = field(default_factory=dict)
@@ -149,6 +152,8 @@ class PetResult:
     pred_dmax_mm: float = float("nan")
     gt_extent_mm: float = float("nan")
     pred_extent_mm: float = float("nan")
+    gt_lesion_count: int = 0
+    pred_lesion_count: int = 0
 
 
 def _refuse_non_finite_prediction(image: np.ndarray, components: Sites) -> None:
@@ -175,6 +180,7 @@ def _per_mask(image: np.ndarray, sites: Sites, spacing: Any, prefix: str) -> tup
     case = {f"{prefix}{name}": float(value) for name, value in whole.items()}
     case[f"{prefix}dmax_mm"] = pet.dmax_mm(pet.centroids_mm(sites, spacing=spacing))
     case[f"{prefix}extent_mm"] = pet.extent_mm(sites, spacing=spacing)
+    case[f"{prefix}lesion_count"] = int(sites.n)
     return {name: columns[name] for name in PER_PREDICTION_COLUMNS}, case
 
 

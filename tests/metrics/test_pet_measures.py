@@ -17,7 +17,7 @@ MEASURES = [c.name for c in registry.get("pet").columns]
 
 
 def test_every_pet_case_column_is_a_measure_without_direction():
-    assert len(MEASURES) == 12 and all(name.startswith(("gt_", "pred_")) for name in MEASURES)
+    assert len(MEASURES) == 14 and all(name.startswith(("gt_", "pred_")) for name in MEASURES)
     for name in MEASURES:
         col = registry.column(name)
         assert col.kind == "measure" and col.higher_is_better is None and not col.has_direction
