@@ -31,6 +31,7 @@ _EXPORTS = {
     "bin_labels": "sizes",
     "lesion_volumes": "sizes",
     "parse_size_bins": "sizes",
+    "quantification_table": "quantification",
     "size_table": "sizes",
     "swap_signs": "swap",
     "Comparison": "stats",
@@ -43,6 +44,7 @@ _EXPORTS = {
     "calibration_summary": "summaries",
     "empty_gt_summary": "summaries",
     "group_summary": "summaries",
+    "quantification_summary": "summaries",
     "size_summary": "summaries",
     "summary": "summaries",
     "EMPTY_VALUE": "subgroups",
@@ -52,5 +54,7 @@ _EXPORTS = {
 }
 
 __getattr__, __dir__, __all__ = attach(
-    __name__, _EXPORTS, ("detection_plots", "plots", "sizes", "stats", "subgroups", "summaries", "swap")
+    __name__,
+    _EXPORTS,
+    ("detection_plots", "plots", "quantification", "sizes", "stats", "subgroups", "summaries", "swap"),
 )

@@ -234,3 +234,29 @@ def _finite(value: Any) -> float | None:
     """A float for JSON: None where it is not finite (undefined)."""
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def quantification_summary(
+    result: DatasetResult, *, ci_level: float = 0.95, n_resamples: int = 2000, seed: int = 0, **former: Any
+) -> pd.DataFrame:
+    """The agreement of the model's PET measurements with the reference's, per class, level (patient, lesion) and
+    measure: bias, limits of agreement, ICC(A,1), Lin's CCC with their bootstrap intervals over cases, and the mean
+    relative error (:func:`ccmetrics.analysis.quantification.quantification_table`, which says more); empty (with
+    its columns) without the ``pet`` metric. ``ci_level``, ``n_resamples``, ``seed``: as in :func:`summary`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from ccmetrics.results import DatasetResult
+    >>> per_case = pd.DataFrame({"case": ["a", "b", "c"], "class": 1, "status": "ok",
+    ...                          "gt_tmtv_ml": [1.0, 2.0, 4.0], "pred_tmtv_ml": [2.0, 2.0, 5.0]})
+    >>> table = quantification_summary(DatasetResult(pd.DataFrame(), per_case))
+    >>> table[["level", "measure", "n", "bias"]].head(1).values.tolist()
+    [['patient', 'tmtv_ml', 3, 0.6666666666666666]]
+    """
+    from .quantification import quantification_table
+
+    ci_level = former_ci_level(ci_level, former, "quantification_summary")
+    return quantification_table(
+        result.per_case, result.per_component, ci_level=ci_level, n_resamples=n_resamples, seed=seed
+    )
