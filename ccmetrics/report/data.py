@@ -4,7 +4,9 @@ Nothing here draws or writes HTML. A result folder of ``ccmetrics evaluate`` is 
 :meth:`ccmetrics.campaign.dataset.DatasetResult.read` (tables), ``summary.json`` (counts, summary, options)
 and ``plots/*.png`` (:func:`read_result_folder`); the cases are ranked worst first by the primary metric
 (:func:`primary_metric`, :func:`worst_first`), and a case's ``standard − CC`` difference is undefined where either
-value is ∞ (:func:`with_differences`, :func:`undefined_difference`). The files a table names are found by
+value is ∞ (:func:`with_differences`, :func:`undefined_difference`). With the ``pet`` columns (each lesion's SUVmax and
+MTV, :attr:`ResultFolder.uptake`) the missed lesions are ranked hottest first (:func:`hottest_first`) and counted
+hot from :data:`HOT_SUV_MAX` (:meth:`ResultFolder.hot_suv_max`). The files a table names are found by
 :func:`resolve_image`.
 
 The report's other rooms: one case's masks, lesions and false positives, read again from its files, and where each
@@ -35,7 +37,9 @@ if TYPE_CHECKING:
     from ..results.dataset import DatasetResult
 
 __all__ = [
+    "HOT_SUV_MAX",
     "ResultFolder",
+    "hottest_first",
     "label",
     "primary_metric",
     "read_result_folder",
@@ -66,6 +70,14 @@ ROOMS = {
     ),
     **dict.fromkeys(("CHANNEL", "Channel", "ChannelFile", "ImageFolder", "read_channel"), "scans"),
 }
+
+
+#: the columns of ``per_component`` the report shows a lesion's uptake with (the ``pet`` metric group's): its SUVmax
+#: and its metabolic tumour volume (ml)
+SUV_MAX, MTV_ML = "suv_max", "mtv_ml"
+#: the SUVmax from which the report's summary counts a missed lesion as hot (a fixed cut-off; the evaluation's
+#: ``suv_bins`` option, when it has one, gives its top edge instead: :meth:`ResultFolder.hot_suv_max`)
+HOT_SUV_MAX = 4.0
 
 
 def label(metric: str, columns: dict[str, registry.Column] | None = None) -> str:
@@ -148,6 +160,26 @@ class ResultFolder:
     def label(self, metric: str) -> str:
         """Display name of a metric or score by the folder's facts (also for metrics not registered here)."""
         return label(metric, self.columns)
+
+    @property
+    def uptake(self) -> bool:
+        """Whether the lesions have their uptake measured (the ``pet`` metric group ran): ``per_component`` has
+        ``suv_max`` (and ``mtv_ml``). The report then shows each lesion's SUVmax and MTV and lists the missed lesions
+        hottest first; without, the page is as it was before the ``pet`` group existed."""
+        return SUV_MAX in self.per_component
+
+    def hot_suv_max(self) -> tuple[float, bool]:
+        """The SUVmax from which a missed lesion counts as hot, and whether it is the top edge of the evaluation's
+        ``suv_bins`` option (else the fixed :data:`HOT_SUV_MAX`)."""
+        edges = self.options.get("suv_bins")
+        if isinstance(edges, str):  # as the command line takes them: "2.5,4,10"
+            edges = edges.split(",")
+        try:
+            values = [float(e) for e in edges] if edges else []
+        except (TypeError, ValueError):
+            values = []
+        finite = [v for v in values if math.isfinite(v)]
+        return (max(finite), True) if finite else (HOT_SUV_MAX, False)
 
     @property
     def binary(self) -> bool:
@@ -278,6 +310,30 @@ def worst_first(
     gap = np.abs(ok[f"delta_{metric}"].to_numpy(float)) if f"delta_{metric}" in ok else np.zeros(len(ok))
     order = np.lexsort((np.nan_to_num(-gap, nan=0.0), np.nan_to_num(-badness, nan=np.inf)))
     return [position[ok.index[i]] for i in order]
+
+
+def hottest_first(suv_max: Sequence[Any]) -> list[int]:
+    """Positions of ``suv_max`` (a lesion's SUVmax each, in the page's order), the hottest first.
+
+    Equal values keep their given order (a stable sort: on the page, the order of the cases, then the lesion
+    number); values that are no number (NaN, None, empty: a lesion whose uptake was not measured) come last, in
+    their given order. One sort, O(n log n).
+
+    Examples
+    --------
+    >>> hottest_first([2.5, 15.2, float("nan"), 15.2, None, 4.0])
+    [1, 3, 5, 0, 2, 4]
+    >>> hottest_first([]), hottest_first([float("nan")])
+    ([], [0])
+    """
+    keys = []
+    for i, v in enumerate(suv_max):
+        try:
+            number = float(v)
+        except (TypeError, ValueError):
+            number = math.nan
+        keys.append((math.isnan(number), -number if not math.isnan(number) else 0.0, i))
+    return [i for *_, i in sorted(keys)]
 
 
 # ---------------------------------------------------------------- images

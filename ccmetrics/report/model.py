@@ -27,6 +27,14 @@ convention of nibabel and 3D Slicer, and exactly the numbers of ``per_prediction
 through (the centroid rounded), as the 0-based indices ``i, j, k`` of the GT's voxel grid (numpy/nibabel,
 SimpleITK's ``GetPixel``, 3D Slicer's Data Probe) and counted from 1 as ITK-SNAP's Cursor Inspector shows it.
 
+With the scan's uptake measured (the ``pet`` metric group: ``per_component.csv`` has ``suv_max`` and ``mtv_ml``,
+:attr:`~ccmetrics.report.data.ResultFolder.uptake`), each lesion (and false positive, from ``per_prediction.csv``)
+shows its SUVmax and MTV; the lesion finder lists the missed lesions first, the hottest first
+(:func:`~ccmetrics.report.data.hottest_first`: equal SUVmax in the page's order, no SUVmax last), then every case's
+other rows as without; each case names its hottest missed lesion, and the summary counts the missed lesions with
+SUVmax at or above :data:`~ccmetrics.report.data.HOT_SUV_MAX` (``uptake``). Without those columns the page is
+byte for byte what it was before.
+
 Volumes are in ml throughout (``volume_mm3 / 1000``; in voxels for an evaluation in voxel units). A case's
 ``standard − CC`` difference with ∞ on either side is shown as ``–`` with a note: ∞ minus a number is no number
 (:func:`~ccmetrics.report.data.with_differences`).
@@ -363,6 +371,27 @@ def _class_title(row: pd.Series, class_value: Any) -> str:
     return str(name) if isinstance(name, str) and name else f"class {class_value}"
 
 
+def _hottest(lesions: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The hottest of ``lesions`` (the largest SUVmax; equal ones: the first given), None when none has an SUVmax."""
+    order = data.hottest_first([les["suv_max"] for les in lesions])
+    first = lesions[order[0]] if order else None
+    return first if first is not None and _number(first["suv_max"]) is not None else None
+
+
+def _prediction_uptake(folder: data.ResultFolder, row: pd.Series) -> dict[int, tuple[Any, Any]]:
+    """The SUVmax and MTV (ml) of each prediction component of a case and class, by its number, from
+    ``per_prediction.csv`` (empty when that table does not have them)."""
+    predictions = folder.result.per_prediction
+    if predictions is None or data.SUV_MAX not in predictions or not len(predictions):
+        return {}
+    mine = predictions[
+        (predictions[schema.CASE].astype(str) == str(row[schema.CASE]))
+        & (predictions[schema.CLASS] == row[schema.CLASS])
+    ]
+    mtv = mine[data.MTV_ML] if data.MTV_ML in mine else pd.Series(None, index=mine.index, dtype=float)
+    return {int(k): (s, v) for k, s, v in zip(mine[schema.PREDICTION], mine[data.SUV_MAX], mtv)}
+
+
 def _loaded(
     folder: data.ResultFolder, row: pd.Series, comps: pd.DataFrame, image_root, pairs: dict | None = None
 ) -> tuple[cases.CaseImages | None, str | None]:
@@ -391,6 +420,7 @@ def _case_entry(
     case, class_value = str(row[schema.CASE]), row[schema.CLASS]
     name = anchor(case, class_value, multi_class)
     found = {c.label: c for c in images.lesions} if images is not None else {}
+    uptake = folder.uptake
     lesions = []
     comp: Any  # a row of itertuples (its fields are not typed)
     for comp in comps.itertuples(index=False):
@@ -402,6 +432,8 @@ def _case_entry(
                 "label": k,
                 "volume": volume,
                 "detected": bool(comp.detected),
+                "suv_max": getattr(comp, data.SUV_MAX, None),
+                "mtv_ml": getattr(comp, data.MTV_ML, None),
                 "metrics": {m: getattr(comp, m) for m in folder.component_metrics},
                 "position": _position(found[k], images) if k in found and images is not None else None,
                 "thumb": None,
@@ -410,6 +442,7 @@ def _case_entry(
     fps = None
     if images is not None:
         ml = data.voxel_ml(folder.eval_options.spacing, images.spacing)
+        fp_uptake = _prediction_uptake(folder, row) if uptake else {}
         fps = [
             {
                 "id": f"{name}-fp-{c.label}",
@@ -417,6 +450,8 @@ def _case_entry(
                 "volume": c.voxels * ml if unit == "ml" else c.voxels,
                 "region": c.region or None,
                 "voxels": c.voxels,
+                "suv_max": fp_uptake.get(c.label, (None, None))[0],
+                "mtv_ml": fp_uptake.get(c.label, (None, None))[1],
                 "position": _position(c, images),
                 "thumb": None,
             }
@@ -466,6 +501,7 @@ def _case_entry(
         "false_positives": fps,
         "n_lesions": len(lesions),
         "n_missed": sum(not les["detected"] for les in lesions),
+        "hottest_missed": _hottest([les for les in lesions if not les["detected"]]) if uptake else None,
         "n_fp": None if fps is None else len(fps),
         "empty_gt": str(row.get(schema.EMPTY_GT)) == "True",
     }
@@ -501,7 +537,10 @@ def build_model(
     (``per_candidate.csv``): ``with_candidates`` True, each lesion's ``confidence`` (None: missed) and each
     case's ``fp_candidates`` (:func:`ccmetrics.report.detection.attach_candidates`), ``finder`` rows of kind
     ``fp_candidate``, and ``detection`` (the section of curves, :func:`ccmetrics.report.detection.section`;
-    empty without); and more.
+    empty without); ``uptake`` (:func:`_uptake`; None without the ``pet`` columns), and with it each lesion's and
+    false positive's ``suv_max`` and ``mtv_ml`` (None without), each case's ``hottest_missed`` (the lesion dict of its
+    missed lesion of largest SUVmax, the lowest number among equal ones; None: none missed, none with an SUVmax,
+    or no ``pet`` columns), and the missed lesions first in ``finder``, the hottest first; and more.
 
     Raises
     ------
@@ -536,7 +575,7 @@ def build_model(
         unit=unit,
     )
     maps = _probability_model(folder, cases, unit)  # first: each lesion's confidence into the cases
-    finder = _finder(cases)
+    finder = _finder(cases, uptake=folder.uptake)
     by_gap = sorted(cases, key=lambda c: _gap_key(c, primary))
     counts = folder.doc.get("counts", {})
     problems = [c for c in cases if c["status"] != schema.OK]
@@ -574,6 +613,7 @@ def build_model(
         "channel_notes": [c for c in cases if c["channel_note"]],
         "n_on_image": sum(c["on_image"] for c in cases),
         "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
+        "uptake": _uptake(folder, cases),
         **maps,
     }
 
@@ -654,10 +694,14 @@ def _probability_model(folder: data.ResultFolder, cases: Sequence[dict[str, Any]
     }
 
 
-def _finder(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _finder(cases: Sequence[dict[str, Any]], *, uptake: bool = False) -> list[dict[str, Any]]:
     """The rows of the lesion finder: per case its lesions, its false positives, then (with probability maps)
     its false-positive candidates, the most confident first (``kind``: ``"lesion"``, ``"false_positive"``,
-    ``"fp_candidate"``)."""
+    ``"fp_candidate"``).
+
+    With ``uptake`` (the lesions' SUVmax measured), the missed lesions of all cases come first, the hottest first
+    (:func:`ccmetrics.report.data.hottest_first`: equal SUVmax in the order above, a lesion without SUVmax after
+    them), then the other rows in the order above."""
     finder = []
     for case in cases:
         for les in case["lesions"]:
@@ -667,8 +711,38 @@ def _finder(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for i, candidate in enumerate(case.get("fp_candidates") or []):
             shown = i < detection.MAX_CASE_CANDIDATES  # listed in the case's section too: the link goes to its row
             row = {**candidate, "case": case, "kind": "fp_candidate", "detected": None, "region": None, "thumb": None}
-            finder.append({**row, "id": candidate["id"] if shown else case["anchor"]})
-    return finder
+            finder.append({"suv_max": None, "mtv_ml": None, **row, "id": candidate["id"] if shown else case["anchor"]})
+    if not uptake:
+        return finder
+    missed = [r for r in finder if r["kind"] == "lesion" and not r["detected"]]
+    rest = [r for r in finder if not (r["kind"] == "lesion" and not r["detected"])]
+    return [missed[i] for i in data.hottest_first([r["suv_max"] for r in missed])] + rest
+
+
+def _uptake(folder: data.ResultFolder, cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The summary's line on the missed lesions by uptake; None without the ``pet`` columns.
+
+    Keys: ``threshold`` (the SUVmax from which a lesion counts as hot,
+    :meth:`~ccmetrics.report.data.ResultFolder.hot_suv_max`), ``from_bins`` (it is the top edge of the evaluation's
+    SUV bins, else the fixed :data:`~ccmetrics.report.data.HOT_SUV_MAX`), ``n_lesions`` (GT lesions of the evaluated
+    cases), ``n_missed``, ``n_hot`` (missed with SUVmax ≥ ``threshold``), ``n_unmeasured`` (missed without an
+    SUVmax) and ``hottest`` (the missed lesion of largest SUVmax with its ``case``: equal ones in the page's order;
+    None when none has one).
+    """
+    if not folder.uptake:
+        return None
+    threshold, from_bins = folder.hot_suv_max()
+    missed = [{**les, "case": c} for c in cases for les in c["lesions"] if not les["detected"]]
+    values = [_number(r["suv_max"]) for r in missed]
+    return {
+        "threshold": threshold,
+        "from_bins": from_bins,
+        "n_lesions": sum(len(c["lesions"]) for c in cases),
+        "n_missed": len(missed),
+        "n_hot": sum(v is not None and v >= threshold for v in values),
+        "n_unmeasured": sum(v is None for v in values),
+        "hottest": _hottest(missed),
+    }
 
 
 def _gap_key(case: dict[str, Any], primary: str | None):

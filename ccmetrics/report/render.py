@@ -3,7 +3,8 @@
 :func:`render_html` fills ``templates/report.html.j2`` with a :func:`~ccmetrics.report.model.build_model` dict (plain
 dicts and lists), with the style (``report.css``) and the script (``report.js``) inline: one self-contained page.
 The template's filters are here: :func:`fmt` (a number as the page shows it), :func:`sort_value` (the exact number
-of a ``data-value`` attribute, read by the page's sorting and the tests), counts with their noun; and
+of a ``data-value`` attribute, read by the page's sorting and the tests), counts with their noun, a measured quantity
+with its unit (:func:`measured`, :func:`significant`: "SUVmax 15.2", "MTV 3.41 ml", "–" for none); and
 :func:`anchor`, the HTML id of a case section, unique and one-to-one (the model gives every section and row its id
 with it). Jinja2 and MarkupSafe are imported when a page is rendered.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from .._words import noun
 
-__all__ = ["anchor", "fmt", "render_html", "sort_value"]
+__all__ = ["anchor", "fmt", "measured", "render_html", "significant", "sort_value"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -68,6 +69,37 @@ def fmt(value: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def significant(value: Any, digits: int = 3) -> str:
+    """A measured quantity's number: ``digits`` significant digits, never in exponent form (a number with ``digits``
+    or more integer digits is rounded to a whole one), ``–`` for no number (None, NaN).
+
+    >>> significant(15.2345), significant(3.4123), significant(4.0), significant(0.012345), significant(1234.5)
+    ('15.2', '3.41', '4.00', '0.0123', '1234')
+    >>> significant(0), significant(-2.345), significant(float("nan")), significant(None)
+    ('0', '-2.35', '–', '–')
+    """
+    v = _number(value)
+    if v is None:
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if v == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{v:.{decimals}f}"
+
+
+def measured(value: Any, name: str, unit: str = "") -> str:
+    """A measured quantity in words: its name, its number (:func:`significant`) and its unit; ``–`` without the unit
+    for no number.
+
+    >>> measured(15.2345, "SUVmax"), measured(3.4123, "MTV", "ml"), measured(float("nan"), "MTV", "ml")
+    ('SUVmax 15.2', 'MTV 3.41 ml', 'MTV –')
+    """
+    text = significant(value)
+    return f"{name} {text}" + (f" {unit}" if unit and text != "–" else "")
+
+
 def sort_value(value: Any) -> str:
     """A number for a ``data-value`` attribute (read by the page's sorting and the tests): exact, or empty.
 
@@ -115,6 +147,8 @@ def render_html(model: dict[str, Any]) -> str:
     env.filters["count"] = _count
     env.filters["noun"] = _noun
     env.filters["sortval"] = sort_value
+    env.filters["measured"] = measured
+    env.filters["significant"] = significant
     env.globals["abs_sortval"] = lambda v: "" if (number := _number(v)) is None else sort_value(abs(number))
     style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
     script = Markup((TEMPLATES / "report.js").read_text(encoding="utf-8"))
