@@ -85,8 +85,8 @@ def icc_a1(gt: Any, pred: Any) -> float:
     --------
     >>> round(icc_a1([1.0, 2.0, 4.0, 3.0], [1.5, 2.5, 3.5, 3.9]), 6)
     0.863477
-    >>> icc_a1([2.0, 2.0], [2.0, 2.0])
-    nan
+    >>> icc_a1([2.0, 2.0], [2.0, 2.0]), icc_a1([0.1] * 3, [0.1] * 3)  # no variance, also after rounding
+    (nan, nan)
     """
     x, y = paired_values(gt, pred)
     n, k = len(x), 2
@@ -99,7 +99,7 @@ def icc_a1(gt: Any, pred: Any) -> float:
     ss_error = float(((table - table.mean(axis=1, keepdims=True) - table.mean(axis=0) + grand) ** 2).sum())
     msr, msc, mse = ss_rows / (n - 1), ss_cols / (k - 1), ss_error / ((n - 1) * (k - 1))
     denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    return float((msr - mse) / denominator) if denominator > 0 else float("nan")
+    return float((msr - mse) / denominator) if denominator > _rounding_zero(table) else float("nan")
 
 
 def lin_ccc(gt: Any, pred: Any) -> float:
@@ -123,7 +123,14 @@ def lin_ccc(gt: Any, pred: Any) -> float:
     mx, my = x.mean(), y.mean()
     sxy = float(((x - mx) * (y - my)).mean())
     denominator = float(((x - mx) ** 2).mean() + ((y - my) ** 2).mean() + (mx - my) ** 2)
-    return 2 * sxy / denominator if denominator > 0 else float("nan")
+    return 2 * sxy / denominator if denominator > _rounding_zero(x, y) else float("nan")
+
+
+def _rounding_zero(*values: np.ndarray) -> float:
+    """The largest (co)variance that rounding alone makes of equal values: (64 eps max|v|)² (``[0.1] * 3`` has a
+    variance of about 1e-35, not 0, in float64); a denominator at or below it is taken as 0."""
+    scale = max(float(np.abs(v).max()) for v in values)
+    return (64 * float(np.finfo(np.float64).eps) * scale) ** 2
 
 
 def relative_error(gt: Any, pred: Any) -> np.ndarray:

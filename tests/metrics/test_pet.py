@@ -472,3 +472,12 @@ def test_agreement_edge_cases():
         agreement([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="finite"):
         agreement([1.0, np.inf], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("value", [0.1, 1 / 3, 1e-7, 12345.678])
+def test_icc_and_ccc_of_constant_values_are_nan_also_after_rounding(value):
+    # [0.1] * 3 has a float64 variance of about 1e-35, not 0: ICC was -0.39 and CCC 1.0 before
+    x = [value] * 3
+    assert np.isnan(icc_a1(x, x)) and np.isnan(lin_ccc(x, x))
+    assert np.isnan(icc_a1(x, [value] * 3)) and np.isnan(lin_ccc(x, [value] * 3))
+    assert icc_a1([value, 2 * value, 3 * value], [value, 2 * value, 3 * value]) == pytest.approx(1.0)
