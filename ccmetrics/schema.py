@@ -95,6 +95,7 @@ ERROR = "error"
 GT_FILE = "gt_file"
 PRED_FILE = "pred_file"
 PROB_FILE = "prob_file"
+IMAGE_FILE = "image_file"
 SPACING = "spacing"
 N_COMPONENTS = "n_components"
 EMPTY_GT = "empty_gt"
@@ -429,6 +430,13 @@ PER_CASE = TableSchema(
             PROB_FILE,
             "str",
             "the probability map's file (--probabilities; empty when missing)",
+            required=False,
+            filled=True,
+        ),
+        Field(
+            IMAGE_FILE,
+            "str",
+            "the PET scan's file (--images; empty when missing or given as an array)",
             required=False,
             filled=True,
         ),

@@ -39,6 +39,7 @@ from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 from .options import CaseOutput, CaseTask, EvalOptions, _describe
 from .probabilities import evaluate_with_maps, read_case_maps, segmentation_of
 from .records import file_fingerprint
+from .scans import needs_scans
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,7 +84,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> CaseOutput:
     clock = _Clock()
     try:
         case = _read_case(task, options, clock)
-        too_much, need = _over_memory(case.gt, case.pred, options.max_memory, _map_bytes(case.gt.array.shape, options))
+        extra_bytes = _map_bytes(case.gt.array.shape, options) + _scan_bytes(case.gt.array.shape, task)
+        too_much, need = _over_memory(case.gt, case.pred, options.max_memory, extra_bytes)
         if too_much:
             return replace(failed_output(task, options, too_much, clock.read, clock.computing()), retry=True)
         spacing = _case_spacing(case, options)
@@ -113,13 +115,15 @@ class _Clock:
 
 @dataclass
 class _ReadCase:
-    """A case read: its GT and prediction on one grid, whether the GT's geometry is known, its maps, its flags."""
+    """A case read: its GT and prediction on one grid, whether the GT's geometry is known, its maps, its flags, its
+    scan (float32 on the GT's grid, with ``images``)."""
 
     gt: Image
     pred: Image
     gt_known: bool
     maps: Any
     flags: list[str]
+    scan: np.ndarray | None = None
 
 
 def _read_case(task: CaseTask, options: EvalOptions, clock: _Clock) -> _ReadCase:
@@ -151,7 +155,13 @@ def _read_case(task: CaseTask, options: EvalOptions, clock: _Clock) -> _ReadCase
         pred = read
     if gt.array.shape != pred.array.shape:
         raise _CaseError(f"shape differs: gt {gt.array.shape}, pred {pred.array.shape}")
-    return _ReadCase(gt, pred, gt_known, maps, flags)
+    scan = None
+    if task.image is not None:  # the PET, once, as float32 on the grid the case is evaluated on
+        from .scans import read_case_scan
+
+        scan = read_case_scan(task.image, gt, gt_known, tolerance_mm=options.tolerance_mm, max_bytes=options.max_memory)
+        clock.reading_done()
+    return _ReadCase(gt, pred, gt_known, maps, flags, scan)
 
 
 def _case_spacing(case: _ReadCase, options: EvalOptions) -> tuple[float, ...] | None:
@@ -177,6 +187,8 @@ def _evaluate_case(
         connectivity=options.connectivity,
         detection_rule=options.rule(),
     )
+    if case.scan is not None:
+        kwargs["image"] = case.scan
     extra: dict[str, Any] = {"candidates": None, "thresholds": None, "case_values": {}}
     # the engine checks the rest of the estimate once it knows the counts (components, runs: _budget)
     with engine_config(_engine_of(options)), memory_guard(options.max_memory, base=need):
@@ -219,7 +231,7 @@ def _case_output(
 ) -> CaseOutput:
     """The evaluated case's output: a row per class, its per-component (and per-prediction) tables, its timing."""
     gt_file, pred_file = task.file_names()
-    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_input_files(task, options)}
     rows, frames, predictions = [], [], []
     voxel_ml = math.prod(spacing) / 1000.0 if spacing is not None else math.nan
     names = {c.value: c.name for c in options.classes} if options.classes else {}
@@ -316,7 +328,7 @@ def failed_output(
 ) -> CaseOutput:
     """The output of a case that could not be evaluated: one error row per class saying why."""
     gt_file, pred_file = task.file_names()
-    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_map_file(task, options)}
+    base = {CASE: task.case, schema.GT_FILE: gt_file, schema.PRED_FILE: pred_file, **_input_files(task, options)}
     names = {c.value: {schema.CLASS_NAME: c.name} for c in options.classes} if options.classes else {}
     return CaseOutput(
         [
@@ -327,11 +339,15 @@ def failed_output(
     )
 
 
-def _map_file(task: CaseTask, options: EvalOptions) -> dict[str, str]:
-    """The ``prob_file`` cell of a run with probability maps: the case's map file (empty when given as an array)."""
-    if options.probabilities is None:
-        return {}
-    return {schema.PROB_FILE: _describe(task.prob) if task.prob is not None else ""}
+def _input_files(task: CaseTask, options: EvalOptions) -> dict[str, str]:
+    """The ``prob_file`` cell of a run with probability maps (the case's map file) and the ``image_file`` cell of a run
+    with scans (the case's PET file); empty when given as an array or missing."""
+    cells = {}
+    if options.probabilities is not None:
+        cells[schema.PROB_FILE] = _describe(task.prob) if task.prob is not None else ""
+    if needs_scans(options.metrics, options.rule()):
+        cells[schema.IMAGE_FILE] = _describe(task.image) if task.image is not None else ""
+    return cells
 
 
 def _nnunet_counts(results: dict[int, Any], gt: np.ndarray, options: EvalOptions) -> dict[int, dict[str, int]]:
@@ -386,6 +402,7 @@ def fingerprint(task: CaseTask, options: EvalOptions) -> dict[str, Any]:
         "gt": file_fingerprint(task.gt),
         "pred": file_fingerprint(task.pred),
         **({"prob": file_fingerprint(task.prob)} if task.prob is not None else {}),
+        **({"image": file_fingerprint(task.image)} if task.image is not None else {}),
         "error": task.error,
         "options": options.key(),
         "version": __version__,
@@ -406,13 +423,22 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
         pred = _header(task.pred) if task.pred is not None else None
     except Exception:  # any unreadable header: the case's own evaluation reports it, the run goes on
         return 0
-    return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0)) + _map_bytes(gt.shape, options)
+    extra = _map_bytes(gt.shape, options) + _scan_bytes(gt.shape, task)
+    return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0)) + extra
 
 
 def _map_bytes(shape: Sequence[int], options: EvalOptions) -> int:
     """What a probability map adds to a case's peak: the float32 map, nnU-Net's other channel while it is cut out,
     and the candidates' mask and labels (4 + 4 + 1 + 4 bytes a voxel: a bound, the labels grow with the foreground)."""
     return 13 * math.prod(shape) if options.probabilities is not None else 0
+
+
+def _scan_bytes(shape: Sequence[int], task: CaseTask) -> int:
+    """What a case's scan adds to its peak while it is evaluated: the float32 scan (its reading is checked against the
+    limit from its header, :func:`ccmetrics.formats.scans.read_scan`)."""
+    from .scans import SCAN_BYTES_PER_VOXEL
+
+    return SCAN_BYTES_PER_VOXEL * math.prod(shape) if task.image is not None else 0
 
 
 def _over_memory(gt: Image, pred: Image, limit: float | None, extra: int = 0) -> tuple[str, int]:

@@ -54,7 +54,6 @@ from .case import (  # noqa: F401
     _joined,
     _label_map_found,
     _map_bytes,
-    _map_file,
     _nnunet_counts,
     _over_memory,
     _with_tolerance,
@@ -78,6 +77,7 @@ from .output_folder import check_inputs, locked, prepare_out_dir
 from .pairing import _scan, pair_folders, tasks_from_pairs
 from .probabilities import ProbabilityOptions, attach_probabilities
 from .records import decode_tables
+from .scans import attach_scans, check_scans_wanted
 from .scheduler import EvaluationFailed, EvaluationInterrupted, Failed, RunInfo, Stopped, run_cases
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ def evaluate_dataset(
     run: RunOptions | None = None,
     pairing: PairingOptions | None = None,
     probabilities: Any = None,
+    images: Any = None,
     classes: Any = None,
     out_dir: _PathLike | None = None,
     progress: bool | None = None,
@@ -161,8 +162,7 @@ def evaluate_dataset(
         ``hd``, ``hd95``, ``assd``, ``pq``, ``lesion_dice``, ``detection``, and metrics
         registered with :func:`ccmetrics.register_metric`), or registry records; default:
         ``options.metrics`` (:data:`ccmetrics.metrics.registry.DEFAULT_METRICS`). A shortcut of
-        ``options=EvalOptions(metrics=...)``. ``pet`` is refused at once (a ``ValueError``) until the data-set
-        run takes the scans: for now :func:`ccmetrics.evaluate` takes the scan (``image=``), one case at a time.
+        ``options=EvalOptions(metrics=...)``. ``pet`` (PET quantification on the scan) needs ``images``.
     options : EvalOptions, optional
         What changes values (:class:`~ccmetrics.campaign.options.EvalOptions`): ``classes``, ``spacing``
         (``"header"``: each case's voxel spacing from its GT file, plain arrays have none; ``"voxel"``: index
@@ -207,6 +207,15 @@ def evaluate_dataset(
         ``pred`` the segmentation metrics are computed on ``prob > 0.5``. The detection rule then defaults to
         ``iou:0.1`` (picai_eval's). With ``classes`` (plain labels, not regions) class ``c``'s map is channel ``c``
         of each ``.npz`` (nnU-Net's order), and the predictions are needed.
+    images : path or mapping, optional
+        The PET scans, for the ``pet`` metrics and the ``suv_max`` detection rule (:mod:`ccmetrics.campaign.scans`;
+        needed by them, refused without them): a folder with nnU-Net's channels ``CASE_0000.nii.gz``,
+        ``CASE_0001.nii.gz``, ... (e.g. autoPET's CT ``_0000`` and PET ``_0001``; ``pairing.pet_channel`` chooses,
+        else ``dataset.json``'s ``channel_names`` entry ``PET``, else the only channel) or one ``CASE.nii.gz`` per case
+        (NIfTI, MHA, NRRD, or a DICOM series' folder); or ``{case: scan}`` (paths, arrays or Images). The values are
+        taken as SUV (body weight). Each scan must lie on its GT's grid (checked from its header as the masks are;
+        another grid is the case's error row, never resampled), is read once as float32 and counted in the case's
+        memory; a NaN or inf SUV inside a lesion or predicted component is the case's error row.
     classes : sequence of int, str or sequence of ClassSpec, optional
         Evaluate each label of label maps on its own, or regions (unions of labels, e.g.
         ``"wt=1+2+3,tc=2+3,et=3"``; :func:`ccmetrics.metrics.classes.parse_classes`), each named in the
@@ -298,12 +307,10 @@ def evaluate_dataset(
     given = {"options": options, "maps": maps, "run": run, "pairing": pairing}
     shortcuts = {"metrics": metrics, "classes": classes, "out_dir": out_dir, "progress": progress, "workers": workers}
     objects = _option_objects(given, shortcuts, former)
-    from ..metrics.pet_case import refuse_without_scans
-
-    refuse_without_scans(objects["options"].metrics, objects["options"].detection_rule)  # at once, not per case
+    check_scans_wanted(objects["options"].metrics, objects["options"].detection_rule, images)  # at once
     objects["run"].check()
     with _dask_client(objects["run"].dask) as client:
-        return _evaluate(gt, pred, probabilities, objects, client)
+        return _evaluate(gt, pred, probabilities, objects, client, images)
 
 
 def _option_objects(given: dict[str, Any], shortcuts: dict[str, Any], former: dict[str, Any]) -> dict[str, Any]:
@@ -374,14 +381,16 @@ def _dask_client(dask: Any) -> Iterator[Any]:
         client.close()
 
 
-def _evaluate(gt: Any, pred: Any, probabilities: Any, objects: dict[str, Any], client: Any) -> DatasetResult:
+def _evaluate(
+    gt: Any, pred: Any, probabilities: Any, objects: dict[str, Any], client: Any, images: Any = None
+) -> DatasetResult:
     """:func:`evaluate_dataset` once its option objects are made: the options checked, the cases found, the run."""
     options: EvalOptions = objects["options"]
     run: RunOptions = objects["run"]
     pairing: PairingOptions = objects["pairing"]
-    file_ending = None
+    file_ending, channel_names = None, ()
     if pairing.dataset_json is not None:  # nnU-Net's dataset.json: the classes, the ignore label, the file ending
-        classes, ignore_label, file_ending = _from_dataset_json(
+        classes, ignore_label, file_ending, channel_names = _from_dataset_json(
             pairing.dataset_json, options.classes, options.ignore_label
         )
         options = dataclasses.replace(options, classes=classes, ignore_label=ignore_label)
@@ -393,28 +402,43 @@ def _evaluate(gt: Any, pred: Any, probabilities: Any, objects: dict[str, Any], c
     tasks, ignored = _tasks(gt, pred, pairing.gt_suffix, pairing.pred_suffix, file_ending, maps is not None)
     if maps is not None:
         tasks, ignored = _with_maps(tasks, ignored, maps, probabilities)
+    if images is not None:  # each case's PET (an error row for a case without)
+        attach_scans(tasks, images, pet_channel=pairing.pet_channel, channel_names=channel_names)
+    elif pairing.pet_channel is not None:
+        raise ValueError("pet_channel (--pet-channel) chooses among the scans: give them too (--images; images=)")
     if run.out_dir is not None:  # before anything there is removed or written
-        _check_inputs(run.out_dir, gt, pred, probabilities, pairing, options, tasks)
+        _check_inputs(run.out_dir, gt, pred, probabilities, pairing, options, tasks, images)
     options = options.with_segment_classes(tasks)
     if run.workers > 1 or client is not None or run.case_timeout is not None:
         _check_picklable(options)
     record = options.to_summary(pairing.gt_suffix, pairing.pred_suffix)
+    if images is not None:  # where the scans were (the report draws on them), and which channel
+        record["images"] = os.path.abspath(images) if isinstance(images, (str, os.PathLike)) else None
+        record["pet_channel"] = pairing.pet_channel
     return _run_campaign(tasks, ignored, options, record, run, client, budget)
 
 
 def _check_inputs(
-    out_dir: Any, gt: Any, pred: Any, probabilities: Any, pairing: PairingOptions, options: EvalOptions, tasks: Any
+    out_dir: Any,
+    gt: Any,
+    pred: Any,
+    probabilities: Any,
+    pairing: PairingOptions,
+    options: EvalOptions,
+    tasks: Any,
+    images: Any = None,
 ) -> None:
     """No input lies in the output folder (:func:`~ccmetrics.campaign.output_folder.check_inputs`)."""
     given = [
         ("GT folder (GT_DIR, gt=)", gt),
         ("predictions folder (PRED_DIR, pred=)", pred),
         ("probability maps (--probabilities)", probabilities),
+        ("scans (--images)", images if isinstance(images, (str, os.PathLike)) else None),
         ("dataset.json (--dataset-json)", pairing.dataset_json),
         ("reference images (--reference-images)", options.reference_images),
     ]
     if not isinstance(gt, (str, os.PathLike)):  # cases given one by one: their files
-        given += [(f"file of case {t.case!r}", f) for t in tasks for f in (t.gt, t.pred, t.prob)]
+        given += [(f"file of case {t.case!r}", f) for t in tasks for f in (t.gt, t.pred, t.prob, t.image)]
     check_inputs(out_dir, given)
 
 
@@ -501,14 +525,15 @@ def _prefetch(module: str) -> None:
         threading.Thread(target=importlib.import_module, args=(module,), name=f"import {module}", daemon=True).start()
 
 
-def _from_dataset_json(dataset_json: Any, classes: Any, ignore_label: Any) -> tuple[Any, Any, str | None]:
-    """The classes, ignore label and file ending of an nnU-Net ``dataset.json`` (not with ``classes``)."""
+def _from_dataset_json(dataset_json: Any, classes: Any, ignore_label: Any) -> tuple[Any, Any, str | None, Any]:
+    """The classes, ignore label, file ending and channel names of an nnU-Net ``dataset.json`` (not with
+    ``classes``)."""
     if classes is not None or ignore_label is not None:
         raise ValueError(
             "dataset_json (--dataset-json) sets the classes and the ignore label: leave classes and ignore_label out"
         )
     spec = dataset_json if isinstance(dataset_json, DatasetJson) else read_dataset_json(dataset_json)
-    return spec.classes, spec.ignore_label, spec.file_ending
+    return spec.classes, spec.ignore_label, spec.file_ending, spec.channel_names
 
 
 def _tasks(

@@ -59,6 +59,8 @@ class CaseTask:
     error: str = ""
     #: the case's probability map (a path, an array or an Image), with ``probabilities``
     prob: Any = None
+    #: the case's PET scan (a path, an array or an Image), with ``images`` (:mod:`ccmetrics.campaign.scans`)
+    image: Any = None
 
     def file_names(self) -> tuple[str, str]:
         return _describe(self.gt), _describe(self.pred)
@@ -477,7 +479,11 @@ class PairingOptions:
         Regular expressions removed from the end of file names (after the extension) to form case ids.
     dataset_json : path or DatasetJson, optional
         An nnU-Net v2 ``dataset.json``: its labels and regions become the classes, its ``ignore`` label the
-        ignore label, and only files ending in its ``file_ending`` are paired.
+        ignore label, and only files ending in its ``file_ending`` are paired; the scans' channel its
+        ``channel_names`` call PET is the PET.
+    pet_channel : int, optional
+        The PET's channel number among each case's scans (nnU-Net's ``CASE_0001``: 1) in the folder of scans
+        (``images=``, ``--images``); default: the one ``dataset.json`` names PET, else the only one.
 
     Examples
     --------
@@ -488,11 +494,23 @@ class PairingOptions:
     gt_suffix: str | None = None
     pred_suffix: str | None = None
     dataset_json: Any = None
+    pet_channel: int | None = None
+
+    def __post_init__(self) -> None:
+        channel = self.pet_channel
+        if channel is not None and (
+            isinstance(channel, bool) or not isinstance(channel, (int, np.integer)) or channel < 0
+        ):
+            raise ValueError(f"pet_channel (--pet-channel) is a channel number >= 0 (1 for CASE_0001), got {channel!r}")
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> PairingOptions:
         """The pairing a folder's ``summary.json`` (``options``) keeps (its ``dataset.json`` is not kept)."""
-        return cls(gt_suffix=record.get("gt_suffix"), pred_suffix=record.get("pred_suffix"))
+        return cls(
+            gt_suffix=record.get("gt_suffix"),
+            pred_suffix=record.get("pred_suffix"),
+            pet_channel=record.get("pet_channel"),
+        )
 
 
 def _refuse_unnamed(records: Sequence[registry.Metric]) -> None:

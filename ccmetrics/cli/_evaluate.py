@@ -79,8 +79,29 @@ def add_parser(sub) -> argparse.ArgumentParser:
     _what_options(ev)
     _how_options(ev)
     _probability_options(ev)
+    _scan_options(ev)
     _where_options(ev)
     return ev
+
+
+def _scan_options(ev: argparse.ArgumentParser) -> None:
+    """The PET scans: read by the pet metrics and the suv_max detection rule."""
+    ev.add_argument(
+        "--images",
+        default=None,
+        metavar="DIR",
+        help="the PET scans, for --metrics ...,pet and --detection-rule suv_max: nnU-Net's CASE_0000.nii.gz, "
+        "CASE_0001.nii.gz, ... (e.g. CT _0000, PET _0001) or one CASE.nii.gz per case, on the GT's grid; values "
+        "taken as SUV (body weight)",
+    )
+    ev.add_argument(
+        "--pet-channel",
+        type=int,
+        default=None,
+        metavar="K",
+        help="the PET's channel in --images (1 for CASE_0001; default: the one --dataset-json's channel_names calls "
+        "PET, else the only one)",
+    )
 
 
 def _probability_options(ev: argparse.ArgumentParser) -> None:
@@ -295,9 +316,9 @@ def run(args: argparse.Namespace) -> int:
     take_former(args, "evaluate")  # the notes of former spellings (none with --quiet)
     for plugin in args.plugin:  # they register their metrics before the names are looked up
         load_plugin(plugin)
-    from ..metrics.pet_case import refuse_without_scans
+    from ..campaign.scans import check_scans_wanted
 
-    refuse_without_scans(args.metrics, args.detection_rule)  # before --out is made or locked: no scans taken yet
+    check_scans_wanted(args.metrics, args.detection_rule, args.images)  # before --out is made or locked
 
     meta, by = None, []
     if (args.metadata is None) != (args.group_by is None):
@@ -318,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
         ("GT folder (GT_DIR)", args.gt_dir),
         ("predictions folder (PRED_DIR)", args.pred_dir),
         ("probability maps (--probabilities)", args.probabilities),
+        ("scans (--images)", args.images),
         ("metadata table (--metadata)", args.metadata),
         ("dataset.json (--dataset-json)", args.dataset_json),
         ("reference images (--reference-images)", args.reference_images),
@@ -328,7 +350,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
         try:
-            result = evaluate_dataset(args.gt_dir, args.pred_dir, probabilities=args.probabilities, **_options(args))
+            result = evaluate_dataset(
+                args.gt_dir, args.pred_dir, probabilities=args.probabilities, images=args.images, **_options(args)
+            )
         except EvaluationInterrupted as stop:
             return _interrupted(stop, args, time.perf_counter() - start)
         except EvaluationFailed as failed:
@@ -380,7 +404,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             max_memory=args.max_memory,
         ),
         "pairing": PairingOptions(
-            gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, dataset_json=args.dataset_json
+            gt_suffix=args.gt_suffix,
+            pred_suffix=args.pred_suffix,
+            dataset_json=args.dataset_json,
+            pet_channel=args.pet_channel,
         ),
     }
 

@@ -40,6 +40,9 @@ class DatasetJson:
         E.g. ``".nii.gz"``: only files with this ending are paired.
     regions_class_order : tuple of int or None
     path : str
+    channel_names : tuple of str
+        The image channels' names by number (``channel_names``, nnU-Net v1's ``modality``), e.g. ``("CT", "PET")``;
+        empty when the file names none.
     """
 
     classes: tuple[ClassSpec, ...]
@@ -47,6 +50,7 @@ class DatasetJson:
     file_ending: str
     regions_class_order: tuple[int, ...] | None
     path: str
+    channel_names: tuple[str, ...] = ()
 
     @property
     def has_regions(self) -> bool:
@@ -112,7 +116,28 @@ def read_dataset_json(path: str | os.PathLike[str]) -> DatasetJson:
         raise ValueError(f"{path} defines regions (a label given as a list) but no 'regions_class_order'")
     if ignore_label is not None and any(ignore_label in c.labels for c in classes):
         raise ValueError(f"{path}: the ignore label {ignore_label} is also part of a class")
-    return DatasetJson(classes, ignore_label, ending, tuple(int(v) for v in order) if order is not None else None, path)
+    order_values = tuple(int(v) for v in order) if order is not None else None
+    return DatasetJson(classes, ignore_label, ending, order_values, path, _channel_names(doc, path))
+
+
+def _channel_names(doc: dict[str, Any], path: str) -> tuple[str, ...]:
+    """``channel_names`` (or v1's ``modality``), ``{"0": "CT", "1": "PET"}``, as names by channel number.
+
+    >>> _channel_names({"channel_names": {"1": "PET", "0": "CT"}}, "dataset.json")
+    ('CT', 'PET')
+    >>> _channel_names({}, "dataset.json")
+    ()
+    """
+    names = doc.get("channel_names", doc.get("modality"))
+    if names is None:
+        return ()
+    if not isinstance(names, dict):
+        raise ValueError(f'{path}: \'channel_names\' must map channel numbers to names, e.g. {{"0": "CT", "1": "PET"}}')
+    try:
+        numbered = {int(k): str(v) for k, v in names.items()}
+    except ValueError:
+        raise ValueError(f'{path}: \'channel_names\' keys must be channel numbers ("0", "1", ...)') from None
+    return tuple(numbered.get(i, "") for i in range(max(numbered) + 1)) if numbered else ()
 
 
 def __getattr__(name: str) -> Any:

@@ -171,6 +171,7 @@ def choose_channel(
     names: Sequence[str] | None = None,
     wanted: str = "PET",
     option: str = "--pet-channel",
+    python: str = "",
 ) -> ChannelFile:
     """The channel of a case's scan that a metric reads: channel ``channel`` when given; else the one that ``names``
     (``dataset.json``'s ``channel_names``, by channel number) calls ``wanted`` (case-insensitive); else the only one.
@@ -185,8 +186,8 @@ def choose_channel(
         The channel asked for (``--pet-channel``).
     names : sequence of str, optional
         The channels' names by number.
-    wanted, option : str
-        What the channel holds and the option that chooses it, for the messages.
+    wanted, option, python : str
+        What the channel holds, the option that chooses it and its Python spelling, for the messages.
 
     Raises
     ------
@@ -229,14 +230,11 @@ def choose_channel(
         ]
         if len(named) == 1:
             return named[0]
-    return _several(channels, case, shown, wanted, option)
-
-
-def _several(channels: Sequence[ChannelFile], case: str, shown: str, wanted: str, option: str) -> ChannelFile:
     example = channels[-1].code.lstrip("0") or "0"
+    in_python = f"; {python.format(example)} in Python" if python else ""
     raise ValueError(
         f"case {case!r} has {len(channels)} channels ({shown}): choose the {wanted} with {option} "
-        f"(e.g. {option} {example})"
+        f"(e.g. {option} {example}{in_python})"
     )
 
 

@@ -76,12 +76,12 @@ def test_without_the_scan_it_is_an_error():
     with pytest.raises(ValueError, match="'suv_max'.*needs the scan: evaluate\\(\\.\\.\\., image=scan\\)"):
         evaluate(gt=gt, pred=pred, metrics=["dice"], detection_rule="suv_max")
     assert SUV_MAX_NEEDS_IMAGE.startswith("the detection rule 'suv_max'")
-    with pytest.raises(ValueError, match="'suv_max' needs the scan, and evaluate_dataset .* takes no scans yet"):
+    with pytest.raises(ValueError, match="the detection rule suv_max reads the PET scan: give the scans, --images DIR"):
         evaluate_dataset({"a": (gt, pred)}, options=EvalOptions(detection_rule="suv_max"), progress=False)
 
 
-def test_the_command_line_refuses_suv_max_before_making_its_folder(tmp_path, capsys):
+def test_the_command_line_refuses_suv_max_without_scans_before_making_its_folder(tmp_path, capsys):
     out = tmp_path / "out"
     args = ["evaluate", str(tmp_path / "gt"), str(tmp_path / "p"), "--out-dir", str(out), "--quiet"]
     assert main([*args, "--detection-rule", "suv_max"]) == 2 and not out.exists()
-    assert "'suv_max' needs the scan" in " ".join(capsys.readouterr().err.split())
+    assert "suv_max reads the PET scan: give the scans, --images DIR" in " ".join(capsys.readouterr().err.split())
