@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 else:  # imported where a table is made
     pd = _lazy.module("pandas")
 
-__all__ = ["calibration_summary", "empty_gt_summary", "group_summary", "size_summary", "summary"]
+__all__ = [
+    "calibration_summary",
+    "empty_gt_summary",
+    "group_summary",
+    "quantification_summary",
+    "size_summary",
+    "summary",
+]
 
 
 def _evaluated(result: DatasetResult, empty_gt: bool) -> pd.DataFrame:

@@ -238,6 +238,18 @@ class DatasetResult:
         ci_level = former_ci_level(ci_level, former, "DatasetResult.calibration")
         return calibration_summary(self, ci_level=ci_level, n_resamples=n_resamples, seed=seed)
 
+    def quantification(
+        self, *, ci_level: float = 0.95, n_resamples: int = 2000, seed: int = 0, **former: Any
+    ) -> pd.DataFrame:
+        """The agreement of the model's PET measurements with the reference's, per class, level (``patient``,
+        ``lesion``) and measure: bias, limits of agreement, ICC(A,1), Lin's CCC with bootstrap intervals over cases,
+        and the relative error (:func:`ccmetrics.analysis.quantification.quantification_table`); empty without the
+        ``pet`` metric. ``summary.json`` keeps it as ``quantification``."""
+        from ..analysis.summaries import quantification_summary
+
+        ci_level = former_ci_level(ci_level, former, "DatasetResult.quantification")
+        return quantification_summary(self, ci_level=ci_level, n_resamples=n_resamples, seed=seed)
+
     def threshold_summary(self) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
         """The means per class and threshold of the ``thresholds`` table over the cases with GT lesions, and the best
         threshold by each global and CC score (:func:`ccmetrics.metrics.thresholds.threshold_summary`)."""
@@ -446,6 +458,9 @@ class DatasetResult:
             "run": self.run.to_dict(),
             "by_size": _records(self.size_table(size_bins).replace(math.inf, np.nan)),  # last bin: high null
         }
+        quantification = self.quantification(**summary_options)
+        if len(quantification):  # only with the pet metric's columns
+            doc["quantification"] = _records(quantification)
         if curves:
             doc["detection_curves"] = {str(c): curve.to_dict() for c, curve in curves.items()}
         if calibration:
