@@ -141,6 +141,13 @@ EMPTY_GT_FLAG = "empty_gt"
 #: ... and a case of DICOM SEGs without their empty frames whose grid is the span of the frames they hold
 #: (:mod:`ccmetrics.formats.grids`): the image's extent, and so the default worst distance, was inferred
 EXTENT_INFERRED = "extent_inferred"
+#: ... and a case whose scan's values cannot be SUV (above :data:`SUV_CEILING` or below :data:`SUV_FLOOR` somewhere):
+#: activity in Bq/ml, or a CT in HU, taken for the PET (``--images``, ``--pet-channel``); its pet values are computed
+#: as given, and flagged
+SCAN_NOT_SUV = "scan_not_suv"
+#: the bounds of a scan taken as SUV: no body-weight SUV reaches 1000, and none falls below -100 (noise after
+#: reconstruction dips slightly below 0; a CT's air is about -1000 HU, a PET in Bq/ml reaches thousands)
+SUV_CEILING, SUV_FLOOR = 1000.0, -100.0
 #: flags are joined with this separator in one cell
 FLAG_SEPARATOR = ";"
 
@@ -422,7 +429,12 @@ PER_CASE = TableSchema(
         Field(CLASS, "int", "the class"),
         _CLASS_NAME_FIELD,
         Field(STATUS, "str", "ok, flagged or error"),
-        Field(FLAGS, "str", "missing_prediction and/or empty_gt, ';'-separated", filled=True),
+        Field(
+            FLAGS,
+            "str",
+            "missing_prediction, empty_gt, extent_inferred, scan_not_suv (--images), ';'-separated",
+            filled=True,
+        ),
         Field(ERROR, "str", "why the case could not be evaluated", filled=True),
         Field(GT_FILE, "str", "the GT file"),
         Field(PRED_FILE, "str", "the prediction file (empty when missing)"),

@@ -39,7 +39,7 @@ from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
 from .options import CaseOutput, CaseTask, EvalOptions, _describe
 from .probabilities import evaluate_with_maps, read_case_maps, segmentation_of
 from .records import file_fingerprint
-from .scans import needs_scans
+from .scans import looks_like_suv, needs_scans
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -161,6 +161,8 @@ def _read_case(task: CaseTask, options: EvalOptions, clock: _Clock) -> _ReadCase
 
         scan = read_case_scan(task.image, gt, gt_known, tolerance_mm=options.tolerance_mm, max_bytes=options.max_memory)
         clock.reading_done()
+        if not looks_like_suv(scan):
+            flags.append(schema.SCAN_NOT_SUV)
     return _ReadCase(gt, pred, gt_known, maps, flags, scan)
 
 

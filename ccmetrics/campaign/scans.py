@@ -18,6 +18,7 @@ Cost: one listing of the folder; per case, one header and one read of its PET.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,36 @@ from ..formats.scans import ImageFolder, choose_channel, read_scan
 from ..metrics.detection_rules import DetectionRule
 from .options import CaseTask
 
-__all__ = ["attach_scans", "check_scans_wanted", "needs_scans", "read_case_scan", "SCAN_BYTES_PER_VOXEL"]
+__all__ = [
+    "attach_scans",
+    "check_scans_wanted",
+    "looks_like_suv",
+    "needs_scans",
+    "read_case_scan",
+    "SCAN_BYTES_PER_VOXEL",
+]
 
 #: what a case's scan adds to its peak memory while it is evaluated: the float32 scan
 SCAN_BYTES_PER_VOXEL = 4
+
+
+def looks_like_suv(scan: np.ndarray) -> bool:
+    """Whether a scan's values can be SUV (body weight): none above :data:`ccmetrics.schema.SUV_CEILING` (1000) nor
+    below :data:`ccmetrics.schema.SUV_FLOOR` (-100), NaN left out. A PET in Bq/ml reaches thousands, a CT's air is
+    about -1000 HU: the case is flagged ``scan_not_suv`` (its values computed as given). One pass over the scan.
+
+    >>> looks_like_suv(np.array([0.0, 2.5, 38.0])), looks_like_suv(np.array([-1000.0, 40.0])), looks_like_suv(
+    ...     np.array([1200.0, 45000.0]))
+    (True, False, False)
+    """
+    from .. import schema
+
+    if scan.size == 0:
+        return True
+    with warnings.catch_warnings():  # an all-NaN scan: no value to judge (its lesions' NaN are their error)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        high, low = np.nanmax(scan), np.nanmin(scan)
+    return not (high > schema.SUV_CEILING or low < schema.SUV_FLOOR)
 
 
 def needs_scans(metrics: Sequence[str], detection_rule: Any) -> bool:

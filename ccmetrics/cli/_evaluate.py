@@ -22,7 +22,16 @@ from ._common import (
 )
 from ._former import add_former, take_former
 from ._stop import _command, _failed, _interrupted, _listed, _say_removed, _say_stopped
-from ._text import _calibration_report, _curves_report, _group_report, _size_report, _threshold_report, counted, report
+from ._text import (
+    _calibration_report,
+    _curves_report,
+    _group_report,
+    _quantification_report,
+    _size_report,
+    _threshold_report,
+    counted,
+    report,
+)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -419,6 +428,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
     summary = result.summary(n_resamples=args.n_resamples, seed=args.seed)  # once: written and printed
     curves = result.detection_curves(n_resamples=args.n_resamples, seed=args.seed)
     calibration = result.calibration(n_resamples=args.n_resamples, seed=args.seed)
+    quantification = result.quantification(n_resamples=args.n_resamples, seed=args.seed)
     groups = None
     if meta is not None:
         from .. import schema
@@ -441,6 +451,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             groups=groups,
             curves=curves,
             calibration=calibration,
+            quantification=quantification,
         )
     except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
@@ -455,6 +466,8 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             print(_calibration_report(calibration))
         if result.thresholds is not None:
             print(_threshold_report(*result.threshold_summary()))
+        if len(quantification):
+            print(_quantification_report(quantification, result.class_names))
         if groups is not None:
             print(_group_report(groups[0], groups[1]))
         if size_bins is not None:
@@ -485,7 +498,11 @@ def _say_folders(args: argparse.Namespace) -> None:
         predictions = f"predictions from {args.pred_dir}"
     else:
         predictions = f"predictions: prob > 0.5 of the maps in {args.probabilities}"
-    _say(f"ccmetrics: ground truth (GT) from {args.gt_dir}; {predictions}")
+    scans = ""
+    if args.images is not None:
+        channel = f"channel {args.pet_channel:04d}" if args.pet_channel is not None else "the PET channel"
+        scans = f"; PET scans ({channel}) from {args.images}, values taken as SUV (body weight)"
+    _say(f"ccmetrics: ground truth (GT) from {args.gt_dir}; {predictions}{scans}")
 
 
 def _say_swap_signs(args: argparse.Namespace, result) -> None:

@@ -145,6 +145,51 @@ def _size_report(result, edges) -> str:
     return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
 
 
+def _quantification_report(table, names: dict[int, str]) -> str:
+    """The agreement of the model's PET measurements with the reference's (``summary.json``'s ``quantification``):
+    per class, level and measure, the pairs, the bias with its interval, the limits of agreement, ICC(A,1) and Lin's
+    CCC with their intervals, and the mean relative error, each from the table."""
+    import math
+
+    import pandas as pd
+
+    def shown(v: float) -> str:  # a value that rounding alone keeps off 0 (1e-30) is shown as 0
+        return f"{0.0 if abs(v) < 1e-12 else v:.4g}"
+
+    def with_ci(row, name: str) -> str:
+        v, low, high = row[name], row[f"{name}_ci_low"], row[f"{name}_ci_high"]
+        if not math.isfinite(v):
+            return "undefined"
+        if math.isfinite(low) and math.isfinite(high):
+            return f"{shown(v)} [{shown(low)}, {shown(high)}]"
+        return shown(v)
+
+    rows = []
+    for _, r in table.iterrows():
+        loa = f"[{shown(r['loa_low'])}, {shown(r['loa_high'])}]" if math.isfinite(r["loa_low"]) else "undefined"
+        rel = r["relative_error_mean"]
+        rows.append(
+            {
+                "class": r["class"],
+                "level": r["level"],
+                "measure": r["measure"],
+                "n": int(r["n"]),
+                "bias (pred - gt)": with_ci(r, "bias"),
+                "limits of agreement": loa,
+                "ICC(A,1)": with_ci(r, "icc"),
+                "CCC": with_ci(r, "ccc"),
+                "relative error": f"{rel:+.1%}" if math.isfinite(rel) else "undefined",
+            }
+        )
+    frame = _with_class_names(pd.DataFrame(rows), names)
+    with pd.option_context("display.width", 250, "display.max_colwidth", 40):
+        text = frame.to_string(index=False)
+    return (
+        "\nPET quantification, model vs reference (patient: one pair per case; lesion: per detected lesion; "
+        f"95% CIs over cases; scan values taken as SUV):\n{text}"
+    )
+
+
 def _curves_report(curves, names: dict[int, str]) -> str:
     """The detection curves ``evaluate --probabilities`` prints: AP, AUROC, the PI-CAI score and CPM with their
     intervals, and the FROC's sensitivities at the CPM's rates, each computed from the tables."""

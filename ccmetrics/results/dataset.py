@@ -339,6 +339,7 @@ class DatasetResult:
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None = None,
         curves: dict[int, DetectionCurves] | None = None,
         calibration: dict[int, dict[str, Any]] | None = None,
+        quantification: pd.DataFrame | None = None,
         **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
@@ -362,6 +363,9 @@ class DatasetResult:
         curves, calibration : dict, optional
             The :meth:`detection_curves` and :meth:`calibration` when computed already; by default computed here
             (with probability maps), with ``summary_options``.
+        quantification : pandas.DataFrame, optional
+            The :meth:`quantification` when computed already; by default computed here (with the ``pet`` metric),
+            with ``summary_options``.
         **summary_options
             The options of :meth:`summary` (``ci_level``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -404,7 +408,7 @@ class DatasetResult:
         out = Path(out_dir)
         with locked(out):  # no other run writes here meanwhile
             begin_tables(out)  # until finish_tables, a reader refuses the folder
-            extra = {"curves": curves, "calibration": calibration}
+            extra = {"curves": curves, "calibration": calibration, "quantification": quantification}
             written = self._write_tables(out, plots, summary, size_bins, groups, extra, summary_options)
             files = [p for key, p in written.items() if key != "plots"] + written["plots"]
             written["removed"] = finish_tables(out, files)
@@ -458,7 +462,9 @@ class DatasetResult:
             "run": self.run.to_dict(),
             "by_size": _records(self.size_table(size_bins).replace(math.inf, np.nan)),  # last bin: high null
         }
-        quantification = self.quantification(**summary_options)
+        quantification = extra["quantification"]
+        if quantification is None:
+            quantification = self.quantification(**summary_options)
         if len(quantification):  # only with the pet metric's columns
             doc["quantification"] = _records(quantification)
         if curves:

@@ -129,6 +129,19 @@ def test_the_ct_channel_when_asked_for(folders):
     ct = _read(folders / "images" / "c2_0000.nii.gz").astype(np.float64)
     gt = _read(folders / "gt" / "c2.nii.gz") > 0
     assert result.per_case.set_index("case").loc["c2", "gt_suv_max"] == ct[gt].max()
+    # a CT holds air (about -1000 HU): its values cannot be SUV, and every case says so
+    assert (result.per_case["flags"] == "scan_not_suv").all() and (result.per_case["status"] == "flagged").all()
+
+
+@pytest.mark.parametrize("low, high, flagged", [(-100.0, 1000.0, False), (-100.5, 10.0, True), (0.0, 1000.5, True)])
+def test_scan_not_suv_at_its_bounds(low, high, flagged):
+    rng = np.random.default_rng(5)
+    gt, pred, scan = _case(rng)
+    scan[0, 0, 0], scan[0, 0, 1] = low, high
+    scan[23, 19, 11] = np.nan  # far from every lesion and its SUVpeak sphere: left out
+    result = evaluate_dataset({"a": (gt, pred)}, metrics=["pet"], images={"a": scan}, progress=False)
+    assert result.per_case["status"].item() == ("flagged" if flagged else "ok")
+    assert result.per_case["flags"].item() == ("scan_not_suv" if flagged else "")
 
 
 def test_several_channels_and_no_choice_stop_before_any_case(folders):
