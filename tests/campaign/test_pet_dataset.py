@@ -316,3 +316,24 @@ def test_the_command_line_refuses_before_making_its_folder(folders, capsys):
     assert "--images DIR" in capsys.readouterr().err
     assert main([*base, "--images", str(folders / "images")]) == 2 and not out.exists()
     assert "add pet to --metrics" in " ".join(capsys.readouterr().err.split())
+
+
+def test_the_command_line_prints_and_writes_the_agreement_with_its_resamples(folders, capsys):
+    from ccmetrics import DatasetResult
+
+    out = folders / "out"
+    args = ["evaluate", str(folders / "gt"), str(folders / "pred"), "--out-dir", str(out), "--metrics", "dice,pet"]
+    args += ["--images", str(folders / "images"), "--pet-channel", "1", "--n-resamples", "300", "--seed", "7"]
+    assert main(args) == 0
+    printed = capsys.readouterr()
+    assert "PET scans (channel 0001) from" in printed.err and "values taken as SUV (body weight)" in printed.err
+    assert "PET quantification, model vs reference" in printed.out
+    written = pd.DataFrame(json.loads((out / "summary.json").read_text())["quantification"])
+    again = DatasetResult.read(out).quantification(n_resamples=300, seed=7)
+    pd.testing.assert_frame_equal(written, again.astype(written.dtypes.to_dict()), check_exact=False, rtol=1e-12)
+    tlg = written[(written["level"] == "patient") & (written["measure"] == "tlg")].iloc[0]
+    diffs = [_by_hand(folders, c)["pred_tlg"] - _by_hand(folders, c)["gt_tlg"] for c in ("c0", "c1", "c2")]
+    assert tlg["bias"] == pytest.approx(np.mean(diffs), rel=1e-6)
+    assert tlg["loa_high"] == pytest.approx(np.mean(diffs) + 1.96 * np.std(diffs, ddof=1), rel=1e-6)
+    line = next(x for x in printed.out.splitlines() if " patient " in x and " tlg " in x)
+    assert f"{tlg['bias']:.4g}" in line
