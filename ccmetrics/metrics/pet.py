@@ -57,6 +57,7 @@ __all__ = [
 #: radius (mm) of the 1 cm³ sphere of PERCIST's SUVpeak: (3 / (4 pi) * 1000 mm³) ** (1/3)
 PERCIST_RADIUS_MM = 6.2035
 _CHUNK = 1 << 19  # entries of the (offsets x voxels) or (points x points) blocks evaluated at once
+_SMALL_PEAK = 1 << 12  # SUVpeak: lesions of at most this many (voxels x sphere voxels) read the image directly
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -385,29 +386,39 @@ def _sphere_sums_at(
     return total, count
 
 
-def _row_sums(near: np.ndarray, x: np.ndarray, width: int) -> np.ndarray:
-    """Sums of the box rows over [x - width, x + width] (clipped to the box), from their running sums."""
-    bx = near.shape[2] - 1
-    start, stop = int(x[0]), int(x[-1]) + 1
-    if start - width >= 0 and stop + width <= bx:  # inside the box: two slices
-        return near[:, :, start + width + 1 : stop + width + 1] - near[:, :, start - width : stop - width]
-    return np.take(near, np.minimum(x + width + 1, bx), axis=2) - np.take(near, np.maximum(x - width, 0), axis=2)
+def _sphere_sums_box(box: np.ndarray, offset: np.ndarray, rows, reach: np.ndarray, first, size, axes) -> np.ndarray:
+    """The sphere sum around each voxel of a compact lesion (coordinates ``axes``, bounding box ``first``, ``size``).
 
-
-def _sphere_sums_box(cumsum: np.ndarray, rows, pad: tuple[int, int], first: np.ndarray, size: np.ndarray):
-    """The sphere sum around every voxel of the lesion's bounding box (``first``, ``size`` in box coordinates).
-
-    Shifted slices of the row sums of each width, added up: for a compact lesion.
+    The bounding box grown by the reach, zero-padded where it leaves the image (``box`` is its part inside, at
+    ``offset``), in float64; the row sums of the bounding box's columns, widened one column on each side at a
+    time, laid out flat (z, y, x) with the padding rows in y, so that every row of the sphere is one contiguous
+    shifted slice added to the flat total (the padding rows take values that are never read); then one gather
+    at the lesion's voxels.
     """
     dz, dy, w = rows
-    x = first[2] + np.arange(size[2])
-    near = cumsum[first[0] : first[0] + size[0] + 2 * pad[0], first[1] : first[1] + size[1] + 2 * pad[1]]
-    total = np.zeros(tuple(size))
+    pz, py, px = (int(r) for r in reach)
+    near = np.zeros(tuple(int(n) for n in size + 2 * reach))
+    near[
+        offset[0] : offset[0] + box.shape[0], offset[1] : offset[1] + box.shape[1], offset[2] : offset[2] + box.shape[2]
+    ] = box
+    depth, height, n_x = near.shape[0], near.shape[1], int(size[2])
+    plane, margin = height * n_x, py * n_x
+    n_out = int(size[0]) * plane
+    total = np.zeros(n_out)
+    shifted = np.zeros(depth * plane + 2 * margin)  # the row sums, flat, with a margin for the y shifts
+    body = shifted[margin : margin + depth * plane].reshape(depth, height, n_x)
+    body[...] = near[:, :, px : px + n_x]
+    done = 0
     for width in np.unique(w):
-        row_sum = _row_sums(near, x, int(width))
-        for a, b in zip(dz[w == width] + pad[0], dy[w == width] + pad[1]):
-            total += row_sum[a : a + size[0], b : b + size[1]]
-    return total
+        for d in range(done + 1, int(width) + 1):  # the rows one column wider on each side
+            body += near[:, :, px - d : px - d + n_x]
+            body += near[:, :, px + d : px + d + n_x]
+        done = int(width)
+        for a, b in zip(dz[w == width] + pz, dy[w == width]):
+            start = a * plane + b * n_x + margin
+            total += shifted[start : start + n_out]
+    at = ((axes[0] - first[0]) * height + (axes[1] - (first[1] - py))) * n_x + (axes[2] - first[2])
+    return total[at]
 
 
 def _padded_cumsum(box: np.ndarray, pad: tuple[int, int]) -> np.ndarray:
@@ -419,28 +430,59 @@ def _padded_cumsum(box: np.ndarray, pad: tuple[int, int]) -> np.ndarray:
 
 
 def _lesion_peak(arr: np.ndarray, axes: tuple, rows, reach: np.ndarray, k: int, ndim: int) -> float:
-    """SUVpeak of one lesion (its voxel coordinates ``axes``) from the box around it."""
-    shape = arr.shape
-    first = np.array([int(c.min()) for c in axes])
-    last = np.array([int(c.max()) for c in axes])
+    """SUVpeak of one lesion (its voxel coordinates ``axes``, in C order) from the box around it."""
+    shape = np.asarray(arr.shape)
+    first = np.array([int(axes[0][0]), int(axes[1].min()), int(axes[2].min())])  # C order: z ascends
+    last = np.array([int(axes[0][-1]), int(axes[1].max()), int(axes[2].max())])
     lo, hi = np.maximum(first - reach, 0), np.minimum(last + reach + 1, shape)
     box = arr[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]]
-    local = np.stack([c - o for c, o in zip(axes, lo)], axis=1)
     pad = (int(reach[0]), int(reach[1]))
-    bad = ~np.isfinite(box)
-    if bad.any():
-        _refuse_non_finite_peak(bad, local, rows, pad, (local + lo)[:, -ndim:], k)
-        box = np.where(bad, 0.0, box)
-    cumsum = _padded_cumsum(box, pad)
-    first, size = first - lo, last - first + 1
-    if int(np.prod(size)) > current_engine().peak_box_ratio * len(local):  # sparse: per voxel
-        total, count = _sphere_sums_at(cumsum, local, rows, pad)
+    size = last - first + 1
+    if int(np.prod(size)) > current_engine().peak_box_ratio * len(axes[0]):  # sparse: per voxel
+        local = np.stack([c - o for c, o in zip(axes, lo)], axis=1)
+        bad = ~np.isfinite(box)
+        if bad.any():
+            _refuse_non_finite_peak(bad, local, rows, pad, (local + lo)[:, -ndim:], k)
+            box = np.where(bad, 0.0, box)
+        total, count = _sphere_sums_at(_padded_cumsum(box, pad), local, rows, pad)
         return float(np.max(total / count))
-    at = tuple((local - first).T)
-    total = _sphere_sums_box(cumsum, rows, pad, first, size)[at]
-    if np.all(lo + first >= reach) and np.all(lo + first + size + reach <= shape):  # spheres all in the image
-        return float(np.max(total)) / float((2 * rows[2] + 1).sum())
-    return float(np.max(total / _sphere_sums_box(_padded_cumsum(np.ones(box.shape), pad), rows, pad, first, size)[at]))
+    with np.errstate(invalid="ignore"):  # inf + -inf: refused below
+        total = _sphere_sums_box(box, lo - (first - reach), rows, reach, first, size, axes)
+    if not np.isfinite(total).all():  # a NaN or inf of the box within the sphere of a lesion voxel (none else is read)
+        local = np.stack([c - o for c, o in zip(axes, lo)], axis=1)
+        _refuse_non_finite_peak(~np.isfinite(box), local, rows, pad, (local + lo)[:, -ndim:], k)
+    full = float((2 * rows[2] + 1).sum())
+    low, high = first < reach, last + reach >= shape  # the axes where spheres leave the image
+    if not (low.any() or high.any()):
+        return float(np.max(total)) / full
+    # the sphere leaves the image only around the voxels within its reach of the border, and how many of its
+    # voxels stay inside depends only on their distances to the border, capped at the reach
+    near = np.zeros(len(axes[0]), dtype=bool)
+    for axis in np.flatnonzero(low):
+        near |= axes[axis] < reach[axis]
+    for axis in np.flatnonzero(high):
+        near |= axes[axis] >= shape[axis] - reach[axis]
+    edge = np.stack([c[near] for c in axes], axis=1)
+    gaps = np.concatenate((np.minimum(edge, reach), np.minimum(shape - 1 - edge, reach)), axis=1)
+    key = gaps @ (int(reach.max()) + 1) ** np.arange(6, dtype=np.int64)
+    _, one, inverse = np.unique(key, return_index=True, return_inverse=True)
+    count = np.full(len(axes[0]), full)
+    count[near] = _sphere_counts(edge[one], rows, tuple(shape))[inverse]
+    return float(np.max(total / count))
+
+
+def _sphere_counts(local: np.ndarray, rows, shape: tuple[int, ...]) -> np.ndarray:
+    """The number of the sphere's voxels inside a box of ``shape`` around each of its voxels ``local`` (rows)."""
+    dz, dy, w = rows
+    count = np.zeros(len(local), dtype=np.int64)
+    step = max(1, _CHUNK // max(len(dz), 1))
+    for a in range(0, len(local), step):
+        z, y, x = (local[a : a + step, k][None, :] for k in range(3))
+        zz, yy = z + dz[:, None], y + dy[:, None]
+        span = np.minimum(x + w[:, None], shape[2] - 1) - np.maximum(x - w[:, None], 0) + 1
+        inside = (zz >= 0) & (zz < shape[0]) & (yy >= 0) & (yy < shape[1])
+        count[a : a + step] = np.where(inside, span, 0).sum(axis=0)
+    return count
 
 
 def suv_peak(
@@ -479,13 +521,19 @@ def suv_peak(
     -----
     Only a box around each lesion is read: its bounding box grown by the sphere's reach along each axis,
     clipped to the image. The sphere splits into rows along the last axis (offsets (dz, dy), half-width w;
-    rows ≈ π r² / (sz sy): 9 at 4 mm voxels, 19 at autoPET's 2 x 2 x 3 mm, 121 at 1 mm); the box's running
-    sums along that axis (float64) give every row sum of one width at once, and the sphere sums over the
-    lesion's bounding box are the shifted slices of those added up: O(box + rows × bounding box) in
-    contiguous passes. A sparse lesion (its bounding box more than 16 times its V voxels) takes instead
-    two look-ups per row and lesion voxel, O(box + V × rows),
-    in blocks of bounded memory. Nothing is ever filtered over the whole volume. The sums are exact up to
-    float64 rounding of the running sums (relative error about 1e-15 times the box width).
+    rows ≈ π r² / (sz sy): 9 at 4 mm voxels, 19 at autoPET's 3 x 2 x 2 mm, 121 at 1 mm). A compact lesion
+    (its bounding box at most 16 times its V voxels): the box, zero-padded by the reach (float64), gives
+    the row sums of the bounding box's columns for each width (the rows widened one column on each side at
+    a time), laid out flat so that each row of the sphere is one contiguous shifted slice, added up over
+    the bounding box: O(box + rows × bounding box) in contiguous passes, then one gather at the lesion's
+    voxels; the sphere's voxels inside the image are counted only around the voxels within its reach of
+    the image's border (the count depends only on the distances to the border, capped at the reach: one
+    count per distinct case). A sparse lesion takes two look-ups per row and lesion voxel in the box's
+    running sums, O(box + V × rows); a small one (V × sphere voxels at most 4096) reads the image at every
+    sphere voxel around each of its voxels, all small lesions together, O(V × sphere voxels); both in
+    blocks of bounded memory. Nothing is ever filtered over the whole volume. The sums are float64 sums
+    of the SUVs (the sparse path: differences of running sums, relative error about 1e-15 times the box
+    width).
 
     Examples
     --------
@@ -507,10 +555,57 @@ def suv_peak(
     rows = _sphere_rows(spacing_nd, float(radius_mm))
     reach = np.array([np.abs(rows[0]).max(), np.abs(rows[1]).max(), rows[2].max()])
     out = np.full(len(starts) - 1, np.nan)
-    for k in np.flatnonzero(np.diff(starts)):
+    sizes = np.diff(starts)
+    small = (sizes > 0) & (sizes * int((2 * rows[2] + 1).sum()) <= _SMALL_PEAK)
+    error = None  # a small lesion's non-finite SUV: raised once the lesions before it were checked
+    if small.any():
+        out[small], error = _small_lesion_peaks(arr, flat, starts, np.flatnonzero(small), rows, len(arr_shape))
+    for k in np.flatnonzero((sizes > 0) & ~small):
+        if error is not None and k > error[0]:
+            break
         axes = np.unravel_index(flat[starts[k] : starts[k + 1]], shape)
         out[k] = _lesion_peak(arr, axes, rows, reach, int(k), len(arr_shape))
+    if error is not None:
+        raise ValueError(error[1])
     return out
+
+
+def _small_lesion_peaks(arr: np.ndarray, flat: np.ndarray, starts: np.ndarray, lesions: np.ndarray, rows, ndim: int):
+    """SUVpeak of the small lesions ``lesions`` (0-based) at once: the image read at every sphere voxel around each
+    of their voxels (O(V x sphere voxels), in blocks), no box and no running sums.
+
+    Returns the peaks and ``None``, or, where a non-finite SUV lies in the sphere of a voxel, the first such
+    lesion and its message (the peaks then unfinished).
+    """
+    dz, dy, w = rows
+    offsets = np.array(
+        [(a, b, c) for a, b, width in zip(dz.tolist(), dy.tolist(), w.tolist()) for c in range(-width, width + 1)],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+    sizes = (starts[lesions + 1] - starts[lesions]).astype(np.int64)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    voxels = np.repeat(starts[lesions] - first, sizes) + np.arange(int(sizes.sum()))
+    coords = np.stack(np.unravel_index(flat[voxels], arr.shape), axis=1)
+    shape = np.asarray(arr.shape)
+    means = np.empty(len(coords))
+    step = max(1, _CHUNK // len(offsets))
+    for a in range(0, len(coords), step):
+        at = coords[a : a + step, None, :] + offsets[None, :, :]
+        inside = np.all((at >= 0) & (at < shape), axis=2)
+        np.clip(at, 0, shape - 1, out=at)
+        values = np.where(inside, arr[at[..., 0], at[..., 1], at[..., 2]], 0).astype(np.float64)
+        bad = np.flatnonzero((inside & ~np.isfinite(values)).any(axis=1))
+        if len(bad):
+            voxel = a + int(bad[0])
+            k = int(lesions[np.searchsorted(first, voxel, side="right") - 1])
+            where = "(" + ", ".join(str(int(c)) for c in coords[voxel][-ndim:]) + ")"
+            message = (
+                f"non-finite SUV inside lesion {k + 1} or within the SUVpeak radius of its voxel {where}: "
+                "the scan must be finite wherever it is measured"
+            )
+            return None, (k, message)
+        means[a : a + step] = values.sum(axis=1) / inside.sum(axis=1)
+    return np.maximum.reduceat(means, first), None
 
 
 def _refuse_non_finite_peak(bad, local, rows, pad, coords, k: int) -> None:
@@ -607,9 +702,11 @@ def centroids_mm(labels: Any, n: int | None = None, spacing: Any = None) -> np.n
     shape, flat, starts = _grouped(labels, n)
     spacing_nd, _ = _voxel_ml(spacing, len(shape))
     count = np.diff(starts)
-    group = np.repeat(np.arange(len(count)), count)
-    axes = np.unravel_index(flat, shape)
-    sums = np.stack([np.bincount(group, weights=c, minlength=len(count)) for c in axes], axis=1)
+    full = np.flatnonzero(count)
+    sums = np.zeros((len(count), len(shape)))
+    if len(full):  # the groups are contiguous: one reduceat per axis
+        for axis, coordinate in enumerate(np.unravel_index(flat, shape)):
+            sums[full, axis] = np.add.reduceat(coordinate, starts[full])
     with np.errstate(invalid="ignore", divide="ignore"):
         return sums / count[:, None] * spacing_nd
 
@@ -767,8 +864,10 @@ def extent_mm(mask: Any, spacing: Any = None) -> float:
     -----
     Only the first and last voxel of each image row (along the last axis) can be extreme points (the
     others lie between them), so the candidates come from the sorted voxel list (of each site) in O(N);
-    then the exact
-    farthest pair of :func:`farthest_pair_distance`. A 100,000-voxel ball takes a few milliseconds.
+    of those, a row end is left out too where it lies on the segment joining the same ends of the rows just
+    before and after it in the list, or between that segment and its row's other end (it is then no extreme
+    point either). Then the exact farthest pair of :func:`farthest_pair_distance`. A 100,000-voxel ball takes
+    a few milliseconds.
 
     Examples
     --------
@@ -786,10 +885,39 @@ def extent_mm(mask: Any, spacing: Any = None) -> float:
     if len(flat) == 0:
         return float("nan")
     row = flat // shape[-1]
-    change = row[1:] != row[:-1]
-    ends = np.concatenate(([True], change)) | np.concatenate((change, [True]))
+    change = np.concatenate(([True], row[1:] != row[:-1], [True]))
     if isinstance(mask, Sites):
-        inner = mask.starts[1:-1]
-        ends[inner[inner < len(flat)]] = True
-        ends[inner[inner > 0] - 1] = True
-    return farthest_pair_distance(coordinates(flat[ends], shape), spacing)
+        change[mask.starts[1:-1]] = True
+    first = np.flatnonzero(change[:-1])  # the first and the last voxel of each segment of a row (of a site)
+    last = np.flatnonzero(change[1:])
+    keep = np.concatenate(_row_ends_kept(row[first], flat[first] % shape[-1], flat[last] % shape[-1], shape[-2]))
+    ends = np.concatenate((flat[first], flat[last]))[keep]
+    return farthest_pair_distance(coordinates(ends, shape), spacing)
+
+
+def _row_ends_kept(row: np.ndarray, start: np.ndarray, stop: np.ndarray, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which row ends may be extreme points: a test against the segments listed just before and after.
+
+    ``row`` (the row index, z * height + y), ``start`` and ``stop`` (its first and last x) per row segment, in
+    the order of the voxel list. Where the segments before and after lie on rows y - 1 and y + 1 of the same
+    plane (voxels of the mask), a segment's start at x lies on or right of the chord between theirs when
+    2 x >= x_before + x_after: then it lies between a point of that chord and the segment's stop (or on the
+    chord), so it is no extreme point; the same to the left for the stop. A segment of one voxel stays unless
+    it lies on a chord. Exact: only points that are not extreme are left out. O(segments).
+    """
+    n = len(row)
+    before = np.zeros(n, dtype=bool)
+    after = np.zeros(n, dtype=bool)
+    before[1:] = (row[:-1] == row[1:] - 1) & (row[1:] % height != 0)
+    after[:-1] = (row[1:] == row[:-1] + 1) & ((row[:-1] + 1) % height != 0)
+    both = before & after
+    if not both.any():
+        return np.ones(n, dtype=bool), start != stop
+    s_sum = np.zeros(n, dtype=np.int64)
+    e_sum = np.zeros(n, dtype=np.int64)
+    s_sum[1:-1] = start[:-2] + start[2:]
+    e_sum[1:-1] = stop[:-2] + stop[2:]
+    single = start == stop
+    drop_start = both & ((2 * start > s_sum) & ~single | (2 * start == s_sum))
+    drop_stop = both & ((2 * stop < e_sum) & ~single | (2 * stop == e_sum))
+    return ~(drop_start | (single & drop_stop)), ~(drop_stop | single)

@@ -57,13 +57,11 @@ if TYPE_CHECKING:
     from .registry import CaseInputs
 
 __all__ = [
-    "NO_SCANS_YET",
     "PER_COMPONENT_COLUMNS",
     "PER_PREDICTION_COLUMNS",
     "PetResult",
     "as_scan",
     "pet_from_inputs",
-    "refuse_without_scans",
 ]
 
 #: the columns the group adds to ``per_component``, in order
@@ -83,12 +81,6 @@ PER_PREDICTION_COLUMNS = ("suv_max", "suv_mean", "suv_peak", "mtv_ml", "tlg")
 #: the per-case measures, each with a ``gt_`` and a ``pred_`` column
 CASE_MEASURES = ("tmtv_ml", "tlg", "suv_max", "suv_mean", "dmax_mm", "extent_mm", "lesion_count")
 NEEDS_IMAGE = "the pet metrics need the scan: image=... (the PET in SUV, on the GT's grid)"
-#: why a data-set run refuses ``pet`` (until it takes the scans: ``images=``, ``--images``)
-NO_SCANS_YET = (
-    "the pet metrics need the scan, and evaluate_dataset (ccmetrics evaluate) takes no scans yet (images=, --images "
-    "are to come); for now the scan is taken by ccmetrics.evaluate(gt=..., pred=..., metrics=[..., 'pet'], "
-    "image=scan), one case at a time: leave pet out of the data set's metrics"
-)
 
 
 def as_scan(image: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -176,8 +168,14 @@ def _per_mask(image: np.ndarray, sites: Sites, spacing: Any, prefix: str) -> tup
     uptake = pet.lesion_uptake(image, sites, spacing=spacing)
     columns = {name: uptake[name] for name in ("suv_max", "suv_mean", "mtv_ml", "tlg")}
     columns["suv_peak"] = pet.suv_peak(image, sites, spacing=spacing)
-    whole = pet.patient_uptake(image, sites, spacing=spacing)
-    case = {f"{prefix}{name}": float(value) for name, value in whole.items()}
+    # the mask's totals from its components' (every voxel in one): pet.patient_uptake without a second gather
+    tmtv, tlg = float(uptake["mtv_ml"].sum()), float(uptake["tlg"].sum())
+    case = {
+        f"{prefix}tmtv_ml": tmtv,
+        f"{prefix}tlg": tlg,
+        f"{prefix}suv_max": float(uptake["suv_max"].max()) if sites.n else float("nan"),
+        f"{prefix}suv_mean": tlg / tmtv if sites.n else float("nan"),
+    }
     case[f"{prefix}dmax_mm"] = pet.dmax_mm(pet.centroids_mm(sites, spacing=spacing))
     case[f"{prefix}extent_mm"] = pet.extent_mm(sites, spacing=spacing)
     case[f"{prefix}lesion_count"] = int(sites.n)
@@ -212,37 +210,3 @@ def pet_from_inputs(inputs: CaseInputs) -> PetResult:
     return PetResult(
         {name: per_component[name] for name in PER_COMPONENT_COLUMNS}, pred_columns, **gt_case, **pred_case
     )
-
-
-def refuse_without_scans(metrics: Any, detection_rule: Any = None) -> None:
-    """A ``ValueError`` when a data-set run is asked for what needs the scan, which it takes no scans yet: the
-    ``pet`` metrics (:data:`NO_SCANS_YET`) or the ``suv_max`` detection rule.
-
-    ``metrics`` and ``detection_rule``: what :func:`ccmetrics.evaluate_dataset` takes (a name, names and records,
-    any case; a rule's spelling or a :class:`~ccmetrics.metrics.detection_rules.DetectionRule`).
-
-    Examples
-    --------
-    >>> refuse_without_scans(["dice", "hd95"], "iou:0.1")
-    >>> refuse_without_scans(["dice", "PET"])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: the pet metrics need the scan, and evaluate_dataset (ccmetrics evaluate) takes no scans yet ...
-    >>> refuse_without_scans(["dice"], "suv_max")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: the detection rule 'suv_max' needs the scan, and evaluate_dataset (ccmetrics evaluate) takes ...
-    """
-    from .detection_rules import DetectionRule
-
-    items = [metrics] if isinstance(metrics, str) else [] if metrics is None else list(metrics)
-    for item in items:
-        name = item if isinstance(item, str) else getattr(item, "name", None)
-        if isinstance(name, str) and name.strip().lower() == "pet":
-            raise ValueError(NO_SCANS_YET)
-    if DetectionRule.parse(detection_rule).kind == "suv_max":
-        raise ValueError(
-            NO_SCANS_YET.replace("the pet metrics need", "the detection rule 'suv_max' needs", 1).replace(
-                "leave pet out of the data set's metrics", "choose another rule for the data set"
-            )
-        )
