@@ -141,7 +141,7 @@ EMPTY_GT_FLAG = "empty_gt"
 #: ... and a case of DICOM SEGs without their empty frames whose grid is the span of the frames they hold
 #: (:mod:`ccmetrics.formats.grids`): the image's extent, and so the default worst distance, was inferred
 EXTENT_INFERRED = "extent_inferred"
-#: ... and a case whose scan's values cannot be SUV (above :data:`SUV_CEILING` or below :data:`SUV_FLOOR` somewhere):
+#: ... and a case whose scan's values cannot be SUV (above ``SUV_CEILING`` or below ``SUV_FLOOR`` somewhere):
 #: activity in Bq/ml, or a CT in HU, taken for the PET (``--images``, ``--pet-channel``); its pet values are computed
 #: as given, and flagged
 SCAN_NOT_SUV = "scan_not_suv"

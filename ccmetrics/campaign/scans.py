@@ -44,8 +44,8 @@ SCAN_BYTES_PER_VOXEL = 4
 
 
 def looks_like_suv(scan: np.ndarray) -> bool:
-    """Whether a scan's values can be SUV (body weight): none above :data:`ccmetrics.schema.SUV_CEILING` (1000) nor
-    below :data:`ccmetrics.schema.SUV_FLOOR` (-100), NaN left out. A PET in Bq/ml reaches thousands, a CT's air is
+    """Whether a scan's values can be SUV (body weight): none above ``ccmetrics.schema.SUV_CEILING`` (1000) nor
+    below ``ccmetrics.schema.SUV_FLOOR`` (-100), NaN left out. A PET in Bq/ml reaches thousands, a CT's air is
     about -1000 HU: the case is flagged ``scan_not_suv`` (its values computed as given). One pass over the scan.
 
     >>> looks_like_suv(np.array([0.0, 2.5, 38.0])), looks_like_suv(np.array([-1000.0, 40.0])), looks_like_suv(
