@@ -537,10 +537,11 @@ def build_model(
     (``per_candidate.csv``): ``with_candidates`` True, each lesion's ``confidence`` (None: missed) and each
     case's ``fp_candidates`` (:func:`ccmetrics.report.detection.attach_candidates`), ``finder`` rows of kind
     ``fp_candidate``, and ``detection`` (the section of curves, :func:`ccmetrics.report.detection.section`;
-    empty without); ``uptake`` (how many missed lesions were hot, and the hottest; None without the ``pet`` columns), and with it each lesion's and
-    false positive's ``suv_max`` and ``mtv_ml`` (None without), each case's ``hottest_missed`` (the lesion dict of its
-    missed lesion of largest SUVmax, the lowest number among equal ones; None: none missed, none with an SUVmax,
-    or no ``pet`` columns), and the missed lesions first in ``finder``, the hottest first; and more.
+    empty without); ``uptake`` (how many missed lesions were hot, and the hottest; None without the ``pet``
+    columns), and with it each lesion's and false positive's ``suv_max`` and ``mtv_ml`` (None without), each case's
+    ``hottest_missed`` (the lesion dict of its missed lesion of largest SUVmax, the lowest number among equal ones;
+    None: none missed, none with an SUVmax, or no ``pet`` columns), and the missed lesions first in ``finder``, the
+    hottest first; and more.
 
     Raises
     ------
