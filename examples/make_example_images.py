@@ -8,9 +8,12 @@ For each GT of ``examples/data/gt`` two channels, named as nnU-Net names them, o
   blurred as a PET scanner blurs, noise;
 
 except ``case_004``, whose PET is left on its own coarser grid (48×48×48 voxels of 4×4×3 mm, as a PET
-reconstructed but not resampled to the CT): the report must not draw that case on the scan. Deterministic.
+reconstructed but not resampled to the CT): the report must not draw that case on the scan, and an evaluation
+with ``--metrics ...,pet`` gives it an error row. With ``--all-on-grid`` every PET is on its GT's grid (an
+autoPET-style data set: the PET resampled to the CT). Deterministic.
 
     python examples/make_example_images.py images        # writes images/case_00N_000{0,1}.nii.gz
+    python examples/make_example_images.py pet_images --all-on-grid
 """
 
 import sys
@@ -58,7 +61,7 @@ def fake_scans(gt: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.round(ct).astype(np.int16), np.round(np.clip(pet, 0.0, None), 2).astype(np.float32)
 
 
-def main(out: Path, gt_dir: Path = Path("examples/data/gt")) -> None:
+def main(out: Path, gt_dir: Path = Path("examples/data/gt"), all_on_grid: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = sorted(gt_dir.glob("*.nii.gz"))
     for seed, path in enumerate(files):
@@ -66,7 +69,7 @@ def main(out: Path, gt_dir: Path = Path("examples/data/gt")) -> None:
         case = path.name[: -len(".nii.gz")]
         ct, pet = fake_scans(gt.array != 0, seed)
         save_image(out / f"{case}_0000.nii.gz", ct, like=gt)
-        if case == OTHER_GRID:  # 4×4×3 mm: every second voxel along i and j, the same field of view
+        if case == OTHER_GRID and not all_on_grid:  # 4×4×3 mm: every second voxel along i and j, the same field of view
             affine = gt.affine.copy()
             affine[:2, :2] *= 2
             affine[:2, 3] += 0.5 * np.diag(gt.affine)[:2]  # the centre of the first 2×2 voxels
@@ -74,8 +77,10 @@ def main(out: Path, gt_dir: Path = Path("examples/data/gt")) -> None:
             save_image(out / f"{case}_0001.nii.gz", coarse, like=Image(coarse, (4.0, 4.0, 3.0), affine))
         else:
             save_image(out / f"{case}_0001.nii.gz", pet, like=gt)
-    print(f"wrote {2 * len(files)} images of {len(files)} cases to {out} ({OTHER_GRID}'s PET on its own grid)")
+    where = "every PET on its GT's grid" if all_on_grid else f"{OTHER_GRID}'s PET on its own grid"
+    print(f"wrote {2 * len(files)} images of {len(files)} cases to {out} ({where})")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("images"))
+    args = [a for a in sys.argv[1:] if a != "--all-on-grid"]
+    main(Path(args[0]) if args else Path("images"), all_on_grid="--all-on-grid" in sys.argv[1:])
