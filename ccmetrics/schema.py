@@ -127,7 +127,8 @@ COMPUTE_SECONDS = "compute_seconds"
 #: only by these names (other files there are the user's)
 PLOT_FILE = re.compile(
     r"(?:metric_vs_volume_\w+|standard_vs_cc_\w+|by_group_cc_\w+|detection_by_size(?:_class\d+)?"
-    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc|thresholds|reliability)(?:_class\d+)?)\.png"
+    r"|case_distribution(?:_class\d+)?|(?:froc|pr|roc|thresholds|reliability)(?:_class\d+)?"
+    r"|(?:bland_altman|pred_vs_ref)_\w+|detection_by_suv(?:_class\d+)?)\.png"
 )
 
 # ---------------------------------------------------------------- values

@@ -561,7 +561,9 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None,
     return paths
 
 
-def write_result_plots(result, out_dir, *, size_bins=None, curves=None, calibration=None, swept=None, groups=None):
+def write_result_plots(
+    result, out_dir, *, size_bins=None, suv_bins=None, curves=None, calibration=None, swept=None, groups=None
+):
     """Write the figures of a data set's result into ``out_dir`` (created) and return their paths: those of
     :func:`write_plots`, then the detection curves', the reliability diagrams', the thresholds' and the subgroups'
     when given (what :meth:`ccmetrics.results.DatasetResult.write` puts into ``plots/``).
@@ -574,6 +576,9 @@ def write_result_plots(result, out_dir, *, size_bins=None, curves=None, calibrat
         The folder of the figures (``OUT_DIR/plots``).
     size_bins : sequence of float, optional
         Inner edges (ml) of the detection-by-size bins.
+    suv_bins : sequence of float, optional
+        Inner SUVmax edges of the detection-by-SUVmax bins (with the ``pet`` metric: the PET figures of
+        :func:`ccmetrics.analysis.pet_plots.write_pet_plots`).
     curves : dict, optional
         Class to :class:`~ccmetrics.metrics.detection_curves.DetectionCurves`
         (:meth:`~ccmetrics.results.DatasetResult.detection_curves`): FROC, PR and ROC figures.
@@ -598,6 +603,9 @@ def write_result_plots(result, out_dir, *, size_bins=None, curves=None, calibrat
         columns=result.columns,
         size_bins=size_bins,
     )
+    from .pet_plots import write_pet_plots
+
+    paths += write_pet_plots(result, out, suv_bins=suv_bins)
     if curves:
         from .detection_plots import write_detection_plots
 

@@ -1,4 +1,4 @@
-"""Lesion-size bins: detection rate, CC-Dice and counts per size, and false positives by size.
+"""Lesion-size and SUVmax bins: detection rate, CC-Dice and counts per bin, and false positives by bin.
 
 One home for the size bins that the summary (``summary.json``'s ``by_size``), the command line
 (``--size-bins 0.1,1,10``) and the detection-by-size plot share. Bin edges are inner edges in ml
@@ -38,16 +38,22 @@ from .. import schema
 __all__ = [
     "DEFAULT_SIZE_EDGES_ML",
     "DEFAULT_SIZE_EDGES_VOXELS",
+    "DEFAULT_SUV_EDGES",
     "bin_labels",
     "lesion_volumes",
     "parse_size_bins",
+    "parse_suv_bins",
     "size_table",
+    "suv_table",
 ]
 
 #: the default inner edges in ml (<0.1, 0.1–1, 1–10, ≥10 ml)
 DEFAULT_SIZE_EDGES_ML = (0.1, 1.0, 10.0)
 #: the default inner edges in voxels, for volumes without a spacing
 DEFAULT_SIZE_EDGES_VOXELS = (10.0, 100.0, 1000.0)
+#: the default inner SUVmax edges of ``by_suv`` (<2.5, 2.5–4, 4–10, ≥10): 2.5 the classic threshold of FDG avidity,
+#: 4 the report's "hot" missed lesion
+DEFAULT_SUV_EDGES = (2.5, 4.0, 10.0)
 
 
 def parse_size_bins(value: Any) -> tuple[float, ...]:
@@ -155,21 +161,123 @@ def size_table(
             if fp_unit != unit:
                 raise ValueError("per_component and per_prediction give volumes in different units")
             fp_where = np.searchsorted(full, fp_volumes, side="right") - 1
-        for i, label in enumerate(labels):
-            inside = where == i
-            n = int(inside.sum())
-            row: dict[str, Any] = {
-                schema.CLASS: c,
-                "bin": label,
-                "low": float(full[i]),
-                "high": float(full[i + 1]),
-                "unit": unit,
-                "lesions": n,
-                "detected": int(detected[inside].sum()),
-                "detection_rate": float(detected[inside].mean()) if n else math.nan,
-                "cc_dice": float(np.mean(dice[inside])) if n else math.nan,
-            }
-            if fp_where is not None:
-                row["false_positives"] = int((fp_where == i).sum())
-            rows.append(row)
+        rows += _bin_rows(c, labels, full, unit, where, detected, dice, fp_where)
+    return pd.DataFrame(rows)
+
+
+def _bin_rows(
+    c: Any,
+    labels: Sequence[str],
+    full: np.ndarray,
+    unit: str,
+    where: np.ndarray,
+    detected: np.ndarray,
+    dice: np.ndarray,
+    fp_where: np.ndarray | None,
+) -> list[dict[str, Any]]:
+    """One class's rows of a bin table: per bin ``i`` (the lesions with ``where == i``), its lesions, detections,
+    detection rate, CC-Dice, and false positives (``fp_where == i``) when binned."""
+    rows = []
+    for i, label in enumerate(labels):
+        inside = where == i
+        n = int(inside.sum())
+        row: dict[str, Any] = {
+            schema.CLASS: c,
+            "bin": label,
+            "low": float(full[i]),
+            "high": float(full[i + 1]),
+            "unit": unit,
+            "lesions": n,
+            "detected": int(detected[inside].sum()),
+            "detection_rate": float(detected[inside].mean()) if n else math.nan,
+            "cc_dice": float(np.mean(dice[inside])) if n else math.nan,
+        }
+        if fp_where is not None:
+            row["false_positives"] = int((fp_where == i).sum())
+        rows.append(row)
+    return rows
+
+
+def parse_suv_bins(value: Any) -> tuple[float, ...]:
+    """Inner SUVmax bin edges from text (``"2.5,4,10"``) or numbers: increasing.
+
+    >>> parse_suv_bins("2.5, 4,10")
+    (2.5, 4.0, 10.0)
+    >>> parse_suv_bins("4,2.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: SUV bins must be increasing numbers (SUVmax) such as 2.5,4,10, got '4,2.5'
+    """
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        edges = tuple(float(v) for v in parts if str(v).strip())
+    except ValueError:
+        raise ValueError(f"SUV bins must be numbers (SUVmax) such as 2.5,4,10, got {value!r}") from None
+    finite = all(math.isfinite(e) for e in edges)
+    if not edges or not finite or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"SUV bins must be increasing numbers (SUVmax) such as 2.5,4,10, got {value!r}")
+    return edges
+
+
+def suv_table(
+    per_component: pd.DataFrame,
+    edges: Sequence[float] | None = None,
+    *,
+    per_prediction: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Lesions, detections, detection rate, CC-Dice and false positives per class and SUVmax bin (``by_suv``).
+
+    A lesion falls in the bin ``[low, high)`` of its ``suv_max`` (the ``pet`` metrics' column; the first bin has no
+    lower end, the last no upper end); a false positive (``per_prediction``'s ``outcome`` ``fp``) in the bin of its
+    own ``suv_max``, so that one on the bladder (SUVmax 30) is told from one in noise. A lesion without an SUVmax
+    (a table of older runs) is in no bin. Cost: one pass over each table.
+
+    Parameters
+    ----------
+    per_component : pandas.DataFrame
+        The tidy per-lesion table with ``class``, ``detected``, ``suv_max`` (and ``dice``).
+    edges : sequence of float, optional
+        Inner edges (SUVmax); default :data:`DEFAULT_SUV_EDGES` (2.5, 4, 10).
+    per_prediction : pandas.DataFrame, optional
+        The per-prediction table with ``outcome`` and ``suv_max``: adds ``false_positives`` per bin.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``class``, ``bin``, ``low``, ``high``, ``unit`` (``SUV``), ``lesions``, ``detected``,
+        ``detection_rate``, ``cc_dice`` (and ``false_positives``); empty without a ``suv_max`` column.
+
+    Examples
+    --------
+    >>> comps = pd.DataFrame({"class": 1, "suv_max": [2.0, 3.0, 15.2], "detected": [False, True, False],
+    ...                       "dice": [0.0, 0.7, 0.0]})
+    >>> suv_table(comps)[["bin", "lesions", "detected", "detection_rate", "cc_dice"]]
+             bin  lesions  detected  detection_rate  cc_dice
+    0   <2.5 SUV        1         0             0.0      0.0
+    1  2.5–4 SUV        1         1             1.0      0.7
+    2   4–10 SUV        0         0             NaN      NaN
+    3    ≥10 SUV        1         0             0.0      0.0
+    """
+    if "suv_max" not in per_component:
+        return pd.DataFrame(columns=[schema.CLASS, "bin", "low", "high", "unit", "lesions", "detected"])
+    edges = parse_suv_bins(DEFAULT_SUV_EDGES if edges is None else edges)
+    full = np.array([-math.inf, *edges, math.inf])
+    labels = bin_labels(edges, "SUV")
+    found = set(per_component[schema.CLASS].unique()) if len(per_component) else set()
+    fps = None
+    if per_prediction is not None and "suv_max" in per_prediction and schema.OUTCOME in per_prediction:
+        fps = per_prediction[per_prediction[schema.OUTCOME] == schema.FALSE_POSITIVE]
+        found |= set(fps[schema.CLASS].unique())
+    rows = []
+    for c in sorted(found) or [1]:
+        comps = per_component[per_component[schema.CLASS] == c]
+        suv = comps["suv_max"].to_numpy(float)
+        where = np.where(np.isnan(suv), -1, np.searchsorted(full, suv, side="right") - 1)
+        detected = comps[schema.DETECTED].to_numpy(bool)
+        dice = comps["dice"].to_numpy(float) if "dice" in comps else np.full(len(comps), math.nan)
+        fp_where = None
+        if fps is not None:
+            fp_suv = fps.loc[fps[schema.CLASS] == c, "suv_max"].to_numpy(float)
+            fp_where = np.where(np.isnan(fp_suv), -1, np.searchsorted(full, fp_suv, side="right") - 1)
+        rows += _bin_rows(c, labels, full, "SUV", where, detected, dice, fp_where)
     return pd.DataFrame(rows)

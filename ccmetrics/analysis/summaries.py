@@ -34,6 +34,7 @@ __all__ = [
     "group_summary",
     "quantification_summary",
     "size_summary",
+    "suv_summary",
     "summary",
 ]
 
@@ -211,15 +212,32 @@ def size_summary(result: DatasetResult, edges: Sequence[float] | None = None) ->
     """
     from .sizes import size_table
 
-    evaluated = result.per_case.loc[result.per_case[STATUS] != FAILED, CASE].unique()
-    comps = (
-        result.per_component[result.per_component[CASE].isin(evaluated)]
-        if len(result.per_component)
-        else result.per_component
-    )
+    comps = _evaluated_lesions(result)
     if schema.DETECTED not in comps:
         return pd.DataFrame()
     return size_table(comps, edges, per_prediction=result.per_prediction)
+
+
+def suv_summary(result: DatasetResult, edges: Sequence[float] | None = None) -> pd.DataFrame:
+    """Lesions, detection rate, CC-Dice and false positives per class and SUVmax bin (``summary.json``'s ``by_suv``).
+
+    ``edges``: inner SUVmax edges; default 2.5, 4, 10 (:func:`ccmetrics.analysis.sizes.suv_table`). Lesions of
+    evaluated cases only; empty without the ``pet`` metric's ``suv_max``.
+    """
+    from .sizes import suv_table
+
+    comps = _evaluated_lesions(result)
+    if schema.DETECTED not in comps or "suv_max" not in comps:
+        return pd.DataFrame()
+    return suv_table(comps, edges, per_prediction=result.per_prediction)
+
+
+def _evaluated_lesions(result: DatasetResult) -> pd.DataFrame:
+    """The per-component rows of the evaluated (not failed) cases."""
+    evaluated = result.per_case.loc[result.per_case[STATUS] != FAILED, CASE].unique()
+    if not len(result.per_component):
+        return result.per_component
+    return result.per_component[result.per_component[CASE].isin(evaluated)]
 
 
 def _stats_row(c, metric, aggregation, values, ci) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ._text import (
     _group_report,
     _quantification_report,
     _size_report,
+    _suv_report,
     _threshold_report,
     counted,
     report,
@@ -208,6 +209,13 @@ def _what_options(ev: argparse.ArgumentParser) -> None:
         metavar="ML",
         help="inner edges of the lesion-size bins in ml, e.g. 0.1,1,10 (the default): detection rate, CC-Dice, "
         "lesion and false-positive counts per bin, printed and in summary.json's by_size",
+    )
+    ev.add_argument(
+        "--suv-bins",
+        default=None,
+        metavar="SUV",
+        help="with --metrics ...,pet: inner edges of the lesions' SUVmax bins, e.g. 2.5,4,10 (the default): detection "
+        "rate, CC-Dice, lesion and false-positive counts per bin, printed and in summary.json's by_suv",
     )
     ev.add_argument(
         "--metadata",
@@ -441,6 +449,11 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
         from ..analysis.sizes import parse_size_bins
 
         size_bins = parse_size_bins(args.size_bins)
+    suv_bins = None
+    if args.suv_bins is not None:
+        from ..analysis.sizes import parse_suv_bins
+
+        suv_bins = parse_suv_bins(args.suv_bins)
     raise_if_stopped()
     try:
         written = result.write(
@@ -448,6 +461,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             plots=not args.no_plots,
             summary=summary,
             size_bins=size_bins,
+            suv_bins=suv_bins,
             groups=groups,
             curves=curves,
             calibration=calibration,
@@ -472,6 +486,8 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             print(_group_report(groups[0], groups[1]))
         if size_bins is not None:
             print(_size_report(result, size_bins))
+        if suv_bins is not None:
+            print(_suv_report(result, suv_bins))
         names = ("per_component", "per_prediction", "per_candidate", "thresholds", "per_case", "nnunet_summary")
         tables = [written[n] for n in names if n in written]
         print(

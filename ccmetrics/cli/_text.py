@@ -145,6 +145,20 @@ def _size_report(result, edges) -> str:
     return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
 
 
+def _suv_report(result, edges) -> str:
+    """The lesions' SUVmax table as text (``--suv-bins``)."""
+    import pandas as pd
+
+    table = result.suv_table(edges)
+    if table.empty:
+        return "\nDetection by SUVmax: no SUVmax (evaluate with --metrics ...,pet and --images)"
+    table = _with_class_names(table, result.class_names)
+    shown = table.drop(columns=["low", "high", "unit"])
+    with pd.option_context("display.width", 200):
+        text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return f"\nDetection by SUVmax (lesions of evaluated cases; false positives by their own SUVmax):\n{text}"
+
+
 def _quantification_report(table, names: dict[int, str]) -> str:
     """The agreement of the model's PET measurements with the reference's (``summary.json``'s ``quantification``):
     per class, level and measure, the pairs, the bias with its interval, the limits of agreement, ICC(A,1) and Lin's

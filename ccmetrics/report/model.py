@@ -73,6 +73,19 @@ PLOT_CAPTIONS = (
     ),
     (r"case_distribution(_class\d+)?$", "Distribution of the per-case values, global and CC."),
     (r"detection_by_size(_class\d+)?$", "Detection rate per lesion-size bin."),
+    (
+        r"detection_by_suv(_class\d+)?$",
+        "Detection rate per bin of the lesions' SUVmax: does the model miss hot lesions?",
+    ),
+    (
+        r"bland_altman_(\w+?)(_class\d+)?$",
+        "Bland–Altman plot of {0}, one point per case: model − reference against their mean, with the bias and "
+        "the limits of agreement (bias ∓ 1.96 SD).",
+    ),
+    (
+        r"pred_vs_ref_(\w+?)(_class\d+)?$",
+        "The model's {0} against the reference's, one point per case, with the identity line.",
+    ),
 )
 #: why a case whose segmentation was its probability map's (``--probabilities`` without PRED_DIR) is not drawn when
 #: ``per_case.csv`` names no map file (the map was given as an array); a map file is read and ``prob > 0.5`` drawn

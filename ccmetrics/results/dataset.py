@@ -329,6 +329,14 @@ class DatasetResult:
 
         return size_summary(self, edges)
 
+    def suv_table(self, edges: Sequence[float] | None = None) -> pd.DataFrame:
+        """Lesions, detection rate, CC-Dice and false positives per class and SUVmax bin; empty without the ``pet``
+        metric. ``edges``: inner SUVmax edges; default 2.5, 4, 10 (:func:`ccmetrics.analysis.summaries.suv_summary`).
+        Lesions of evaluated cases only; a false positive in the bin of its own SUVmax."""
+        from ..analysis.summaries import suv_summary
+
+        return suv_summary(self, edges)
+
     def write(
         self,
         out_dir: _PathLike,
@@ -336,6 +344,7 @@ class DatasetResult:
         plots: bool = True,
         summary: pd.DataFrame | None = None,
         size_bins: Sequence[float] | None = None,
+        suv_bins: Sequence[float] | None = None,
         groups: tuple[list[str], pd.DataFrame, dict[str, tuple[str, ...]]] | None = None,
         curves: dict[int, DetectionCurves] | None = None,
         calibration: dict[int, dict[str, Any]] | None = None,
@@ -357,6 +366,9 @@ class DatasetResult:
         size_bins : sequence of float, optional
             Inner edges (ml) of the lesion-size bins of ``summary.json``'s ``by_size`` and of the
             detection-by-size plot (:meth:`size_table`); default 0.1, 1, 10 ml.
+        suv_bins : sequence of float, optional
+            Inner SUVmax edges of ``summary.json``'s ``by_suv`` (with the ``pet`` metric; :meth:`suv_table`) and of the
+            detection-by-SUVmax plot; default 2.5, 4, 10.
         groups : tuple, optional
             ``(group_by columns, group_summary frame, case -> group)``: kept in ``summary.json``'s
             ``groups`` and drawn as ``plots/by_group_cc_<m>.png`` (``ccmetrics evaluate --metadata``).
@@ -408,7 +420,7 @@ class DatasetResult:
         out = Path(out_dir)
         with locked(out):  # no other run writes here meanwhile
             begin_tables(out)  # until finish_tables, a reader refuses the folder
-            extra = {"curves": curves, "calibration": calibration, "quantification": quantification}
+            extra = {"curves": curves, "calibration": calibration, "quantification": quantification, "suv": suv_bins}
             written = self._write_tables(out, plots, summary, size_bins, groups, extra, summary_options)
             files = [p for key, p in written.items() if key != "plots"] + written["plots"]
             written["removed"] = finish_tables(out, files)
@@ -467,6 +479,9 @@ class DatasetResult:
             quantification = self.quantification(**summary_options)
         if len(quantification):  # only with the pet metric's columns
             doc["quantification"] = _records(quantification)
+        by_suv = self.suv_table(extra["suv"])
+        if len(by_suv):  # only with the pet metric's suv_max: lesions by their uptake
+            doc["by_suv"] = _records(by_suv.replace([math.inf, -math.inf], np.nan))  # open ends: null
         if curves:
             doc["detection_curves"] = {str(c): curve.to_dict() for c, curve in curves.items()}
         if calibration:
@@ -500,6 +515,7 @@ class DatasetResult:
                 self,
                 out / "plots",
                 size_bins=size_bins,
+                suv_bins=extra["suv"],
                 curves=curves,
                 calibration=calibration,
                 swept=swept,
