@@ -599,8 +599,8 @@ def _assemble(
             wanted.insert(wanted.index(CLASS) + 1, schema.CLASS_NAME)
         per_case = per_case.reindex(columns=wanted)
     per_component = _tidy(outputs, "components", schema.PER_COMPONENT, names)
-    with_detection = any(m.name == "detection" for m in ordered)
-    per_prediction = _tidy(outputs, "predictions", schema.PER_PREDICTION) if with_detection else None
+    with_predictions = any(m.name in ("detection", "pet") for m in ordered)  # pet: each component's uptake
+    per_prediction = _tidy(outputs, "predictions", schema.PER_PREDICTION) if with_predictions else None
     per_candidate = _tidy(outputs, "candidates", schema.PER_CANDIDATE) if "probabilities" in record else None
     with_thresholds = record.get("probabilities", {}).get("thresholds")
     thresholds = _tidy(outputs, "thresholds", schema.THRESHOLDS) if with_thresholds else None

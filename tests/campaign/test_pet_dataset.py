@@ -337,3 +337,20 @@ def test_the_command_line_prints_and_writes_the_agreement_with_its_resamples(fol
     assert tlg["loa_high"] == pytest.approx(np.mean(diffs) + 1.96 * np.std(diffs, ddof=1), rel=1e-6)
     line = next(x for x in printed.out.splitlines() if " patient " in x and " tlg " in x)
     assert f"{tlg['bias']:.4g}" in line
+
+
+def test_pet_without_detection_still_writes_each_predicted_components_uptake(folders):
+    result = evaluate_dataset(
+        folders / "gt",
+        folders / "pred",
+        metrics=["dice", "pet"],
+        images=folders / "images",
+        pairing=PairingOptions(pet_channel=1),
+        progress=False,
+    )
+    table = result.per_prediction
+    assert table is not None and {"suv_max", "mtv_ml", "outcome"} <= set(table.columns)
+    fp = table[(table["case"] == "c1") & (table["outcome"] == "fp")]
+    scan = _read(folders / "images" / "c1_0001.nii.gz")
+    assert fp["suv_max"].tolist() == [pytest.approx(float(scan[1, 18, 10]))]  # the false positive, SUV 30
+    assert fp["mtv_ml"].tolist() == [pytest.approx(VOXEL_ML)]
