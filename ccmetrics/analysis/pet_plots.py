@@ -194,8 +194,8 @@ def write_pet_plots(result: Any, out_dir: Any, *, suv_bins: Sequence[float] | No
     if "gt_tmtv_ml" not in per_case:
         return []
     out.mkdir(parents=True, exist_ok=True)
-    classes = sorted(per_case[CLASS].dropna().unique()) if CLASS in per_case else [None]
-    several = len(classes) > 1
+    classes: list[Any] = sorted(per_case[CLASS].dropna().unique()) if CLASS in per_case else [None]
+    several = len(classes) > 1 and None not in classes
     paths = []
 
     def save(figure: Any, name: str) -> None:
@@ -203,7 +203,7 @@ def write_pet_plots(result: Any, out_dir: Any, *, suv_bins: Sequence[float] | No
 
     for c in classes:
         value = c if several else None
-        sfx = f"_class{int(c)}" if several else ""
+        sfx = f"_class{int(c)}" if value is not None else ""
         rows = per_case if value is None else per_case[per_case[CLASS] == value]
         for measure in PET_PLOT_MEASURES:
             if len(_pairs(rows, measure, None)[0]):
