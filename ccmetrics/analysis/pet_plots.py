@@ -44,9 +44,9 @@ def _pairs(per_case: pd.DataFrame, measure: str, class_value: Any) -> tuple[np.n
     rows = per_case[per_case[STATUS] != FAILED] if STATUS in per_case else per_case
     if class_value is not None:
         rows = rows[rows[CLASS] == class_value]
-    for side in ("gt", "pred"):
-        if f"{side}_{measure}" not in rows:
-            raise ValueError(f"per_case has no column {side}_{measure!r}: evaluate with --metrics ...,pet and --images")
+    for column in (f"gt_{measure}", f"pred_{measure}"):
+        if column not in rows:
+            raise ValueError(f"per_case has no column {column!r}: evaluate with --metrics ...,pet and --images")
     gt, pred = rows[f"gt_{measure}"].to_numpy(float), rows[f"pred_{measure}"].to_numpy(float)
     finite = np.isfinite(gt) & np.isfinite(pred)
     return gt[finite], pred[finite]
@@ -156,7 +156,8 @@ def plot_detection_by_suv(
 ):
     """Detection rate per SUVmax bin of the lesions (``[low, high)``; default bins <2.5, 2.5–4, 4–10, ≥10).
 
-    Each bar is annotated with ``detected/total``; an empty bin says ``n = 0``.
+    Each bar is annotated with ``detected/total``; an empty bin says ``n = 0``. ``class_value``: only that class's
+    lesions; None pools every lesion of the table (all classes together).
 
     Examples
     --------
@@ -168,8 +169,7 @@ def plot_detection_by_suv(
     for col in ("suv_max", DETECTED):
         if col not in df:
             raise ValueError(f"per_component has no column {col!r}: evaluate with --metrics ...,pet and --images")
-    table = suv_table(df if CLASS in df.columns else df.assign(**{CLASS: 1}), bins)
-    table = table[table[CLASS] == table[CLASS].iloc[0]]
+    table = suv_table(df.assign(**{CLASS: 1}), bins)  # one class: this class's lesions, or all of them pooled
     counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
     rates = np.nan_to_num(table["detection_rate"].to_numpy(float))
     ax = ax if ax is not None else _figure((6.0, 4.4))[0]

@@ -206,16 +206,16 @@ def parse_suv_bins(value: Any) -> tuple[float, ...]:
     >>> parse_suv_bins("4,2.5")
     Traceback (most recent call last):
     ...
-    ValueError: SUV bins must be increasing numbers (SUVmax) such as 2.5,4,10, got '4,2.5'
+    ValueError: SUV bins must be increasing numbers (SUVmax), e.g. --suv-bins 2.5,4,10, got '4,2.5'
     """
     parts = value.split(",") if isinstance(value, str) else list(value)
     try:
         edges = tuple(float(v) for v in parts if str(v).strip())
     except ValueError:
-        raise ValueError(f"SUV bins must be numbers (SUVmax) such as 2.5,4,10, got {value!r}") from None
+        raise ValueError(f"SUV bins must be numbers (SUVmax), e.g. --suv-bins 2.5,4,10, got {value!r}") from None
     finite = all(math.isfinite(e) for e in edges)
     if not edges or not finite or any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"SUV bins must be increasing numbers (SUVmax) such as 2.5,4,10, got {value!r}")
+        raise ValueError(f"SUV bins must be increasing numbers (SUVmax), e.g. --suv-bins 2.5,4,10, got {value!r}")
     return edges
 
 
@@ -230,7 +230,8 @@ def suv_table(
     A lesion falls in the bin ``[low, high)`` of its ``suv_max`` (the ``pet`` metrics' column; the first bin has no
     lower end, the last no upper end); a false positive (``per_prediction``'s ``outcome`` ``fp``) in the bin of its
     own ``suv_max``, so that one on the bladder (SUVmax 30) is told from one in noise. A lesion without an SUVmax
-    (a table of older runs) is in no bin. Cost: one pass over each table.
+    (a table of older runs) is in no bin, so a class's ``lesions`` may sum to fewer than its rows. Cost: one pass over
+    each table.
 
     Parameters
     ----------
@@ -245,7 +246,8 @@ def suv_table(
     -------
     pandas.DataFrame
         Columns ``class``, ``bin``, ``low``, ``high``, ``unit`` (``SUV``), ``lesions``, ``detected``,
-        ``detection_rate``, ``cc_dice`` (and ``false_positives``); empty without a ``suv_max`` column.
+        ``detection_rate``, ``cc_dice`` (and ``false_positives``); empty without a ``suv_max`` or a ``detected``
+        column (no SUVmax measured, or no detection rule to count by).
 
     Examples
     --------
@@ -258,7 +260,7 @@ def suv_table(
     2   4–10 SUV        0         0             NaN      NaN
     3    ≥10 SUV        1         0             0.0      0.0
     """
-    if "suv_max" not in per_component:
+    if "suv_max" not in per_component or schema.DETECTED not in per_component:
         return pd.DataFrame(columns=[schema.CLASS, "bin", "low", "high", "unit", "lesions", "detected"])
     edges = parse_suv_bins(DEFAULT_SUV_EDGES if edges is None else edges)
     full = np.array([-math.inf, *edges, math.inf])

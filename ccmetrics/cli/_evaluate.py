@@ -361,6 +361,15 @@ def run(args: argparse.Namespace) -> int:
         ("dataset.json (--dataset-json)", args.dataset_json),
         ("reference images (--reference-images)", args.reference_images),
     ]
+    from ..analysis.sizes import parse_size_bins, parse_suv_bins
+
+    try:  # a typo in the bins stops the run before a case is evaluated
+        for given, parse in ((args.size_bins, parse_size_bins), (args.suv_bins, parse_suv_bins)):
+            if given is not None:
+                parse(given)
+    except ValueError as exc:
+        _say(f"ccmetrics evaluate: error: {exc}")
+        return EXIT_USAGE
     check_inputs(args.out, inputs)  # before --out is locked (or created); evaluate_dataset checks them too
     if not args.quiet:
         _say_folders(args)

@@ -78,6 +78,26 @@ PLOT_CAPTIONS = (
         "Detection rate per bin of the lesions' SUVmax: does the model miss hot lesions?",
     ),
     (
+        r"bland_altman_tmtv_ml(_class\d+)?$",
+        "Bland–Altman plot of the total metabolic tumour volume (TMTV, ml), one point per case: model − reference "
+        "against their mean, with the bias and the limits of agreement (bias ∓ 1.96 SD).",
+    ),
+    (
+        r"bland_altman_tlg(_class\d+)?$",
+        "Bland–Altman plot of the total lesion glycolysis (TLG), one point per case: model − reference against their "
+        "mean, with the bias and the limits of agreement (bias ∓ 1.96 SD).",
+    ),
+    (
+        r"pred_vs_ref_tmtv_ml(_class\d+)?$",
+        "The model's total metabolic tumour volume (TMTV, ml) against the reference's, one point per case, with the "
+        "identity line.",
+    ),
+    (
+        r"pred_vs_ref_tlg(_class\d+)?$",
+        "The model's total lesion glycolysis (TLG) against the reference's, one point per case, with the identity "
+        "line.",
+    ),
+    (
         r"bland_altman_(\w+?)(_class\d+)?$",
         "Bland–Altman plot of {0}, one point per case: model − reference against their mean, with the bias and "
         "the limits of agreement (bias ∓ 1.96 SD).",

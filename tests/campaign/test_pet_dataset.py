@@ -354,3 +354,10 @@ def test_pet_without_detection_still_writes_each_predicted_components_uptake(fol
     scan = _read(folders / "images" / "c1_0001.nii.gz")
     assert fp["suv_max"].tolist() == [pytest.approx(float(scan[1, 18, 10]))]  # the false positive, SUV 30
     assert fp["mtv_ml"].tolist() == [pytest.approx(VOXEL_ML)]
+
+
+def test_bad_bins_stop_the_command_line_before_any_case(folders, capsys):
+    out = folders / "out"
+    base = ["evaluate", str(folders / "gt"), str(folders / "pred"), "--out-dir", str(out), "--quiet"]
+    assert main([*base, "--metrics", "pet", "--images", str(folders / "images"), "--suv-bins", "4,2"]) == 2
+    assert "--suv-bins 2.5,4,10" in capsys.readouterr().err and not out.exists()
