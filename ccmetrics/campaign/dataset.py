@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _lazy, schema
 from ..metrics import registry
 from ..metrics.classes import DatasetJson, read_dataset_json
+from ..metrics.detection_rules import DetectionRule
 from ..results.dataset import DatasetResult
 from ..schema import CASE, CLASS
 
@@ -399,6 +400,12 @@ def _evaluate(
     maps = objects["maps"] if objects["maps_given"] else options.probabilities
     maps = _probability_options(probabilities, gt, pred, maps, region_based)
     options = dataclasses.replace(options, max_memory=limit, probabilities=maps).checked()
+    rule = DetectionRule.parse(options.rule())
+    if maps is not None and rule.kind in ("centroid", "suv_max"):  # no score to match candidates: all would fail
+        raise ValueError(
+            f"the {rule.kind} detection rule gives no score to match the probability maps' candidates by: use iou:T "
+            "(picai_eval's iou:0.1), dice:T, coverage:T or overlap with probability maps (--probabilities)"
+        )
     tasks, ignored = _tasks(gt, pred, pairing.gt_suffix, pairing.pred_suffix, file_ending, maps is not None)
     if maps is not None:
         tasks, ignored = _with_maps(tasks, ignored, maps, probabilities)
@@ -597,6 +604,9 @@ def _assemble(
         wanted = registry.table_columns(schema.PER_CASE, ordered)
         if schema.CLASS_NAME in per_case and schema.CLASS_NAME not in wanted:  # the classes' names stay
             wanted.insert(wanted.index(CLASS) + 1, schema.CLASS_NAME)
+        for name in (schema.IMAGE_FILE, schema.PROB_FILE):  # the inputs' files stay: they say which file failed
+            if name in per_case and name not in wanted:
+                wanted.insert(wanted.index(schema.PRED_FILE) + 1, name)
         per_case = per_case.reindex(columns=wanted)
     per_component = _tidy(outputs, "components", schema.PER_COMPONENT, names)
     with_predictions = any(m.name in ("detection", "pet") for m in ordered)  # pet: each component's uptake

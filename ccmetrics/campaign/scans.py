@@ -59,6 +59,9 @@ def looks_like_suv(scan: np.ndarray) -> bool:
     with warnings.catch_warnings():  # an all-NaN scan: no value to judge (its lesions' NaN are their error)
         warnings.simplefilter("ignore", RuntimeWarning)
         high, low = np.nanmax(scan), np.nanmin(scan)
+    if not (np.isfinite(high) and np.isfinite(low)):  # inf (padding) says nothing of the unit either
+        finite = scan[np.isfinite(scan)]
+        high, low = (finite.max(), finite.min()) if finite.size else (0.0, 0.0)
     return not (high > schema.SUV_CEILING or low < schema.SUV_FLOOR)
 
 
@@ -142,10 +145,11 @@ def attach_scans(
     if isinstance(images, Mapping):
         if pet_channel is not None:
             raise ValueError("pet_channel (--pet-channel) picks a channel in a folder of scans, not in a mapping")
+        given = {str(k): v for k, v in images.items()}  # the cases of a mapping are named str(key)
         for task in tasks:
             if task.error:
                 continue
-            scan = images.get(task.case)
+            scan = given.get(task.case)
             if scan is None:
                 task.error = f"no scan for case {task.case!r} among the images given (images=)"
             else:
@@ -186,14 +190,34 @@ def read_case_scan(item: Any, gt: Image, gt_known: bool, *, tolerance_mm: float,
     ValueError
         Another grid (shape, spacing, origin or direction, with both values), an unreadable file, too much memory.
     """
+    from ..formats.grids import on_grid
     from ..metrics.pet_case import as_scan
 
     if isinstance(item, (str, os.PathLike)):
-        image = read_scan(item, gt, name=Path(item).name, tolerance_mm=tolerance_mm, max_bytes=max_bytes)
-        return as_scan(image.array, gt.array.shape)
-    if isinstance(item, Image) and gt_known:
+        # masks given as arrays have no geometry: the scan's own grid stands in for it, its shape checked
+        reference = gt if gt_known else Image(gt.array, *_own_grid(Path(item)))
+        item = read_scan(item, reference, name=Path(item).name, tolerance_mm=tolerance_mm, max_bytes=max_bytes)
+    elif isinstance(item, Image) and gt_known:
         problem = check_same_geometry(gt, item, atol_mm=tolerance_mm, names=("gt", "image"))
-        if problem:
-            raise ValueError(f"the scan is not on the GT's grid: {problem}")
+        if problem:  # the same lattice in another axis order is reoriented, as a file is (read_scan)
+            try:
+                item = on_grid(item, gt, atol_mm=tolerance_mm)
+            except ValueError:
+                raise ValueError(f"the scan is not on the GT's grid: {problem}") from None
     array = item.array if isinstance(item, Image) else item
-    return as_scan(array, gt.array.shape)
+    try:
+        return as_scan(array, gt.array.shape)
+    except TypeError as exc:  # a bool or complex scan: the input's problem, the case's error row
+        raise ValueError(str(exc)) from None
+
+
+def _own_grid(path: Path) -> tuple[tuple[float, ...], np.ndarray]:
+    """A scan file's spacing and affine, from its header (a DICOM series: its files' headers)."""
+    from ..formats.dicom import series_grid
+    from ..formats.io import read_grid
+
+    try:
+        grid = series_grid(path) if path.is_dir() else read_grid(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"channel {path.name}: cannot read {path.name}: {exc}") from None
+    return tuple(grid.spacing), grid.affine

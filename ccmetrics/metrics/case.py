@@ -425,7 +425,15 @@ def _evaluate_classes(
     prepared = prepare_classes(pred, gt, classes, ignore_label=ignore_label, connectivity=options.get("connectivity"))
     if options.get("image") is not None and prepared:  # read once as float32 for all classes
         options["image"] = as_scan(options["image"], prepared[0][2].shape)
-    return {spec.value: evaluate(gt=truth, pred=mask, metrics=metrics, **options) for spec, mask, truth in prepared}
+    results = {}
+    for spec, mask, truth in prepared:
+        try:
+            results[spec.value] = evaluate(gt=truth, pred=mask, metrics=metrics, **options)
+        except ValueError as exc:  # a NaN SUV in "lesion 2": of which class?
+            if len(prepared) == 1 or "non-finite SUV" not in str(exc):
+                raise
+            raise ValueError(f"class {spec.value}: {exc}") from None
+    return results
 
 
 def prepare_classes(

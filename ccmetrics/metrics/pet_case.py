@@ -167,7 +167,12 @@ def _per_mask(image: np.ndarray, sites: Sites, spacing: Any, prefix: str) -> tup
     """One mask's components (per-component uptake and SUVpeak) and its per-case measures, keyed ``prefix + name``."""
     uptake = pet.lesion_uptake(image, sites, spacing=spacing)
     columns = {name: uptake[name] for name in ("suv_max", "suv_mean", "mtv_ml", "tlg")}
-    columns["suv_peak"] = pet.suv_peak(image, sites, spacing=spacing)
+    try:
+        columns["suv_peak"] = pet.suv_peak(image, sites, spacing=spacing)
+    except ValueError as exc:  # pet.suv_peak says "lesion": a predicted component is named so
+        if prefix != "pred_":
+            raise
+        raise ValueError(str(exc).replace("inside lesion ", "inside predicted component ", 1)) from None
     # the mask's totals from its components' (every voxel in one): pet.patient_uptake without a second gather
     tmtv, tlg = float(uptake["mtv_ml"].sum()), float(uptake["tlg"].sum())
     case = {

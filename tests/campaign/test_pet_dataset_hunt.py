@@ -7,7 +7,7 @@ precision counted by hand. Scans are written in other axis orders and flipped (N
 series with a rescale slope beside NIfTI masks, in several dtypes, Fortran-ordered, with NaN far from the lesions;
 the runs cover classes, ``dataset.json``, probability maps, workers, Dask, resume and ``--max-memory``.
 
-Tests marked ``xfail(strict=True)`` are the problems found: each names the behaviour it expects and the fix.
+The last tests are the problems the hunt found, each fixed: each names the behaviour it expects.
 """
 
 from __future__ import annotations
@@ -538,11 +538,6 @@ def test_the_command_line_with_classes_and_connectivity_6(tmp_path, capsys):
 # ----------------------------------------------------------------------------- problems found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a bool or complex scan is the input's fault, yet the row says 'TypeError ... please report this as a "
-    "bug': campaign/scans.read_case_scan should turn as_scan's TypeError into a ValueError",
-)
 @pytest.mark.parametrize("dtype", [bool, np.complex64])
 def test_a_scan_that_holds_no_real_numbers_is_an_input_error_not_a_bug(dtype):
     gt, pred = _masks()
@@ -551,11 +546,6 @@ def test_a_scan_that_holds_no_real_numbers_is_an_input_error_not_a_bug(dtype):
     assert "must hold real numbers" in error and "please report" not in error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cases of a mapping are named str(key) (and the probability maps' keys are too), but images= is looked up "
-    "by the original key: {0: scan} gives \"no scan for case '0'\"",
-)
 def test_a_mapping_of_scans_with_integer_keys_like_its_cases():
     gt, pred = _masks()
     scan = _scan()
@@ -565,11 +555,6 @@ def test_a_mapping_of_scans_with_integer_keys_like_its_cases():
     assert row["gt_suv_max"] == pytest.approx(float(scan[gt > 0].max()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a NaN within the SUVpeak radius of a predicted component (not of any lesion) is reported as 'inside "
-    "lesion 4': the number is the predicted component's, the word 'lesion' sends the reader to the GT",
-)
 def test_nan_near_a_false_positive_names_the_predicted_component():
     gt, pred = _masks()
     scan = _scan()
@@ -585,11 +570,6 @@ def test_nan_near_a_false_positive_names_the_predicted_component():
     assert "predicted component" in error and "lesion" not in error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="when every case fails, per_case is reindexed to the required columns and image_file (the scan that "
-    "failed) is dropped: a PET on its own grid in every case leaves no trace of which file was read",
-)
 def test_image_file_stays_when_every_case_fails(tmp_path):
     _folders(tmp_path, cases=("a", "b"))
     for case in ("a", "b"):  # the PET on its own, coarser grid: never resampled, every case an error row
@@ -602,11 +582,6 @@ def test_image_file_stays_when_every_case_fails(tmp_path):
     assert result.per_case["image_file"].tolist() == [str(tmp_path / "img" / f"{c}.nii.gz") for c in ("a", "b")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="masks given as arrays have no geometry, yet a scan file is checked against an invented one (1 mm, "
-    "identity): 'spacing differs: gt (1.0, 1.0, 1.0) mm' refuses a scan of the right shape, even with spacing=",
-)
 def test_array_masks_with_a_scan_file_check_its_shape_only(tmp_path):
     gt, pred = _masks()
     scan = _scan()
@@ -622,11 +597,6 @@ def test_array_masks_with_a_scan_file_check_its_shape_only(tmp_path):
     assert row["gt_tlg"] == pytest.approx(float(scan[gt > 0].astype(np.float64).sum()) * VOXEL_ML, rel=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a scan file in another axis order is reoriented (read_scan), but the same scan given as the Image that "
-    "load_image reads from that file is refused ('direction differs'): read_case_scan checks an Image without on_grid",
-)
 def test_an_image_in_another_axis_order_is_reoriented_as_its_file_is(tmp_path):
     gt, pred = _folders(tmp_path)
     scan = _scan()
@@ -644,11 +614,6 @@ def test_an_image_in_another_axis_order_is_reoriented_as_its_file_is(tmp_path):
     assert row["gt_suv_max"] == pytest.approx(float(scan[gt > 0].max()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="looks_like_suv leaves NaN out but not inf: a SUV scan with +inf padding far from every lesion is flagged "
-    "scan_not_suv ('values cannot be SUV'), which tells the user the unit is wrong",
-)
 def test_inf_outside_the_lesions_does_not_make_the_scan_not_suv():
     gt, pred = _masks()
     scan = _scan()
@@ -661,11 +626,6 @@ def test_inf_outside_the_lesions_does_not_make_the_scan_not_suv():
     assert row["status"] == "ok" and row["flags"] == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the suv_max rule (like centroid) cannot match candidates of probability maps: every case fails alike "
-    "with the same error row instead of the run being refused at once, before any case or output folder",
-)
 def test_the_suv_max_rule_with_probability_maps_is_refused_at_once(tmp_path):
     gt, _ = _masks()
     prob = np.where(gt > 0, 0.9, 0.0).astype(np.float32)
@@ -682,11 +642,6 @@ def test_the_suv_max_rule_with_probability_maps_is_refused_at_once(tmp_path):
     assert not (out / "cases").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with several classes a NaN inside a lesion fails every class's row with 'inside lesion 2 at voxel ...' "
-    "and never says of which class: class 1 has a lesion 2 too",
-)
 def test_nan_in_a_lesion_of_one_class_names_the_class():
     gt = np.zeros((20, 12, 8), np.uint8)
     gt[1:4, 2:5, 1:3] = 1
