@@ -30,7 +30,7 @@ from .._files import atomic_write
 from .._words import count
 from ..metrics.pet_agreement import bland_altman
 from ..schema import CLASS, DETECTED, FAILED, STATUS
-from .plots import CC_COLOR, MISSED_COLOR, STANDARD_COLOR, _figure, _legend
+from .plots import CC_COLOR, MISSED_COLOR, STANDARD_COLOR, _detection_bars, _figure, _legend
 from .sizes import suv_table
 
 __all__ = ["plot_bland_altman", "plot_detection_by_suv", "plot_pred_vs_ref", "write_pet_plots", "PET_PLOT_MEASURES"]
@@ -170,14 +170,7 @@ def plot_detection_by_suv(
         if col not in df:
             raise ValueError(f"per_component has no column {col!r}: evaluate with --metrics ...,pet and --images")
     table = suv_table(df.assign(**{CLASS: 1}), bins)  # one class: this class's lesions, or all of them pooled
-    counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
-    rates = np.nan_to_num(table["detection_rate"].to_numpy(float))
-    ax = ax if ax is not None else _figure((6.0, 4.4))[0]
-    ax.bar(range(len(rates)), rates, color=STANDARD_COLOR, alpha=0.8, width=0.7)
-    for i, (h, n) in enumerate(zip(hits, counts)):
-        ax.text(i, rates[i] + 0.02, f"{h}/{n}" if n else "n = 0", ha="center", va="bottom", fontsize="small")
-    ax.set_xticks(range(len(table)), table["bin"].tolist())
-    ax.set_ylim(0, 1.12)
+    ax, counts = _detection_bars(table, ax)
     ax.set(
         xlabel="lesion SUVmax",
         ylabel="detection rate",

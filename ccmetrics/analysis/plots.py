@@ -361,6 +361,21 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     return axes[0].figure
 
 
+def _detection_bars(table, ax=None):
+    """The bars of a per-bin detection table (:func:`ccmetrics.analysis.sizes.size_table` or ``suv_table``, one
+    class): each bin's detection rate annotated ``detected/total`` (an empty bin: ``n = 0``). Returns the Axes and
+    the lesions per bin."""
+    counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
+    rates = np.nan_to_num(table["detection_rate"].to_numpy(float))
+    ax = ax if ax is not None else _figure((6.0, 4.4))[0]
+    ax.bar(range(len(rates)), rates, color=STANDARD_COLOR, alpha=0.8, width=0.7)
+    for i, (h, n) in enumerate(zip(hits, counts)):
+        ax.text(i, rates[i] + 0.02, f"{h}/{n}" if n else "n = 0", ha="center", va="bottom", fontsize="small")
+    ax.set_xticks(range(len(table)), table["bin"].tolist())
+    ax.set_ylim(0, 1.12)
+    return ax, counts
+
+
 def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=None):
     """Detection rate (share of lesions with ``detected`` True) per lesion-size bin.
 
@@ -390,14 +405,7 @@ def plot_detection_by_size(per_component, *, bins=None, ax=None, class_value=Non
         bins = [b / 1000.0 if unit == "ml" else b for b in bins[1:-1]]
     table = size_table(df if CLASS in df.columns else df.assign(**{CLASS: 1}), bins)
     table = table[table[CLASS] == table[CLASS].iloc[0]]
-    counts, hits = table["lesions"].to_numpy(), table["detected"].to_numpy()
-    rates = np.nan_to_num(table["detection_rate"].to_numpy(float))
-    ax = ax if ax is not None else _figure((6.0, 4.4))[0]
-    ax.bar(range(len(rates)), rates, color=STANDARD_COLOR, alpha=0.8, width=0.7)
-    for i, (h, n) in enumerate(zip(hits, counts)):
-        ax.text(i, rates[i] + 0.02, f"{h}/{n}" if n else "n = 0", ha="center", va="bottom", fontsize="small")
-    ax.set_xticks(range(len(table)), table["bin"].tolist())
-    ax.set_ylim(0, 1.12)
+    ax, counts = _detection_bars(table, ax)
     ax.set(
         xlabel=f"lesion size ({unit})",
         ylabel="detection rate",

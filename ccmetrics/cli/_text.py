@@ -133,30 +133,30 @@ def _group_report(by: list[str], table) -> str:
 
 def _size_report(result, edges) -> str:
     """The lesion-size table as text (``--size-bins``)."""
-    import pandas as pd
 
     table = result.size_table(edges)
     if table.empty:
         return "\nDetection by lesion size: no lesion table (no case evaluated)"
-    table = _with_class_names(table, result.class_names)
-    shown = table.drop(columns=["low", "high", "unit"])
-    with pd.option_context("display.width", 200):
-        text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-    return f"\nDetection by lesion size (lesions of evaluated cases; false positives by their own size):\n{text}"
+    return _bin_report(table, result.class_names, "lesion size", "size")
 
 
 def _suv_report(result, edges) -> str:
     """The lesions' SUVmax table as text (``--suv-bins``)."""
-    import pandas as pd
 
     table = result.suv_table(edges)
     if table.empty:
         return "\nDetection by SUVmax: no SUVmax (evaluate with --metrics ...,pet and --images)"
-    table = _with_class_names(table, result.class_names)
-    shown = table.drop(columns=["low", "high", "unit"])
+    return _bin_report(table, result.class_names, "SUVmax", "SUVmax")
+
+
+def _bin_report(table, names: dict[int, str], binned_by: str, own: str) -> str:
+    """A per-bin detection table (``size_table``, ``suv_table``) as text, the classes named."""
+    import pandas as pd
+
+    shown = _with_class_names(table, names).drop(columns=["low", "high", "unit"])
     with pd.option_context("display.width", 200):
         text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-    return f"\nDetection by SUVmax (lesions of evaluated cases; false positives by their own SUVmax):\n{text}"
+    return f"\nDetection by {binned_by} (lesions of evaluated cases; false positives by their own {own}):\n{text}"
 
 
 def _quantification_report(table, names: dict[int, str]) -> str:
