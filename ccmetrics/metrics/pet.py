@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,6 +59,8 @@ __all__ = [
 PERCIST_RADIUS_MM = 6.2035
 _CHUNK = 1 << 19  # entries of the (offsets x voxels) or (points x points) blocks evaluated at once
 _SMALL_PEAK = 1 << 12  # SUVpeak: lesions of at most this many (voxels x sphere voxels) read the image directly
+#: SUVpeak: lesion voxels (of one mask's larger lesions) from which the compiled kernel is used before numba is loaded
+_KERNEL_FROM = 1 << 15
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -531,7 +534,10 @@ def suv_peak(
     count per distinct case). A sparse lesion takes two look-ups per row and lesion voxel in the box's
     running sums, O(box + V × rows); a small one (V × sphere voxels at most 4096) reads the image at every
     sphere voxel around each of its voxels, all small lesions together, O(V × sphere voxels); both in
-    blocks of bounded memory. Nothing is ever filtered over the whole volume. The sums are float64 sums
+    blocks of bounded memory. Nothing is ever filtered over the whole volume. The compact lesions of a float
+    image go to the engine's compiled kernel (:func:`ccmetrics.engine.sphere_means.sphere_mean_peaks`: the same
+    sums in the same order, so the same values, in about a third of the time) once numba is loaded or from 32,768
+    voxels of such lesions. The sums are float64 sums
     of the SUVs (the sparse path: differences of running sums, relative error about 1e-15 times the box
     width).
 
@@ -560,14 +566,40 @@ def suv_peak(
     error = None  # a small lesion's non-finite SUV: raised once the lesions before it were checked
     if small.any():
         out[small], error = _small_lesion_peaks(arr, flat, starts, np.flatnonzero(small), rows, len(arr_shape))
-    for k in np.flatnonzero((sizes > 0) & ~small):
+    large = np.flatnonzero((sizes > 0) & ~small)
+    compiled, status = _compiled_peaks(arr, flat, starts, large, rows)
+    for j, k in enumerate(large.tolist()):
         if error is not None and k > error[0]:
             break
+        if compiled is not None and status is not None and status[j] == 0:  # compact, finite: the kernel's peak
+            out[k] = compiled[j]
+            continue
         axes = np.unravel_index(flat[starts[k] : starts[k + 1]], shape)
-        out[k] = _lesion_peak(arr, axes, rows, reach, int(k), len(arr_shape))
+        out[k] = _lesion_peak(arr, axes, rows, reach, k, len(arr_shape))
     if error is not None:
         raise ValueError(error[1])
     return out
+
+
+def _compiled_peaks(
+    arr: np.ndarray, flat: np.ndarray, starts: np.ndarray, lesions: np.ndarray, rows
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The peaks of the compact lesions among ``lesions`` from the engine's compiled kernel, where it is used.
+
+    The kernel (:func:`ccmetrics.engine.sphere_means.sphere_mean_peaks`) adds the same float64 values in the same
+    order as :func:`_sphere_sums_box` and counts the sphere's voxels inside the image as :func:`_lesion_peak` does,
+    so its peaks are theirs, bit for bit; it leaves out (status 2) the sparse lesions, measured per voxel with
+    running sums, and marks (status 1) a non-finite sum, which :func:`_lesion_peak` then refuses. Used for a
+    float32 or float64 image once numba is loaded, or from :data:`_KERNEL_FROM` lesion voxels (its first import
+    and load take about a second); ``(None, None)`` otherwise.
+    """
+    if not len(lesions) or arr.dtype not in (np.float32, np.float64):
+        return None, None
+    if "numba" not in sys.modules and int((starts[lesions + 1] - starts[lesions]).sum()) < _KERNEL_FROM:
+        return None, None
+    from ..engine.sphere_means import sphere_mean_peaks
+
+    return sphere_mean_peaks(arr, flat, starts, lesions, rows, box_ratio=current_engine().peak_box_ratio)
 
 
 def _small_lesion_peaks(arr: np.ndarray, flat: np.ndarray, starts: np.ndarray, lesions: np.ndarray, rows, ndim: int):
@@ -704,7 +736,9 @@ def centroids_mm(labels: Any, n: int | None = None, spacing: Any = None) -> np.n
     count = np.diff(starts)
     full = np.flatnonzero(count)
     sums = np.zeros((len(count), len(shape)))
-    if len(full):  # the groups are contiguous: one reduceat per axis
+    if isinstance(labels, Sites) and len(full):  # exact whole-number sums, from the sites' runs where known
+        sums[:] = np.stack(labels.coordinate_sums(), axis=1)
+    elif len(full):  # the groups are contiguous: one reduceat per axis
         for axis, coordinate in enumerate(np.unravel_index(flat, shape)):
             sums[full, axis] = np.add.reduceat(coordinate, starts[full])
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -51,6 +51,7 @@ import numpy as np
 
 from .._inputs import check_ndim, to_numpy
 from ..engine.components import Sites
+from ..engine.threads import submit, worker_threads
 from . import pet
 
 if TYPE_CHECKING:
@@ -203,14 +204,19 @@ def pet_from_inputs(inputs: CaseInputs) -> PetResult:
         raise ValueError(NEEDS_IMAGE)
     image, spacing, lesions = inputs.image, inputs.spacing, inputs.gt_sites
     components = inputs.pred(inputs.connectivity)
-    gt_columns, gt_case = _per_mask(image, lesions, spacing, "gt_")  # lesions first: their NaN names the lesion
-    _refuse_non_finite_prediction(image, components)
-    pred_columns, pred_case = _per_mask(image, components, spacing, "pred_")
-    regions = inputs.regions
-    if lesions.n:
-        inside = pet.region_uptake(image, regions.pred_flat, regions.pred_region, lesions.n, spacing)
-    else:  # no lesion, no region: the predicted voxels belong to none
-        inside = {name: np.zeros(0) for name in PER_COMPONENT_COLUMNS[5:]}
+    with worker_threads(image.shape) as pool:  # a large image: the prediction's measures beside the lesions'
+        pending = None if pool is None else submit(pool, _per_mask, image, components, spacing, "pred_")
+        gt_columns, gt_case = _per_mask(image, lesions, spacing, "gt_")  # lesions first: their NaN names the lesion
+        _refuse_non_finite_prediction(image, components)
+        regions = inputs.regions
+        if lesions.n:
+            inside = pet.region_uptake(image, regions.pred_flat, regions.pred_region, lesions.n, spacing)
+        else:  # no lesion, no region: the predicted voxels belong to none
+            inside = {name: np.zeros(0) for name in PER_COMPONENT_COLUMNS[5:]}
+        if pending is None:
+            pred_columns, pred_case = _per_mask(image, components, spacing, "pred_")
+        else:
+            pred_columns, pred_case = pending.result()
     per_component = {**gt_columns, **inside}
     return PetResult(
         {name: per_component[name] for name in PER_COMPONENT_COLUMNS}, pred_columns, **gt_case, **pred_case

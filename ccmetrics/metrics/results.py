@@ -247,8 +247,9 @@ def prediction_table(
 
     ``detections`` is the :class:`~ccmetrics.metrics.detection_rules.LesionDetections` of the case;
     ``pred_flat`` and ``pred_region`` the prediction's voxels (sorted flat indices) and the Voronoi
-    region of each (:class:`ccmetrics.engine.geometry.CaseRegions`). Cost: one binary search per
-    prediction voxel and a few bincounts.
+    region of each (:class:`ccmetrics.engine.geometry.CaseRegions`). Cost: the component of each
+    prediction voxel (read from the components' raster list when ``pred_flat`` is that list, else one binary
+    search each), a few bincounts (or a sort of the (component, region) pairs when there are many of both).
     """
     m = pred_sites.n
     table = Columns(length=m, index_name=schema.PREDICTION, start=1)
@@ -266,19 +267,23 @@ def prediction_table(
     table[schema.OUTCOME] = np.where(detections.pred_tp, schema.TRUE_POSITIVE, schema.FALSE_POSITIVE)
     region = np.zeros(m, dtype=np.int64)
     if m and len(pred_flat):
-        component = pred_sites.labels_at(pred_flat).astype(np.int64)
+        component = pred_sites.labels_at(pred_flat).astype(np.int64)  # the raster list itself: no search
         k = int(pred_region.max()) + 1
-        keys, counts = np.unique(component * k + pred_region, return_counts=True)
+        pairs = component * k + pred_region
+        if (m + 1) * k <= 4 * len(pairs) + (1 << 16):  # few (component, region) keys: counted, not sorted
+            every = np.bincount(pairs, minlength=(m + 1) * k)
+            keys = np.flatnonzero(every)
+            counts = every[keys]
+        else:
+            keys, counts = np.unique(pairs, return_counts=True)
         comp, reg = keys // k, keys % k
         best = np.lexsort((reg, -counts, comp))  # per component: most voxels first, then the lowest region
         first = best[np.r_[True, np.diff(comp[best]) != 0]]
         region[comp[first] - 1] = reg[first]
     table[schema.REGION] = region
     if m:
-        coords = pred_sites.coords()
-        which = pred_sites.label - 1
-        for axis, column in enumerate(schema.CENTROID_VOXEL[: coords.shape[1]]):
-            table[column] = np.bincount(which, weights=coords[:, axis], minlength=m) / volumes
+        for column, total in zip(schema.CENTROID_VOXEL, pred_sites.coordinate_sums()):
+            table[column] = total / volumes
     else:
         for column in schema.CENTROID_VOXEL[: len(pred_sites.shape)]:
             table[column] = np.zeros(0)
