@@ -32,7 +32,7 @@ __all__ = ["MODULES", "PARALLEL", "Kernel", "share", "warm_up"]
 PARALLEL = threading.Lock()
 
 #: the modules of numba kernels (``ccmetrics.engine.<name>``), each imported on first use
-MODULES = ("_edge_kernels", "_kdtree", "_nearest_label", "_order_statistics")
+MODULES = ("_edge_kernels", "_kdtree", "_nearest_label", "_order_statistics", "_sphere_kernels")
 
 _KERNELS: list[Kernel] = []
 _COMPILING = threading.Lock()
@@ -43,12 +43,16 @@ class Kernel:
 
     Arguments are converted to the signature's types as numba converts them (a C-ordered array to layout
     ``A``, an int to float64); others are refused (``TypeError``), so that no second version is compiled.
+    A kernel needed for two signatures is two :class:`Kernel` objects, each with its own dispatcher of the same
+    function and a ``variant`` that tells their names apart.
     """
 
-    def __init__(self, dispatcher: Any, signature: str):
+    def __init__(self, dispatcher: Any, signature: str, variant: str = ""):
         self.dispatcher = dispatcher
         self.signature = signature
-        self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}"
+        self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}" + (
+            f"[{variant}]" if variant else ""
+        )
         self._ready = False
         _KERNELS.append(self)
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._launch import Kernel
+
 __all__ = ["sphere_mean_peaks"]
 
 _SIGNATURE = (
@@ -39,13 +41,7 @@ _SIGNATURE = (
 )
 
 
-@numba.njit(
-    [_SIGNATURE.format(image="float32"), _SIGNATURE.format(image="float64")],
-    cache=True,
-    nogil=True,
-    error_model="numpy",
-)
-def sphere_mean_peaks(
+def _sphere_mean_peaks(
     image, flat, starts, lesions, reach, dz, dy, width_index, widths, full, box_ratio, out, status
 ):  # pragma: no cover (compiled)
     """out[j]: the largest sphere mean over the voxels of lesion ``lesions[j]``, where status[j] is 0.
@@ -203,3 +199,17 @@ def sphere_mean_peaks(
                 u += 1
         out[j] = peak
         status[j] = 0 if finite else 1
+
+
+def _compiled(image: str) -> Kernel:
+    """The kernel for images of one dtype: its own dispatcher (numba's cache holds both in one index)."""
+    dispatcher = numba.njit(cache=True, nogil=True, error_model="numpy")(_sphere_mean_peaks)
+    return Kernel(dispatcher, _SIGNATURE.format(image=image), variant=image)
+
+
+_PEAKS = {np.dtype(np.float32): _compiled("float32"), np.dtype(np.float64): _compiled("float64")}
+
+
+def sphere_mean_peaks(image, *args) -> None:
+    """The kernel for ``image``'s dtype (float32 or float64) on the arguments of :func:`_sphere_mean_peaks`."""
+    _PEAKS[image.dtype](image, *args)
