@@ -35,7 +35,7 @@ drawn) are left out of their quantiles.
 
 Undefined values are NaN (``null`` in JSON), never an error or a warning: every statistic without a pair; the
 limits, ICC and CCC with fewer than two pairs; ICC and CCC without variance (their denominator within rounding of
-0: at most (64 ε max|value|)², ε the float64 machine epsilon, so constant values such as 0.1 read as constant);
+0: :func:`ccmetrics.metrics.pet_agreement.rounding_zero`, so constant values such as 0.1 read as constant);
 an interval with fewer than two cases or an undefined estimate.
 
 Algorithm and cost: per row, one grouping pass over its pairs gives each case's count, sums and centred sums of
@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _lazy
-from ..metrics.pet_agreement import agreement
+from ..metrics.pet_agreement import agreement, rounding_zero
 from ..metrics.pet_case import CASE_MEASURES
 from ..schema import CASE, CLASS, DETECTED, FAILED, STATUS
 from .stats import _quantiles_type7
@@ -116,8 +116,6 @@ QUANTIFICATION_COLUMNS = (
 )
 #: how many values one block of resamples holds (resamples × cases), to bound the memory of the bootstrap
 _BLOCK_VALUES = 1 << 21
-#: the ulps of the largest |value| within which a denominator counts as 0 (no variance)
-_ROUNDING_ULPS = 64
 
 
 def quantification_table(
@@ -282,8 +280,7 @@ class _Clusters:
         self.sxx = np.bincount(inverse, weights=dx * dx, minlength=n_groups)
         self.syy = np.bincount(inverse, weights=dy * dy, minlength=n_groups)
         self.sxy = np.bincount(inverse, weights=dx * dy, minlength=n_groups)
-        scale = float(max(np.abs(x).max(initial=0.0), np.abs(y).max(initial=0.0)))
-        self.zero = (_ROUNDING_ULPS * np.finfo(np.float64).eps * scale) ** 2
+        self.zero = rounding_zero(x, y)
 
     def icc_ccc(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """ICC(A,1) and Lin's CCC of the pairs, each case's pairs counted ``weights[r, g]`` times, per row ``r``.

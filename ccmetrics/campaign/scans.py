@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.io import Image, check_same_geometry
-from ..formats.scans import ImageFolder, choose_channel, read_scan
+from ..formats.scans import ImageFolder, cannot_read, choose_channel, read_scan
 from ..metrics.detection_rules import DetectionRule
 from .options import CaseTask
 
@@ -219,5 +219,5 @@ def _own_grid(path: Path) -> tuple[tuple[float, ...], np.ndarray]:
     try:
         grid = series_grid(path) if path.is_dir() else read_grid(path)
     except (OSError, ValueError) as exc:
-        raise ValueError(f"channel {path.name}: cannot read {path.name}: {exc}") from None
+        raise ValueError(f"the scan: {cannot_read(path, exc)}") from None
     return tuple(grid.spacing), grid.affine

@@ -23,7 +23,17 @@ import numpy as np
 from .._memory import format_bytes
 from .io import Image
 
-__all__ = ["CHANNEL", "ChannelFile", "ImageFolder", "choose_channel", "read_scan", "scan_bytes", "scan_problem"]
+__all__ = [
+    "CHANNEL",
+    "ChannelFile",
+    "ImageFolder",
+    "cannot_read",
+    "choose_channel",
+    "names_channel",
+    "read_scan",
+    "scan_bytes",
+    "scan_problem",
+]
 
 
 #: nnU-Net's channel suffix of an image file name: ``CASE_0000``, ``CASE_0001``, ...
@@ -174,7 +184,8 @@ def choose_channel(
     python: str = "",
 ) -> ChannelFile:
     """The channel of a case's scan that a metric reads: channel ``channel`` when given; else the one that ``names``
-    (``dataset.json``'s ``channel_names``, by channel number) calls ``wanted`` (case-insensitive); else the only one.
+    (``dataset.json``'s ``channel_names``, by channel number) calls ``wanted`` (:func:`names_channel`: e.g. "PET",
+    "PT", "FDG-PET" for the PET); else the only one.
 
     Parameters
     ----------
@@ -225,9 +236,7 @@ def choose_channel(
     if len(channels) == 1:
         return channels[0]
     if names:
-        named = [
-            c for c, n in zip(channels, numbers) if n < len(names) and str(names[n]).strip().lower() == wanted.lower()
-        ]
+        named = [c for c, n in zip(channels, numbers) if n < len(names) and names_channel(names[n], wanted)]
         if len(named) == 1:
             return named[0]
     example = channels[-1].code.lstrip("0") or "0"
@@ -236,6 +245,35 @@ def choose_channel(
         f"case {case!r} has {len(channels)} channels ({shown}): choose the {wanted} with {option} "
         f"(e.g. {option} {example}{in_python})"
     )
+
+
+#: the DICOM modality codes and common names that also call a channel what it holds (lower case)
+_ALSO_CALLED = {"pet": ("pt",)}
+
+
+def names_channel(name: object, wanted: str) -> bool:
+    """Whether a channel's name (``dataset.json``'s ``channel_names``) calls it ``wanted``: the whole name, or one of
+    its words (split at anything but letters and digits), equal to ``wanted`` or, for PET, to DICOM's modality
+    code PT; case-insensitive.
+
+    >>> [names_channel(n, "PET") for n in ["PET", "pt", "FDG-PET", "PSMA_PET", "CT", "PETRA", "suv"]]
+    [True, True, True, True, False, False, False]
+    """
+    words = {wanted.lower(), *_ALSO_CALLED.get(wanted.lower(), ())}
+    text = str(name).strip().lower()
+    return text in words or any(word in words for word in re.split(r"[^0-9a-z]+", text))
+
+
+def cannot_read(path: Path, exc: BaseException) -> str:
+    """Why a scan file could not be read, naming it once (the readers' own messages already name the file).
+
+    >>> cannot_read(Path("a_0001.nii.gz"), ValueError("cannot read 'a_0001.nii.gz': not a gzip file"))
+    "cannot read 'a_0001.nii.gz': not a gzip file"
+    >>> cannot_read(Path("a_0001.nii.gz"), OSError("permission denied"))
+    'cannot read a_0001.nii.gz: permission denied'
+    """
+    text = str(exc)
+    return text if text.startswith("cannot read") else f"cannot read {path.name}: {text}"
 
 
 def scan_problem(path: Path, reference: Image, name: str, tolerance_mm: float) -> tuple[Image | None, str | None]:
@@ -256,7 +294,7 @@ def scan_problem(path: Path, reference: Image, name: str, tolerance_mm: float) -
     except ImportError:  # a DICOM series without pydicom: its grid is known once SimpleITK has read it
         return None, None
     except (OSError, ValueError) as exc:
-        return None, f"channel {name}: cannot read {path.name}: {exc}"
+        return None, f"channel {name}: {cannot_read(path, exc)}"
     problem = check_same_geometry(reference, grid, atol_mm=tolerance_mm, names=("gt", "image"))
     if problem:
         try:  # the same grid in another axis order: the union of both is the GT's grid, voxel for voxel
@@ -271,12 +309,13 @@ def scan_problem(path: Path, reference: Image, name: str, tolerance_mm: float) -
 
 def scan_bytes(grid: Image) -> int:
     """The memory reading a scan may take, from its header: its array, the reader's copy and a reoriented or
-    float32 copy (3 × its voxels × its bytes per voxel, at least 2).
+    float32 copy (3 × its voxels × its bytes per voxel, at least 4: an integer DICOM series or file with a rescale
+    slope is read as floats, whatever its stored type).
 
     >>> scan_bytes(Image(np.zeros((4, 4, 2), np.float32), (1.0, 1.0, 1.0), np.eye(4)))
     384
     """
-    return 3 * int(grid.array.size) * max(grid.array.dtype.itemsize, 2)
+    return 3 * int(grid.array.size) * max(grid.array.dtype.itemsize, 4)
 
 
 def read_scan(
@@ -329,7 +368,7 @@ def read_scan(
     try:
         image = read_series(path) if path.is_dir() else load_image(path)
     except (OSError, ValueError) as exc:
-        raise ValueError(f"channel {name}: cannot read {path.name}: {exc}") from None
+        raise ValueError(f"channel {name}: {cannot_read(path, exc)}") from None
     problem = check_same_geometry(reference, image, atol_mm=tolerance_mm, names=("gt", "image"))
     if problem:  # the same grid in another axis order (a DICOM series beside a NIfTI GT) is reoriented
         try:

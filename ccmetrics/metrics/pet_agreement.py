@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["agreement", "bland_altman", "icc_a1", "lin_ccc", "paired_values", "relative_error"]
+__all__ = ["agreement", "bland_altman", "icc_a1", "lin_ccc", "paired_values", "relative_error", "rounding_zero"]
 
 #: the normal quantile of the 95 % limits of agreement (Bland & Altman)
 LOA_Z = 1.96
@@ -99,7 +99,7 @@ def icc_a1(gt: Any, pred: Any) -> float:
     ss_error = float(((table - table.mean(axis=1, keepdims=True) - table.mean(axis=0) + grand) ** 2).sum())
     msr, msc, mse = ss_rows / (n - 1), ss_cols / (k - 1), ss_error / ((n - 1) * (k - 1))
     denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    return float((msr - mse) / denominator) if denominator > _rounding_zero(table) else float("nan")
+    return float((msr - mse) / denominator) if denominator > rounding_zero(table) else float("nan")
 
 
 def lin_ccc(gt: Any, pred: Any) -> float:
@@ -123,13 +123,24 @@ def lin_ccc(gt: Any, pred: Any) -> float:
     mx, my = x.mean(), y.mean()
     sxy = float(((x - mx) * (y - my)).mean())
     denominator = float(((x - mx) ** 2).mean() + ((y - my) ** 2).mean() + (mx - my) ** 2)
-    return 2 * sxy / denominator if denominator > _rounding_zero(x, y) else float("nan")
+    return 2 * sxy / denominator if denominator > rounding_zero(x, y) else float("nan")
 
 
-def _rounding_zero(*values: np.ndarray) -> float:
-    """The largest (co)variance that rounding alone makes of equal values: (64 eps max|v|)² (``[0.1] * 3`` has a
-    variance of about 1e-35, not 0, in float64); a denominator at or below it is taken as 0."""
-    scale = max(float(np.abs(v).max()) for v in values)
+def rounding_zero(*values: Any) -> float:
+    """The largest (co)variance that rounding alone makes of equal values: (64 ε max|v|)², ε the float64 machine
+    epsilon, max over every value given (0 for none).
+
+    ``[0.1] * 3`` has a variance of about 1e-35, not 0, in float64: ICC(A,1) and CCC take a denominator at or
+    below this bound as 0 (no variance: NaN), here and in the bootstrap of
+    :mod:`ccmetrics.analysis.quantification` (the one home of the rule).
+
+    >>> x = np.array([0.1] * 3)
+    >>> bool(x.var() > 0), bool(x.var() <= rounding_zero(x, [0.1]))
+    (True, True)
+    >>> rounding_zero([]) == 0.0
+    True
+    """
+    scale = max((float(np.abs(np.asarray(v, dtype=np.float64)).max(initial=0.0)) for v in values), default=0.0)
     return (64 * float(np.finfo(np.float64).eps) * scale) ** 2
 
 

@@ -97,11 +97,13 @@ def test_the_pet_values_of_every_case_equal_numpy_on_the_files(folders):
     assert result.options["images"] == os.path.abspath(folders / "images") and result.options["pet_channel"] == 1
 
 
-def test_dataset_json_names_the_pet_channel(folders):
+@pytest.mark.parametrize("pet_name", ["PET", "PT", "FDG-PET"])
+def test_dataset_json_names_the_pet_channel(folders, pet_name):
+    """The PET channel by its name in channel_names: PET, DICOM's modality code PT, or a tracer-PET name."""
     spec = {
         "labels": {"background": 0, "lesion": 1},
         "file_ending": ".nii.gz",
-        "channel_names": {"0": "CT", "1": "PET"},
+        "channel_names": {"0": "CT", "1": pet_name},
     }
     (folders / "dataset.json").write_text(json.dumps(spec))
     result = evaluate_dataset(
