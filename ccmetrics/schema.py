@@ -96,6 +96,7 @@ GT_FILE = "gt_file"
 PRED_FILE = "pred_file"
 PROB_FILE = "prob_file"
 IMAGE_FILE = "image_file"
+OUTCOME_MAP_FILE = "outcome_map_file"
 SPACING = "spacing"
 N_COMPONENTS = "n_components"
 EMPTY_GT = "empty_gt"
@@ -449,7 +450,14 @@ PER_CASE = TableSchema(
         Field(
             IMAGE_FILE,
             "str",
-            "the PET scan's file (--images; empty when missing or given as an array)",
+            "the PET scan's file (--images; empty when missing, <array> when given as an array)",
+            required=False,
+            filled=True,
+        ),
+        Field(
+            OUTCOME_MAP_FILE,
+            "str",
+            "the case's outcome map, relative to the output folder (--write-maps; empty on error rows)",
             required=False,
             filled=True,
         ),

@@ -7,6 +7,10 @@ evaluated as an empty prediction and flagged ``missing_prediction``; a predictio
 cannot be read, a geometry mismatch, a non-binary mask or NaN voxels give an ``error`` row that names the
 problem (:func:`failed_output`), and the other cases go on.
 
+With ``write_maps`` (``--write-maps``) each evaluated case writes its outcome maps from its own rows of the tables,
+while its masks are in memory (:mod:`ccmetrics.campaign.maps`), and names them in ``outcome_map_file``; a map that
+cannot be written is the case's error row (``retry``: ``resume`` tries it again).
+
 The scheduler's other callbacks are here too: :func:`fingerprint` (what a case's result depends on, kept in
 its record for ``resume``) and :func:`estimate_bytes` (a case's peak memory from its headers, before any voxel
 is read). Cost: one read of each file plus one :func:`ccmetrics.evaluate` per case and class, and one header
@@ -36,6 +40,7 @@ from ..metrics.case import evaluate
 from ..metrics.classes import ClassSpec, class_values
 from ..metrics.results import CaseResult
 from ..schema import CASE, CLASS, ERROR, FAILED, FLAGGED, FLAGS, OK, STATUS
+from .maps import outcome_map_bytes, write_case_maps
 from .options import CaseOutput, CaseTask, EvalOptions, _describe
 from .probabilities import evaluate_with_maps, read_case_maps, segmentation_of
 from .records import file_fingerprint
@@ -84,7 +89,8 @@ def evaluate_task(task: CaseTask, options: EvalOptions) -> CaseOutput:
     clock = _Clock()
     try:
         case = _read_case(task, options, clock)
-        extra_bytes = _map_bytes(case.gt.array.shape, options) + _scan_bytes(case.gt.array.shape, task)
+        shape = case.gt.array.shape
+        extra_bytes = _map_bytes(shape, options) + _scan_bytes(shape, task) + outcome_map_bytes(shape, options)
         too_much, need = _over_memory(case.gt, case.pred, options.max_memory, extra_bytes)
         if too_much:
             return replace(failed_output(task, options, too_much, clock.read, clock.computing()), retry=True)
@@ -264,6 +270,26 @@ def _case_output(
                 prediction.insert(2, schema.CLASS_NAME, names[c])
         frames.append(frame)
         predictions.append(prediction)
+    if options.write_maps:  # each class's outcome map, from its rows of the tables (ccmetrics.campaign.maps)
+        try:
+            written = write_case_maps(
+                task.case,
+                options,
+                case.gt,
+                case.pred,
+                dict(zip(results, frames)),
+                dict(zip(results, predictions)),
+                scan=case.scan,
+                gt_file=task.gt,
+            )
+        except Exception as exc:  # the case's error row: a full disk (resume tries again), a series off the grid
+            expected = isinstance(exc, (ValueError, OSError))
+            problem = str(exc) if expected else f"{type(exc).__name__}: {exc} (please report this as a bug)"
+            message = f"writing its outcome map failed (--write-maps): {problem}"
+            failed = failed_output(task, options, message, clock.read, clock.computing())
+            return replace(failed, retry=isinstance(exc, OSError))
+        for row in rows:
+            row[schema.OUTCOME_MAP_FILE] = written[row[CLASS]]
     return CaseOutput(
         rows,
         components=_joined(frames),
@@ -342,13 +368,16 @@ def failed_output(
 
 
 def _input_files(task: CaseTask, options: EvalOptions) -> dict[str, str]:
-    """The ``prob_file`` cell of a run with probability maps (the case's map file) and the ``image_file`` cell of a run
-    with scans (the case's PET file); empty when given as an array or missing."""
+    """The ``prob_file`` cell of a run with probability maps (the case's map file), the ``image_file`` cell of a run
+    with scans (the case's PET file), empty when given as an array or missing; and the ``outcome_map_file`` cell of a
+    run that writes outcome maps (empty here: the evaluated case names its map, :func:`_case_output`)."""
     cells = {}
     if options.probabilities is not None:
         cells[schema.PROB_FILE] = _describe(task.prob) if task.prob is not None else ""
     if needs_scans(options.metrics, options.rule()):
         cells[schema.IMAGE_FILE] = _describe(task.image) if task.image is not None else ""
+    if options.write_maps:
+        cells[schema.OUTCOME_MAP_FILE] = ""
     return cells
 
 
@@ -425,7 +454,7 @@ def estimate_bytes(task: CaseTask, options: EvalOptions) -> int:
         pred = _header(task.pred) if task.pred is not None else None
     except Exception:  # any unreadable header: the case's own evaluation reports it, the run goes on
         return 0
-    extra = _map_bytes(gt.shape, options) + _scan_bytes(gt.shape, task)
+    extra = _map_bytes(gt.shape, options) + _scan_bytes(gt.shape, task) + outcome_map_bytes(gt.shape, options)
     return int(estimate_case_bytes(gt, pred, options.metrics, foreground=0)) + extra
 
 

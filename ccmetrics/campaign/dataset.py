@@ -63,6 +63,7 @@ from .case import (  # noqa: F401
     failed_output,
     fingerprint,
 )
+from .maps import with_maps_folder, write_outcome_colour_tables
 from .options import (  # noqa: F401
     CaseOutput,
     CaseTask,
@@ -175,8 +176,12 @@ def evaluate_dataset(
         ``nnunet_summary.json``),
         ``reference_images`` (a folder of DICOM image series where two DICOM SEGs without their empty frames are
         placed, :func:`ccmetrics.formats.grids.align_pair`; without it such a pair is compared on the span of its
-        frames and flagged ``extent_inferred``) and ``tolerance_mm`` (the largest accepted difference between the
-        GT's and the prediction's origin, mm; spacings must agree to a relative 1e-4 and direction cosines to 1e-4).
+        frames and flagged ``extent_inferred``), ``tolerance_mm`` (the largest accepted difference between the
+        GT's and the prediction's origin, mm; spacings must agree to a relative 1e-4 and direction cosines to 1e-4)
+        and ``write_maps`` (write each case's outcome map, its lesions found and missed and its true- and
+        false-positive predictions as labels 1-4, into ``out_dir/maps/`` with colour tables for ITK-SNAP and 3D
+        Slicer, named in the per-case table's ``outcome_map_file``: :mod:`ccmetrics.campaign.maps`; needs
+        ``out_dir``).
     maps : ProbabilityOptions, optional
         How the probability maps are used (:class:`~ccmetrics.campaign.probabilities.ProbabilityOptions`):
         ``candidates`` (``"components"`` of ``prob > 0``, the default without predictions; ``"threshold:T"``;
@@ -400,6 +405,7 @@ def _evaluate(
     maps = objects["maps"] if objects["maps_given"] else options.probabilities
     maps = _probability_options(probabilities, gt, pred, maps, region_based)
     options = dataclasses.replace(options, max_memory=limit, probabilities=maps).checked()
+    options = with_maps_folder(options, run.out_dir)  # --write-maps: OUT_DIR/maps
     rule = DetectionRule.parse(options.rule())
     if maps is not None and rule.kind in ("centroid", "suv_max"):  # no score to match candidates: all would fail
         raise ValueError(
@@ -500,6 +506,8 @@ def _run_campaign(
     with locked(out_dir) if out_dir is not None else contextlib.nullcontext():  # one run per folder
         if out_dir is not None:
             prepare_out_dir(out_dir, resume=run.resume, overwrite=run.overwrite, cases=[t.case for t in tasks])
+            if options.maps_dir is not None:  # the outcome maps' colour tables, once (the cases write the maps)
+                write_outcome_colour_tables(options.maps_dir)
         try:
             outputs, info = run_cases(
                 tasks,
@@ -604,7 +612,7 @@ def _assemble(
         wanted = registry.table_columns(schema.PER_CASE, ordered)
         if schema.CLASS_NAME in per_case and schema.CLASS_NAME not in wanted:  # the classes' names stay
             wanted.insert(wanted.index(CLASS) + 1, schema.CLASS_NAME)
-        for name in (schema.IMAGE_FILE, schema.PROB_FILE):  # the inputs' files stay: they say which file failed
+        for name in (schema.OUTCOME_MAP_FILE, schema.IMAGE_FILE, schema.PROB_FILE):  # they say which file failed
             if name in per_case and name not in wanted:
                 wanted.insert(wanted.index(schema.PRED_FILE) + 1, name)
         per_case = per_case.reindex(columns=wanted)

@@ -189,6 +189,14 @@ class EvalOptions:
     probabilities : ProbabilityOptions or None
         How the cases' probability maps are read, their candidates found and matched
         (:mod:`ccmetrics.campaign.probabilities`); None: no maps.
+    write_maps : bool
+        Write each case's outcome map (found, missed, true-positive prediction outside the GT, false positive) into
+        the output folder's ``maps/`` (:mod:`ccmetrics.campaign.maps`); its file is the per-case table's
+        ``outcome_map_file``. In :meth:`key` (a case's output), so that ``resume`` writes the maps of cases recorded
+        without them.
+    maps_dir : str or None
+        Where the maps go: the output folder's ``maps/``, absolute (set by
+        :func:`~ccmetrics.campaign.dataset.evaluate_dataset` from ``out_dir``; not in :meth:`key`).
 
     Examples
     --------
@@ -218,6 +226,8 @@ class EvalOptions:
     reference_images: str | None = None
     segment_classes: bool = False
     probabilities: ProbabilityOptions | None = None
+    write_maps: bool = False
+    maps_dir: str | None = None
 
     def __post_init__(self) -> None:
         """The metrics, classes, spacing and detection rule in their forms (each step leaves its own output as it
@@ -261,6 +271,7 @@ class EvalOptions:
         reference_images: _PathLike | None = None,
         probabilities: ProbabilityOptions | None = None,
         max_case_bytes: float | None = None,
+        write_maps: bool = False,
     ) -> EvalOptions:
         """The options from keywords, checked (:meth:`checked`; the messages name the options).
 
@@ -288,6 +299,7 @@ class EvalOptions:
             nnunet_summary=nnunet_summary,
             reference_images=None if reference_images is None else os.fspath(reference_images),
             probabilities=probabilities,
+            write_maps=write_maps,
         ).checked()
 
     def checked(self) -> EvalOptions:
@@ -318,6 +330,7 @@ class EvalOptions:
             nnunet_summary=bool(self.nnunet_summary),
             reference_images=reference,
             probabilities=probabilities,
+            write_maps=bool(self.write_maps),
         )
 
     @classmethod
@@ -347,6 +360,7 @@ class EvalOptions:
             nnunet_summary=bool(record.get("nnunet_summary", False)),
             reference_images=record.get("reference_images"),
             probabilities=None if maps is None else ProbabilityOptions.from_record(maps),
+            write_maps=bool(record.get("write_maps", False)),
         )
 
     def rule(self) -> str:
@@ -395,7 +409,8 @@ class EvalOptions:
         return [definitions.get(m, m) for m in self.metrics]
 
     def key(self) -> dict[str, Any]:
-        """The options that change values or a case's output (``nnunet_summary``: its voxel counts), as plain data (a
+        """The options that change values or a case's output (``nnunet_summary``: its voxel counts; ``write_maps``: its
+        outcome maps), as plain data (a
         case's record holds them: change one and ``resume`` evaluates the case again). The engine configuration
         changes no value and is left out; the options of the files made from the tables alone (size bins, groups,
         the bootstrap) are applied to the records' tables by each run."""
@@ -413,6 +428,7 @@ class EvalOptions:
             **({"reference_images": self.reference_images} if self.reference_images else {}),
             **({"probabilities": self.probabilities.key()} if self.probabilities else {}),
             **({"nnunet_summary": True} if self.nnunet_summary else {}),  # its counts are columns of the records
+            **({"write_maps": True} if self.write_maps else {}),  # its files are written by the cases
         }
 
 

@@ -125,6 +125,10 @@ class EngineConfig:
         SUVpeak (:func:`ccmetrics.metrics.pet.suv_peak`): a lesion whose box (its bounding box grown by the sphere's
         reach) holds at most this many voxels per lesion voxel has the sphere's sums taken over the whole box at
         once; a sparser lesion per voxel (the same values). Default 16.
+    peak_kernel_from : int
+        SUVpeak: lesion voxels (of one mask's compact lesions) from which the sphere sums are taken by the compiled
+        kernel (:mod:`ccmetrics.engine.sphere_means`) when numba is not loaded yet (its first import and load cost
+        about a second; once loaded it is always used). The same values either way. Default 2**15.
     region_map_from : int
         Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
         partition is computed once and read by each (one nearest-label transform of the image, against a
@@ -154,6 +158,7 @@ class EngineConfig:
     region_map_from: int = 4
     hull_from: int = 2048
     peak_box_ratio: int = 16
+    peak_kernel_from: int = 1 << 15
     assignment_full_below: int = 1 << 22
 
     def __post_init__(self) -> None:

@@ -59,8 +59,6 @@ __all__ = [
 PERCIST_RADIUS_MM = 6.2035
 _CHUNK = 1 << 19  # entries of the (offsets x voxels) or (points x points) blocks evaluated at once
 _SMALL_PEAK = 1 << 12  # SUVpeak: lesions of at most this many (voxels x sphere voxels) read the image directly
-#: SUVpeak: lesion voxels (of one mask's larger lesions) from which the compiled kernel is used before numba is loaded
-_KERNEL_FROM = 1 << 15
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -590,12 +588,15 @@ def _compiled_peaks(
     order as :func:`_sphere_sums_box` and counts the sphere's voxels inside the image as :func:`_lesion_peak` does,
     so its peaks are theirs, bit for bit; it leaves out (status 2) the sparse lesions, measured per voxel with
     running sums, and marks (status 1) a non-finite sum, which :func:`_lesion_peak` then refuses. Used for a
-    float32 or float64 image once numba is loaded, or from :data:`_KERNEL_FROM` lesion voxels (its first import
-    and load take about a second); ``(None, None)`` otherwise.
+    float32 or float64 image once numba is loaded, or from ``EngineConfig.peak_kernel_from`` lesion voxels (its
+    first import and load take about a second); ``(None, None)`` otherwise.
     """
     if not len(lesions) or arr.dtype not in (np.float32, np.float64):
         return None, None
-    if "numba" not in sys.modules and int((starts[lesions + 1] - starts[lesions]).sum()) < _KERNEL_FROM:
+    if (
+        "numba" not in sys.modules
+        and int((starts[lesions + 1] - starts[lesions]).sum()) < current_engine().peak_kernel_from
+    ):
         return None, None
     from ..engine.sphere_means import sphere_mean_peaks
 
