@@ -36,6 +36,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import schema
@@ -329,6 +330,8 @@ def _take_records(
             info.reasons[task.case] = "failed last time: " + _first_error(record.output)
         elif record.fingerprint != prints[task.case]:
             info.reasons[task.case] = "; ".join(changes(record.fingerprint, prints[task.case])) or "changed"
+        elif missing := _missing_map(record.output, store.folder.parent):
+            info.reasons[task.case] = f"its outcome map {missing} is missing"
         else:
             outputs[task.case] = CaseOutput.from_dict(record.output)
     info.dropped_records = sorted(records)  # cases no longer in the folders
@@ -365,6 +368,16 @@ def _take_records(
             f"  left alone in {store.folder}: {len(alone)} file(s) that ccmetrics cannot prove it wrote ({shown}; "
             f"{alone[0].path.name}: {alone[0].reason})"
         )
+
+
+def _missing_map(output: Mapping[str, Any], out_dir: Any) -> str:
+    """The first outcome map a recorded case names (``outcome_map_file``, relative to the output folder) that is no
+    longer there, or ``""``."""
+    for row in output.get("rows", ()):
+        name = row.get(schema.OUTCOME_MAP_FILE)
+        if isinstance(name, str) and name and not (Path(out_dir) / name).is_file():
+            return name
+    return ""
 
 
 def _kind(reason: str) -> str:

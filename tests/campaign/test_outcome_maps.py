@@ -385,30 +385,38 @@ def test_a_dicom_seg_gt_with_its_series_gets_a_dicom_seg_map(tmp_path):
     assert np.bincount(data.ravel(), minlength=5)[1:].tolist() == [18, 18, 8, 8]
 
 
-def test_a_map_that_cannot_be_written_is_the_case_error_row_and_resume_writes_it(tmp_path, monkeypatch):
-    import errno
-
-    import ccmetrics.campaign.maps as maps
-
+def test_a_map_that_cannot_be_written_is_the_case_error_row_and_resume_writes_it(tmp_path):
+    """A real write failure (a folder where the map's file goes) is the case's error row, retried by resume."""
     cases = {"mixed": _cases()["mixed"]}
     gt_dir, pred_dir = _folders(tmp_path, cases)
     out = tmp_path / "out"
+    evaluate_dataset(gt_dir, pred_dir, ["dice"], out_dir=out, progress=False)
+    (out / "maps" / "mixed.nii.gz").mkdir(parents=True)  # in the way of the map's file
     options = EvalOptions(metrics=["dice"], write_maps=True)
-
-    def full_disk(path, array, like):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(maps, "write_label_map", full_disk)
-    failed = evaluate_dataset(gt_dir, pred_dir, options=options, run=RunOptions(out_dir=out, progress=False))
+    resumed = RunOptions(out_dir=out, resume=True, progress=False)
+    failed = evaluate_dataset(gt_dir, pred_dir, options=options, run=resumed)
     row = failed.per_case.iloc[0]
     assert row["status"] == "error" and row["outcome_map_file"] == ""
-    assert "outcome map" in row["error"] and "No space left on device" in row["error"]
-    monkeypatch.undo()
+    assert "outcome map" in row["error"] and "mixed.nii.gz" in row["error"], row["error"]
+    (out / "maps" / "mixed.nii.gz").rmdir()
+    again = evaluate_dataset(gt_dir, pred_dir, options=options, run=resumed)
+    assert again.run.evaluated == 1 and again.per_case["status"].tolist() == ["ok"]
+    np.testing.assert_array_equal(_read_map(out, "maps/mixed.nii.gz")[0], reference_map(*cases["mixed"])[0])
+
+
+def test_resume_writes_a_map_deleted_since_its_record(tmp_path):
+    cases = {k: v for k, v in _cases().items() if k in ("mixed", "split")}
+    gt_dir, pred_dir = _folders(tmp_path, cases)
+    out = tmp_path / "out"
+    options = EvalOptions(metrics=["dice"], write_maps=True)
+    evaluate_dataset(gt_dir, pred_dir, options=options, run=RunOptions(out_dir=out, progress=False))
+    (out / "maps" / "split.nii.gz").unlink()
     again = evaluate_dataset(
         gt_dir, pred_dir, options=options, run=RunOptions(out_dir=out, resume=True, progress=False)
     )
-    assert again.run.evaluated == 1 and again.per_case["status"].tolist() == ["ok"]
-    np.testing.assert_array_equal(_read_map(out, "maps/mixed.nii.gz")[0], reference_map(*cases["mixed"])[0])
+    assert again.run.reused == 1 and again.run.evaluated == 1
+    assert again.run.reasons == {"split": "its outcome map maps/split.nii.gz is missing"}
+    np.testing.assert_array_equal(_read_map(out, "maps/split.nii.gz")[0], reference_map(*cases["split"])[0])
 
 
 def test_worker_processes_write_the_same_maps(tmp_path):
