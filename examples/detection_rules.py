@@ -1,4 +1,4 @@
-"""The README's detection-rule example: five rules on a one-row image, and the tables they give.
+"""The detection-rule example of docs/definitions.md: five rules on a one-row image, and the tables they give.
 
 Run: python examples/detection_rules.py
 """

@@ -13,7 +13,7 @@ the slices that contain a segment.
     # writes dicom_example/{ct/CASE/*.dcm, gt/CASE.nii.gz, pred/CASE.dcm}
 
 :func:`write_ct_series` and :func:`write_seg` are also what ``tests/formats/test_dicom.py`` builds its cases
-with. Needs the ``dicom`` extra (``pip install "ccmetrics-toolkit[dicom]"``: highdicom and pydicom).
+with. Needs the ``dicom`` extra (``pip install -e ".[dicom]"`` in a checkout: highdicom and pydicom).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def _check_extra() -> None:
     if missing:
         sys.exit(
             f"make_dicom_example.py needs {' and '.join(missing)}: install the dicom extra, "
-            'pip install -e ".[dicom]" (or pip install "ccmetrics-toolkit[dicom]"; Python >= 3.10)'
+            'pip install -e ".[dicom]" (or pip install highdicom pydicom; Python >= 3.10)'
         )
 
 

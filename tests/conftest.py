@@ -81,6 +81,20 @@ def degrade(rng, gt):
     return (shifted & (rng.random(gt.shape) < 0.9)) | (rng.random(gt.shape) < 0.003)
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Before the skip reasons (``-rfEs`` in pyproject.toml's addopts: each skip's reason names what it needs, the
+    browser tests Debian's ``chromium`` and ``chromium-driver``), one line on how to run the tests skipped for a missing
+    Python package: the ``test`` extra installs them all."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons = [str(report.longrepr[-1]) for report in skipped if isinstance(report.longrepr, tuple)]
+    python_package = ("could not import", "pip install", "scikit-posthocs not installed")
+    if any(words in reason for reason in reasons for words in python_package):
+        terminalreporter.write_line(
+            "Each skipped test below says what it needs; those skipped for a missing Python package run after "
+            'pip install -e ".[test]".'
+        )
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -46,6 +46,8 @@ FENCE = re.compile(r"^```(\{[\w-]+\}|\w*)([^\n]*)\n(.*?)^```\n", re.S | re.M)  #
 SHOWN = "\x1e-- the output shown so far --"  # printed by the test after each run of shown lines
 #: flags .ci/run adds to a command that the pages show without them: quieter output, every warning at once
 CI_ONLY_FLAGS = {"--quiet", "--keep-going"}
+#: flags the pages add to a command that .ci/run runs without them (none today; pyproject's addopts list the skips)
+PAGE_ONLY_FLAGS: set[str] = set()
 #: skipped commands that .ci/run replaces by a larger one: the README's core install, without extras, is
 #: part of CI's `pip install -e ".[test,dev]"`
 ALTERNATIVES = {"pip install -e ."}
@@ -210,7 +212,7 @@ def run_page(page: Path, folder: Path) -> None:
 def _normal_command(argv: list[str]) -> str:
     if argv[:3] == ["python", "-m", "pip"]:
         argv = argv[2:]
-    return " ".join(arg for arg in argv if arg not in CI_ONLY_FLAGS)
+    return " ".join(arg for arg in argv if arg not in CI_ONLY_FLAGS | PAGE_ONLY_FLAGS)
 
 
 def test_the_commands_the_pages_skip_are_those_ci_runs():
@@ -230,7 +232,71 @@ def test_the_commands_the_pages_skip_are_those_ci_runs():
         for command, _ in commands(code)
         if SKIPPED.match(command)
     }
-    assert {"python -m pytest -q", "sphinx-build -W -n -q -b html docs docs/_build/html"} <= skipped
+    shown = {_normal_command(shlex.split(command)) for command in skipped}
+    assert {"python -m pytest -q", "sphinx-build -W -n -q -b html docs docs/_build/html"} <= shown
     for command in skipped - ALTERNATIVES:
         assert _normal_command(shlex.split(command)) in ci, command
     assert ALTERNATIVES <= skipped  # each alternative is still shown
+
+
+# The README is the project's front door (issue 43): short, and every page of the documentation one link away.
+README_MAX_LINES = 300
+#: pages that only include a file of the repository's root: the README links that file
+INCLUDES = {"architecture.md": "ARCHITECTURE.md", "contributing.md": "CONTRIBUTING.md", "changelog.md": "CHANGELOG.md"}
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+
+
+def _links(page: Path) -> set[Path]:
+    """The pages of the repository that ``page`` links to (Markdown links, resolved from its folder)."""
+    return {(page.parent / target).resolve() for target, _ in LINK.findall(page.read_text()) if "://" not in target}
+
+
+def _documentation_pages() -> list[Path]:
+    docs = ROOT / "docs"
+    return sorted(p for p in docs.rglob("*.md") if "_build" not in p.relative_to(docs).parts)
+
+
+def test_the_readme_is_short():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines: move reference material to docs/"
+
+
+def test_the_readme_links_every_documentation_page():
+    """Every page under docs/ (the site's front page aside) is one link from the README: a tutorial nobody links is
+    a tutorial nobody reads (issue 43: the probability-maps tutorial was linked from nowhere)."""
+    linked = _links(ROOT / "README.md")
+    for page in _documentation_pages():
+        if page.name == "index.md" and page.parent == ROOT / "docs":
+            continue
+        target = ROOT / INCLUDES[page.name] if page.name in INCLUDES and page.parent == ROOT / "docs" else page
+        assert target.resolve() in linked, f"README.md does not link {target.relative_to(ROOT)}"
+    for target in linked:
+        assert target.exists(), f"README.md links {target}, which does not exist"
+
+
+def test_getting_started_links_every_tutorial():
+    page = ROOT / "docs" / "getting-started.md"
+    linked = _links(page)
+    for tutorial in sorted((ROOT / "docs" / "tutorials").glob("*.md")):
+        assert tutorial.resolve() in linked, f"{page.name} does not link tutorials/{tutorial.name}"
+
+
+def test_every_documentation_page_is_in_a_toctree():
+    """Sphinx builds a page no toctree lists with a warning; this says which page, without a build."""
+    index = (ROOT / "docs" / "index.md").read_text()
+    toctrees = re.findall(r"```\{toctree\}\n(.*?)```", index, re.S)
+    listed = {line.strip() for block in toctrees for line in block.splitlines()}
+    for page in _documentation_pages():
+        name = page.relative_to(ROOT / "docs").with_suffix("").as_posix()
+        assert name == "index" or name in listed, f"docs/index.md's toctrees do not list {name}"
+
+
+def test_the_readme_says_how_to_install_and_what_skips():
+    """Install advice that works from a checkout, the package index's other ``ccmetrics`` named, the tests' skip
+    reasons shown and the browser tests' packages named (issue 43, points 3 and 10)."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "Never `pip install ccmetrics`" in readme and "CC-Metrics 0.0.3" in readme
+    assert 'pip install -e ".[stats]"' in readme and "pip install torch==2.13.0" in readme
+    assert not re.search(r"pip install \S*ccmetrics-toolkit", readme)  # not on the index: fails as advice
+    assert "python -m pytest -q" in readme and "each skipped test with its reason" in readme
+    assert "apt install chromium chromium-driver" in readme

@@ -47,12 +47,17 @@ def _value(name: str, value: float, ci: tuple[float, float]) -> str:
 def plot_froc(curves: DetectionCurves, *, ax=None):
     """The FROC: lesion sensitivity against false positives per case (log axis), the CPM's rates marked.
 
+    The x axis is ticked at 0 and the CPM's rates, labelled ``1/8``, ``1/4``, ``1/2``, ``1``, ``2``, ``4``, ``8`` (and
+    the powers of 2 after them up to the curve's last point), with a margin that draws the last marker whole; the
+    legend stands beside the axes when the figure is made here.
+
     >>> from ccmetrics.metrics.detection_curves import detection_curves_from_entries
     >>> c = detection_curves_from_entries(["a", "a", "b"], [1, 0, 0], [0.9, 0.5, 0.4], ["a", "b"], [1, 0],
     ...                                   [0.9, 0.4], n_resamples=0)
     >>> plot_froc(c).get_xlabel()
     'false positives per case'
     """
+    own = ax is None
     ax = ax if ax is not None else _figure((5.5, 4))[0]
     x = np.concatenate([[0.0], curves.froc_fp_per_case])
     y = np.concatenate([[0.0], curves.froc_sensitivity])
@@ -67,13 +72,39 @@ def plot_froc(curves: DetectionCurves, *, ax=None):
     at = [curves.sensitivity_at(r) for r in CPM_RATES]
     ax.plot(CPM_RATES, at, "o", color="tab:orange", ms=4, label="sensitivity at 1/8 … 8 FP per case")
     ax.set_xscale("symlog", linthresh=CPM_RATES[0])
-    ax.set_xlim(0, last)
-    ax.set_ylim(0, 1.02)
+    _fp_rate_ticks(ax.xaxis, last)
+    ax.set_xlim(0, last * 1.15)  # a margin for the last rate's marker, drawn whole
+    ax.set_ylim(0, 1.04)
     ax.set_xlabel("false positives per case")
     ax.set_ylabel("lesion sensitivity")
     ax.set_title(f"FROC: {count(curves.n_lesions, 'lesion')}, {count(curves.n_cases, 'case')}")
-    _legend(ax, loc="lower right", fontsize=8)
+    _legend(ax, loc="lower right", fontsize=8, outside=own)  # beside the axes: the markers can be anywhere
     return ax
+
+
+def _fp_rate_ticks(axis, last: float) -> None:
+    """Tick the FROC's x axis at 0, the CPM's rates and the powers of 2 after them up to ``last``, labelled as the
+    rates are said: ``1/8``, ``1/4``, ``1/2``, ``1``, ``2``, ``4``, ``8`` (no minor ticks).
+
+    >>> ax = _figure((4, 3))[0]
+    >>> _fp_rate_ticks(ax.xaxis, 20.0)
+    >>> [ax.xaxis.get_major_formatter()(t) for t in ax.get_xticks()]
+    ['0', '1/8', '1/4', '1/2', '1', '2', '4', '8', '16']
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    rates = [0.0, *CPM_RATES]
+    while rates[-1] * 2 <= last:
+        rates.append(rates[-1] * 2)
+
+    def label(x: float, pos: object = None) -> str:
+        if x <= 0:
+            return "0"
+        return f"{x:g}" if x >= 1 else f"1/{round(1 / x):d}"
+
+    axis.set_major_locator(FixedLocator(rates))
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_locator(NullLocator())
 
 
 def plot_pr(curves: DetectionCurves, *, ax=None):
@@ -156,7 +187,7 @@ def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, 
     ax.set_xlabel("threshold of the probability map")
     ax.set_ylabel(f"mean {name} over cases with lesions")
     ax.set_title(f"{name} against the threshold ({count(int(table['n'].max()) if len(table) else 0, 'case')})")
-    _legend(ax, fontsize=8)  # nothing drawn when the table holds neither column
+    _legend(ax, fontsize=8, outside=True)  # beside the axes, over no point; none when the table holds neither column
     return ax
 
 

@@ -93,6 +93,7 @@ def plot_bland_altman(per_case: pd.DataFrame, measure: str = "tmtv_ml", *, ax=No
     [2.0, -3.88, 7.88]
     """
     gt, pred = _pairs(per_case, measure, class_value)
+    own = ax is None
     ax = ax if ax is not None else _figure((6.0, 4.4))[0]
     mean, diff = (gt + pred) / 2.0, pred - gt
     ax.scatter(mean, diff, s=18, color=STANDARD_COLOR, alpha=0.8, label=count(len(gt), "case"))
@@ -113,7 +114,7 @@ def plot_bland_altman(per_case: pd.DataFrame, measure: str = "tmtv_ml", *, ax=No
         ylabel=f"model − reference, {_label(measure)}",
         title=f"Bland–Altman, {_label(measure)}{_suffix(class_value)}",
     )
-    _legend(ax, loc="best", fontsize="small")
+    _legend(ax, loc="best", fontsize="small", outside=own)  # beside the axes, where it covers no case
     return ax.figure
 
 

@@ -12,7 +12,10 @@ are left out of the per-case plots (their scores follow a special rule) and the 
 Volumes are in ml (``volume_mm3 / 1000``) in every figure, as in the summary and the report, or in voxels when a
 lesion's ``volume_mm3`` is unknown (no spacing). Counts are written with their noun in the singular for one
 (``1 empty-GT case``). A legend is drawn only when something labelled was drawn (``_legend``): a figure with
-nothing to show (every case failed, a class with no lesion) warns nothing.
+nothing to show (every case failed, a class with no lesion) warns nothing. Lengths are labelled with their unit
+(``HD95 (mm)``; voxels where the table's ``spacing`` says ``voxel``). Every figure fits its canvas: a figure made here
+puts the legend of its points beside the axes (or under the panels) and grows with its caption, never cutting a text
+nor covering a point (checked for every figure by ``tests/analysis/test_figures_fit.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from .._files import atomic_write
 from .._words import count
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
-from ..schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, STATUS, WORST_DISTANCE, base, cc
+from ..schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, SPACING, STATUS, WORST_DISTANCE, base, cc
 from .sizes import lesion_volumes, size_table
 
 __all__ = [
@@ -74,7 +77,9 @@ def _of_class(df, class_value, table):
 
 def _legend(ax, **kw):
     """Draw ``ax``'s legend if anything on it is labelled (matplotlib warns "No artists with labels found to put in
-    legend" otherwise); the legend, or None.
+    legend" otherwise); the legend, or None. ``outside=True``: right of the axes, where it covers no point, the figure
+    widened by the legend's width, when the figure has a layout engine to make room for it (every figure of
+    :func:`_figure`); else where ``loc`` says.
 
     >>> ax = _figure((2, 2))[0]
     >>> _legend(ax) is None
@@ -87,7 +92,59 @@ def _legend(ax, **kw):
         return None
     if "handles" in kw and not kw["handles"]:
         return None
-    return ax.legend(**kw)
+    fig = ax.figure
+    if not kw.pop("outside", False) or fig.get_layout_engine() is None:
+        return ax.legend(**kw)
+    # right of the axes, where it covers no point; the figure widened by the legend's width, which its layout engine
+    # (ours: constrained) gives to the legend, so that the axes keep their width
+    kw.update(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    legend = ax.legend(**kw)
+    fig.set_figwidth(fig.get_figwidth() + legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi + 0.1)
+    return legend
+
+
+def _fit_width(fig, text, pad_in=0.3):
+    """Widen ``fig`` (never narrow it) until ``text``, a figure-level text such as the suptitle, fits with ``pad_in``
+    inches to spare: its width measured by the Agg renderer, so that a caption is never cut at both ends.
+
+    >>> fig = _figure((2, 2))[0].figure
+    >>> _fit_width(fig, fig.suptitle("a caption far wider than two inches")) > 2
+    True
+    """
+    renderer = fig.canvas.get_renderer()
+    need = text.get_window_extent(renderer).width / fig.dpi + pad_in
+    if need > fig.get_figwidth():
+        fig.set_figwidth(need)
+    return float(fig.get_figwidth())
+
+
+def _unit(columns, df, facts=None):
+    """The unit of the values of ``columns`` as shown on an axis: ``"mm"``, ``"ml"``, ``"voxels"``, ``"mm or
+    voxels"`` (the rows' ``spacing`` mixes both), or ``""`` (a score, or columns of different units).
+
+    Lengths and volumes are in voxels where the table's ``spacing`` column says ``voxel`` (a run without spacing),
+    in mm or ml otherwise (and where the table does not say).
+
+    >>> _unit(["hd95", "cc_hd95"], pd.DataFrame({"spacing": ["0.8x0.8x3", "voxel"]}))
+    'mm or voxels'
+    >>> _unit(["hd95"], pd.DataFrame({"spacing": ["voxel"]})), _unit(["dice", "nsd"], pd.DataFrame())
+    ('voxels', '')
+    """
+    units = {registry.unit_label(c, extra=facts) for c in columns}
+    if len(units) != 1 or "" in units:
+        return ""
+    unit = units.pop()
+    if SPACING in df.columns and len(df):
+        voxel = df[SPACING].astype(str).eq("voxel").to_numpy()
+        if voxel.all():
+            return "voxels"
+        if voxel.any():
+            return f"{unit} or voxels"
+    return unit
+
+
+def _with_unit(label, unit):
+    return f"{label} ({unit})" if unit else label
 
 
 def _plain_log_ticks(axis):
@@ -197,6 +254,7 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         y = np.where(np.isinf(y), df[WORST_DISTANCE].to_numpy(float), y)
     detected = df[DETECTED].to_numpy(bool) if DETECTED in df.columns else np.ones(len(df), bool)
     ok = np.isfinite(y) & (vol > 0)
+    own = ax is None
     ax = ax if ax is not None else _figure((6.4, 4.6))[0]
     for mask, kw in (
         (ok & detected, dict(color=STANDARD_COLOR, marker="o", alpha=0.6, label="detected")),
@@ -220,12 +278,13 @@ def plot_metric_vs_volume(per_component, metric="dice", *, ax=None, class_value=
         ax.axhline(wm, color="tab:purple", ls=":", lw=1.5, label=f"volume-weighted mean {wm:.2f} (≈ global)")
     dropped = int((~ok).sum())
     note = f"; {dropped} not drawn (non-finite value or zero volume)" if dropped else ""
+    y_unit = registry.unit_label(metric, spacing=unit == "ml", extra=columns)  # lengths in voxels without spacing
     ax.set(
         xlabel=f"lesion volume ({unit}, log scale)",
-        ylabel=f"{metric} per lesion",
+        ylabel=_with_unit(f"{registry.display_name(metric, columns)} per lesion", y_unit),
         title=f"{metric} per lesion vs size{_suffix(class_value)}\n{count(int(ok.sum()), 'lesion')}{note}",
     )
-    _legend(ax, fontsize="small", loc="best")
+    _legend(ax, fontsize="small", loc="best", outside=own)  # beside the axes, where it covers no lesion
     return ax.figure
 
 
@@ -253,6 +312,7 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None, c
     df, n_empty, n_error = _usable_cases(per_case, class_value)
     x, y = _case_values(df, metric, columns), _case_values(df, cc_column, columns)
     ok = np.isfinite(x) & np.isfinite(y)
+    own = ax is None
     ax = ax if ax is not None else _figure((5.6, 5.6))[0]
     groups = df[CLASS].to_numpy() if CLASS in df.columns else np.zeros(len(df))
     classes = pd.unique(groups[ok])
@@ -267,14 +327,17 @@ def plot_standard_vs_cc(per_case, metric="dice", *, ax=None, class_value=None, c
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
     ax.set_aspect("equal", adjustable="box")
+    unit = _unit([metric, cc_column], df, columns)
+    name = registry.display_name(metric, columns)
     ax.set(
-        xlabel=f"standard {metric} (global, per case)",
-        ylabel=f"CC-{metric} (mean over lesions)",
+        xlabel=f"standard {name} (global, per case{'; ' * bool(unit)}{unit})",
+        ylabel=f"CC-{name} (mean over lesions{'; ' * bool(unit)}{unit})",
         title=f"{metric}: standard vs CC{_suffix(class_value)}\n"
         f"{_caption(int(ok.sum()), n_empty, n_error, int((~ok).sum()), width=60)}",
     )
     ax.title.set_fontsize("medium")
-    _legend(ax, fontsize="small", loc="best")  # nothing to show (every case failed, a class without lesions): none
+    # nothing to show (every case failed, a class without lesions): none; beside the axes, where it covers no case
+    _legend(ax, fontsize="small", loc="best", outside=own)
     return ax.figure
 
 
@@ -332,7 +395,8 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
             "versions); pass metrics= with the columns to show"
         )
     df, n_empty, n_error = _usable_cases(per_case, class_value)
-    if ax is None:
+    own = ax is None
+    if own:
         overlap = [c for c in cols if not registry.is_distance(c, columns)]
         groups = [g for g in (overlap, [c for c in cols if c not in overlap]) if g]
         axes = _figure((1.4 + 1.1 * len(cols), 4.6), len(groups), width_ratios=[len(g) for g in groups])
@@ -341,24 +405,35 @@ def plot_case_distribution(per_case, metrics=None, *, ax=None, class_value=None,
     rng = np.random.default_rng(0)
     dropped = sum(_boxes(a, df, g, rng, columns) for a, g in zip(axes, groups))
     for a, g in zip(axes, groups):
-        kinds = {registry.is_distance(c, columns) if registry.has_direction(c, columns) else None for c in g}
-        a.set_ylabel("distance" if kinds == {True} else "score" if kinds == {False} else "value")  # measure: value
+        a.set_ylabel(_axis_label(g, df, columns))
     from matplotlib.patches import Patch
 
-    _legend(
-        axes[0],
-        handles=[
-            Patch(color=STANDARD_COLOR, alpha=0.5, label="standard (global)"),
-            Patch(color=CC_COLOR, alpha=0.5, label="CC (per lesion)"),
-        ],
-        fontsize="small",
-    )
+    handles = [
+        Patch(color=STANDARD_COLOR, alpha=0.5, label="standard (global)"),
+        Patch(color=CC_COLOR, alpha=0.5, label="CC (per lesion)"),
+    ]
     title = f"Per-case scores{_suffix(class_value)}\n{_caption(len(df), n_empty, n_error, dropped)}"
-    if ax is None:
-        axes[0].figure.suptitle(title, fontsize="medium")
-    else:
+    if not own:
+        _legend(ax, handles=handles, fontsize="small", loc="best")
         ax.set_title(title, fontsize="medium")
-    return axes[0].figure
+        return ax.figure
+    fig = axes[0].figure
+    # under the panels, where it covers no case; the figure as wide as its caption (one metric makes it narrow)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small", frameon=False)
+    _fit_width(fig, fig.suptitle(title, fontsize="medium"))
+    return fig
+
+
+def _axis_label(cols, df, columns=None):
+    """The y label of a panel of per-case columns: the metric's name when the panel shows one (``Dice``,
+    ``HD95 (mm)``), else what they are (``score``, ``distance (mm)``, ``value`` for measures or a mix), with the
+    unit of lengths and volumes (:func:`_unit`)."""
+    kinds = {registry.is_distance(c, columns) if registry.has_direction(c, columns) else None for c in cols}
+    unit = _unit(cols, df, columns)
+    bases = {base(c) for c in cols}
+    if len(bases) == 1 and kinds in ({True}, {False}):
+        return _with_unit(registry.display_name(bases.pop(), columns), unit)
+    return _with_unit("distance" if kinds == {True} else "score" if kinds == {False} else "value", unit)
 
 
 def _detection_bars(table, ax=None):
@@ -449,7 +524,8 @@ def plot_by_group(per_case, groups, column, group_label="group"):
                 ax.plot([i - 0.25, i + 0.25], [np.median(values)] * 2, color="black", lw=2)
             ax.text(i, 1.02, f"n = {values.size}", transform=ax.get_xaxis_transform(), ha="center", fontsize="small")
         ax.set_xticks(range(len(names)), [" / ".join(n) for n in names], rotation=30 if len(names) > 3 else 0)
-        ax.set(xlabel=group_label, ylabel=column, title=f"{column} by {group_label}{_suffix(k)}\n")
+        ylabel = _with_unit(registry.display_name(column), _unit([column], rows))
+        ax.set(xlabel=group_label, ylabel=ylabel, title=f"{column} by {group_label}{_suffix(k)}\n")
     return axes[0].figure
 
 

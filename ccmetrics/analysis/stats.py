@@ -26,8 +26,11 @@ Methods (the tests from scipy / scikit-posthocs):
   signed-rank test (:func:`scipy.stats.wilcoxon`) for exactly two. Cost as above,
   negligible next to computing the metrics.
 
-The Nemenyi test needs the optional dependency ``scikit-posthocs``
-(``pip install "ccmetrics-toolkit[stats]"``); it is imported only when needed.
+The Nemenyi test needs the optional dependency ``scikit-posthocs`` (the ``stats`` extra: ``pip install
+scikit-posthocs``, or ``pip install -e ".[stats]"`` in a checkout of ccmetrics); it is imported only when needed.
+Without it :func:`compare` still gives the means, the mean ranks and the Friedman (or Wilcoxon) test, with
+``nemenyi`` and ``significance`` None and ``Comparison.posthoc_missing`` saying why; :func:`friedman_nemenyi`,
+whose result is the post-hoc test, raises ImportError with the same advice.
 """
 
 import warnings
@@ -51,7 +54,15 @@ __all__ = [
     "FriedmanNemenyi",
     "friedman_nemenyi",
     "NO_DIFFERENCE",
+    "POSTHOC_MISSING",
 ]
+
+#: why the Nemenyi post-hoc tests are missing, and how to get them (scikit-posthocs is the ``stats`` extra; the
+#: distribution ccmetrics-toolkit is not on the package index, and ``ccmetrics`` there is another project)
+POSTHOC_MISSING = (
+    "the Nemenyi post-hoc tests need scikit-posthocs (the stats extra): pip install scikit-posthocs, "
+    'or pip install -e ".[stats]" in a checkout of ccmetrics'
+)
 
 
 def _percentile_bootstrap(data, statistic, ci_level, n_resamples, seed, paired) -> tuple[float, float]:
@@ -213,6 +224,10 @@ class Comparison:
     significance : pandas.DataFrame or None
         One row per pair of methods (3 or more methods): see
         ``FriedmanNemenyi.significance``; None for 2 methods.
+    posthoc_missing : str
+        Empty, or, where scikit-posthocs is not installed and 3 or more methods are compared, the sentence
+        :data:`POSTHOC_MISSING` (why ``nemenyi`` and ``significance`` are None, and how to install it); the means, the
+        mean ranks and the Friedman test are there all the same.
     """
 
     metric: str
@@ -226,6 +241,7 @@ class Comparison:
     excluded: list
     empty_gt: list = field(default_factory=list)
     significance: Optional[pd.DataFrame] = None
+    posthoc_missing: str = ""
 
     def summary(self) -> pd.DataFrame:
         """Per method: n, mean, median and mean_rank of the paired scores, best rank first."""
@@ -308,6 +324,22 @@ def _wilcoxon(diff: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def _within_row_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Each row's ranks, 1 the best, ties averaged (:func:`scipy.stats.rankdata`)."""
+    from scipy import stats
+
+    return stats.rankdata(-values if higher_is_better else values, axis=1)
+
+
+def _posthoc_available() -> bool:
+    """Whether scikit-posthocs can be imported (the ``stats`` extra)."""
+    try:
+        import scikit_posthocs  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alpha: float = 0.05) -> FriedmanNemenyi:
     """Friedman test with Nemenyi post-hoc tests on a paired table of scores.
 
@@ -362,10 +394,12 @@ def friedman_nemenyi(scores: pd.DataFrame, *, higher_is_better: bool = True, alp
     try:
         import scikit_posthocs
     except ImportError as err:
-        raise ImportError('the Nemenyi test needs scikit-posthocs: pip install "ccmetrics-toolkit[stats]"') from err
+        raise ImportError(
+            f"{POSTHOC_MISSING}; compare() gives the mean ranks and the Friedman test without it"
+        ) from err
     from scipy import stats
 
-    ranks = stats.rankdata(-values if higher_is_better else values, axis=1)
+    ranks = _within_row_ranks(values, higher_is_better)
     statistic, pvalue = _friedman(ranks)
     nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(pd.DataFrame(ranks, columns=methods))
     nemenyi.index, nemenyi.columns = pd.Index(methods), pd.Index(methods)
@@ -458,9 +492,10 @@ def compare(
     Cases are paired by id; a case some method lacks (missing row, NaN, or status "error")
     is excluded, listed in ``excluded`` and reported with a warning. Methods are ranked
     within each case (1 = best, ties averaged; ``inf`` is a valid worst distance). With 3 or
-    more methods the Friedman test and the Nemenyi post-hoc test are run on these ranks;
-    with exactly 2 the Wilcoxon signed-rank test is run on the paired scores
-    (``test="wilcoxon"``, ``nemenyi=None``). Methods with equal scores in every case give
+    more methods the Friedman test and the Nemenyi post-hoc test are run on these ranks
+    (without scikit-posthocs, the Friedman test alone: ``nemenyi`` None and ``posthoc_missing``
+    saying how to install it); with exactly 2 the Wilcoxon signed-rank test is run on the paired
+    scores (``test="wilcoxon"``, ``nemenyi=None``). Methods with equal scores in every case give
     ``statistic`` 0 and ``pvalue`` 1 (:data:`NO_DIFFERENCE`), with either test.
 
     Parameters
@@ -535,9 +570,7 @@ def compare(
     if len(scores) < 2:
         raise ValueError(f"need at least 2 cases scored by every method, got {len(scores)}")
     if len(methods) == 2:
-        from scipy import stats
-
-        ranks = stats.rankdata(-scores.to_numpy() if higher_is_better else scores.to_numpy(), axis=1)
+        ranks = _within_row_ranks(scores.to_numpy(), higher_is_better)
         mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
         diff = np.subtract(a, b, out=np.zeros_like(a), where=a != b)  # equal values tie (inf - inf is no NaN)
@@ -553,6 +586,22 @@ def compare(
             nemenyi=None,
             excluded=excluded,
             empty_gt=sorted(empty_gt, key=str),
+        )
+    if not _posthoc_available():  # the means, ranks and the Friedman test need scipy only
+        ranks = _within_row_ranks(scores.to_numpy(dtype=float), higher_is_better)
+        statistic, pvalue = _friedman(ranks)
+        return Comparison(
+            metric=metric,
+            higher_is_better=higher_is_better,
+            test="friedman",
+            scores=scores,
+            mean_ranks=pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank"),
+            statistic=statistic,
+            pvalue=pvalue,
+            nemenyi=None,
+            excluded=excluded,
+            empty_gt=sorted(empty_gt, key=str),
+            posthoc_missing=POSTHOC_MISSING,
         )
     fn = friedman_nemenyi(scores, higher_is_better=higher_is_better)
     return Comparison(

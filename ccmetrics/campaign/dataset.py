@@ -379,7 +379,10 @@ def _dask_client(dask: Any) -> Iterator[Any]:
     try:
         from dask.distributed import Client
     except ImportError:
-        raise ImportError('--dask (dask=) needs dask.distributed: pip install "ccmetrics-toolkit[dask]"') from None
+        raise ImportError(
+            '--dask (dask=) needs dask.distributed (the dask extra): pip install "dask[distributed]", or '
+            'pip install -e ".[dask]" in a checkout of ccmetrics'
+        ) from None
     client = Client(os.fspath(dask))
     try:
         yield client

@@ -24,8 +24,9 @@ read the source CT, up to the direction of ``k``; :mod:`ccmetrics.formats.grids`
   the other file's, else the source series' (:func:`series_grid`), else the span of both SEGs.
 
 Cost: highdicom decodes each stored frame once; the label map is one array of the volume's size
-(uint8 up to 255 segments) plus one segment's volume at a time. Needs the ``dicom`` extra
-(``pip install "ccmetrics-toolkit[dicom]"``: highdicom, pydicom), imported on first use.
+(uint8 up to 255 segments) plus one segment's volume at a time. Needs the ``dicom`` extra (highdicom, pydicom:
+``pip install highdicom pydicom``, or ``pip install -e ".[dicom]"`` in a checkout; Python >= 3.10), imported on
+first use.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ _SLICE_RTOL = 0.02  # slice positions may deviate by 2 % of the step (scanners r
 _NOT_IMAGES = ("SEG", "RTSTRUCT", "SR", "KO", "PR", "REG", "RTPLAN", "RTDOSE")  # modalities that are no scan
 _SEG_SOP_CLASSES = ("1.2.840.10008.5.1.4.1.1.66.4", "1.2.840.10008.5.1.4.1.1.66.7")  # Segmentation, Label Map SEG
 _LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
-_INSTALL = 'reading DICOM needs the dicom extra: pip install "ccmetrics-toolkit[dicom]" (highdicom, pydicom)'
+_INSTALL = (
+    "reading DICOM needs highdicom and pydicom (the dicom extra, Python >= 3.10): pip install highdicom pydicom, "
+    'or pip install -e ".[dicom]" in a checkout of ccmetrics'
+)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -6,10 +6,10 @@ file (File > Segmentation > Import label descriptions; one line a label, ``IDX R
 opacity ``A`` from 0 to 1), 3D Slicer a *colour table* (``.ctbl``, loaded as a colour node: one line a label,
 ``index name R G B A``, components 0..255, the name one word). :func:`write_label_map` writes the map with the
 reference image's geometry (:func:`~ccmetrics.formats.io.save_image`: its affine as qform and sform), never seen
-half-written (:func:`ccmetrics._files.atomic_write`); :func:`write_label_map_seg` writes it as a DICOM SEG (highdicom,
-one segment a label, OHIF and 3D Slicer read it) on the images of its source series;
-:func:`itksnap_label_description` and
-:func:`slicer_color_table` give the two tables' text for a list of :class:`Label`.
+half-written (written to a temporary file, then renamed); :func:`write_label_map_seg` writes it as a DICOM SEG
+(highdicom, one segment a label, OHIF and 3D Slicer read it) on the images of its source series;
+:func:`itksnap_label_description` and :func:`slicer_color_table` give the two tables' text for a list of
+:class:`Label`.
 
 Cost: one compressed write of the map (about a byte a voxel before compression); the tables are a few lines.
 """
@@ -150,25 +150,25 @@ def _text_writer(text: str) -> Callable[[Path], Any]:
 
 def write_label_map(path: str | os.PathLike, array: np.ndarray, like: Image) -> Path:
     """Write a uint8 label map as NIfTI (``.nii.gz`` or ``.nii``) on ``like``'s grid: its shape, and its affine as
-        qform and sform (:func:`~ccmetrics.formats.io.save_image`; a 2D image in the plane its file placed it in). The
-        file is replaced atomically (written beside it under a temporary name, fsynced, renamed, as
-    :func:`ccmetrics._files.atomic_write` does); its folder is created. An ``OSError`` (a full disk, no permission) is
-    raised as :class:`ccmetrics._files.OutputWriteError`, which names the file.
+    qform and sform (:func:`~ccmetrics.formats.io.save_image`; a 2D image in the plane its file placed it in). The
+    file is replaced atomically (written beside it under a temporary name, fsynced, renamed); its folder is
+    created. An ``OSError`` (a full disk, no permission) is raised as an ``OutputWriteError`` (an ``OSError``),
+    which names the file.
 
-        Raises
-        ------
-        ValueError
-            Another extension than NIfTI's, a map of another shape than ``like``'s, or values above 255.
+    Raises
+    ------
+    ValueError
+        Another extension than NIfTI's, a map of another shape than ``like``'s, or values above 255.
 
-        Examples
-        --------
-        >>> import tempfile, nibabel
-        >>> like = Image(np.zeros((3, 2, 2), np.uint8), (0.5, 1.0, 3.0), np.diag([0.5, 1.0, 3.0, 1.0]))
-        >>> labels = np.zeros((3, 2, 2), np.uint8); labels[1, 0, 0] = 4
-        >>> path = write_label_map(Path(tempfile.mkdtemp()) / "maps" / "a.nii.gz", labels, like)
-        >>> back = nibabel.load(path)
-        >>> back.get_data_dtype(), int(np.asarray(back.dataobj)[1, 0, 0]), np.diag(back.affine).tolist()
-        (dtype('uint8'), 4, [0.5, 1.0, 3.0, 1.0])
+    Examples
+    --------
+    >>> import tempfile, nibabel
+    >>> like = Image(np.zeros((3, 2, 2), np.uint8), (0.5, 1.0, 3.0), np.diag([0.5, 1.0, 3.0, 1.0]))
+    >>> labels = np.zeros((3, 2, 2), np.uint8); labels[1, 0, 0] = 4
+    >>> path = write_label_map(Path(tempfile.mkdtemp()) / "maps" / "a.nii.gz", labels, like)
+    >>> back = nibabel.load(path)
+    >>> back.get_data_dtype(), int(np.asarray(back.dataobj)[1, 0, 0]), np.diag(back.affine).tolist()
+    (dtype('uint8'), 4, [0.5, 1.0, 3.0, 1.0])
     """
     from .io import save_image
 
@@ -227,7 +227,7 @@ def write_label_map_seg(
     Raises
     ------
     ImportError
-        Without highdicom (``pip install "ccmetrics-toolkit[dicom]"``).
+        Without highdicom (``pip install highdicom pydicom``, or ``pip install -e ".[dicom]"`` in a checkout).
     ValueError
         No image of that series in the folder, or a source pixel that is no voxel of ``like``'s grid (the map is not
         on the series' grid).
@@ -239,7 +239,10 @@ def write_label_map_seg(
         import highdicom as hd
         from pydicom.sr.codedict import codes
     except ImportError:
-        raise ImportError('writing a DICOM SEG needs highdicom: pip install "ccmetrics-toolkit[dicom]"') from None
+        raise ImportError(
+            'writing a DICOM SEG needs highdicom: pip install highdicom pydicom, or pip install -e ".[dicom]" in a '
+            "checkout of ccmetrics"
+        ) from None
     from .image import visible_files
 
     array = np.asarray(array)

@@ -19,9 +19,36 @@ This subpackage imports torch, MONAI (and, for the handlers, pytorch-ignite);
   ``CCMetrics`` API; changing the import is enough to switch.
 
 All values are computed by :func:`ccmetrics.evaluate`, one image and channel at a time.
+
+Without torch or MONAI, ``import ccmetrics.monai`` raises an ImportError that names what is missing and how to
+install it (``INSTALL``; the ``monai`` extra); the rest of ccmetrics needs neither.
 """
 
-from .compat import (
+#: how to install what this subpackage needs (the ``monai`` extra; ccmetrics-toolkit is not on the package index)
+INSTALL = (
+    "pip install torch (on a machine without GPU its CPU build: pip install torch --index-url "
+    "https://download.pytorch.org/whl/cpu, as pytorch.org says), then pip install monai pytorch-ignite; "
+    'or pip install -e ".[monai]" in a checkout of ccmetrics'
+)
+
+
+def _require(module: str, name: str) -> None:
+    """Import ``module`` or raise ImportError saying that ccmetrics.monai needs ``name`` and how to install it."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"ccmetrics.monai needs {name}, which is not installed: {INSTALL}. "
+            "The rest of ccmetrics (evaluate, the command line) works without it."
+        ) from err
+
+
+_require("torch", "PyTorch (torch)")
+_require("monai", "MONAI (monai)")
+
+from .compat import (  # noqa: E402 (after the check of what they import)
     CCBaseMetric,
     CCDiceMetric,
     CCHausdorffDistance95Metric,
@@ -29,8 +56,8 @@ from .compat import (
     CCSurfaceDiceMetric,
     CCSurfaceDistanceMetric,
 )
-from .handlers import CCDiceHandler, CCHausdorffDistance95Handler, CCMetricHandler, CCSurfaceDiceHandler
-from .metric import CCMetric
+from .handlers import CCDiceHandler, CCHausdorffDistance95Handler, CCMetricHandler, CCSurfaceDiceHandler  # noqa: E402
+from .metric import CCMetric  # noqa: E402
 
 __all__ = [
     "CCMetric",

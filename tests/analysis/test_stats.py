@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import scipy
 from scipy import stats
+from scipy import stats as scipy_stats
 
 from ccmetrics.analysis.stats import bootstrap_ci, bootstrap_ci_pooled, compare
 
@@ -316,8 +317,11 @@ def test_compare_without_scikit_posthocs(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "scikit_posthocs", None)  # makes the import fail
-    with pytest.raises(ImportError, match=r"pip install \"ccmetrics-toolkit\[stats\]\""):
-        compare({m: tidy(v) for m, v in HAND.items()}, "dice")
+    result = compare({m: tidy(v) for m, v in HAND.items()}, "dice")
+    assert result.test == "friedman" and result.nemenyi is None and result.significance is None
+    assert result.mean_ranks.to_dict() == {"A": 1.25, "B": 1.75, "C": 3.0}
+    assert result.statistic == pytest.approx(6.5) and result.pvalue == pytest.approx(scipy_stats.chi2.sf(6.5, 2))
+    assert 'pip install -e ".[stats]"' in result.posthoc_missing
     assert compare({"A": tidy(HAND["A"]), "B": tidy(HAND["B"])}, "dice").test == "wilcoxon"
 
 
