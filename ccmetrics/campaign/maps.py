@@ -6,7 +6,7 @@ A case's outcome map is a uint8 label map on its GT's grid (the grid the case wa
 as ``wt=1+2+3`` and ``tc=2+3`` overlap), with the GT's affine; a GT given as a DICOM SEG, with the images of its
 series (``--reference-images``), gets its map as a DICOM SEG of that series, ``<case>.dcm``, one segment a label
 (OHIF and 3D Slicer show it with the segments' recommended colours); without those images, NIfTI on the grid the
-case was evaluated on. Its labels (:data:`OUTCOME_LABELS`):
+case was evaluated on. Its labels (:data:`ccmetrics.results.outcomes.OUTCOME_LABELS`):
 
 ===== ================== ===========================================================================================
 label name               voxels
@@ -58,12 +58,12 @@ from .._inputs import as_binary_mask
 from ..engine.components import find_sites
 from ..formats.image import Image
 from ..formats.label_maps import (
-    Label,
     seg_source_series,
     write_colour_tables,
     write_label_map,
     write_label_map_seg,
 )
+from ..results.outcomes import FALSE_POSITIVE, FOUND, MISSED, OUTCOME_LABELS, TP_OUTSIDE_GT
 
 __all__ = [
     "COLOUR_TABLES",
@@ -83,15 +83,6 @@ __all__ = [
 
 #: the folder of the output folder that holds the maps and their colour tables
 MAPS_FOLDER = "maps"
-#: the labels of an outcome map
-FOUND, MISSED, TP_OUTSIDE_GT, FALSE_POSITIVE = 1, 2, 3, 4
-#: each label's name, colour (Okabe-Ito: bluish green, orange, sky blue, reddish purple) and meaning
-OUTCOME_LABELS = (
-    Label(FOUND, "found_lesion", (0, 158, 115), "found GT lesion (detected)"),
-    Label(MISSED, "missed_lesion", (230, 159, 0), "missed GT lesion (not detected)"),
-    Label(TP_OUTSIDE_GT, "tp_outside_gt", (86, 180, 233), "true-positive prediction outside the GT"),
-    Label(FALSE_POSITIVE, "false_positive", (204, 121, 167), "false-positive prediction"),
-)
 #: the colour tables' file name without its extension (``.txt``: ITK-SNAP, ``.ctbl``: 3D Slicer)
 COLOUR_TABLES = "outcome_labels"
 

@@ -18,7 +18,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="write a per-lesion HTML report of a `ccmetrics evaluate` folder",
         description="One self-contained HTML page: the summary, the cases ranked by standard - CC "
         "difference, every lesion and false positive with thumbnails, sortable and "
-        "filterable tables. Opens from disk, needs no server or network.",
+        "filterable tables, and per drawn case a viewer (a coronal and a sagittal MIP and three planes through a "
+        "cursor, every lesion coloured by its outcome). Opens from disk, needs no server or network.",
     )
     re_.add_argument("result_dir", help="output folder of `ccmetrics evaluate`")
     add_former(
@@ -46,6 +47,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     re_.add_argument("--title", default=None, help="page title")
     re_.add_argument(
+        "--no-viewer",
+        dest="viewer",
+        action="store_false",
+        help="leave out the viewer of each drawn case (MIP and planes; at most about 2 MB a case)",
+    )
+    re_.add_argument(
         "--images",
         default=None,
         metavar="IMAGE_DIR",
@@ -66,8 +73,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         default=None,
         metavar="[CHANNEL=]WINDOW",
         help="grey scale of the scans: auto (default: a channel with values below -500 is a CT, shown at "
-        "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, range, or LEVEL/WIDTH such "
-        "as --window=-600/1500; CHANNEL= (a name or a code such as 0001) sets one channel's; repeatable",
+        "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, a CT preset (soft, lung, bone, "
+        "brain), range, LEVEL/WIDTH such as --window=-600/1500, or LOW:HIGH such as 0:10; CHANNEL= (a name, any "
+        "case, or a code such as 0001) sets one channel's; repeatable. The viewer of each case uses one fixed "
+        "scale for every case: the channel's, else pet= or ct= (--window pet=0:10 --window ct=lung), else SUV "
+        "0:10 for a PET and the soft-tissue window for a CT",
     )
     add_former(
         re_,
@@ -120,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         channel_names=args.channel_names,
         window=window or None,
         max_image_memory=args.max_image_memory,
+        with_viewer=args.viewer,
     )
     print(info)
     return EXIT_OK

@@ -53,7 +53,7 @@ from typing import Any, Callable, Union
 import pandas as pd
 
 from .. import schema
-from . import cases, data, detection, geometry, thumbnails
+from . import cases, data, detection, geometry, thumbnails, viewer
 from .on_scan import ChannelRows, Scan, Scans, image_memory, on_image, open_scans
 from .render import _number, anchor
 
@@ -331,15 +331,19 @@ def _drawn_case(
     scans: Scans | None,
     image_root,
     panel_px: int,
+    with_viewer: bool = True,
     **entry_options: Any,
 ) -> dict[int, dict[str, Any]]:
     """The entries of every drawn class of one case (``(position, row, components)`` each), by position.
 
     The case's files are read once for all its classes (``pairs``), each class's masks let go once its crops
-    are cut, then each channel of the scan is read once and cut for the thumbnails of every class.
+    are cut (and, for the viewer, its map of components made: :func:`~ccmetrics.report.viewer.component_map`), then
+    each channel of the scan is read once and cut for the thumbnails of every class (the viewer keeps its channel,
+    cropped: :class:`~ccmetrics.report.viewer.ScanPicker`).
     """
     pairs: dict = {}
     pending: list[_Pending] = []
+    maps: list[viewer.ComponentMap | None] = []
     for position, row, comps in items:
         images, problem = _loaded(folder, row, comps, image_root, pairs)
         entry = _case_entry(folder, row, comps, images, problem, rank=position + 1, draw=True, **entry_options)
@@ -347,12 +351,18 @@ def _drawn_case(
             pending.append(_Pending(entry, {}))
         else:
             pending.append(_Pending(entry, _geometries(images), images.grid()))
+        maps.append(_component_map(folder, images, entry) if with_viewer and images is not None else None)
         images = None  # the masks go before the next class is read
     pairs.clear()
     merged = {(i, *key): g for i, p in enumerate(pending) for key, g in p.geometries.items()}
     grid = next((p.grid for p in pending if p.grid is not None), None)
     case = str(items[0][1][schema.CASE])
-    scan = Scan() if scans is None or not merged else on_image(grid, merged, scans, case)
+    picker = None
+    if scans is not None and grid is not None and any(m is not None for m in maps):
+        picker = viewer.ScanPicker(scans.windows, viewer.label_box(maps), grid.spacing)
+    scan = Scan() if scans is None or not merged else on_image(grid, merged, scans, case, on_channel=picker)
+    if grid is not None and any(m is not None for m in maps) and merged:
+        _attach_viewer([p.entry for p in pending], maps, grid, picker.picked if picker is not None else None)
     out = {}
     for i, ((position, _, _), p) in enumerate(zip(items, pending)):
         mine = [
@@ -362,6 +372,44 @@ def _drawn_case(
         _attach(p.entry, thumbs, scan, [c.label for c in scan.rows])
         out[position] = p.entry
     return out
+
+
+def _component_map(
+    folder: data.ResultFolder, images: cases.CaseImages, entry: dict[str, Any]
+) -> viewer.ComponentMap | None:
+    """The viewer's map of a class's components, with the outcomes of its entry (None for a 2D case)."""
+    if images.gt.ndim != 3:
+        return None
+    try:
+        return viewer.component_map(
+            images.regions.gt_labels,
+            images.pred,
+            entry["lesions"],
+            entry["false_positives"] or [],
+            folder.eval_options.connectivity,
+        )
+    except ValueError:  # more components than a map of uint16 holds: the tables and thumbnails stay
+        return None
+
+
+def _attach_viewer(entries: Sequence[dict[str, Any]], maps: Sequence[Any], grid: Any, picked: Any) -> None:
+    """Each drawn class's ``viewer`` (:func:`ccmetrics.report.viewer.build_case`): the case's volume is written
+    once, with its first class, the others point to it."""
+    volume, labels = viewer.build_case(maps, grid.array.shape, grid.affine, grid.spacing, picked)
+    first = next(e for e, m in zip(entries, maps) if m is not None)
+    volume_id = f"{first['anchor']}-viewer-volume"
+    for entry, class_labels in zip(entries, labels):
+        if class_labels is None:
+            continue
+        entry["viewer"] = {
+            "volume_id": volume_id,
+            "volume_json": viewer.json_text(volume) if entry is first else None,
+            "data_json": viewer.json_text({**class_labels, "volume": volume_id}),
+            "channel": volume["channel"],
+            "window": volume["window"],
+            "shape": volume["shape"],
+            "bytes": volume["bytes"],
+        }
 
 
 def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: Scan, channels: list[str]) -> None:
@@ -528,6 +576,7 @@ def _case_entry(
         "image_note": None,
         "channel_note": None,
         "channels_left_out": [],
+        "viewer": None,
         "metrics": metrics,
         "scores": scores,
         "lesions": lesions,
@@ -554,6 +603,7 @@ def build_model(
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
     max_image_memory: str | int | None = None,
+    with_viewer: bool = True,
     **former: Any,
 ) -> dict[str, Any]:
     """Everything the page shows, as plain Python data (the template's context).
@@ -607,6 +657,7 @@ def build_model(
         panel_px=panel_px,
         multi_class=multi_class,
         unit=unit,
+        with_viewer=with_viewer,
     )
     maps = _probability_model(folder, cases, unit)  # first: each lesion's confidence into the cases
     finder = _finder(cases, uptake=folder.uptake)
@@ -648,6 +699,9 @@ def build_model(
         "n_on_image": sum(c["on_image"] for c in cases),
         "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
         "uptake": _uptake(folder, cases),
+        "viewer_legend": viewer.json_text(viewer.legend()),
+        "n_viewers": sum(c["viewer"] is not None for c in cases),
+        "viewer_max_axis": viewer.MAX_AXIS,
         **maps,
     }
 
@@ -676,6 +730,7 @@ def _cases(
     panel_px: int,
     multi_class: bool,
     unit: str,
+    with_viewer: bool = True,
 ) -> list[dict[str, Any]]:
     """Every case's entry (:func:`_case_entry`) in the order of the page (``order``: rows of ``per_case``). The first
     ``n_draw`` evaluated ones are drawn, each case with all its classes (:func:`_drawn_case`); the others are listed
@@ -703,7 +758,14 @@ def _cases(
     for items in drawn.values():
         entries.update(
             _drawn_case(
-                folder, items, scans=scans, image_root=image_root, panel_px=panel_px, multi_class=multi_class, unit=unit
+                folder,
+                items,
+                scans=scans,
+                image_root=image_root,
+                panel_px=panel_px,
+                with_viewer=with_viewer,
+                multi_class=multi_class,
+                unit=unit,
             )
         )
     return [entries[position] for position in range(len(order))]

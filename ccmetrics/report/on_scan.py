@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +36,12 @@ class Scans:
     max_bytes: float | None = None  # None: evaluate's share of the memory available when a channel is read
 
     def window(self, label: str, code: str) -> thumbnails.WindowSpec:
-        for key in (label, code, "*"):
+        """The window asked for a channel: by its name (``PET`` or ``pet``), its code, or ``*``."""
+        for key in (label, code):
             if key in self.windows:
                 return self.windows[key]
-        return "auto"
+        lowered = {k.lower(): v for k, v in self.windows.items()}
+        return lowered.get(label.lower(), self.windows.get("*", "auto"))
 
 
 @dataclass
@@ -62,9 +64,17 @@ class Scan:
     note: str | None = None
 
 
-def on_image(grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], scans: Scans, case: str) -> Scan:
+def on_image(
+    grid: Any,
+    geometries: dict[tuple, geometry.ThumbnailGeometry],
+    scans: Scans,
+    case: str,
+    on_channel: Callable[[str, str, Any, float], None] | None = None,
+) -> Scan:
     """Every channel of a case's scan cut for the thumbnails of all its classes, one channel in memory at a
-    time, each read once. ``grid``: the GT's (:meth:`ccmetrics.report.cases.CaseImages.grid`).
+    time, each read once. ``grid``: the GT's (:meth:`ccmetrics.report.cases.CaseImages.grid`). ``on_channel``
+    (the viewer's :class:`~ccmetrics.report.viewer.ScanPicker`) is called with each channel on the grid
+    (``label, code, array, minimum``) before its array is let go.
 
     Each channel is drawn if it lies on the GT's grid, whatever the others do: a PET on another grid beside a CT on
     the GT's leaves the CT drawn, and the PET is left out with the reason (``left_out``). A case without a scan, or
@@ -86,6 +96,8 @@ def on_image(grid: Any, geometries: dict[tuple, geometry.ThumbnailGeometry], sca
         if problem or channel is None:
             scan.left_out.append((label, problem or f"channel {named} could not be read"))
         else:
+            if on_channel is not None:
+                on_channel(label, file.code, channel.array, channel.minimum)
             cut = {key: geometry.with_image(g, channel.array) for key, g in geometries.items()}
             scan.rows.append(ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
         channel = None  # only the slices are kept: the array goes before the next channel is read

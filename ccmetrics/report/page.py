@@ -79,6 +79,8 @@ class ReportInfo:
     channels_left_out : list of str
         Cases drawn on the scan with one or more of its channels left out, each with the reason (that channel on
         another grid, or unreadable): the other channels are drawn.
+    n_viewers : int
+        Case (and class) sections with a viewer (:mod:`ccmetrics.report.viewer`).
     n_fp_candidates : int or None
         False-positive candidates of the probability maps listed in the lesion finder; None for a folder
         without probability maps (no ``per_candidate.csv``).
@@ -98,6 +100,7 @@ class ReportInfo:
     not_on_image: list[str] = field(default_factory=list)
     n_fp_candidates: int | None = None
     channels_left_out: list[str] = field(default_factory=list)
+    n_viewers: int = 0
 
     @classmethod
     def of(cls, out: Path, model: dict[str, Any]) -> ReportInfo:
@@ -117,6 +120,7 @@ class ReportInfo:
             [f"{c['title']}: {c['image_note']}" for c in model["image_notes"]],
             n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
             channels_left_out=[f"{c['title']}: {c['channel_note']}" for c in model["channel_notes"]],
+            n_viewers=model["n_viewers"],
         )
 
     def __str__(self) -> str:
@@ -169,6 +173,7 @@ def write_report(
     channel_names: Sequence[str] | None = None,
     window: WindowArg = None,
     max_image_memory: str | int | None = None,
+    with_viewer: bool = True,
     **former: Any,
 ) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
@@ -205,14 +210,22 @@ def write_report(
     window : str, (level, width) or mapping, optional
         How a channel's values become grey (:mod:`ccmetrics.report.thumbnails`): ``"auto"`` (default: a channel
         with values below -500 is a CT, in the soft-tissue window; any other from 0 to the crop's maximum), ``"ct"``,
-        ``"range"``, ``(level, width)`` or ``"-600/1500"``; a mapping gives one per channel name or code
-        (``{"PET": "range", "*": "ct"}``).
+        ``"range"``, ``(level, width)``, ``"-600/1500"``, ``"LOW:HIGH"`` (``"0:10"``) or a CT preset (``"soft"``,
+        ``"lung"``, ``"bone"``, ``"brain"``); a mapping gives one per channel name (any case) or code
+        (``{"PET": "range", "*": "ct"}``). The viewer's window is fixed for every case: a channel's own, else its
+        kind's (``{"pet": "0:10", "ct": "lung"}``), else SUV 0-10 for a PET and the soft-tissue window for a CT
+        (:func:`ccmetrics.report.viewer.viewer_window`).
     max_image_memory : str or int, optional
         The most memory reading one channel of a scan may take (``"4G"``, bytes, as
         :func:`ccmetrics.engine.memory.parse_memory` reads it), judged from its header before it is read; a channel
         over it is left out with a note (default: the share of the available memory that ``ccmetrics evaluate``
         takes, :data:`ccmetrics.engine.memory.DEFAULT_MEMORY_FRACTION`). Formerly ``max_memory=``, still taken
         for one release with a ``DeprecationWarning`` (``max_memory`` is a case's peak in ``evaluate_dataset``).
+    with_viewer : bool
+        Give each drawn case a viewer (:mod:`ccmetrics.report.viewer`): a coronal and a sagittal maximum-intensity
+        projection and three planes through a cursor, every lesion and predicted component coloured by its outcome,
+        on the PET (one fixed window for every case: SUV 0-10, or ``window={"pet": "0:10"}``), else the CT, else on
+        black; at most about 2 MB a case. Default True.
 
     Returns
     -------
@@ -257,6 +270,7 @@ def write_report(
         channel_names=channel_names,
         window=window,
         max_image_memory=image_memory(max_image_memory, former, "write_report"),
+        with_viewer=with_viewer,
     )
     html = render_html(model)
     out = Path(out)

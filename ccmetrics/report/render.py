@@ -1,7 +1,8 @@
 """Rendering the report page: the Jinja2 template in ``templates/`` filled with a model, and what it shows numbers with.
 
 :func:`render_html` fills ``templates/report.html.j2`` with a :func:`~ccmetrics.report.model.build_model` dict (plain
-dicts and lists), with the style (``report.css``) and the script (``report.js``) inline: one self-contained page.
+dicts and lists), with the style (``report.css``) and the scripts (``report.js``; ``viewer.js``, the cases'
+viewer) inline: one self-contained page.
 The template's filters are here: :func:`fmt` (a number as the page shows it), :func:`sort_value` (the exact number
 of a ``data-value`` attribute, read by the page's sorting and the tests), counts with their noun, a measured quantity
 with its unit (:func:`measured`, :func:`significant`: "SUVmax 15.2", "MTV 3.41 ml", "–" for none); and
@@ -152,4 +153,6 @@ def render_html(model: dict[str, Any]) -> str:
     env.globals["abs_sortval"] = lambda v: "" if (number := _number(v)) is None else sort_value(abs(number))
     style = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
     script = Markup((TEMPLATES / "report.js").read_text(encoding="utf-8"))
-    return env.get_template("report.html.j2").render(style=style, script=script, **model)
+    viewer_script = Markup((TEMPLATES / "viewer.js").read_text(encoding="utf-8"))
+    env.filters["json_script"] = Markup  # JSON already safe in a <script> element (viewer.json_text: no "</")
+    return env.get_template("report.html.j2").render(style=style, script=script, viewer_script=viewer_script, **model)

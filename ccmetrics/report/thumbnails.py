@@ -41,6 +41,7 @@ from .geometry import PlaneView, ThumbnailGeometry, boundary_segments
 
 __all__ = [
     "CT_MINIMUM",
+    "CT_PRESETS",
     "LEGEND",
     "LEGEND_ON_IMAGE",
     "SOFT_TISSUE",
@@ -53,6 +54,7 @@ __all__ = [
     "image_background",
     "number_text",
     "parse_window",
+    "read_window",
     "render",
     "window_for",
     "window_specs",
@@ -95,6 +97,9 @@ LEGEND_ON_IMAGE = (
 CT_MINIMUM = -500.0
 #: the soft-tissue window of a CT: level and width in HU
 SOFT_TISSUE = (40.0, 400.0)
+
+#: the CT windows that have a name: level and width in HU
+CT_PRESETS = {"soft": SOFT_TISSUE, "lung": (-600.0, 1500.0), "bone": (400.0, 1800.0), "brain": (40.0, 80.0)}
 
 #: a window as the user gives it: ``"auto"``, ``"ct"``, ``"range"`` or (level, width)
 WindowSpec = Union[str, tuple[float, float]]
@@ -177,22 +182,31 @@ class Window:
 
 
 def parse_window(text: WindowSpec) -> WindowSpec:
-    """A window as given on the command line: ``auto``, ``ct``, ``range`` or ``LEVEL/WIDTH``.
+    """A window as given on the command line: ``auto``, ``ct``, ``range``, ``LEVEL/WIDTH`` or ``LOW:HIGH`` (a PET's
+    ``0:10``); the CT presets' names are read by :func:`read_window`.
 
     Examples
     --------
-    >>> parse_window("CT"), parse_window("-600/1500"), parse_window((40, 400))
-    ('ct', (-600.0, 1500.0), (40.0, 400.0))
+    >>> parse_window("CT"), parse_window("-600/1500"), parse_window((40, 400)), parse_window("0:10")
+    ('ct', (-600.0, 1500.0), (40.0, 400.0), (5.0, 10.0))
     """
     if isinstance(text, str):
         word = text.strip().lower()
         if word in ("auto", "ct", "range"):
             return word
-        match = re.fullmatch(r"\s*([-+]?[\d.]+(?:e[-+]?\d+)?)\s*[/,]\s*([-+]?[\d.]+(?:e[-+]?\d+)?)\s*", word)
+        number = r"\s*([-+]?[\d.]+(?:e[-+]?\d+)?)\s*"
+        ends = re.fullmatch(number + ":" + number, word)
+        if ends is not None:
+            low, high = float(ends[1]), float(ends[2])
+            if not (math.isfinite(low) and math.isfinite(high) and high > low):
+                raise ValueError(f"window {text!r}: LOW:HIGH needs two numbers, HIGH above LOW, such as 0:10")
+            return ((low + high) / 2, high - low)
+        match = re.fullmatch(number + "[/,]" + number, word)
         if match is None:
             raise ValueError(
-                f"window {text!r}: expected auto, ct (level 40, width 400 HU), range (0 to the crop's maximum) "
-                "or LEVEL/WIDTH such as -600/1500"
+                f"window {text!r}: expected auto, ct (level 40, width 400 HU), a CT preset "
+                f"({', '.join(CT_PRESETS)}: ct=lung), range (0 to the crop's maximum), LEVEL/WIDTH such as "
+                "-600/1500 or LOW:HIGH such as 0:10"
             )
         level, width = float(match[1]), float(match[2])
     else:
@@ -200,6 +214,19 @@ def parse_window(text: WindowSpec) -> WindowSpec:
     if not (math.isfinite(level) and width > 0 and math.isfinite(width)):
         raise ValueError(f"window {text!r}: the level must be a number and the width positive")
     return (level, width)
+
+
+def read_window(text: WindowSpec) -> WindowSpec:
+    """:func:`parse_window`, and a CT preset by its name (:data:`CT_PRESETS`: ``soft`` is ``ct``, ``lung``,
+    ``bone``, ``brain``).
+
+    >>> read_window("soft"), read_window("Lung"), read_window("0:10")
+    ('ct', (-600.0, 1500.0), (5.0, 10.0))
+    """
+    if isinstance(text, str) and text.strip().lower() in CT_PRESETS:
+        preset = CT_PRESETS[text.strip().lower()]
+        return "ct" if preset == SOFT_TISSUE else preset
+    return parse_window(text)
 
 
 def window_specs(window: WindowSpec | Mapping[str, WindowSpec] | None) -> dict[str, WindowSpec]:
@@ -214,8 +241,8 @@ def window_specs(window: WindowSpec | Mapping[str, WindowSpec] | None) -> dict[s
     if window is None:
         return {}
     if isinstance(window, Mapping):
-        return {str(k): parse_window(v) for k, v in window.items()}
-    return {"*": parse_window(window)}
+        return {str(k): read_window(v) for k, v in window.items()}
+    return {"*": read_window(window)}
 
 
 def choose_window(values: Any, *, minimum: float | None = None, spec: WindowSpec = "auto") -> Window:

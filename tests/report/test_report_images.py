@@ -386,7 +386,7 @@ def test_cli_refuses_a_missing_image_folder_and_bad_options(result, tmp_path, ca
     assert main(["report", str(folder), "--out", str(out), "--images", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "--images" in err and "no such folder" in err and "CASE_0000.nii.gz" in err and not out.exists()
-    assert main(["report", str(folder), "--out", str(out), "--images", str(image_dir), "--window", "soft"]) == 2
+    assert main(["report", str(folder), "--out", str(out), "--images", str(image_dir), "--window", "softer"]) == 2
     assert "expected auto, ct" in capsys.readouterr().err
     assert main(["report", str(folder), "--out", str(out), "--channel-names", "CT,PET"]) == 2
     assert "go with --images" in capsys.readouterr().err
