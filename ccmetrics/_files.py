@@ -40,9 +40,10 @@ class OutputWriteError(OSError):
         return f"cannot {self.action} {self.path}: {self.strerror}{errno}"
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], extension: str | None = None) -> Path:
     """Write a file so that it is never seen half-written: ``write(tmp)`` to a temporary file beside it
-    (same extension, so writers that pick a format by name still do), fsync, then rename over ``path``.
+    (same extension, so writers that pick a format by name still do: ``extension`` where it has two dots, e.g.
+    ``".nii.gz"``), fsync, then rename over ``path``.
     An ``OSError`` (a full disk, no permission) removes the temporary file and is raised as
     :class:`OutputWriteError`, which names ``path``.
 
@@ -54,7 +55,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
     ['a,b', '1,2']
     """
     final = Path(path)
-    tmp = final.with_name(f".{final.stem}.{os.getpid()}.tmp{final.suffix}")
+    suffix = final.suffix if extension is None else extension
+    tmp = final.with_name(f".{final.name[: len(final.name) - len(suffix)]}.{os.getpid()}.tmp{suffix}")
     with critical():  # a stop signal waits until the file is replaced (or its temporary file gone)
         try:
             write(tmp)

@@ -16,7 +16,6 @@ Cost: one compressed write of the map (about a byte a voxel before compression);
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._files import OutputWriteError, atomic_write, fsync_folder
-from .._interrupts import critical
+from .._files import atomic_write
 from .image import Image
 
 __all__ = [
@@ -184,21 +182,7 @@ def write_label_map(path: str | os.PathLike, array: np.ndarray, like: Image) -> 
         array = array.astype(np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     extension = ".nii.gz" if path.name.endswith(".nii.gz") else ".nii"
-    tmp = path.with_name(f".{path.name[: -len(extension)]}.{os.getpid()}.tmp{extension}")  # NIfTI by its name
-    with critical():  # as atomic_write, with the extension save_image reads the format from
-        try:
-            save_image(tmp, array, like=like)
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise OutputWriteError(path, exc) from exc
-        finally:
-            with contextlib.suppress(OSError):
-                if tmp.exists():
-                    tmp.unlink()
-        fsync_folder(path.parent)
-    return path
+    return atomic_write(path, lambda tmp: save_image(tmp, array, like=like), extension)  # NIfTI by its name
 
 
 def write_label_map_seg(
