@@ -1,16 +1,28 @@
-"""Counts in words: a noun in the singular for exactly one, in the plural for any other count.
+"""Words: counts in words, and the user's own terms (the command line's options, or Python's keywords).
 
 The one home of the plural rule of every text ccmetrics writes: the figures' titles
 (:mod:`ccmetrics.analysis.plots`), the report page and its summary line (:mod:`ccmetrics.report.page`) and
 what the command line prints (``ccmetrics.cli._text``). A noun's plural is the noun and ``s`` unless
-:data:`PLURALS` names another. Imports nothing of ccmetrics: every layer may use it.
+:data:`PLURALS` names another.
+
+The one home too of the rule that a message speaks the user's language: :func:`in_terms` gives the command
+line's words (``--resume``) while a command of ``ccmetrics`` runs (:func:`command_line`), and Python's words
+(``resume=True``) otherwise, so that an error raised by the same code reads as the command line's advice at the
+command line and as Python's in Python. Imports nothing of ccmetrics: every layer may use it. Cost: a context
+variable read per message.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["PLURALS", "count", "noun"]
+__all__ = ["PLURALS", "command_line", "count", "in_terms", "noun"]
+
+#: True while a command of the ``ccmetrics`` program runs (in its thread: a context variable)
+_AT_THE_COMMAND_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("ccmetrics_command_line", default=False)
 
 #: the words whose plural is not the word and ``s``
 PLURALS = {"is": "are", "has": "have", "was": "were", "class": "classes"}
@@ -47,3 +59,45 @@ def count(n: Any, word: str) -> str:
     ('1 empty-GT case', '0 lesions', '2 error rows', '3 classes')
     """
     return f"{n} {noun(n, word)}"
+
+
+@contextlib.contextmanager
+def command_line() -> Iterator[None]:
+    """Within the block, :func:`in_terms` gives the command line's words (a command of ``ccmetrics`` runs).
+
+    Examples
+    --------
+    >>> with command_line():
+    ...     in_terms("--resume", "resume=True")
+    '--resume'
+    >>> in_terms("--resume", "resume=True")
+    'resume=True'
+    """
+    token = _AT_THE_COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _AT_THE_COMMAND_LINE.reset(token)
+
+
+def in_terms(cli: str, python: str) -> str:
+    """``cli`` (an option as the command line spells it) inside :func:`command_line`, else ``python`` (the same
+    advice as a Python caller spells it).
+
+    Parameters
+    ----------
+    cli : str
+        The words for the command line, e.g. ``"--resume"``.
+    python : str
+        The words for Python, e.g. ``"resume=True"``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> "run again with " + in_terms("--overwrite", "overwrite=True")
+    'run again with overwrite=True'
+    """
+    return cli if _AT_THE_COMMAND_LINE.get() else python

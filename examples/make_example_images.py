@@ -16,7 +16,6 @@ autoPET-style data set: the PET resampled to the CT). Deterministic.
     python examples/make_example_images.py pet_images --all-on-grid
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,5 +81,10 @@ def main(out: Path, gt_dir: Path = Path("examples/data/gt"), all_on_grid: bool =
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--all-on-grid"]
-    main(Path(args[0]) if args else Path("images"), all_on_grid="--all-on-grid" in sys.argv[1:])
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default="images", help="the folder to write (default: images)")
+    parser.add_argument("--all-on-grid", action="store_true", help="every PET on its GT's grid (autoPET-style)")
+    args = parser.parse_args()
+    main(Path(args.out), all_on_grid=args.all_on_grid)

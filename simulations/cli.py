@@ -5,6 +5,10 @@ study on a folder of real GT masks) and ``paper`` (every panel of Fig. 2 and 3 w
 notebook protocol beside ccmetrics' definitions: :mod:`simulations.paper`). Each writes its tables (CSV)
 and figure (PNG) into ``--out``. ``--quick`` runs small phantoms and a 4-case cohort (under a minute;
 what the tests use).
+
+The files a scenario would replace are named before anything runs, and the command stops unless ``--overwrite``
+is given (:func:`outputs`): ``custom`` writes ``fig4.png`` as ``fig4`` does, so a second study into one folder
+would otherwise replace the first one's figures without a word (``ccmetrics evaluate`` keeps the same rule).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["SCENARIOS", "build_parser", "main"]
+__all__ = ["SCENARIOS", "build_parser", "main", "outputs"]
 
 SCENARIOS = ("fig2", "fig3", "fig4", "fig5", "all", "custom", "paper")
 
@@ -34,7 +38,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gt-dir", default=None, help="with `custom`: a folder of GT masks (NIfTI, MHA, NRRD)")
     parser.add_argument("--max-n", type=int, default=10, help="fig4/fig5/custom: n = 1..MAX_N (default 10)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the files of an earlier run in --out (default: refuse)"
+    )
     return parser
+
+
+def outputs(scenario: str) -> list[str]:
+    """The names of the files ``scenario`` writes into ``--out``, in the order it writes them.
+
+    >>> outputs("custom")  # doctest: +NORMALIZE_WHITESPACE
+    ['fig4_per_step.csv', 'fig4_per_component.csv', 'fig4.png', 'fig4_summary.csv',
+     'fig5_per_step.csv', 'fig5_per_component.csv', 'fig5.png', 'fig5_summary.csv']
+    >>> outputs("paper")
+    ['paper_per_step.csv', 'paper_per_component.csv', 'paper_fig2.png', 'paper_fig3.png']
+    """
+    if scenario == "paper":
+        return ["paper_per_step.csv", "paper_per_component.csv", "paper_fig2.png", "paper_fig3.png"]
+    figures = {"all": ("fig2", "fig3", "fig4", "fig5"), "custom": ("fig4", "fig5")}.get(scenario, (scenario,))
+    return [
+        name
+        for figure in figures
+        for name in (f"{figure}_per_step.csv", f"{figure}_per_component.csv", f"{figure}.png")
+        + ((f"{figure}_summary.csv",) if figure in ("fig4", "fig5") else ())
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,6 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --gt-dir goes with the `custom` scenario, and `custom` needs it", file=sys.stderr)
         return 2
     out, start = Path(args.out), time.perf_counter()
+    if out.exists() and not out.is_dir():
+        print(f"error: --out {out} is a file: give a folder", file=sys.stderr)
+        return 2
+    earlier = [name for name in outputs(args.scenario) if (out / name).exists()]
+    if earlier and not args.overwrite:
+        shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
+        print(
+            f"error: {out} holds the files of an earlier run that `{args.scenario}` would replace ({shown}): give "
+            "another --out (e.g. a folder per study), or --overwrite to replace them",
+            file=sys.stderr,
+        )
+        return 2
     common = dict(workers=args.workers, progress=not args.quiet)
     written = []
     if args.scenario in ("fig2", "all"):
@@ -72,7 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         max_n = min(args.max_n, 5) if args.quick else args.max_n
-        result = figures.run_cohort(cases, max_n=max_n, seed=args.seed, **common)
+        try:
+            result = figures.run_cohort(cases, max_n=max_n, seed=args.seed, **common)
+        except ValueError as exc:  # masks the degradations cannot work on (too small for a false positive, ...)
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if args.scenario in ("fig4", "all", "custom"):
             written += figures.fig4(out, result=result)
         if args.scenario in ("fig5", "all", "custom"):

@@ -309,7 +309,9 @@ def add_false_positives(
     rng = np.random.default_rng(seed)
     reach = np.ceil(radii).astype(int) + 1  # a ball plus one voxel of clearance
     if np.any(shape < 2 * reach + 1):
-        raise ValueError(f"a false positive of {volume:g} voxels does not fit in an image of shape {tuple(shape)}")
+        raise ValueError(
+            f"a false positive of {volume:g} voxels does not fit in an image of shape {tuple(int(n) for n in shape)}"
+        )
     for c in labels:
         fallback = None  # a free ball whose centre only is in c's region: placed when no ball fits inside
         for _ in range(max_tries):

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _lazy, schema
+from .._words import in_terms
 from ..metrics import registry
 from ..metrics.classes import DatasetJson, read_dataset_json
 from ..metrics.detection_rules import DetectionRule
@@ -466,8 +467,8 @@ def _probability_options(
     if probabilities is None:
         if maps is not None and (maps.candidates is not None or len(maps.thresholds)):
             raise ValueError(
-                "candidates and thresholds belong to probability maps: give the maps too (--probabilities DIR; "
-                "probabilities= in Python)"
+                "candidates and thresholds belong to probability maps: give the maps too "
+                f"({in_terms('--probabilities DIR', 'probabilities=')})"
             )
         return None
     folder = probabilities if isinstance(probabilities, (str, os.PathLike)) else None
@@ -573,8 +574,9 @@ def _tasks(
             return tasks, ignored
         if pred is None:
             raise ValueError(
-                "give the predictions folder too (ccmetrics evaluate GT_DIR PRED_DIR; evaluate_dataset(gt_dir, "
-                "pred_dir) in Python), or the probability maps (--probabilities DIR; probabilities=folder)"
+                "give the predictions folder too "
+                f"({in_terms('ccmetrics evaluate GT_DIR PRED_DIR', 'evaluate_dataset(gt_dir, pred_dir)')}), or the "
+                f"probability maps ({in_terms('--probabilities DIR', 'probabilities=folder')})"
             )
         return pair_folders(gt, pred, gt_suffix=gt_suffix, pred_suffix=pred_suffix, file_ending=file_ending)
     if pred is not None:

@@ -49,6 +49,7 @@ from typing import Any
 from .._deprecation import deprecated
 from .._files import OutputWriteError, refuse_dangling_link
 from .._interrupts import critical
+from .._words import in_terms
 from ..results import tables
 from .records import RECORDS_FOLDER, RecordsInTheWay, RecordStore, is_record_name, remove_temporaries
 
@@ -57,7 +58,7 @@ try:
 except ImportError:  # Windows: no flock; runs are not guarded against each other there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_NAME", "FolderInUse", "check_inputs", "locked", "prepare_out_dir"]
+__all__ = ["LOCK_NAME", "FolderInUse", "check_inputs", "locked", "prepare_out_dir", "refuse_stale_report"]
 
 #: the names that moved to :mod:`ccmetrics.results.tables` (kept here for one release, with a warning)
 _MOVED = (
@@ -204,7 +205,7 @@ def check_inputs(out_dir: str | os.PathLike, inputs: Iterable[tuple[str, Any]]) 
     >>> check_inputs(out, [("GT folder (GT_DIR)", os.path.join(out, "cases"))])
     Traceback (most recent call last):
     ...
-    ValueError: the output folder ... (--out) holds the GT folder (GT_DIR) .../cases: ...
+    ValueError: the output folder ... (out_dir) holds the GT folder (GT_DIR) .../cases: ...
     """
     out = Path(os.path.realpath(out_dir))
     spots = {name: Path(os.path.realpath(out / name)) for name in (RECORDS_FOLDER, "plots")}
@@ -213,7 +214,10 @@ def check_inputs(out_dir: str | os.PathLike, inputs: Iterable[tuple[str, Any]]) 
             continue
         where = Path(os.path.realpath(item))
         if where == out or out in where.parents:
-            problem = f"the output folder {os.fspath(out_dir)} (--out) holds the {what} {os.fspath(item)}"
+            problem = (
+                f"the output folder {os.fspath(out_dir)} ({in_terms('--out-dir', 'out_dir')}) holds the {what} "
+                f"{os.fspath(item)}"
+            )
         else:
             inside = [n for n, spot in spots.items() if where == spot or where in spot.parents or spot in where.parents]
             if not inside:
@@ -222,7 +226,7 @@ def check_inputs(out_dir: str | os.PathLike, inputs: Iterable[tuple[str, Any]]) 
             problem = f"{Path(out_dir) / inside[0]}, where ccmetrics writes its {kind}, leads into the {what} {item}"
         raise ValueError(
             f"{problem}: ccmetrics writes and replaces its files in the output folder, so no input may be there; "
-            "give an --out (out_dir) outside every input folder, e.g. a new folder beside them"
+            f"give an {in_terms('--out-dir', 'out_dir')} outside every input folder, e.g. a new folder beside them"
         )
 
 
@@ -317,7 +321,10 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
         ccmetrics did not write are where it writes its own (the message names them).
     """
     if resume and overwrite:
-        raise ValueError("choose one of --resume (resume=True) and --overwrite (overwrite=True), not both")
+        raise ValueError(
+            f"choose one of {in_terms('--resume', 'resume=True')} and {in_terms('--overwrite', 'overwrite=True')}, "
+            "not both"
+        )
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"output folder {out} is a file: give a folder")
@@ -325,8 +332,8 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
     if entries and not (resume or overwrite):
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         raise ValueError(
-            f"output folder {out} is not empty ({shown}): run with --resume (resume=True) to continue the "
-            f"run recorded there, or --overwrite (overwrite=True) to replace its results"
+            f"output folder {out} is not empty ({shown}): run with {in_terms('--resume', 'resume=True')} to "
+            f"continue the run recorded there, or {in_terms('--overwrite', 'overwrite=True')} to replace its results"
         )
     if not entries:
         return
@@ -343,3 +350,40 @@ def prepare_out_dir(out_dir: str | os.PathLike, *, resume: bool, overwrite: bool
             tables.remove_outputs(out, sorted(mine, key=lambda n: n == tables.MANIFEST_NAME))  # the manifest last
             with contextlib.suppress(OSError):
                 (out / "plots").rmdir()
+
+
+def refuse_stale_report(out_dir: str | os.PathLike) -> None:
+    """Refuse to write tables where ``ccmetrics report`` drew a ``report.html`` from the earlier ones: a write of new
+    tables (``DatasetResult.write``) removes it, since it would describe tables that are gone; the caller says so
+    first with ``overwrite=True`` (``--overwrite``), as ``ccmetrics evaluate`` refuses a non-empty folder without
+    ``--resume`` or ``--overwrite``.
+
+    Only a report that ccmetrics drew counts (:func:`~ccmetrics.results.tables.drawn_by_ccmetrics`: its generator tag);
+    a ``report.html`` of the user's is never removed, nor refused. The tables and figures of an earlier write are the
+    set that a write replaces, as ever. Cost: one ``stat`` and the first 4 kB of the file.
+
+    Raises
+    ------
+    FileExistsError
+        The message names the report and the way on: ``overwrite=True`` (``--overwrite``) or another folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp())
+    >>> refuse_stale_report(out)  # no report: nothing to refuse
+    >>> _ = (out / "report.html").write_text("<p>my own notes</p>")
+    >>> refuse_stale_report(out)  # the user's own page: a write leaves it alone
+    >>> _ = (out / "report.html").write_text('<meta name="generator" content="ccmetrics 0.2">')
+    >>> refuse_stale_report(out)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileExistsError: .../report.html was drawn by `ccmetrics report` from the tables there: ...
+    """
+    report = Path(out_dir) / "report.html"
+    if tables.drawn_by_ccmetrics(report):
+        raise FileExistsError(
+            f"{report} was drawn by `ccmetrics report` from the tables there: writing new tables would remove it (it "
+            f"would describe tables that are gone); {in_terms('run with --overwrite', 'pass overwrite=True')} to write "
+            "them and remove it (`ccmetrics report` draws it again), or give another folder"
+        )

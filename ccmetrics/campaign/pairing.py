@@ -7,21 +7,27 @@ without its extension and an optional suffix); :func:`tasks_from_pairs` takes ``
 an empty prediction and flagged; a prediction without GT, or a case id given by two files, one whose
 ``error`` says so), and the files that are not images are returned as ignored (the result's
 ``ignored_files``). No image is read here.
+
+A prediction named differently from its GT (``case_003_pred.nii.gz`` beside ``case_003.nii.gz``) is found by
+:func:`suffix_hint`: the suffix that, removed, would pair the most unpaired files, and the option that removes it.
+Cost: each unpaired id's prefixes looked up in a set of the other folder's unpaired ids, O(total length of the ids).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from .._words import count, in_terms
 from ..formats.dicom import holds_dicom
 from ..formats.io import image_id, is_image_file
 from .options import CaseTask, _PathLike
 
-__all__ = ["pair_folders", "tasks_from_pairs"]
+__all__ = ["SuffixHint", "pair_folders", "suffix_hint", "tasks_from_pairs"]
 
 
 def pair_folders(
@@ -63,6 +69,7 @@ def pair_folders(
             re.compile(suffix or "")
         except re.error as exc:
             raise ValueError(f"{name} {suffix!r} is not a valid regular expression: {exc}") from None
+    _refuse_files(gt_dir, pred_dir)
     gt_files, gt_ignored = _scan(gt_dir, gt_suffix, "gt", file_ending)
     pred_files, pred_ignored = _scan(pred_dir, pred_suffix, "pred", file_ending)
     if not gt_files:
@@ -78,10 +85,112 @@ def pair_folders(
         elif not gts:
             task.error = (
                 f"no ground truth for this prediction (expected a GT file with case id {case!r} "
-                f"in {gt_dir}; check --gt-suffix/--pred-suffix)"
+                f"in {gt_dir}; check {in_terms('--gt-suffix/--pred-suffix', 'gt_suffix=/pred_suffix=')})"
             )
         tasks.append(task)
+    hint = suffix_hint(tasks)
+    if hint is not None:  # the unpaired files of that suffix: the option that pairs them, in their error
+        for task in tasks:
+            if task.case in hint.cases and task.error.startswith("no ground truth"):
+                task.error = (
+                    f"no ground truth for this prediction: its name ends in {hint.suffix!r}, "
+                    f"{hint.option_words()} pairs it with the GT case {hint.cases[task.case]!r}"
+                )
     return tasks, gt_ignored + pred_ignored
+
+
+def _refuse_files(gt_dir: _PathLike, pred_dir: _PathLike) -> None:
+    """Two files given where two folders are expected: one error that names them (both at once)."""
+    files = [
+        (in_terms(what, python), folder)
+        for what, python, folder in (("GT_DIR", "gt_dir", gt_dir), ("PRED_DIR", "pred_dir", pred_dir))
+        if Path(folder).is_file()
+    ]
+    if not files:
+        return
+    named = " and ".join(f"{what} {folder}" for what, folder in files)
+    one_case = in_terms(
+        "to evaluate one case, put each of its files in a folder of its own",
+        "for one case, call ccmetrics.evaluate(gt=..., pred=...) on the two files' arrays",
+    )
+    one = len(files) == 1
+    raise NotADirectoryError(
+        f"{named} {'is a file' if one else 'are files'}, not {'a folder' if one else 'folders'}: "
+        f"the GT and the predictions are two folders of image files, paired by file name (e.g. "
+        f"{Path(files[0][1]).parent}); {one_case}"
+    )
+
+
+class SuffixHint(NamedTuple):
+    """A suffix that pairs unpaired files: found by :func:`suffix_hint`."""
+
+    #: ``"pred"`` (remove it from the predictions' names) or ``"gt"``
+    side: str
+    #: the text removed from the end of the names, e.g. ``"_pred"``
+    suffix: str
+    #: unpaired case id (as the folders have it now) -> the case id it pairs with
+    cases: dict[str, str]
+
+    def option(self) -> str:
+        """The command line's option that pairs them, e.g. ``--pred-suffix _pred``."""
+        import shlex
+
+        return f"--{self.side}-suffix {shlex.quote(re.escape(self.suffix))}"
+
+    def option_words(self) -> str:
+        """The option in the caller's terms (:func:`ccmetrics._words.in_terms`)."""
+        return in_terms(self.option(), f"{self.side}_suffix={re.escape(self.suffix)!r}")
+
+    def sentence(self) -> str:
+        """What was found, in one sentence: how many files the suffix pairs, one of them, and the option.
+
+        >>> SuffixHint("pred", "_pred", {"case_3_pred": "case_3", "case_4_pred": "case_4"}).sentence()
+        "2 unpaired predictions end in '_pred' (case_3_pred beside the GT case_3): pred_suffix='_pred' pairs them"
+        """
+        (example, stem), n = next(iter(self.cases.items())), len(self.cases)
+        which, other = ("prediction", "the GT") if self.side == "pred" else ("GT file", "the prediction")
+        return (
+            f"{count(n, 'unpaired ' + which)} {'ends' if n == 1 else 'end'} in {self.suffix!r} ({example} beside "
+            f"{other} {stem}): {self.option_words()} pairs {'it' if n == 1 else 'them'}"
+        )
+
+
+def suffix_hint(tasks: Iterable[CaseTask]) -> SuffixHint | None:
+    """The suffix whose removal would pair the most files that are unpaired: a prediction whose id is a GT's id and
+    a suffix (``case_003_pred`` beside ``case_003``: ``--pred-suffix _pred``), or a GT whose id is a prediction's
+    and a suffix. None when no suffix pairs any.
+
+    Each unpaired id is matched to the longest id of the other side that begins it (``case_10_pred`` to
+    ``case_10``, not ``case_1``), by looking up its prefixes in a set: cost O(total length of the unpaired ids).
+
+    Examples
+    --------
+    >>> from ccmetrics.campaign.options import CaseTask
+    >>> tasks = [CaseTask("case_1", "g1", None), CaseTask("case_10", "g10", None),
+    ...          CaseTask("case_10_pred", None, "p10"), CaseTask("case_1_pred", None, "p1"), CaseTask("x", "gx", "px")]
+    >>> hint = suffix_hint(tasks)
+    >>> hint.side, hint.suffix, hint.cases, hint.option()
+    ('pred', '_pred', {'case_10_pred': 'case_10', 'case_1_pred': 'case_1'}, '--pred-suffix _pred')
+    >>> suffix_hint([CaseTask("a", "ga", "pa")]) is None
+    True
+    """
+    tasks = list(tasks)
+    lone_gt = {t.case for t in tasks if t.gt is not None and t.pred is None and not t.error}
+    lone_pred = {t.case for t in tasks if t.pred is not None and t.gt is None}
+    best: SuffixHint | None = None
+    for side, longer, shorter in (("pred", lone_pred, lone_gt), ("gt", lone_gt, lone_pred)):
+        found: dict[str, tuple[str, str]] = {}
+        for case in sorted(longer):
+            stem = next((case[:k] for k in range(len(case) - 1, 0, -1) if case[:k] in shorter), None)
+            if stem is not None:
+                found[case] = (stem, case[len(stem) :])
+        counts = Counter(suffix for _, suffix in found.values())
+        if not counts:
+            continue
+        suffix, n = min(counts.items(), key=lambda item: (-item[1], item[0]))
+        if best is None or n > len(best.cases):
+            best = SuffixHint(side, suffix, {c: stem for c, (stem, s) in found.items() if s == suffix})
+    return best
 
 
 def _scan(
@@ -89,7 +198,13 @@ def _scan(
 ) -> tuple[dict[str, list[str]], list[str]]:
     folder = Path(folder)
     if not folder.is_dir():
-        raise NotADirectoryError(f"{name} folder {folder} does not exist or is not a folder")
+        what = in_terms({"gt": "GT_DIR", "pred": "PRED_DIR"}.get(name, name), f"{name} folder")
+        if folder.is_file():
+            raise NotADirectoryError(
+                f"{what} {folder} is a file, not a folder: give the folder that holds the "
+                f"{'GT images' if name == 'gt' else 'predictions'}, one file per case (e.g. {folder.parent})"
+            )
+        raise NotADirectoryError(f"{what} {folder} does not exist")
     files: dict[str, list[str]] = {}
     ignored = []
     for path in sorted(folder.iterdir()):

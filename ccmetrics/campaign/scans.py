@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._words import in_terms
 from ..formats.io import Image, check_same_geometry
 from ..formats.scans import ImageFolder, cannot_read, choose_channel, read_scan
 from ..metrics.detection_rules import DetectionRule
@@ -91,7 +92,7 @@ def check_scans_wanted(metrics: Sequence[str], detection_rule: Any, images: Any)
     if images is None and (reads or rule):
         what = "the pet metrics read" if reads else "the detection rule suv_max reads"
         raise ValueError(
-            f"{what} the PET scan: give the scans, --images DIR (images= in Python), one per case named like its "
+            f"{what} the PET scan: give the scans, {in_terms('--images DIR', 'images=')}, one per case named like its "
             "GT (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ... with --pet-channel, or CASE.nii.gz)"
         )
     if images is not None and not (reads or rule):

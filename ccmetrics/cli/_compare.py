@@ -107,7 +107,49 @@ def _compare_curves(args: argparse.Namespace, results: dict) -> int:
     return EXIT_OK
 
 
+def _check_metric(metric: str, tables: dict, columns: dict) -> None:
+    """``--metric`` must be a score column of every run's ``per_case.csv``: else an error (a ``ValueError``) that
+    names the run without it, the nearest column (``nds``: ``nsd``), the columns the runs share, and, for a column
+    of a metric these runs did not evaluate, the ``evaluate --metrics`` that gives it."""
+    import difflib
+
+    from .. import schema
+    from ..metrics import registry
+
+    lacking = [name for name, table in tables.items() if metric not in table.columns]
+    if not lacking:
+        return
+    shared = [
+        c
+        for c in next(iter(tables.values())).columns
+        if all(c in t.columns for t in tables.values()) and registry.column(c, columns) is not None
+    ]
+    near = difflib.get_close_matches(metric, shared + list(CURVE_SCORES), n=1, cutoff=0.6)
+    guess = f" (did you mean --metric {near[0]}?)" if near else ""
+    owner = next(
+        (
+            m.name
+            for m in registry.metrics()
+            if metric in ((m.name, schema.cc(m.name)) if m.per_region else m.column_names)
+        ),
+        None,
+    )
+    evaluate = f"; {metric} comes with `ccmetrics evaluate --metrics ...,{owner}`" if owner else ""
+    raise ValueError(
+        f"no column {metric!r} in the per_case.csv of {', '.join(lacking)}{guess}{evaluate}; --metric takes a column "
+        f"these runs share: {', '.join(shared) or '(none)'}, or {', '.join(CURVE_SCORES)} for runs with --probabilities"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    """``ccmetrics compare``: every message in the command line's terms (:func:`ccmetrics._words.command_line`)."""
+    from .._words import command_line
+
+    with command_line():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..analysis.stats import compare
     from ..results.dataset import DatasetResult
 
@@ -120,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metric in CURVE_SCORES:
         return _compare_curves(args, results)
     columns = {k: c for r in results.values() for k, c in r.columns.items()}  # the folders' own facts
+    _check_metric(args.metric, {name: r.per_case for name, r in results.items()}, columns)
     result = compare(
         {name: r.per_case for name, r in results.items()}, args.metric, class_value=args.class_value, columns=columns
     )
@@ -136,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     if result.nemenyi is not None:
         print("Nemenyi post-hoc p-values:")
         print(result.nemenyi.to_string(float_format=lambda v: f"{v:.4g}"))
+    elif result.posthoc_missing:
+        print(f"No post-hoc tests: {result.posthoc_missing}")
     if args.out_dir:
         from ..analysis.plots import plot_comparison
 

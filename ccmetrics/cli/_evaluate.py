@@ -236,6 +236,14 @@ def _what_options(ev: argparse.ArgumentParser) -> None:
         help="also write OUT_DIR/nnunet_summary.json in nnU-Net's structure (Dice, IoU, TP/FP/FN/TN per "
         "label or region), with the CC and lesion-wise scores added",
     )
+    ev.add_argument(
+        "--write-maps",
+        action="store_true",
+        help="also write each case's outcome map into OUT_DIR/maps/ (NIfTI on the GT's grid; a DICOM SEG where the "
+        "GT is a DICOM SEG and --reference-images holds its series): 1 found lesion, 2 missed lesion, 3 true-positive "
+        "prediction outside the GT, 4 false positive; colour tables for ITK-SNAP (outcome_labels.txt) and 3D Slicer "
+        "(outcome_labels.ctbl); per_case.csv names each case's map (outcome_map_file)",
+    )
 
 
 def _how_options(ev: argparse.ArgumentParser) -> None:
@@ -268,8 +276,8 @@ def _how_options(ev: argparse.ArgumentParser) -> None:
         metavar="RULE",
         help="what counts as a detected lesion: overlap (default: any overlap; iou:0.1 with --probabilities, as "
         "picai_eval), iou:T, dice:T, coverage:T (T in (0, 1], e.g. iou:0.1) or centroid; the detection metric, the "
-        "'detected' column and the matching of candidates follow it (suv_max, by the lesion's hottest voxel, needs "
-        "the scan: ccmetrics.evaluate(image=...) for now)",
+        "'detected' column and the matching of candidates follow it (suv_max, by the lesion's hottest voxel, reads "
+        "the PET scans: --images)",
     )
     ev.add_argument(
         "--reference-images",
@@ -324,6 +332,14 @@ def _where_options(ev: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``ccmetrics evaluate``: every message in the command line's terms (:func:`ccmetrics._words.command_line`)."""
+    from .._words import command_line
+
+    with command_line():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from .._interrupts import raise_if_stopped
     from ..campaign.dataset import evaluate_dataset
     from ..campaign.output_folder import locked
@@ -333,6 +349,11 @@ def run(args: argparse.Namespace) -> int:
     take_former(args, "evaluate")  # the notes of former spellings (none with --quiet)
     for plugin in args.plugin:  # they register their metrics before the names are looked up
         load_plugin(plugin)
+    try:
+        args.metrics = _metric_names(args.metrics, args.quiet)
+    except ValueError as exc:
+        _say(f"ccmetrics evaluate: error: {exc}")
+        return EXIT_USAGE
     from ..campaign.scans import check_scans_wanted
 
     check_scans_wanted(args.metrics, args.detection_rule, args.images)  # before --out is made or locked
@@ -373,6 +394,10 @@ def run(args: argparse.Namespace) -> int:
     check_inputs(args.out, inputs)  # before --out is locked (or created); evaluate_dataset checks them too
     if not args.quiet:
         _say_folders(args)
+    refused = _check_cases(args)  # the folders' files before any case: their names, the spacing given
+    if refused:
+        _say(f"ccmetrics evaluate: error: {refused}")
+        return EXIT_USAGE
     start = time.perf_counter()
     with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
         try:
@@ -392,6 +417,104 @@ def run(args: argparse.Namespace) -> int:
             return _stop_code()
 
 
+def _metric_names(given: list[str], quiet: bool) -> list[str]:
+    """The metrics of ``--metrics``, each a registered metric's name: a table's column (``cc_dice``, ``sensitivity``)
+    is taken as the metric that produces it, with a note (none with ``--quiet``); an unknown name is an error that
+    lists the metrics and suggests the nearest name (``nds``: ``nsd``), in the command line's terms."""
+    import difflib
+
+    from .. import schema
+    from ..metrics import registry
+
+    metrics = registry.metrics()
+    by_column: dict[str, str] = {m.name.lower(): m.name for m in metrics}
+    for m in metrics:
+        for column in (m.name, schema.cc(m.name)) if m.per_region else m.column_names:
+            by_column.setdefault(column.lower(), m.name)
+    chosen: list[str] = []
+    for name in given:
+        metric = by_column.get(name.lower())
+        if metric is None:
+            near = difflib.get_close_matches(name.lower(), [m.name for m in metrics], n=1, cutoff=0.6)
+            guess = f" (did you mean --metrics {near[0]}?)" if near else ""
+            near = [] if near else difflib.get_close_matches(name.lower(), list(by_column), n=1, cutoff=0.8)
+            if near:  # a table's column, spelled nearly: the metric that gives it
+                guess = f" (did you mean {near[0]}, a column of --metrics {by_column[near[0]]}?)"
+            raise ValueError(
+                f"unknown metric {name!r}{guess}; --metrics takes {','.join(m.name for m in metrics)} (a metric "
+                "gives its columns, e.g. dice gives dice and cc_dice; --plugin MODULE_OR_FILE adds metrics of your own)"
+            )
+        if metric.lower() != name.lower() and not quiet:
+            columns = (metric, schema.cc(metric)) if registry.get(metric).per_region else ()
+            shown = f" (its columns: {', '.join(columns)})" if columns else ""
+            _say(f"ccmetrics: note: {name} is a column of the metric {metric}: evaluating --metrics {metric}{shown}")
+        if metric not in chosen:
+            chosen.append(metric)
+    return chosen
+
+
+def _check_cases(args: argparse.Namespace) -> str:
+    """What stops the run before any case, found from the folders' listings and one header (no image read): no
+    prediction that pairs with a GT (with the suffix that would pair them), or a ``--spacing`` with another number
+    of values than the images have dimensions. A suffix that pairs only some files is a note (stderr) and the run
+    goes on. Returns the error, or ``""``."""
+    from ..campaign.pairing import pair_folders, suffix_hint
+
+    first_gt = None
+    if args.pred_dir is not None:
+        file_ending = None
+        if args.dataset_json is not None:
+            from ..formats.nnunet import read_dataset_json
+
+            file_ending = read_dataset_json(args.dataset_json).file_ending
+        tasks, _ = pair_folders(
+            args.gt_dir, args.pred_dir, gt_suffix=args.gt_suffix, pred_suffix=args.pred_suffix, file_ending=file_ending
+        )
+        hint = suffix_hint(tasks)
+        paired = [t for t in tasks if t.gt is not None and t.pred is not None]
+        if not paired and any(t.pred is not None for t in tasks):
+            found = (
+                f": {hint.sentence()}"
+                if hint is not None
+                else (
+                    " (rename the files, or give --gt-suffix/--pred-suffix: regular expressions removed from the "
+                    "end of the names)"
+                )
+            )
+            return f"no prediction in {args.pred_dir} has the case id of a GT file in {args.gt_dir}{found}"
+        if hint is not None:
+            _say(f"ccmetrics: note: {hint.sentence()}; without it they are evaluated as missing predictions")
+        first_gt = next((t.gt for t in tasks if t.gt is not None), None)
+    if isinstance(args.spacing, tuple):
+        return _spacing_problem(args, first_gt)
+    return ""
+
+
+def _spacing_problem(args: argparse.Namespace, first_gt) -> str:
+    """``--spacing`` numbers against the dimensions of the first GT image (its header only); ``""`` when they agree
+    or the header cannot be read (the case's own error row then says why)."""
+    from ..formats.io import is_image_file, read_header
+
+    if first_gt is None and Path(args.gt_dir).is_dir():  # a missing folder: evaluate_dataset names it
+        first_gt = next(
+            (p for p in sorted(Path(args.gt_dir).iterdir()) if is_image_file(p) and not p.name.startswith(".")), None
+        )
+    if first_gt is None:
+        return ""
+    try:
+        ndim = len(read_header(first_gt).shape)
+    except (OSError, ValueError):
+        return ""
+    if len(args.spacing) == ndim:
+        return ""
+    given = ",".join(f"{v:g}" for v in args.spacing)
+    example = ",".join([f"{args.spacing[0]:g}"] * ndim)
+    return (
+        f"--spacing {given} has {len(args.spacing)} values but the images are {ndim}D ({Path(first_gt).name}): give "
+        f"{ndim}, e.g. --spacing {example}, or leave --spacing out to take each file's own (header)"
+    )
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The option objects of :func:`~ccmetrics.campaign.dataset.evaluate_dataset`, built from the command line's
     options as Python builds them (the objects check their values there)."""
@@ -409,6 +532,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             detection_rule=args.detection_rule,
             ignore_label=args.ignore_label,
             nnunet_summary=args.nnunet_summary,
+            write_maps=args.write_maps,
             reference_images=args.reference_images,
             tolerance_mm=args.tolerance_mm,
         ),
@@ -475,6 +599,7 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             curves=curves,
             calibration=calibration,
             quantification=quantification,
+            overwrite=True,  # the folder's rule was applied before the cases: empty, --resume or --overwrite
         )
     except OSError as exc:  # a full disk, no permission: OutputWriteError names the path
         return _failed(args, exc, result)
@@ -503,6 +628,11 @@ def _finish(args: argparse.Namespace, result, seconds: float, meta, by: list[str
             f"\nWrote {', '.join(map(str, tables))}, {written['summary']}"
             + (f" and {len(written['plots'])} plots in {Path(args.out) / 'plots'}" if written["plots"] else "")
         )
+        if result.options.get("write_maps"):
+            maps = Path(args.out) / "maps"
+            print(
+                f"Outcome maps in {maps} (colours: outcome_labels.txt for ITK-SNAP, outcome_labels.ctbl for 3D Slicer)"
+            )
         _say_removed(written["removed"])
     except KeyboardInterrupt:
         with _signals_ignored():

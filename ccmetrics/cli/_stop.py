@@ -116,7 +116,7 @@ def _interrupted(stop, args: argparse.Namespace, seconds: float) -> int:
     if len(result.per_case):
         try:
             summary = result.summary(n_resamples=args.n_resamples, seed=args.seed)
-            written = result.write(args.out, plots=False, summary=summary)
+            written = result.write(args.out, plots=False, summary=summary, overwrite=True)
             print(report(result, seconds, summary=summary))
             _say_removed(written["removed"])
         except KeyboardInterrupt:  # a second Ctrl-C: no tables, still the way to go on

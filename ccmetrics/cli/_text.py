@@ -6,6 +6,8 @@ stdout escapes any other control character (``_common._PipeGuard``)."""
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 
 from .._escaping import printable
 from .._words import count, noun
@@ -23,16 +25,22 @@ def report(result, seconds: float, *, summary=None, **summary_options) -> str:
     from .. import schema
 
     n = result.counts()
-    lines = [f"{counted(n, seconds)}; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"]
-    lines += _problems(result.per_case, result.class_names)
-    for name in result.unpaired_files:
-        lines.append(
-            f"  ignored  {printable(name)} "
-            f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
+    pending = len(getattr(result.run, "pending", ()) or ())
+    first = f"{counted(n, seconds)}; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"
+    if pending:  # a stopped run: what was never evaluated comes first
+        first = (
+            f"Interrupted after {seconds:.1f} s: {pending} of {n['cases'] + pending} cases never evaluated; the "
+            f"{count(n['cases'], 'finished case')}: {n['evaluated']} evaluated ({n['flagged']} flagged), "
+            f"{n['failed']} failed; {n['empty_gt']} with an empty GT, {n['missing_prediction']} without prediction"
         )
+    lines = [first]
+    lines += _problems(result.per_case, result.class_names)
+    lines += _ignored(result.unpaired_files)
     if summary is None:
         summary = result.summary(**summary_options)
-    if len(summary):
+    if len(summary) and not (summary[schema.N] > 0).any():  # no case with lesions evaluated: no table of NaN
+        lines += ["", "No summary: no case with GT lesions was evaluated."]
+    elif len(summary):
         table = summary.reset_index()
         table = _with_class_names(table, result.class_names)
         table = _with_ci_text(table)
@@ -69,13 +77,53 @@ def counted(n: dict, seconds: float) -> str:
     )
 
 
+#: the error of a prediction that holds probabilities (``ccmetrics._inputs.as_binary_mask``): its value
+_PROBABILITIES = re.compile(r"^pred must be a binary mask, but it holds non-binary values such as ([^;]+);")
+#: more ignored files than this are counted by extension in one line, not listed one per line
+_IGNORED_LISTED = 3
+
+
+def _ignored(names: list[str]) -> list[str]:
+    """The files the pairing left out: one line each for up to three, else one line that counts them by kind
+    (``ignored 60 files that are not images (60 .pkl)``; all of them are in ``summary.json``'s ``ignored_files``).
+
+    >>> _ignored(["p/a.pkl", "p/b.pkl", "p/c.json", "p/sub/", "p/d.pkl"])  # doctest: +ELLIPSIS
+    ['  ignored  4 files that are not images (3 .pkl, 1 .json) and 1 subfolder (not searched); listed in ...']
+    """
+    if len(names) <= _IGNORED_LISTED:
+        return [
+            f"  ignored  {printable(name)} "
+            f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
+            for name in names
+        ]
+    folders = [n for n in names if n.endswith(os.sep)]
+    files = [n for n in names if not n.endswith(os.sep)]
+    kinds = Counter(os.path.splitext(n)[1] or "no extension" for n in files)
+    parts = []
+    if files:
+        by_kind = ", ".join(f"{k} {printable(ext)}" for ext, k in sorted(kinds.items(), key=lambda e: (-e[1], e[0])))
+        parts.append(
+            f"{count(len(files), 'file')} that {'is not an image' if len(files) == 1 else 'are not images'} ({by_kind})"
+        )
+    if folders:
+        parts.append(f"{count(len(folders), 'subfolder')} (not searched)")
+    return [f"  ignored  {' and '.join(parts)}; listed in summary.json (ignored_files)"]
+
+
 def _problems(table, names: dict[int, str]) -> list[str]:
     """One line per case with a problem: its status and what it is; with classes, each flag or error names the
     classes it holds for ("every class" when all have it; an error of the case itself, such as a file that could
-    not be read, as it is)."""
+    not be read, as it is). The cases whose prediction holds probabilities are one line, in the command line's terms
+    (``--probabilities``), first."""
     from .. import schema
 
     lines = []
+    maps = table[
+        (table[schema.STATUS] == schema.FAILED) & table[schema.ERROR].astype(str).str.match(_PROBABILITIES.pattern)
+    ].drop_duplicates(schema.CASE)
+    if len(maps):
+        lines.append(_probabilities_line(maps))
+        table = table[~table[schema.CASE].isin(maps[schema.CASE])]
     for case, rows in table.groupby(schema.CASE, sort=False):
         bad = rows[rows[schema.STATUS] != schema.OK]
         if bad.empty:
@@ -98,6 +146,23 @@ def _problems(table, names: dict[int, str]) -> list[str]:
         status = schema.FAILED if failed else bad[schema.STATUS].iloc[0]
         lines.append(f"  {status:<8}{printable(case)}: {shown}")  # an id or a message: on its one line
     return lines
+
+
+def _probabilities_line(maps) -> str:
+    """One line for the cases whose prediction is a probability map: the option that evaluates such maps."""
+    from .. import schema
+
+    row = maps.iloc[0]
+    found = _PROBABILITIES.match(str(row[schema.ERROR]))
+    value = found.group(1) if found else "a value between 0 and 1"
+    folder = os.path.dirname(str(row.get(schema.PRED_FILE, "") or "")) or "PRED_DIR"
+    ids = [printable(c) for c in maps[schema.CASE]]
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return (
+        f"  error   {count(len(ids), 'case')} ({shown}): the predictions are probability maps, not masks "
+        f"({ids[0]} holds {value}): give them as --probabilities {printable(folder)} instead of PRED_DIR (the "
+        "segmentation is then prob > 0.5; --thresholds 0.1:0.9:0.1 evaluates other thresholds)"
+    )
 
 
 def _with_ci_text(table):

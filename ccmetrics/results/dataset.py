@@ -349,6 +349,7 @@ class DatasetResult:
         curves: dict[int, DetectionCurves] | None = None,
         calibration: dict[int, dict[str, Any]] | None = None,
         quantification: pd.DataFrame | None = None,
+        overwrite: bool = False,
         **summary_options: Any,
     ) -> dict[str, Any]:
         """Write ``per_component.csv``, ``per_case.csv``, ``summary.json`` and ``plots/`` into ``out_dir``
@@ -378,6 +379,11 @@ class DatasetResult:
         quantification : pandas.DataFrame, optional
             The :meth:`quantification` when computed already; by default computed here (with the ``pet`` metric),
             with ``summary_options``.
+        overwrite : bool
+            Write even where ``ccmetrics report`` drew a ``report.html`` from the earlier tables (it is then removed:
+            it would describe tables that are gone); by default such a folder is refused, as ``ccmetrics evaluate``
+            refuses a non-empty folder without ``--overwrite``. The earlier tables and figures are replaced as ever;
+            a ``report.html`` of the user's own, the records of ``cases/`` and the user's files are never removed.
         **summary_options
             The options of :meth:`summary` (``ci_level``, ``n_resamples``, ``seed``), without ``summary``.
 
@@ -394,6 +400,8 @@ class DatasetResult:
         ------
         ValueError
             Both ``summary`` and ``summary_options`` given.
+        FileExistsError
+            ``out_dir`` holds a ``report.html`` drawn by ``ccmetrics report`` and ``overwrite`` is False.
         ccmetrics.campaign.records.OutputWriteError
             A file cannot be written (a full disk, no permission): the message names it.
         ccmetrics.campaign.output_folder.FolderInUse
@@ -411,7 +419,7 @@ class DatasetResult:
                 f"write takes the summary frame or the options to compute it ({', '.join(summary_options)}), "
                 f"not both: pass the options to summary() instead"
             )
-        from ..campaign.output_folder import locked  # the folder's lock is the run's (see pyproject's layers)
+        from ..campaign.output_folder import locked, refuse_stale_report  # the run's (see pyproject's layers)
 
         if "confidence" in summary_options:  # its former name: warned here, at the caller
             summary_options["ci_level"] = former_ci_level(
@@ -419,6 +427,8 @@ class DatasetResult:
             )
         out = Path(out_dir)
         with locked(out):  # no other run writes here meanwhile
+            if not overwrite:
+                refuse_stale_report(out)
             begin_tables(out)  # until finish_tables, a reader refuses the folder
             extra = {"curves": curves, "calibration": calibration, "quantification": quantification, "suv": suv_bins}
             written = self._write_tables(out, plots, summary, size_bins, groups, extra, summary_options)

@@ -33,6 +33,7 @@ from typing import Any
 from .. import schema
 from .._files import OutputWriteError, atomic_write
 from .._interrupts import critical
+from .._words import in_terms
 
 __all__ = [
     "MANIFEST_NAME",
@@ -306,7 +307,8 @@ def read_tables(out_dir: str | os.PathLike, names: Iterable[str]) -> tuple[dict[
     out = Path(out_dir)
     wanted = list(names)
     fix = (
-        "run the same `ccmetrics evaluate` again with --resume (resume=True): it takes every finished case "
+        f"run the same {in_terms('`ccmetrics evaluate` again with --resume', 'evaluation again with resume=True')}: "
+        "it takes every finished case "
         f"from {out / RECORDS_FOLDER} and rewrites the tables"
     )
     for _ in range(5):

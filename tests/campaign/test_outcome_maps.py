@@ -9,6 +9,7 @@ import os
 
 import nibabel as nib
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import ndimage
 
@@ -452,3 +453,18 @@ def test_probability_maps_paint_the_segmentation_the_cases_were_evaluated_on(tmp
     expected = reference_map(gt, prob > 0.5, rule="iou:0.1")[0]
     np.testing.assert_array_equal(_read_map(out, "maps/p1.nii.gz")[0], expected)
     assert expected[3, 3, 1] == 1  # a GT voxel outside the segmentation still takes its lesion's outcome
+
+
+def test_the_command_line_writes_the_maps_and_says_where(tmp_path, capsys):
+    from ccmetrics.cli import main
+
+    cases = {k: v for k, v in _cases().items() if k in ("mixed", "split")}
+    gt_dir, pred_dir = _folders(tmp_path, cases)
+    out = tmp_path / "out"
+    code = main(["evaluate", str(gt_dir), str(pred_dir), "--out-dir", str(out), "--metrics", "dice", "--write-maps"])
+    assert code == 0
+    assert f"Outcome maps in {out / 'maps'}" in capsys.readouterr().out
+    for case, (gt, pred) in cases.items():
+        np.testing.assert_array_equal(_read_map(out, f"maps/{case}.nii.gz")[0], reference_map(gt, pred)[0])
+    per_case = pd.read_csv(out / "per_case.csv")
+    assert per_case["outcome_map_file"].tolist() == ["maps/mixed.nii.gz", "maps/split.nii.gz"]

@@ -86,7 +86,7 @@ def test_overwrite_with_the_gt_folder_in_out_cases_is_refused_and_removes_nothin
     code = main(["evaluate", str(gt), str(pred), "--out", str(proj), "--overwrite", "--metrics", "dice", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2
-    assert f"the output folder {proj} (--out) holds the GT folder (GT_DIR) {gt}" in err
+    assert f"the output folder {proj} (--out-dir) holds the GT folder (GT_DIR) {gt}" in err
     assert "please report" not in err
     assert {p.name: p.read_bytes() for p in gt.iterdir()} == before  # the GT and clinical.json are whole
     # through Python, with the probability maps inside the output folder

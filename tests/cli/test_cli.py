@@ -511,7 +511,7 @@ def test_metric_options_are_passed_through(data, tmp_path):
     assert {r["metric"] for r in doc["summary"] if r["aggregation"] == "case"} == {"pq", "sq", "rq"}
 
 
-def test_suffix_patterns_pair_the_files(tmp_path):
+def test_suffix_patterns_pair_the_files(tmp_path, capsys):
     g, p = tmp_path / "gt", tmp_path / "pred"
     g.mkdir()
     p.mkdir()
@@ -540,15 +540,12 @@ def test_suffix_patterns_pair_the_files(tmp_path):
     assert (table["status"] == "ok").all()
     assert table["dice"].tolist() == pytest.approx([2 * 144 / (144 + 48 + 144)] * 2)
     assert table["cc_dice"].tolist() == pytest.approx([0.5, 0.5])
-    # without the suffix nothing pairs: GTs flagged as missing predictions, predictions without GT fail
+    # without the suffix nothing pairs: the run stops before any case, naming the option that pairs them
     code = main(
         ["evaluate", str(g), str(p), "--out", str(tmp_path / "unpaired"), "--metrics", "dice", "--quiet", "--no-plots"]
     )
-    assert code == 1
-    table = read_case_table(tmp_path / "unpaired").set_index("case")
-    assert set(table.index) == file_ids(g, p)
-    assert set(table.index[table["flags"] == "missing_prediction"]) == {"liver_001", "liver_002"}
-    assert table.loc["liver_001_pred", "error"].startswith("no ground truth")
+    assert code == 2 and not (tmp_path / "unpaired").exists()
+    assert "--pred-suffix _pred pairs them" in capsys.readouterr().err
     # a regex suffix on both sides
     shutil.rmtree(g)
     g.mkdir()

@@ -107,7 +107,7 @@ def test_candidates_without_maps_names_the_option(label_maps, capsys):
         ]
     )
     assert code == 2
-    assert "give the maps too (--probabilities DIR; probabilities= in Python)" in capsys.readouterr().err
+    assert "give the maps too (--probabilities DIR)" in capsys.readouterr().err
 
 
 def test_one_case_is_one_case(label_maps, capsys):
