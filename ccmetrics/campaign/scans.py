@@ -85,15 +85,16 @@ def check_scans_wanted(metrics: Sequence[str], detection_rule: Any, images: Any)
     >>> check_scans_wanted(["dice", "pet"], None, None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the pet metrics read the PET scan: give the scans, --images DIR (images= in Python), one per case ...
+    ValueError: the pet metrics read the PET scan: give the scans, images= (a folder or {case: scan}), one per case ...
     """
     reads = needs_scans(metrics, None)
     rule = DetectionRule.parse(detection_rule).kind == "suv_max"
     if images is None and (reads or rule):
         what = "the pet metrics read" if reads else "the detection rule suv_max reads"
         raise ValueError(
-            f"{what} the PET scan: give the scans, {in_terms('--images DIR', 'images=')}, one per case named like its "
-            "GT (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ... with --pet-channel, or CASE.nii.gz)"
+            f"{what} the PET scan: give the scans, {in_terms('--images DIR', 'images= (a folder or {case: scan})')}, "
+            "one per case named like its GT (nnU-Net's CASE_0000.nii.gz, CASE_0001.nii.gz, ... with --pet-channel, "
+            "or CASE.nii.gz)"
         )
     if images is not None and not (reads or rule):
         raise ValueError(

@@ -53,6 +53,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="leave out the viewer of each drawn case (MIP and planes; at most about 2 MB a case)",
     )
     re_.add_argument(
+        "--viewer-data",
+        choices=("auto", "inline", "folder"),
+        default="auto",
+        help="where the viewers' data go: in the page (inline), or in a folder beside it (folder: "
+        "REPORT_files/, one script a case, loaded when its viewer opens, also from a page opened as a file; keep "
+        "the folder with the page); auto (default): inline up to 50 MB, beside the page beyond",
+    )
+    re_.add_argument(
         "--images",
         default=None,
         metavar="IMAGE_DIR",
@@ -92,6 +100,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``ccmetrics report``: every message in the command line's terms (:func:`ccmetrics._words.command_line`)."""
+    from .._words import command_line
+
+    with command_line():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..report import write_report
     from ..results.tables import drawn_by_ccmetrics
 
@@ -131,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         window=window or None,
         max_image_memory=args.max_image_memory,
         with_viewer=args.viewer,
+        viewer_data=args.viewer_data,
     )
     print(info)
     return EXIT_OK

@@ -6,7 +6,7 @@ and ``plots/*.png`` (:func:`read_result_folder`); the cases are ranked worst fir
 (:func:`primary_metric`, :func:`worst_first`), and a case's ``standard − CC`` difference is undefined where either
 value is ∞ (:func:`with_differences`, :func:`undefined_difference`). With the ``pet`` columns (each lesion's SUVmax and
 MTV, :attr:`ResultFolder.uptake`) the missed lesions are ranked hottest first (:func:`hottest_first`) and counted
-hot from :data:`HOT_SUV_MAX` (:meth:`ResultFolder.hot_suv_max`). The files a table names are found by
+hot from :data:`HOT_SUV_MAX`. The files a table names are found by
 :func:`resolve_image`.
 
 The report's other rooms: one case's masks, lesions and false positives, read again from its files, and where each
@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,8 +75,7 @@ ROOMS = {
 #: the columns of ``per_component`` the report shows a lesion's uptake with (the ``pet`` metric group's): its SUVmax
 #: and its metabolic tumour volume (ml)
 SUV_MAX, MTV_ML = "suv_max", "mtv_ml"
-#: the SUVmax from which the report's summary counts a missed lesion as hot (a fixed cut-off; the evaluation's
-#: ``suv_bins`` option, when it has one, gives its top edge instead: :meth:`ResultFolder.hot_suv_max`)
+#: the SUVmax from which the report's summary counts a missed lesion as hot (a fixed cut-off)
 HOT_SUV_MAX = 4.0
 
 
@@ -167,19 +166,6 @@ class ResultFolder:
         ``suv_max`` (and ``mtv_ml``). The report then shows each lesion's SUVmax and MTV and lists the missed lesions
         hottest first; without, the page is as it was before the ``pet`` group existed."""
         return SUV_MAX in self.per_component
-
-    def hot_suv_max(self) -> tuple[float, bool]:
-        """The SUVmax from which a missed lesion counts as hot, and whether it is the top edge of the evaluation's
-        ``suv_bins`` option (else the fixed :data:`HOT_SUV_MAX`)."""
-        edges = self.options.get("suv_bins")
-        if isinstance(edges, str):  # as the command line takes them: "2.5,4,10"
-            edges = edges.split(",")
-        try:
-            values = [float(e) for e in edges] if edges else []
-        except (TypeError, ValueError):
-            values = []
-        finite = [v for v in values if math.isfinite(v)]
-        return (max(finite), True) if finite else (HOT_SUV_MAX, False)
 
     @property
     def binary(self) -> bool:
@@ -289,6 +275,143 @@ def undefined_difference(standard: Any, cc: Any, name: str, worst: Any = None, u
     except (TypeError, ValueError):
         worst_value = math.nan
     return text + (f", {worst_value:.4g} {unit}." if math.isfinite(worst_value) else ".")
+
+
+def infinite_note(
+    standard: Any,
+    cc: Any,
+    name: str,
+    *,
+    empty_gt: bool,
+    n_lesions: int,
+    worst: Any = None,
+    worst_given: bool = False,
+    unit: str = "mm",
+) -> str | None:
+    """Why a case's global distance (``standard``, of the metric called ``name``) is ∞ beside a finite CC value, as
+    ``docs/definitions.md`` says: the prediction is empty (no predicted voxel) or the GT is; None when ``standard``
+    is finite or missing, or ``cc`` is not finite.
+
+    CC-``name`` counts each lesion with no predicted voxel in its Voronoi region (its distance ∞) as the case's worst
+    distance ``worst`` (``--worst-distance``, else the image's diagonal ``sqrt(Σ(n_k·s_k)²)``), so an empty
+    prediction gives every lesion that value; an empty GT gives CC the worst distance when the prediction is not empty.
+
+    >>> note = infinite_note(float("inf"), 307.34996, "HD95", empty_gt=False, n_lesions=8, worst=307.34996)
+    >>> note.split(". ")[0]
+    'no predicted voxel: HD95 is ∞ (no surface to measure to)'
+    >>> note.split(". ")[1]
+    "CC-HD95 counts each of the 8 lesions, all missed (no predicted voxel in its region), as the worst distance, \
+307.3 mm (the image's diagonal), and averages them: 307.3 mm."
+    >>> infinite_note(float("inf"), 307.34996, "HD95", empty_gt=True, n_lesions=0, worst=307.34996,
+    ...               worst_given=True).split(": ")[1]
+    'HD95 is ∞ (no GT surface to measure from). CC-HD95 has no lesion to average over and is the worst distance, \
+307.3 mm (--worst-distance).'
+    >>> infinite_note(2.0, 3.0, "HD95", empty_gt=False, n_lesions=1) is None
+    True
+    """
+    try:
+        standard_value, cc_value = float(standard), float(cc)
+    except (TypeError, ValueError):
+        return None
+    if not math.isinf(standard_value) or not math.isfinite(cc_value):
+        return None
+    try:
+        worst_value = float(worst)
+    except (TypeError, ValueError):
+        worst_value = math.nan
+    source = "--worst-distance" if worst_given else "the image's diagonal"
+    worst_text = f"{worst_value:.4g} {unit} ({source})" if math.isfinite(worst_value) else f"({source})"
+    if empty_gt:
+        return (
+            f"the GT is empty (a healthy control) and the prediction is not: {name} is ∞ (no GT surface to measure "
+            f"from). CC-{name} has no lesion to average over and is the worst distance, {worst_text}."
+        )
+    lesions = "the lesion, missed" if n_lesions == 1 else f"each of the {n_lesions} lesions, all missed"
+    return (
+        f"no predicted voxel: {name} is ∞ (no surface to measure to). CC-{name} counts {lesions} (no predicted voxel "
+        f"in its region), as the worst distance, {worst_text}, and averages them: {cc_value:.4g} {unit}."
+    )
+
+
+def options_shown(options: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The evaluation's options (``summary.json``'s ``options``) as the page lists them: each by its
+    ``ccmetrics evaluate`` flag, its value as typed there and a short meaning (``flag``, ``value``, ``meaning``).
+    Options not given (None) are left out, and so is ``tolerance_mm`` at its default 0.001 mm: how far the GT's and
+    the prediction's grids may differ says nothing about the values, and beside the NSD tolerance it reads as one.
+
+    >>> shown = options_shown({"metrics": ["dice", "nsd"], "nsd_tolerance": 1.0, "tolerance_mm": 0.001,
+    ...                        "spacing": "header", "worst_distance": None})
+    >>> [f"{o['flag']} {o['value']}" for o in shown]
+    ['--metrics dice,nsd', '--nsd-tolerance 1', '--spacing header']
+    >>> options_shown({"tolerance_mm": 0.01})[0]["meaning"]
+    "how far the GT's and the prediction's grids may differ, in mm; not a metric's tolerance"
+    """
+    voxels = options.get("spacing") == "voxel"
+    length = "voxels" if voxels else "mm"
+    meanings = {
+        "metrics": "metrics evaluated",
+        "classes": "classes evaluated one by one",
+        "ignore_label": "GT label set to background first",
+        "spacing": "voxel spacing: from each GT file's header"
+        if options.get("spacing") == "header"
+        else "voxel spacing",
+        "nsd_tolerance": f"NSD's tolerance, in {length}",
+        "worst_distance": f"distance of a missed lesion in the means, in {length}",
+        "connectivity": "connectivity of the GT's components",
+        "detection_rule": "what counts as a detected lesion",
+        "reference_images": "the scans DICOM SEGs are placed on",
+        "gt_suffix": "the GT files' suffix",
+        "pred_suffix": "the prediction files' suffix",
+        "tolerance_mm": "how far the GT's and the prediction's grids may differ, in mm; not a metric's tolerance",
+        "nnunet_summary": "nnU-Net's voxel counts per case",
+        "write_maps": "each case's outcome map written",
+        "candidates": "lesion candidates of each probability map",
+        "confidence": "a candidate's confidence",
+        "match_by": "how candidates are matched to lesions",
+        "prob_channel": "the probability maps' channel",
+        "thresholds": "thresholds of the probability maps",
+    }
+    maps = options.get("probabilities")
+    flat = {k: v for k, v in options.items() if k != "probabilities"}
+    if isinstance(maps, Mapping):  # the maps' options by their own flags (segment_from_map: no PRED_DIR, no flag)
+        flat.update({_MAP_FLAGS[k]: v for k, v in maps.items() if k in _MAP_FLAGS})
+    shown = []
+    for key, value in flat.items():
+        if value is None or value is False or value == [] or (key == "tolerance_mm" and value == 1e-3):
+            continue
+        if value is True:
+            text = ""
+        elif isinstance(value, (list, tuple)):
+            text = ",".join(_option_text(v) for v in value)
+        else:
+            text = _option_text(value)
+        shown.append({"flag": "--" + key.replace("_", "-"), "value": text, "meaning": meanings.get(key, "")})
+    return shown
+
+
+#: the keys of ``options["probabilities"]`` by the ``ccmetrics evaluate`` flag that sets them
+_MAP_FLAGS = {
+    "candidates": "candidates",
+    "confidence": "confidence",
+    "match_by": "match_by",
+    "channel": "prob_channel",
+    "thresholds": "thresholds",
+}
+
+
+def _option_text(value: Any) -> str:
+    """One option's value as typed at the command line: ``1`` for 1.0, ``wt=1+2`` for a named class."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        if "labels" in value and "value" in value:  # a class: ``wt=1+2+3`` named, else its label
+            labels = "+".join(map(str, value["labels"] or [value["value"]]))
+            named = value.get("name") not in (None, "", str(value["value"]))
+            return f"{value['name']}={labels}" if named else labels
+        return ", ".join(f"{k} {_option_text(v)}" for k, v in value.items() if v is not None)
+    return str(value)
 
 
 def worst_first(

@@ -56,6 +56,7 @@ from .. import schema
 from . import cases, data, detection, geometry, thumbnails, viewer
 from .on_scan import ChannelRows, Scan, Scans, image_memory, on_image, open_scans
 from .render import _number, anchor
+from .scans import MAX_MASK_VALUES
 
 __all__ = ["AGGREGATIONS", "PLOT_CAPTIONS", "build_model"]
 
@@ -426,6 +427,7 @@ def _attach(entry: dict[str, Any], thumbs: dict[tuple, dict[str, Any]], scan: Sc
         on_image=bool(thumbs) and bool(channels),
         channels=channels,
         image_note=scan.note if thumbs else None,
+        image_masks=bool(thumbs) and scan.masks,
         channel_note=left_out,
         channels_left_out=[label for label, _ in scan.left_out] if left_out else [],
     )
@@ -544,6 +546,20 @@ def _case_entry(
         standard, cc = row.get(m), row.get(schema.cc(m))
         metric_name = folder.label(m)
         why = data.undefined_difference(standard, cc, metric_name, row.get(schema.WORST_DISTANCE), distance_unit)
+        infinite = (
+            data.infinite_note(
+                standard,
+                cc,
+                metric_name,
+                empty_gt=str(row.get(schema.EMPTY_GT)) == "True",
+                n_lesions=len(lesions),
+                worst=row.get(schema.WORST_DISTANCE),
+                worst_given=folder.options.get("worst_distance") is not None,
+                unit=distance_unit,
+            )
+            if folder.is_distance(m)
+            else None
+        )
         metrics.append(
             {
                 "key": m,
@@ -552,6 +568,7 @@ def _case_entry(
                 "cc": cc,
                 "delta": row.get(f"delta_{m}"),
                 "delta_note": why,
+                "infinite_note": infinite,
             }
         )
     scores = [{"key": s, "name": folder.label(s), "value": row.get(s)} for s in folder.case_scores]
@@ -574,6 +591,7 @@ def _case_entry(
         "on_image": False,
         "channels": [],
         "image_note": None,
+        "image_masks": False,
         "channel_note": None,
         "channels_left_out": [],
         "viewer": None,
@@ -638,6 +656,10 @@ def build_model(
     folder = data.read_result_folder(result_dir)
     if scans is not None:
         scans.tolerance_mm = folder.eval_options.tolerance_mm  # the evaluation's
+    masks_why = _mask_folder(scans, folder, image_root) if scans is not None else None
+    masks_path = str(scans.folder.path) if scans is not None else None
+    if masks_why is not None:
+        scans = None  # never drawn as grey levels: the thumbnails are drawn without scans
     metrics = folder.case_metrics
     primary = data.primary_metric(metrics, folder.columns)
     per_case = data.with_differences(folder.per_case, metrics).reset_index(drop=True)
@@ -664,6 +686,13 @@ def build_model(
     by_gap = sorted(cases, key=lambda c: _gap_key(c, primary))
     counts = folder.doc.get("counts", {})
     problems = [c for c in cases if c["status"] != schema.OK]
+    if masks_why is None and scans is not None:
+        masks_why = _masks_read(cases)
+        if masks_why is not None:
+            scans = None
+            for c in cases:
+                c.update(image_note=None, image_masks=False)
+    images_masks = None if masks_why is None else {"path": masks_path, "why": masks_why}
     return {
         "title": title or f"Per-lesion report: {folder.path.resolve().name}",
         "source": str(folder.path.resolve()),
@@ -690,12 +719,15 @@ def build_model(
         "max_cases": n_draw,
         "n_drawn": sum(c["drawn"] for c in cases),
         "options": folder.options,
+        "options_shown": data.options_shown(folder.options),
         "legend": thumbnails.LEGEND,
         "legend_on_image": thumbnails.LEGEND_ON_IMAGE,
         "is_distance": {m: folder.is_distance(m) for m in metrics},
         "images": str(scans.folder.path) if scans is not None else None,
+        "images_masks": images_masks,
         "image_notes": [c for c in cases if c["image_note"]],
         "channel_notes": [c for c in cases if c["channel_note"]],
+        "common_channel_note": _common_channel_note(cases),
         "n_on_image": sum(c["on_image"] for c in cases),
         "channels": list(dict.fromkeys(label for c in cases for label in c["channels"])),
         "uptake": _uptake(folder, cases),
@@ -704,6 +736,51 @@ def build_model(
         "viewer_max_axis": viewer.MAX_AXIS,
         **maps,
     }
+
+
+def _mask_folder(scans: Scans, folder: data.ResultFolder, image_root) -> str | None:
+    """Why ``--images`` holds masks and not scans, seen from the paths alone (no image read): it is the folder of
+    the GT files or of the prediction files of ``per_case.csv``; None when it is neither."""
+    try:
+        images = scans.folder.path.resolve()
+    except OSError:
+        return None
+    per_case = folder.per_case
+    for column, what in ((schema.GT_FILE, "GT"), (schema.PRED_FILE, "prediction")):
+        names: list[Any] = per_case[column].tolist() if column in per_case else []
+        for name in dict.fromkeys(n for n in names if _named(n)):
+            found = data.resolve_image(name, folder.path, image_root)
+            if found is not None and found.resolve().parent == images:
+                return f"it is the folder of the {what} files the evaluation read"
+    return None
+
+
+def _masks_read(cases: Sequence[dict[str, Any]]) -> str | None:
+    """Why ``--images`` holds masks and not scans, seen from the images read: every drawn case found only masks in
+    it (each channel a few distinct integer values, :func:`~ccmetrics.report.scans.mask_values`); None when a case
+    found a scan, or none was read."""
+    tried = [c for c in cases if c["drawn"] and (c["on_image"] or c["image_note"])]
+    if not tried or not all(c["image_masks"] for c in tried):
+        return None
+    first = tried[0]
+    return (
+        f"every image of it read ({len(tried)} {'case' if len(tried) == 1 else 'cases'}) holds at most "
+        f"{MAX_MASK_VALUES} distinct integer values, as a GT or a prediction does ({first['title']}: "
+        f"{first['image_note'].partition('not a scan: ')[2]})"
+    )
+
+
+def _common_channel_note(cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The channels left out of every case drawn on the scan, for the same reason (two cases or more): said once at
+    the top of the page, and not again in each case (``note``, ``left_out``, ``drawn`` and ``n`` cases); else None."""
+    on_image = [c for c in cases if c["on_image"]]
+    notes = {(c["channel_note"], tuple(c["channels_left_out"]), tuple(c["channels"])) for c in on_image}
+    if len(on_image) < 2 or len(notes) != 1:
+        return None
+    note, left_out, drawn = notes.pop()
+    if not note:
+        return None
+    return {"note": note, "left_out": list(left_out), "drawn": list(drawn), "n": len(on_image)}
 
 
 def _plots(folder: data.ResultFolder, maps: dict[str, Any]) -> list[dict[str, Any]]:
@@ -818,21 +895,19 @@ def _finder(cases: Sequence[dict[str, Any]], *, uptake: bool = False) -> list[di
 def _uptake(folder: data.ResultFolder, cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The summary's line on the missed lesions by uptake; None without the ``pet`` columns.
 
-    Keys: ``threshold`` (the SUVmax from which a lesion counts as hot,
-    :meth:`~ccmetrics.report.data.ResultFolder.hot_suv_max`), ``from_bins`` (it is the top edge of the evaluation's
-    SUV bins, else the fixed :data:`~ccmetrics.report.data.HOT_SUV_MAX`), ``n_lesions`` (GT lesions of the evaluated
+    Keys: ``threshold`` (the SUVmax from which a lesion counts as hot, :data:`~ccmetrics.report.data.HOT_SUV_MAX`),
+    ``n_lesions`` (GT lesions of the evaluated
     cases), ``n_missed``, ``n_hot`` (missed with SUVmax ≥ ``threshold``), ``n_unmeasured`` (missed without an
     SUVmax) and ``hottest`` (the missed lesion of largest SUVmax with its ``case``: equal ones in the page's order;
     None when none has one).
     """
     if not folder.uptake:
         return None
-    threshold, from_bins = folder.hot_suv_max()
+    threshold = data.HOT_SUV_MAX
     missed = [{**les, "case": c} for c in cases for les in c["lesions"] if not les["detected"]]
     values = [_number(r["suv_max"]) for r in missed]
     return {
         "threshold": threshold,
-        "from_bins": from_bins,
         "n_lesions": sum(len(c["lesions"]) for c in cases),
         "n_missed": len(missed),
         "n_hot": sum(v is not None and v >= threshold for v in values),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.memory import parse_memory
 from . import geometry, thumbnails
-from .scans import ImageFolder, read_channel
+from .scans import ImageFolder, mask_values, read_channel
 
 if TYPE_CHECKING:
     from .model import WindowArg
@@ -57,11 +57,13 @@ class ChannelRows:
 @dataclass
 class Scan:
     """What could be drawn of one case's scan: the channels cut for every thumbnail, the channels left out (each
-    ``(label, why)``), and why nothing is drawn on the scan (None when at least one channel is)."""
+    ``(label, why)``), and why nothing is drawn on the scan (None when at least one channel is); ``masks``: every
+    channel was left out because it holds a mask, not a scan (:func:`~ccmetrics.report.scans.mask_values`)."""
 
     rows: list[ChannelRows] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)
     note: str | None = None
+    masks: bool = False
 
 
 def on_image(
@@ -77,8 +79,10 @@ def on_image(
     (``label, code, array, minimum``) before its array is let go.
 
     Each channel is drawn if it lies on the GT's grid, whatever the others do: a PET on another grid beside a CT on
-    the GT's leaves the CT drawn, and the PET is left out with the reason (``left_out``). A case without a scan, or
-    with no channel on the grid, is drawn on the empty background (``note`` says why).
+    the GT's leaves the CT drawn, and the PET is left out with the reason (``left_out``). A channel that holds a mask
+    (a few distinct integer values: ``--images`` given the GT's folder, say) is left out too, never drawn as grey
+    levels. A case without a scan, or with no channel on the grid, is drawn on the empty background (``note`` says
+    why; ``masks`` when every channel was a mask).
     """
     try:
         files = scans.folder.channels(case)
@@ -87,12 +91,19 @@ def on_image(
     if not files:
         return Scan(note=f"no image found in {scans.folder.path} (looked for {scans.folder.expected(case)})")
     scan = Scan()
+    n_masks = 0
     for file in files:
         label = file.label(scans.names)
         named = f"{file.code} ({label})" if file.code and label != file.code else label
         channel, problem = read_channel(
             file, grid, label=named, tolerance_mm=scans.tolerance_mm, max_bytes=scans.max_bytes
         )
+        values = mask_values(channel.array) if channel is not None else None
+        if values is not None:
+            n_masks += 1
+            shown = ", ".join(f"{v:g}" for v in values)
+            problem = f"channel {named} holds a mask, not a scan: only {len(values)} distinct integer values ({shown})"
+            channel = None
         if problem or channel is None:
             scan.left_out.append((label, problem or f"channel {named} could not be read"))
         else:
@@ -102,7 +113,7 @@ def on_image(
             scan.rows.append(ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
         channel = None  # only the slices are kept: the array goes before the next channel is read
     if not scan.rows:  # no channel on the grid: the empty background, and why
-        return Scan(note="; ".join(why for _, why in scan.left_out))
+        return Scan(note="; ".join(why for _, why in scan.left_out), masks=n_masks == len(files))
     return scan
 
 

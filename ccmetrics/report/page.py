@@ -25,6 +25,7 @@ from typing import Any
 
 from . import model as _model
 from . import render as _render
+from . import viewer as _viewer
 from .model import AGGREGATIONS, PLOT_CAPTIONS, WindowArg, build_model
 from .model import MAP_UNREADABLE as MAP_UNREADABLE  # the former page's names, re-exported
 from .model import SEGMENTED_FROM_MAP as SEGMENTED_FROM_MAP
@@ -81,6 +82,11 @@ class ReportInfo:
         another grid, or unreadable): the other channels are drawn.
     n_viewers : int
         Case (and class) sections with a viewer (:mod:`ccmetrics.report.viewer`).
+    viewer_folder : Path or None
+        The folder beside the page that holds the viewers' data (``viewer_data="folder"``); None: in the page.
+    images_masks : str or None
+        Why ``images`` was not drawn on: it holds masks, not scans (it is the GT's or the prediction's folder, or
+        every image read from it holds a few distinct integer values); None when it was (or none was given).
     n_fp_candidates : int or None
         False-positive candidates of the probability maps listed in the lesion finder; None for a folder
         without probability maps (no ``per_candidate.csv``).
@@ -101,6 +107,8 @@ class ReportInfo:
     n_fp_candidates: int | None = None
     channels_left_out: list[str] = field(default_factory=list)
     n_viewers: int = 0
+    viewer_folder: Path | None = None
+    images_masks: str | None = None
 
     @classmethod
     def of(cls, out: Path, model: dict[str, Any]) -> ReportInfo:
@@ -121,6 +129,12 @@ class ReportInfo:
             n_fp_candidates=None if model["candidate_counts"] is None else model["candidate_counts"]["fp_candidates"],
             channels_left_out=[f"{c['title']}: {c['channel_note']}" for c in model["channel_notes"]],
             n_viewers=model["n_viewers"],
+            images_masks=(
+                f"--images {model['images_masks']['path']} holds masks, not scans: {model['images_masks']['why']}; "
+                "the thumbnails are drawn without scans"
+                if model.get("images_masks")
+                else None
+            ),
         )
 
     def __str__(self) -> str:
@@ -137,6 +151,8 @@ class ReportInfo:
             text += f"; images of {_count(len(self.unreadable), 'case')} could not be read:\n  " + "\n  ".join(
                 self.unreadable
             )
+        if self.images_masks:
+            text += f"\n{self.images_masks}"
         if self.images is not None:
             channels = f" (channels {', '.join(self.channels)})" if self.channels else ""
             text += f"\nThumbnails drawn on the images in {self.images}: {_count(self.n_on_image, 'case')}{channels}"
@@ -144,11 +160,16 @@ class ReportInfo:
                 text += f"; {_count(len(self.not_on_image), 'case')} on the empty background:\n  " + "\n  ".join(
                     self.not_on_image
                 )
-            if self.channels_left_out:
+            reasons = {line.partition(": ")[2] for line in self.channels_left_out}
+            if len(self.channels_left_out) > 1 and len(reasons) == 1 and len(self.channels_left_out) == self.n_on_image:
+                text += f"\nChannels left out (the other channels drawn) in every case: {reasons.pop()}"
+            elif self.channels_left_out:
                 text += (
                     f"\nChannels left out (the other channels drawn) in {_count(len(self.channels_left_out), 'case')}:"
                     + "".join(f"\n  {line}" for line in self.channels_left_out)
                 )
+        if self.viewer_folder is not None:
+            text += f"\nViewer data in {self.viewer_folder}: keep this folder beside the page"
         return text
 
 
@@ -174,6 +195,7 @@ def write_report(
     window: WindowArg = None,
     max_image_memory: str | int | None = None,
     with_viewer: bool = True,
+    viewer_data: str = "auto",
     **former: Any,
 ) -> ReportInfo:
     """Write the per-lesion report of a ``ccmetrics evaluate`` output folder as one self-contained HTML file.
@@ -226,6 +248,11 @@ def write_report(
         projection and three planes through a cursor, every lesion and predicted component coloured by its outcome,
         on the PET (one fixed window for every case: SUV 0-10, or ``window={"pet": "0:10"}``), else the CT, else on
         black; at most about 2 MB a case. Default True.
+    viewer_data : {"auto", "inline", "folder"}
+        Where the viewers' data go (:func:`ccmetrics.report.viewer.place_data`): in the page (``inline``), or in
+        the folder beside it (``folder``: ``report_files/`` for ``report.html``, one script a case, loaded when
+        its viewer is opened, also from a page opened as a file; keep the folder with the page); ``auto``
+        (default): inline up to 50 MB of viewer data, beside the page beyond.
 
     Returns
     -------
@@ -272,8 +299,12 @@ def write_report(
         max_image_memory=image_memory(max_image_memory, former, "write_report"),
         with_viewer=with_viewer,
     )
-    html = render_html(model)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    mode = _viewer.place_data(model["cases"], out, viewer_data)
+    html = render_html(model)
     out.write_text(html, encoding="utf-8")
-    return ReportInfo.of(out, model)
+    info = ReportInfo.of(out, model)
+    if mode == "folder" and info.n_viewers:
+        info.viewer_folder = _viewer.data_folder(out)
+    return info

@@ -20,7 +20,11 @@ from ..formats.io import Image
 from ..formats.scans import CHANNEL, ChannelFile, ImageFolder  # found by the formats layer; the names stay here too
 from .cases import CaseImages, Regions  # noqa: F401  (Regions: the examples build a case)
 
-__all__ = ["CHANNEL", "Channel", "ChannelFile", "ImageFolder", "read_channel"]
+__all__ = ["CHANNEL", "MAX_MASK_VALUES", "Channel", "ChannelFile", "ImageFolder", "mask_values", "read_channel"]
+
+#: a channel holding at most this many distinct values, all integers, is a mask (a label map), not a scan: a CT or a
+#: PET holds thousands
+MAX_MASK_VALUES = 16
 
 
 @dataclass
@@ -130,3 +134,35 @@ def _scan_refused(
             "(raise the limit with ccmetrics report --max-memory, or free memory)"
         )
     return None
+
+
+def mask_values(array: np.ndarray, max_values: int = MAX_MASK_VALUES) -> list[float] | None:
+    """The distinct values of ``array`` when it looks like a mask (at most ``max_values`` of them, all integers, the
+    smallest 0: a label map, such as a GT given as ``--images``), else None (a scan).
+
+    Cost: a strided sample of about 1/64 of the voxels first, which already holds more distinct values than
+    ``max_values`` in any CT or PET; only an array that passes it is read whole (``np.unique``, O(n log n)).
+
+    Examples
+    --------
+    >>> mask_values(np.array([[0, 1], [1, 2]], np.uint8))
+    [0.0, 1.0, 2.0]
+    >>> mask_values(np.array([0.0, 1.0, 0.5])) is None  # not integers
+    True
+    >>> mask_values(np.arange(20)) is None  # too many values
+    True
+    >>> mask_values(np.array([1.0, 8.0])) is None  # no background 0: a (synthetic) scan
+    True
+    >>> mask_values(np.zeros((0,))) is None  # nothing to judge
+    True
+    """
+    if array.size == 0 or array.dtype.kind not in "biuf":
+        return None
+    step = tuple(slice(None, None, 4) for _ in range(array.ndim)) if array.ndim >= 3 else ()
+    for part in (array[step], array) if step else (array,):
+        values = np.unique(part).astype(np.float64)
+        if values.size > max_values or not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+            return None
+    if values[0] != 0:  # a mask's background is 0, its labels above: a flat synthetic scan (1 and 8) is no mask
+        return None
+    return [float(v) for v in values]

@@ -11,6 +11,12 @@ predicted component coloured by its outcome. This module writes what it draws, p
   outcomes are the tables'. Codes and colours (Okabe-Ito, readable with the common colour-vision deficiencies) are
   those of the outcome maps ``ccmetrics evaluate --write-maps`` writes: 1 found (bluish green), 2 missed (orange), 3
   true-positive prediction outside the GT (sky blue), 4 false positive (reddish purple); the GT over the prediction;
+* **split and merged** (:func:`overlaps`): a lesion that two or more predicted components overlap is *split*
+  (``per_component.csv``'s ``n_pred``), a predicted component that overlaps two or more lesions *merged*
+  (``per_prediction.csv``'s ``n_gt``), and so are the lesions it covers; counted here from the same two labellings
+  the tables count from. The page hatches them over their outcome's colour (split ``/``, merged ``\\``: dark
+  stripes, read without the colours) and the cursor's label says ``split (2 predictions)``, ``merged (covers 3
+  lesions)``; the outcome colours stay the tables';
 * **the scan** (:class:`ScanPicker`): one channel, the PET where there is one (a channel named PET, PT, FDG-PET...,
   else one that is not a CT), else the CT, mapped to grey through one fixed window for every case
   (:func:`viewer_window`: PET SUV 0-10 by default, ``--window pet=0:10``; CT the soft-tissue preset, ``ct=lung`` ...)
@@ -25,6 +31,11 @@ most :data:`MAX_AXIS` voxels and the scan and the label maps compress (zlib, rea
 page (base64), whatever its noise. Cost: one pass over the case's voxels per factor tried (usually one), and one
 labelling of the prediction (its components' numbers, as ``per_prediction.csv`` numbers them).
 
+Where the data go (:func:`place_data`): inline in the page (one file), or for a large data set in a folder beside it
+(``report_files/``, one script a case, injected when its viewer is opened: a page opened as a file may load
+scripts but not fetch files); ``auto`` goes beside the page beyond :data:`INLINE_LIMIT_BYTES` (50 MB). Either way
+a case's data are parsed and inflated only when its viewer is opened.
+
 Where the cursor is, the page writes as the tables do: the voxel ``(i, j, k)``, 0-based, of the GT's grid, and its
 patient coordinates, RAS+ mm, from the GT's affine (the matrix :func:`ccmetrics.engine.geometry.patient_coordinates`
 takes, here sent to the page). Planes as the thumbnails': axial ``k`` constant (``i`` right, ``j`` up), coronal
@@ -36,10 +47,13 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -53,8 +67,10 @@ __all__ = [
     "FOUND",
     "MARGIN_MM",
     "MAX_AXIS",
+    "INLINE_LIMIT_BYTES",
     "MISSED",
     "OUTCOMES",
+    "VIEWER_DATA",
     "TP_OUTSIDE_GT",
     "ComponentMap",
     "Grid",
@@ -68,6 +84,8 @@ __all__ = [
     "json_text",
     "label_box",
     "legend",
+    "overlaps",
+    "place_data",
     "reduce_max",
     "viewer_window",
     "window_uint8",
@@ -88,6 +106,12 @@ MAX_AXIS = 256
 BUDGET_BYTES = 1_400_000
 #: the margin kept around the body and the labels when a case is cropped
 MARGIN_MM = 10.0
+#: where the cases' viewer data go (:func:`place_data`)
+VIEWER_DATA = ("auto", "inline", "folder")
+#: ``auto`` writes the viewer data beside the page once they would make it larger than this
+INLINE_LIMIT_BYTES = 50_000_000
+#: the first line of each script :func:`place_data` writes (only those it removes again)
+DATA_MARKER = "// ccmetrics report: the viewer data of a case (ccmetrics.report.viewer.place_data)"
 #: each further try of :func:`build_case` over the budget shrinks the volume by this factor per axis
 SHRINK = 1.25
 
@@ -107,8 +131,11 @@ class ComponentMap:
         bounding box (``offset``: where its first voxel lies; what is kept while the scan is read is that box).
     components : list of dict
         ``{"kind": "lesion" | "prediction", "label", "outcome" (a code of OUTCOMES), "voxel" (its centroid rounded,
-        0-based i, j, k), "id" (its row on the page, or None)}``: first the lesions (entry k is lesion k), then the
-        predicted components (entry n_lesions + m is prediction component m).
+        0-based i, j, k), "id" (its row on the page, or None)}``, a lesion's with ``n_pred`` (the predicted
+        components overlapping it; 2 or more: split) and ``merged`` (the most lesions one of these covers; 2 or
+        more: merged), a prediction's with ``n_gt`` (the lesions it overlaps; 2 or more: merged)
+        (:func:`overlaps`): first the lesions (entry k is lesion k), then the predicted components (entry
+        n_lesions + m is prediction component m).
     """
 
     index: np.ndarray
@@ -184,6 +211,8 @@ def component_map(
     >>> m.outcomes().tolist(), [(c["kind"], c["label"], c["outcome"], c["voxel"]) for c in m.components]
     ([[[1, 1, 3, 0, 2, 0, 4]]], [('lesion', 1, 1, [0, 0, 1]), ('lesion', 2, 2, [0, 0, 4]), \
 ('prediction', 1, 3, [0, 0, 2]), ('prediction', 2, 4, [0, 0, 6])])
+    >>> [c.get("n_pred", c.get("n_gt")) for c in m.components]  # lesion 1 and prediction 1 overlap
+    [1, 0, 1, 0]
     """
     from ..engine.components import label_components
 
@@ -198,14 +227,24 @@ def component_map(
     index[inside] = gt_labels[inside]
     outside = (pred_labels > 0) & ~inside
     index[outside] = (pred_labels[outside] + n_gt).astype(np.uint16)
+    n_pred_of, n_gt_of, merged_with = overlaps(gt_labels, pred_labels, n_gt, n_pred)
     components: list[dict[str, Any]] = []
     gt_centres = _centres(gt_labels, n_gt)
     for les, centre in zip(sorted(lesions, key=lambda r: int(r["label"])), gt_centres):
         position = les.get("position")
         voxel = list(position["voxel"]) if position else centre
         outcome = FOUND if les["detected"] else MISSED
+        k = int(les["label"])
         components.append(
-            {"kind": "lesion", "label": int(les["label"]), "outcome": outcome, "voxel": voxel, "id": les.get("id")}
+            {
+                "kind": "lesion",
+                "label": k,
+                "outcome": outcome,
+                "voxel": voxel,
+                "id": les.get("id"),
+                "n_pred": int(n_pred_of[k]),
+                "merged": int(merged_with[k]),
+            }
         )
     fps = {int(f["label"]): f for f in false_positives}
     for m, centre in enumerate(_centres(pred_labels, n_pred), start=1):
@@ -220,12 +259,48 @@ def component_map(
                 "outcome": outcome,
                 "voxel": voxel,
                 "id": fp.get("id") if fp is not None else None,
+                "n_gt": int(n_gt_of[m]),
             }
         )
     box = _box(index > 0)
     if box is None:
         return ComponentMap(np.zeros((0,) * index.ndim, np.uint16), components, (0,) * index.ndim)
     return ComponentMap(index[tuple(slice(a, b) for a, b in box)].copy(), components, tuple(a for a, _ in box))
+
+
+def overlaps(gt_labels: np.ndarray, pred_labels: np.ndarray, n_gt: int, n_pred: int):
+    """Which GT lesions and predicted components overlap (share a voxel): how many predictions cover each lesion
+    (``per_component.csv``'s ``n_pred``; 2 or more: *split*), how many lesions each prediction covers
+    (``per_prediction.csv``'s ``n_gt``; 2 or more: *merged*), and for each lesion the most lesions that one
+    prediction covering it covers (2 or more: the lesion is merged with another).
+
+    Cost: one pass over the voxels and a sort of the distinct (lesion, prediction) pairs of the overlapping voxels.
+
+    Returns
+    -------
+    n_pred : ndarray of int, n_gt + 1
+        Entry k: lesion k's (entry 0 unused).
+    n_gt : ndarray of int, n_pred + 1
+        Entry m: prediction component m's.
+    merged : ndarray of int, n_gt + 1
+        Entry k: the largest ``n_gt`` of the predictions overlapping lesion k (0: none overlaps it).
+
+    Examples
+    --------
+    >>> gt = np.array([1, 1, 0, 2, 0, 3, 3, 3])
+    >>> pred = np.array([1, 0, 0, 1, 0, 2, 0, 3])  # 1 covers lesions 1 and 2, lesion 3 is split by 2 and 3
+    >>> [a.tolist() for a in overlaps(gt, pred, 3, 3)]
+    [[0, 1, 1, 2], [0, 2, 1, 1], [0, 2, 2, 1]]
+    """
+    both = (gt_labels > 0) & (pred_labels > 0)
+    key = gt_labels[both].astype(np.int64) * (n_pred + 1) + pred_labels[both].astype(np.int64)
+    pairs = np.unique(key)
+    lesion, prediction = pairs // (n_pred + 1), pairs % (n_pred + 1)
+    n_pred_of = np.bincount(lesion, minlength=n_gt + 1)
+    n_gt_of = np.bincount(prediction, minlength=n_pred + 1)
+    merged = np.zeros(n_gt + 1, np.int64)
+    np.maximum.at(merged, lesion, n_gt_of[prediction])
+    return n_pred_of, n_gt_of, merged
 
 
 def _centres(labels: np.ndarray, n: int) -> list[list[int]]:
@@ -578,3 +653,98 @@ def json_text(value: Any) -> str:
     '{"a":"<\\\\/script>"}'
     """
     return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+# ---------------------------------------------------------------- inline, or in a folder beside the page
+
+
+def data_folder(out: os.PathLike) -> Path:
+    """The folder beside the page ``out`` that holds its viewer data in the ``folder`` mode: ``report_files`` for
+    ``report.html``.
+
+    >>> data_folder("x/report.html").as_posix()
+    'x/report_files'
+    """
+    out = Path(out)
+    return out.with_name(out.stem + "_files")
+
+
+def place_data(
+    cases: Sequence[dict[str, Any]], out: os.PathLike, mode: str = "auto", *, limit_bytes: int = INLINE_LIMIT_BYTES
+) -> str:
+    """Put the cases' viewer data in the page (``inline``) or in files beside it (``folder``); returns the mode taken.
+
+    ``auto`` (the default) is ``inline`` while the viewer data of every case take at most ``limit_bytes``
+    (:data:`INLINE_LIMIT_BYTES`, 50 MB) and ``folder`` beyond. In the ``folder`` mode each case's data (its volume
+    and the label maps of its classes) go into one script ``<page>_files/<anchor>.js`` (:func:`data_folder`) that
+    the page injects (``<script src>``) only when that case's viewer is opened: a script, not a ``fetch``, because
+    a page opened from a file may not fetch files (Chromium), but may load scripts. It stores each JSON text in
+    ``window.ccmetricsViewerFiles`` under its id, parsed only then. In the page there stays, per class, the
+    ``-viewer-data`` element with ``{"src": "<page>_files/<anchor>.js"}``. The scripts a former page wrote into
+    that folder are removed first (those whose first line is :data:`DATA_MARKER`: no other file is touched); the
+    folder is not created in the ``inline`` mode.
+
+    ``cases``: the model's (:func:`ccmetrics.report.build_model`), each with its ``viewer`` (None, or with
+    ``volume_id``, ``volume_json`` (on the case's first class), ``data_json``), changed in place. Cost: one write
+    of each case's data.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "report.html"
+    >>> cases = [{"anchor": "case-a", "viewer": {"volume_id": "case-a-viewer-volume", "volume_json": '{"shape":[1]}',
+    ...           "data_json": '{"labels":"","volume":"case-a-viewer-volume"}'}}, {"anchor": "case-b", "viewer": None}]
+    >>> place_data(cases, out, "auto"), cases[0]["viewer"]["data_json"]
+    ('inline', '{"labels":"","volume":"case-a-viewer-volume"}')
+    >>> place_data(cases, out, "folder"), cases[0]["viewer"]["data_json"], cases[0]["viewer"]["volume_json"]
+    ('folder', '{"src":"report_files/case-a.js"}', None)
+    >>> print((out.parent / "report_files" / "case-a.js").read_text().splitlines()[2])
+    f["case-a-viewer-volume"] = "{\\"shape\\":[1]}";
+    """
+    if mode not in VIEWER_DATA:
+        raise ValueError(f"the viewer data go {mode!r}: say one of {', '.join(VIEWER_DATA)}")
+    drawn = [c for c in cases if c.get("viewer")]
+    if mode == "auto":
+        size = sum(len(c["viewer"].get("volume_json") or "") + len(c["viewer"]["data_json"]) for c in drawn)
+        mode = "inline" if size <= limit_bytes else "folder"
+    if mode == "inline" or not drawn:
+        return mode
+    folder = data_folder(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.js"):
+        if _ours(old):
+            old.unlink()
+    by_volume: dict[str, list[dict[str, Any]]] = {}
+    for c in drawn:
+        by_volume.setdefault(c["viewer"]["volume_id"], []).append(c)
+    for number, (volume_id, group) in enumerate(by_volume.items(), start=1):
+        first = group[0]["anchor"]
+        name = f"{first}.js" if len(first) <= 200 else f"case{number:05d}.js"
+        lines = [DATA_MARKER, "(function (f) {"]
+        for c in group:
+            v = c["viewer"]
+            if v.get("volume_json"):
+                lines.append(f"f[{_js_string(volume_id)}] = {_js_string(v['volume_json'])};")
+            lines.append(f"f[{_js_string(c['anchor'])}] = {_js_string(v['data_json'])};")
+        lines.append("}(window.ccmetricsViewerFiles = window.ccmetricsViewerFiles || {}));")
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        src = f"{quote(folder.name)}/{quote(name)}"
+        for c in group:
+            c["viewer"]["volume_json"] = None
+            c["viewer"]["data_json"] = json_text({"src": src})
+            c["viewer"]["src"] = src
+    return "folder"
+
+
+def _ours(path: Path) -> bool:
+    """Whether a script was written by :func:`place_data` (its first line :data:`DATA_MARKER`)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(DATA_MARKER) + 1) == DATA_MARKER.encode() + b"\n"
+    except OSError:
+        return False
+
+
+def _js_string(text: str) -> str:
+    """A JavaScript string literal of ``text`` (JSON's, with U+2028 and U+2029 escaped as older engines need)."""
+    return json.dumps(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

@@ -227,7 +227,7 @@ def test_scans_as_a_mapping_of_arrays_one_missing():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"metrics": ["dice", "pet"]}, "the pet metrics read the PET scan: give the scans, --images DIR"),
+        ({"metrics": ["dice", "pet"]}, "the pet metrics read the PET scan: give the scans, images= "),
         ({"options": EvalOptions(detection_rule="suv_max")}, "the detection rule suv_max reads the PET scan"),
         ({"metrics": ["dice"], "images": "somewhere"}, "read by the pet metrics and the suv_max detection rule only"),
         (

@@ -18,7 +18,6 @@ The cases (lesions numbered in raster order; "found": the prediction covers it, 
 - ``case_e``: 1 found: nothing missed.
 """
 
-import json
 import math
 import re
 import shutil
@@ -381,23 +380,7 @@ def test_the_summary_counts_the_hot_missed_lesions_and_names_the_hottest(folders
     assert link == f"case-{hottest['case']}-lesion-{hottest['component']}"
     model = page.build_model(folders[1], max_cases=0)
     u = model["uptake"]
-    assert (u["n_missed"], u["n_hot"], u["n_unmeasured"], u["threshold"], u["from_bins"]) == (8, 5, 1, 4.0, False)
-
-
-def test_the_cut_off_is_the_top_suv_bin_edge_when_the_evaluation_has_bins(folders, tmp_path):
-    import ccmetrics
-
-    out = tmp_path / "binned"
-    shutil.copytree(folders[1], out)
-    result = ccmetrics.DatasetResult.read(out)
-    result.options["suv_bins"] = [2.5, 4.0, 10.0]
-    result.write(out, n_resamples=50)
-    assert json.loads((out / "summary.json").read_text())["options"]["suv_bins"] == [2.5, 4.0, 10.0]
-    t = pd.read_csv(out / "per_component.csv")
-    n_hot = int(((~t["detected"]) & (t["suv_max"] >= 10.0)).sum())
-    assert n_hot == 1
-    text = visible_text(page.render_html(page.build_model(out, max_cases=0)))
-    assert f"{n_hot} of 8 missed lesions had SUVmax ≥ 10 (the top edge of the evaluation's SUV bins)" in text
+    assert (u["n_missed"], u["n_hot"], u["n_unmeasured"], u["threshold"]) == (8, 5, 1, 4.0)
 
 
 def test_nothing_missed_is_said_so(folders, tmp_path):

@@ -460,8 +460,9 @@ def test_browser_no_network_request(page):
     )
     try:
         d.get(out.as_uri())
-        # on demand: nothing is inflated or drawn before a viewer is opened
+        # on demand: nothing is parsed, inflated or drawn before a viewer is opened
         assert d.execute_script("return document.querySelectorAll('.viewer canvas').length") == 0
+        assert d.execute_script("return window.ccmetricsViewer.stats;") == {"parsed": 0, "loaded": 0}
         assert go_to_lesion(d, 2)  # offline, the viewer still opens and draws
         resources = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name);")
         assert [r for r in resources if re.match(r"(https?|wss?|ftp):", r)] == []
@@ -576,6 +577,149 @@ def test_each_class_has_its_labels_on_one_volume_of_the_case(tmp_path):
         d.get((tmp_path / "r.html").as_uri())
         d.execute_script("window.ccmetricsViewer.open(arguments[0]);", other["anchor"])
         assert wait(d, "return document.querySelector(arguments[0]);", f"#{other['anchor']}-viewer .viewer-cursor")
+        assert [e for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        d.quit()
+
+
+# ---------------------------------------------------------------- split and merged
+
+
+def test_overlaps_by_brute_force():
+    rng = np.random.default_rng(7)
+    for n_gt, n_pred, size in ((0, 0, 1), (1, 0, 5), (0, 1, 5), (1, 1, 1), (3, 4, 40), (6, 5, 200)):
+        gt = rng.integers(0, n_gt + 1, size)
+        pred = rng.integers(0, n_pred + 1, size)
+        pairs = {(int(g), int(p)) for g, p in zip(gt, pred) if g and p}
+        n_pred_of, n_gt_of, merged = viewer.overlaps(gt, pred, n_gt, n_pred)
+        assert n_pred_of.tolist() == [0] + [sum(g == k for g, _ in pairs) for k in range(1, n_gt + 1)]
+        assert n_gt_of.tolist() == [0] + [sum(p == m for _, p in pairs) for m in range(1, n_pred + 1)]
+        by_pred = dict(zip(range(n_pred + 1), n_gt_of.tolist()))
+        hand = [max([by_pred[p] for g, p in pairs if g == k], default=0) for k in range(1, n_gt + 1)]
+        assert merged.tolist() == [0] + hand
+
+
+def split_merged_masks():
+    """Lesions 1 and 2 covered by one prediction (merged; it spills into the gap between them), lesion 3 split by
+    two predictions that lie inside it, a false positive."""
+    gt = np.zeros(SHAPE, np.uint8)
+    gt[4:10, 4:10, 4:8] = 1
+    gt[14:20, 4:10, 4:8] = 1
+    gt[26:36, 20:30, 10:16] = 1
+    pred = np.zeros(SHAPE, np.uint8)
+    pred[4:20, 4:10, 4:8] = 1
+    pred[26:30, 20:30, 10:16] = 1
+    pred[32:36, 20:30, 10:16] = 1
+    pred[2:4, 30:33, 20:22] = 1
+    return gt, pred
+
+
+@pytest.fixture(scope="module")
+def split_case(tmp_path_factory):
+    root = tmp_path_factory.mktemp("split")
+    gt, pred = split_merged_masks()
+    for sub in ("gt", "pred"):
+        (root / sub).mkdir()
+    save_image(root / "gt" / "b.nii.gz", gt, like=LIKE)
+    save_image(root / "pred" / "b.nii.gz", pred, like=LIKE)
+    return root, evaluate(root)
+
+
+def test_split_and_merged_equal_the_tables(split_case):
+    _, result = split_case
+    model = build_model(result)
+    _, data, _ = viewer_data(model, "case-b")
+    components = pd.read_csv(result / "per_component.csv")
+    predictions = pd.read_csv(result / "per_prediction.csv")
+    gt, pred = split_merged_masks()
+    gt_labels, n_gt = ndimage.label(gt, STRUCTURE)
+    pred_labels, n_pred = ndimage.label(pred, STRUCTURE)
+    assert (n_gt, n_pred) == (len(components), len(predictions)) == (3, 4)
+    by_kind = {(c["kind"], c["label"]): c for c in data["components"]}
+    for row in components.itertuples():
+        c = by_kind[("lesion", row.component)]
+        covering = set(np.unique(pred_labels[gt_labels == row.component])) - {0}
+        assert c["n_pred"] == row.n_pred == len(covering) and (c["n_pred"] >= 2) == row.split
+        # the most lesions one prediction covering it covers, from per_prediction's gt_lesions
+        lists = [str(r.gt_lesions).split(";") for r in predictions.itertuples() if r.prediction in covering]
+        assert c["merged"] == max((len(x) for x in lists), default=0)
+    for row in predictions.itertuples():
+        c = by_kind[("prediction", row.prediction)]
+        covered = set(np.unique(gt_labels[pred_labels == row.prediction])) - {0}
+        assert c["n_gt"] == row.n_gt == len(covered) and (c["n_gt"] >= 2) == row.merged
+    assert sorted(components["n_pred"]) == [1, 1, 2] and sorted(predictions["n_gt"]) == [0, 1, 1, 2]
+    assert [by_kind[("lesion", k)]["merged"] for k in (1, 2, 3)] == [2, 2, 1]
+
+
+def dark(colour, alpha=170):
+    """A colour under the hatching's stripe: black at ``alpha`` / 255 over it."""
+    return [round(int(colour[i : i + 2], 16) * (1 - alpha / 255)) for i in (1, 3, 5)]
+
+
+def has_colour(rgb, colour, tolerance=2):
+    return bool((np.abs(rgb.astype(int) - np.array(colour)).max(axis=-1) <= tolerance).any())
+
+
+def test_browser_split_and_merged_are_hatched_and_named(split_case, tmp_path):
+    root, result = split_case
+    out = root / "report.html"
+    write_report(result, out)
+    gt, pred = split_merged_masks()
+    gt_labels, _ = ndimage.label(gt, STRUCTURE)
+    pred_labels, _ = ndimage.label(pred, STRUCTURE)
+    d = browser(tmp_path)
+    try:
+        d.set_window_size(1300, 1000)
+        d.get(out.as_uri())
+        texts = {}
+        for lesion in (1, 3):
+            d.find_element("css selector", f'#lesion-table a[href="#case-b-lesion-{lesion}"]').click()
+            assert wait(
+                d,
+                "const l = document.querySelector('#case-b-viewer .viewer-cursor');"
+                "return l && l.getAttribute('data-component') === arguments[0];",
+                f"case-b-lesion-{lesion}",
+            )
+            label, voxel = cursor(d, "case-b")
+            assert voxel == [math.floor(x + 0.5) for x in np.argwhere(gt_labels == lesion).mean(0)]
+            texts[lesion] = (label.text.split(" · ")[-1], label.get_attribute("data-hatch"))
+        assert texts == {
+            1: ("lesion 1, found, merged (one prediction covers 2 lesions)", "merged"),
+            3: ("lesion 3, found, split (2 predictions)", "split"),
+        }
+        keys = d.find_elements("css selector", "#case-b-viewer .viewer-hatch-key")
+        assert [k.get_attribute("data-hatch") for k in keys] == ["split", "merged"]
+        # the merged prediction on the coronal MIP, where only its voxels outside the GT lie (i 10..13)
+        merged = int(pred_labels[12, 6, 5])
+        n = d.execute_script("return JSON.parse(document.getElementById('case-b-viewer-volume').textContent).shape;")
+        starts = d.execute_script(
+            "return JSON.parse(document.getElementById('case-b-viewer-volume').textContent).starts;"
+        )
+        mip = d.find_element("css selector", '#case-b-viewer canvas[data-view="mip-coronal"]')
+        d.execute_script(
+            "const c = arguments[0], r = c.getBoundingClientRect();"
+            "c.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.left + arguments[1] * r.width,"
+            " clientY: r.top + arguments[2] * r.height}));",
+            mip,
+            (11 - starts[0][0] + 0.5) / n[0],
+            1 - (5 - starts[2][0] + 0.5) / n[2],
+        )
+        label, voxel = cursor(d, "case-b")
+        assert voxel == [math.floor(x + 0.5) for x in np.argwhere(pred_labels == merged).mean(0)]
+        assert label.text.split(" · ")[-1] == f"prediction {merged}, true positive, merged (covers 2 lesions)"
+        # hatched: the found and the true-positive colours with dark stripes; the false positive plain
+        width, height, on = canvas_pixels(d, "mip-coronal", "case-b")
+        rgb = np.array(on, np.uint8).reshape(height, width, 4)[..., :3]
+        found, tp, fp = "#009E73", "#56B4E9", "#CC79A7"
+        for colour in (found, tp, fp):
+            assert has_colour(rgb, [int(colour[i : i + 2], 16) for i in (1, 3, 5)], 0)
+        assert has_colour(rgb, dark(found)) and has_colour(rgb, dark(tp)) and not has_colour(rgb, dark(fp))
+        d.find_element("css selector", "#case-b-viewer .viewer-overlay").click()
+        _, _, off = canvas_pixels(d, "mip-coronal", "case-b")
+        rgb_off = np.array(off, np.uint8).reshape(height, width, 4)[..., :3]
+        for colour in (found, tp, fp):  # no scan, no overlay: black (and the cursor), no stripes
+            assert not has_colour(rgb_off, [int(colour[i : i + 2], 16) for i in (1, 3, 5)], 2)
+            assert not has_colour(rgb_off, dark(colour))
         assert [e for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         d.quit()

@@ -3,7 +3,12 @@
 // (the scan: base64 of zlib of uint8 voxels i, j, k in C order, or none; the grid: "starts" of each displayed voxel's
 // block of GT voxels, "stops", "spacing_mm", the GT's "affine"), per case and class a label map
 // <script id="ANCHOR-viewer-data"> (component entries, 0 for none; "components": kind, label, outcome, voxel, id),
-// both read and inflated (DecompressionStream('deflate')) only when the viewer is opened.
+// both read and inflated (DecompressionStream('deflate')) only when the viewer is opened. For large data sets the
+// data element holds {"src": "report_files/ANCHOR.js"} instead (ccmetrics.report.viewer.place_data): that script,
+// injected only when the viewer is opened (a <script src> loads from a file:// page, a fetch does not), puts the JSON
+// texts into window.ccmetricsViewerFiles by id. ccmetricsViewer.stats counts the case data parsed and the scripts
+// loaded. Split lesions (two or more predictions overlap it) and merged ones (one prediction overlaps two or more
+// lesions: the prediction and those lesions) are hatched over their outcome's colour.
 // Views: MIP coronal (over j: i right, k up) and sagittal (over i: j right, k up); planes axial (k: i right, j up),
 // coronal (j) and sagittal (i) through the cursor, which is a voxel of the GT's grid.
 (function () {
@@ -27,6 +32,33 @@
     { name: "sagittal", title: "sagittal", h: 1, v: 2, fixed: 0, mip: false }
   ];
   var BOX_PX = 240;  // the longest side of the volume, on screen
+  var STATS = { parsed: 0, loaded: 0 };  // case data parsed (JSON.parse of a volume or a label map), scripts loaded
+  var SPLIT = 1, MERGED = 2;  // the hatching of a component: "/" split, "\\" merged
+  var HATCH = [
+    { bit: SPLIT, name: "split", css: "-45deg", text: "split: a lesion two or more predictions overlap" },
+    { bit: MERGED, name: "merged", css: "45deg", text: "merged: a prediction overlapping two or more lesions, and these" }
+  ];
+
+  function parse(text) { STATS.parsed += 1; return JSON.parse(text); }
+
+  // a script beside the page (its data), loaded once: resolves when it has run
+  var scripts = {};
+  function loadScript(src) {
+    if (!scripts[src]) {
+      scripts[src] = new Promise(function (resolve, reject) {
+        var node = document.createElement("script");
+        node.src = src;
+        node.onload = function () { STATS.loaded += 1; resolve(); };
+        node.onerror = function () {
+          delete scripts[src];
+          reject(new Error("the viewer's data " + src + " could not be read: keep the folder " +
+            src.split("/")[0] + " beside the page"));
+        };
+        document.head.appendChild(node);
+      });
+    }
+    return scripts[src];
+  }
 
   function inflate(text, wide) {
     var binary = atob(text), bytes = new Uint8Array(binary.length);
@@ -53,20 +85,39 @@
     this.overlay = true;
   }
 
+  // the case's data: {data, volume}, from the page or from its script beside the page
+  Viewer.prototype.source = function () {
+    var anchor = this.anchor, stub = JSON.parse(document.getElementById(anchor + "-viewer-data").textContent);
+    if (!stub.src) {
+      STATS.parsed += 1;  // the stub was the data
+      return Promise.resolve({ data: stub, volume: parse(document.getElementById(stub.volume).textContent) });
+    }
+    return loadScript(stub.src).then(function () {
+      var files = window.ccmetricsViewerFiles || {}, data = parse(files[anchor]);
+      return { data: data, volume: parse(files[data.volume]) };
+    });
+  };
+
   Viewer.prototype.load = function () {
     if (this.ready) { return this.ready; }
     var self = this;
-    var data = JSON.parse(document.getElementById(this.anchor + "-viewer-data").textContent);
-    var volume = JSON.parse(document.getElementById(data.volume).textContent);
-    this.data = data;
-    this.volume = volume;
-    var jobs = [inflate(data.labels, data.dtype === "uint16")];
-    if (volume.scan) { jobs.push(inflate(volume.scan, false)); }
-    this.ready = Promise.all(jobs).then(function (arrays) {
+    this.ready = this.source().then(function (source) {
+      var data = source.data, volume = source.volume;
+      self.data = data;
+      self.volume = volume;
+      var jobs = [inflate(data.labels, data.dtype === "uint16")];
+      if (volume.scan) { jobs.push(inflate(volume.scan, false)); }
+      return Promise.all(jobs);
+    }).then(function (arrays) {
       self.labels = arrays[0];
       self.scan = arrays.length > 1 ? arrays[1] : null;
       self.setup();
       return self;
+    }, function (error) {
+      self.ready = null;  // a later opening tries again
+      self.root.textContent = String(error.message || error);
+      self.root.setAttribute("data-error", "true");
+      throw error;
     });
     return this.ready;
   };
@@ -99,7 +150,12 @@
     var self = this, n = this.volume.shape, comps = this.data.components;
     this.outcome = new Uint8Array(comps.length + 1);
     this.priority = new Uint8Array(comps.length + 1);
-    comps.forEach(function (c, e) { self.outcome[e + 1] = c.outcome; self.priority[e + 1] = PRIORITY[c.outcome]; });
+    this.hatch = new Uint8Array(comps.length + 1);
+    comps.forEach(function (c, e) {
+      self.outcome[e + 1] = c.outcome;
+      self.priority[e + 1] = PRIORITY[c.outcome];
+      self.hatch[e + 1] = ((c.n_pred || 0) >= 2 ? SPLIT : 0) | ((c.n_gt || 0) >= 2 || (c.merged || 0) >= 2 ? MERGED : 0);
+    });
     this.mips = {};
     this.mips[1] = this.project(1);
     this.mips[0] = this.project(0);
@@ -120,6 +176,15 @@
       var key = el("span", "viewer-key");
       var swatch = el("span", "swatch");
       swatch.style.background = o.colour;
+      key.appendChild(swatch);
+      key.appendChild(document.createTextNode(o.text));
+      bar.appendChild(key);
+    });
+    HATCH.forEach(function (o) {
+      var key = el("span", "viewer-key viewer-hatch-key");
+      key.setAttribute("data-hatch", o.name);
+      var swatch = el("span", "swatch");
+      swatch.style.background = "repeating-linear-gradient(" + o.css + ", #000 0 2px, #bbb 2px 5px)";
       key.appendChild(swatch);
       key.appendChild(document.createTextNode(o.text));
       bar.appendChild(key);
@@ -163,7 +228,10 @@
       var off = document.createElement("canvas");
       off.width = n[view.h];
       off.height = n[view.v];
-      return { view: view, canvas: canvas, slider: slider, caption: caption, off: off };
+      var marks = document.createElement("canvas");  // where the hatched components lie, per kind
+      marks.width = n[view.h];
+      marks.height = n[view.v];
+      return { view: view, canvas: canvas, slider: slider, caption: caption, off: off, marks: marks };
     });
     this.root.appendChild(views);
     this.root.appendChild(el("p", "viewer-help muted", "Click a lesion in the tables or on a MIP to go to it; " +
@@ -260,11 +328,17 @@
     var comp = e ? this.data.components[e - 1] : null;
     if (comp) {
       what = (comp.kind === "lesion" ? "lesion " : "prediction ") + comp.label + ", " + NAME[comp.outcome];
+      if ((comp.n_pred || 0) >= 2) { what += ", split (" + comp.n_pred + " predictions)"; }
+      if ((comp.n_gt || 0) >= 2) { what += ", merged (covers " + comp.n_gt + " lesions)"; }
+      if ((comp.merged || 0) >= 2) { what += ", merged (one prediction covers " + comp.merged + " lesions)"; }
     }
     this.label.setAttribute("data-voxel", v.join(" "));
     this.label.setAttribute("data-ras", ras.join(" "));
     this.label.setAttribute("data-component", comp && comp.id ? comp.id : "");
     this.label.setAttribute("data-outcome", comp ? NAME[comp.outcome] : "");
+    this.label.setAttribute("data-hatch", comp ? HATCH.filter(function (o) {
+      return self.hatch[e] & o.bit;
+    }).map(function (o) { return o.name; }).join(" ") : "");
     this.label.textContent = "voxel i " + v[0] + ", j " + v[1] + ", k " + v[2] + " (ITK-SNAP " +
       (v[0] + 1) + ", " + (v[1] + 1) + ", " + (v[2] + 1) + ") \u00b7 x " + mm(ras[0]) + ", y " + mm(ras[1]) +
       ", z " + mm(ras[2]) + " mm (RAS) \u00b7 " + what;
@@ -280,6 +354,8 @@
     var view = item.view, n = this.volume.shape, nh = n[view.h], nv = n[view.v];
     var context = item.off.getContext("2d"), image = context.createImageData(nh, nv), px = image.data;
     var mip = view.mip ? this.mips[view.fixed] : null, ijk = [0, 0, 0], alpha = this.scan ? 0.6 : 1.0;
+    var markContext = item.marks.getContext("2d"), markImage = markContext.createImageData(nh, nv);
+    var mark = markImage.data, hatched = 0;
     ijk[view.fixed] = d[view.fixed];
     for (var a = 0; a < nh; a++) {
       for (var b = 0; b < nv; b++) {
@@ -305,12 +381,22 @@
         px[p + 1] = g;
         px[p + 2] = bl;
         px[p + 3] = 255;
+        if (this.overlay && e && this.hatch[e]) {  // red: split, green: merged (a mask, never drawn as such)
+          mark[p] = this.hatch[e] & SPLIT ? 255 : 0;
+          mark[p + 1] = this.hatch[e] & MERGED ? 255 : 0;
+          mark[p + 3] = 255;
+          hatched += 1;
+        }
       }
     }
     context.putImageData(image, 0, 0);
     var canvas = item.canvas, out = canvas.getContext("2d"), W = canvas.width, H = canvas.height;
     out.imageSmoothingEnabled = false;
     out.drawImage(item.off, 0, 0, W, H);
+    if (hatched) {
+      markContext.putImageData(markImage, 0, 0);
+      this.drawHatch(item, out, W, H);
+    }
     // the cursor: two lines with a gap around its voxel
     var x = (d[view.h] + 0.5) * W / nh, y = H - (d[view.v] + 0.5) * H / nv, gap = 6;
     out.strokeStyle = "rgba(255, 255, 0, 0.75)";
@@ -321,6 +407,26 @@
     out.moveTo(Math.round(x) + 0.5, 0); out.lineTo(Math.round(x) + 0.5, y - gap);
     out.moveTo(Math.round(x) + 0.5, y + gap); out.lineTo(Math.round(x) + 0.5, H);
     out.stroke();
+  };
+
+  // the hatching over the split ("/") and merged ("\\") components: dark stripes where the mask (scaled to the
+  // canvas, red: split, green: merged) has its channel, so that they read without the colours
+  Viewer.prototype.drawHatch = function (item, out, W, H) {
+    var layer = document.createElement("canvas");
+    layer.width = W;
+    layer.height = H;
+    var context = layer.getContext("2d");
+    context.imageSmoothingEnabled = false;
+    context.drawImage(item.marks, 0, 0, W, H);
+    var cut = context.getImageData(0, 0, W, H), px = cut.data;
+    for (var p = 0; p < px.length; p += 4) {
+      var x = (p >> 2) % W, y = Math.floor((p >> 2) / W), opaque = px[p + 3] > 127;
+      var on = (opaque && px[p] > 127 && (x + y) % 6 < 2) || (opaque && px[p + 1] > 127 && (x + H - y) % 6 < 2);
+      px[p] = px[p + 1] = px[p + 2] = 0;
+      px[p + 3] = on ? 170 : 0;
+    }
+    context.putImageData(cut, 0, 0);
+    out.drawImage(layer, 0, 0);
   };
 
   // ------------------------------------------------------------ wiring: open on demand, go to a lesion
@@ -372,5 +478,5 @@
     if (!box) { return null; }
     box.open = true;
     return viewerOf(box).load();
-  }, goToRow: goToRow };
+  }, goToRow: goToRow, stats: STATS };
 }());
