@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PLURALS", "command_line", "count", "in_terms", "noun"]
+__all__ = ["PLURALS", "command_line", "count", "ignored_summary", "in_terms", "noun"]
 
 #: True while a command of the ``ccmetrics`` program runs (in its thread: a context variable)
 _AT_THE_COMMAND_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("ccmetrics_command_line", default=False)
@@ -101,3 +103,26 @@ def in_terms(cli: str, python: str) -> str:
     'run again with overwrite=True'
     """
     return cli if _AT_THE_COMMAND_LINE.get() else python
+
+
+def ignored_summary(names: Sequence[str], sep: str = os.sep) -> str:
+    """The files (and subfolders: names ending in ``sep``) an evaluation left out, counted by kind in words, for the
+    command line's one line and the report's heading of the list.
+
+    >>> ignored_summary(["p/a.pkl", "p/b.pkl", "p/c.json", "p/sub/", "p/d.pkl"], sep="/")
+    '4 files that are not images (3 .pkl, 1 .json) and 1 subfolder (not searched)'
+    >>> ignored_summary(["p/README"], sep="/")
+    '1 file that is not an image (1 no extension)'
+    """
+    folders = [n for n in names if n.endswith(sep)]
+    files = [n for n in names if not n.endswith(sep)]
+    kinds = Counter(os.path.splitext(n)[1] or "no extension" for n in files)
+    parts = []
+    if files:
+        by_kind = ", ".join(f"{k} {ext}" for ext, k in sorted(kinds.items(), key=lambda e: (-e[1], e[0])))
+        parts.append(
+            f"{count(len(files), 'file')} that {'is not an image' if len(files) == 1 else 'are not images'} ({by_kind})"
+        )
+    if folders:
+        parts.append(f"{count(len(folders), 'subfolder')} (not searched)")
+    return " and ".join(parts)

@@ -40,7 +40,7 @@ SKIPPED = re.compile(
     r"^(python3? -m venv|\. \.venv/bin/activate|(python -m )?pip install|python -m pytest|sphinx-build)"
 )
 TIMING = re.compile(r"in \d+(\.\d+)? s\b")
-SIZE = re.compile(r"\(\d+ kB\)")  # a page's size moves with the PNG encoder of the installed matplotlib
+SIZE = re.compile(r"\(\d+(\.\d+)? [kM]B\)")  # a page's size moves with the PNG encoder of the installed matplotlib
 NOTE = re.compile(r"\s+<- .*$")  # a page's note beside a shown output line
 FENCE = re.compile(r"^```(\{[\w-]+\}|\w*)([^\n]*)\n(.*?)^```\n", re.S | re.M)  # language or MyST directive
 SHOWN = "\x1e-- the output shown so far --"  # printed by the test after each run of shown lines

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 
 from .._escaping import printable
 from .._words import count, noun
@@ -96,18 +95,9 @@ def _ignored(names: list[str]) -> list[str]:
             f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
             for name in names
         ]
-    folders = [n for n in names if n.endswith(os.sep)]
-    files = [n for n in names if not n.endswith(os.sep)]
-    kinds = Counter(os.path.splitext(n)[1] or "no extension" for n in files)
-    parts = []
-    if files:
-        by_kind = ", ".join(f"{k} {printable(ext)}" for ext, k in sorted(kinds.items(), key=lambda e: (-e[1], e[0])))
-        parts.append(
-            f"{count(len(files), 'file')} that {'is not an image' if len(files) == 1 else 'are not images'} ({by_kind})"
-        )
-    if folders:
-        parts.append(f"{count(len(folders), 'subfolder')} (not searched)")
-    return [f"  ignored  {' and '.join(parts)}; listed in summary.json (ignored_files)"]
+    from .._words import ignored_summary
+
+    return [f"  ignored  {printable(ignored_summary(names))}; listed in summary.json (ignored_files)"]
 
 
 def _problems(table, names: dict[int, str]) -> list[str]:

@@ -702,6 +702,7 @@ def build_model(
         "problems": problems,
         "unreadable": [c for c in cases if c["problem"]],
         "ignored_files": folder.doc.get("ignored_files", []),
+        "ignored_summary": _ignored_summary(folder.doc.get("ignored_files", [])),
         "summary": [{**r, "name": folder.label(r["metric"])} for r in folder.doc.get("summary", [])],
         "empty_gt": [e for e in folder.doc.get("empty_gt", []) if e.get("n")],
         "aggregations": AGGREGATIONS,
@@ -914,6 +915,17 @@ def _uptake(folder: data.ResultFolder, cases: Sequence[dict[str, Any]]) -> dict[
         "n_unmeasured": sum(v is None for v in values),
         "hottest": _hottest(missed),
     }
+
+
+#: more ignored files than this are counted by kind in the page's line, their list folded under it
+IGNORED_LISTED = 3
+
+
+def _ignored_summary(names: Sequence[str]) -> str | None:
+    """The page's line on the files the evaluation ignored when they are many (None for a few: listed as they are)."""
+    from .._words import ignored_summary
+
+    return ignored_summary(names) if len(names) > IGNORED_LISTED else None
 
 
 def _gap_key(case: dict[str, Any], primary: str | None):

@@ -230,3 +230,23 @@ def test_one_channel_holding_a_mask_is_left_out_of_its_case_only(result, scans, 
     assert text.count(why) == 2  # case_001's head and the list at the top
     assert 'class="thumb-row" data-channel="0001"' not in section(html, "case_001")
     assert 'class="thumb-row" data-channel="0001"' in section(html, "case_002")
+
+
+def test_many_ignored_files_are_one_line_with_their_list_folded(tmp_path):
+    """Issue 43, point 7 on the page: 60 .pkl and a .json beside the predictions (as nnU-Net writes them) are one
+    summary line, counted by kind; the list itself is folded under it, each name once."""
+    gt, pred = tmp_path / "gt", tmp_path / "pred"
+    shutil.copytree(EXAMPLES / "gt", gt)
+    shutil.copytree(EXAMPLES / "pred", pred)
+    names = [f"case_{i:03d}.pkl" for i in range(60)] + ["plans.json"]
+    for name in names:
+        (pred / name).write_text("not an image")
+    out = tmp_path / "out"
+    assert main(["evaluate", str(gt), str(pred), "--out-dir", str(out), "--metrics", "dice", "--quiet"]) == 0
+    assert main(["report", str(out), "--no-viewer"]) == 0
+    html = (out / "report.html").read_text()
+    text = " ".join(visible_text(html).split())
+    assert "Ignored by the evaluation: 61 files that are not images (60 .pkl, 1 .json)" in text
+    folded = re.search(r'<details class="muted ignored-files">(.*?)</details>', html, re.S)
+    assert folded is not None and all(folded.group(1).count(name) == 1 for name in names)
+    assert "Files ignored by the evaluation (not images)" not in text
