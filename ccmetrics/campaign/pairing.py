@@ -138,7 +138,7 @@ class SuffixHint(NamedTuple):
         return f"--{self.side}-suffix {shlex.quote(re.escape(self.suffix))}"
 
     def option_words(self) -> str:
-        """The option in the caller's terms (:func:`ccmetrics._words.in_terms`)."""
+        """The option in the caller's terms (``ccmetrics._words.in_terms``)."""
         return in_terms(self.option(), f"{self.side}_suffix={re.escape(self.suffix)!r}")
 
     def sentence(self) -> str:

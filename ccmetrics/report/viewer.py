@@ -575,7 +575,7 @@ def build_case(
 
     ``shape``: the GT's. The crop is the picked scan's (the body and the labels), or without a scan the labels'
     box, plus the margin; reduced until the longest axis is at most :data:`MAX_AXIS` and the scan and the label
-    maps compress to at most ``budget_bytes`` together (each try shrinks the volume :data:`SHRINK` times per axis).
+    maps compress to at most ``budget_bytes`` together (each try shrinks the volume ``SHRINK`` times per axis).
 
     Returns
     -------
@@ -676,12 +676,12 @@ def place_data(
 
     ``auto`` (the default) is ``inline`` while the viewer data of every case take at most ``limit_bytes``
     (:data:`INLINE_LIMIT_BYTES`, 50 MB) and ``folder`` beyond. In the ``folder`` mode each case's data (its volume
-    and the label maps of its classes) go into one script ``<page>_files/<anchor>.js`` (:func:`data_folder`) that
+    and the label maps of its classes) go into one script ``<page>_files/<anchor>.js`` (``data_folder``) that
     the page injects (``<script src>``) only when that case's viewer is opened: a script, not a ``fetch``, because
     a page opened from a file may not fetch files (Chromium), but may load scripts. It stores each JSON text in
     ``window.ccmetricsViewerFiles`` under its id, parsed only then. In the page there stays, per class, the
     ``-viewer-data`` element with ``{"src": "<page>_files/<anchor>.js"}``. The scripts a former page wrote into
-    that folder are removed first (those whose first line is :data:`DATA_MARKER`: no other file is touched); the
+    that folder are removed first (those whose first line is ``DATA_MARKER``: no other file is touched); the
     folder is not created in the ``inline`` mode.
 
     ``cases``: the model's (:func:`ccmetrics.report.build_model`), each with its ``viewer`` (None, or with
@@ -737,7 +737,7 @@ def place_data(
 
 
 def _ours(path: Path) -> bool:
-    """Whether a script was written by :func:`place_data` (its first line :data:`DATA_MARKER`)."""
+    """Whether a script was written by :func:`place_data` (its first line ``DATA_MARKER``)."""
     try:
         with path.open("rb") as f:
             return f.read(len(DATA_MARKER) + 1) == DATA_MARKER.encode() + b"\n"
