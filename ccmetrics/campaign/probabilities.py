@@ -368,9 +368,7 @@ def evaluate_with_maps(
     plain = {k: v for k, v in settings.items() if k != "detection_rule"}
     ignored = gt == options.ignore_label if options.classes and options.ignore_label is not None else None
     if ignored is not None and ignored.any():  # nnU-Net's ignore label: no candidate, no voxel, no threshold there
-        maps = {
-            c: Image(np.where(ignored, np.float32(0), m.array), m.spacing, m.affine, m.path) for c, m in maps.items()
-        }
+        maps = {c: Image(_zeroed(m.array, ignored), m.spacing, m.affine, m.path) for c, m in maps.items()}
     for c, mask, truth in prepared:
         results[c] = evaluate(gt=truth, pred=mask, metrics=metrics, **settings)
         frame, values[c] = case_candidates(
@@ -403,6 +401,22 @@ def evaluate_with_maps(
             )
     table = pd.concat(frames, ignore_index=True)
     return results, table, values, pd.concat(swept, ignore_index=True) if swept else None
+
+
+def _zeroed(values: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """A copy of ``values`` with 0 where ``where`` is True, in ``values``' memory order: one ``np.where`` when both
+    arrays share their memory order, else ``where``'s True voxels found in its own order (a Fortran-ordered mask read
+    forwards) and set to 0 by index, never an element-wise pass striding across one of the two.
+
+    >>> zeroed = _zeroed(np.asfortranarray(np.full((2, 3), 0.5, np.float32)), np.eye(2, 3, dtype=bool))
+    >>> zeroed.tolist(), bool(zeroed.flags.f_contiguous)
+    ([[0.0, 0.5, 0.5], [0.5, 0.0, 0.5]], True)
+    """
+    if (values.flags.c_contiguous, values.flags.f_contiguous) == (where.flags.c_contiguous, where.flags.f_contiguous):
+        return np.where(where, values.dtype.type(0), values)
+    out = values.copy(order="K")
+    out[np.nonzero(where.T)[::-1] if where.flags.f_contiguous else np.nonzero(where)] = 0
+    return out
 
 
 def case_candidates(
