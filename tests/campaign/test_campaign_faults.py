@@ -182,7 +182,7 @@ def test_a_signal_while_the_tables_are_written_stops_cleanly(data, tmp_path, sig
     assert "Stopped while writing the tables: 10 case(s) finished and kept" in stderr
     assert "--resume" in stderr.splitlines()[-1]
     assert json.loads((out / "manifest.json").read_text())["state"] == "writing"
-    with pytest.raises(ValueError, match="incomplete: the run writing them was stopped.*--resume"):
+    with pytest.raises(ValueError, match="incomplete: the run writing them was stopped.*resume"):
         DatasetResult.read(out)
     report = cli("report", out)
     assert report.returncode == 2 and "--resume" in report.stderr
