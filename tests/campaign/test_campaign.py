@@ -343,10 +343,13 @@ def test_ctrl_c_then_kill_then_resume_equals_an_uninterrupted_run(data, tmp_path
     os.killpg(run.pid, signal.SIGKILL)
     run.communicate(timeout=60)
     kept = RecordStore(out).read_all()
-    assert len(kept) >= len(finished) + 2 and not list((out / "cases").glob("*.tmp"))
-    # 3. resumed to the end: the tables equal those of the uninterrupted run, byte for byte
+    # a SIGKILL can land in the middle of a record's write: its temporary file may stay until the next run
+    assert len(kept) >= len(finished) + 2
+    # 3. resumed to the end: the tables equal those of the uninterrupted run, byte for byte, and the temporary
+    # files of the killed writes are gone
     done = cli(*evaluate_args(gt, pred, out, "--resume"))
     assert done.returncode == 0, done.stderr
+    assert not [p.name for p in (out / "cases").iterdir() if ".tmp" in p.name]
     assert f"{len(kept)} case(s) kept, {10 - len(kept)} to evaluate" in done.stderr
     assert tables(out) == tables(reference)
     run_info = json.loads((out / "summary.json").read_text())["run"]
