@@ -569,53 +569,30 @@ def compare(
     scores = wide[complete]
     if len(scores) < 2:
         raise ValueError(f"need at least 2 cases scored by every method, got {len(scores)}")
+    tested: dict[str, Any]  # what the test gives: the one place a Comparison's fields differ by the test
     if len(methods) == 2:
         ranks = _within_row_ranks(scores.to_numpy(), higher_is_better)
-        mean_ranks = pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")
         a, b = scores.to_numpy().T
         diff = np.subtract(a, b, out=np.zeros_like(a), where=a != b)  # equal values tie (inf - inf is no NaN)
         statistic, pvalue = _wilcoxon(diff)
-        return Comparison(
-            metric=metric,
-            higher_is_better=higher_is_better,
-            test="wilcoxon",
-            scores=scores,
-            mean_ranks=mean_ranks,
-            statistic=statistic,
-            pvalue=pvalue,
-            nemenyi=None,
-            excluded=excluded,
-            empty_gt=sorted(empty_gt, key=str),
-        )
-    if not _posthoc_available():  # the means, ranks and the Friedman test need scipy only
+        tested = {"test": "wilcoxon", "mean_ranks": pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")}
+        tested.update(statistic=statistic, pvalue=pvalue, nemenyi=None)
+    elif not _posthoc_available():  # the means, ranks and the Friedman test need scipy only
         ranks = _within_row_ranks(scores.to_numpy(dtype=float), higher_is_better)
         statistic, pvalue = _friedman(ranks)
-        return Comparison(
-            metric=metric,
-            higher_is_better=higher_is_better,
-            test="friedman",
-            scores=scores,
-            mean_ranks=pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank"),
-            statistic=statistic,
-            pvalue=pvalue,
-            nemenyi=None,
-            excluded=excluded,
-            empty_gt=sorted(empty_gt, key=str),
-            posthoc_missing=POSTHOC_MISSING,
-        )
-    fn = friedman_nemenyi(scores, higher_is_better=higher_is_better)
+        tested = {"test": "friedman", "mean_ranks": pd.Series(ranks.mean(axis=0), index=methods, name="mean_rank")}
+        tested.update(statistic=statistic, pvalue=pvalue, nemenyi=None, posthoc_missing=POSTHOC_MISSING)
+    else:
+        fn = friedman_nemenyi(scores, higher_is_better=higher_is_better)
+        tested = {"test": "friedman", "mean_ranks": fn.mean_ranks, "statistic": fn.statistic, "pvalue": fn.pvalue}
+        tested.update(nemenyi=fn.nemenyi, significance=fn.significance)
     return Comparison(
         metric=metric,
         higher_is_better=higher_is_better,
-        test="friedman",
         scores=scores,
-        mean_ranks=fn.mean_ranks,
-        statistic=fn.statistic,
-        pvalue=fn.pvalue,
-        nemenyi=fn.nemenyi,
         excluded=excluded,
         empty_gt=sorted(empty_gt, key=str),
-        significance=fn.significance,
+        **tested,
     )
 
 

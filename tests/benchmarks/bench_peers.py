@@ -30,8 +30,10 @@ Cases (all synthetic and seeded; ``--quick`` makes each smaller, for a smoke run
    at IoU > 0.5).
 5. **probability maps**: the detection maps of ``bench_detection.py`` (``make_case``: 6 positive cases of
    256 x 256 x 96 and 4 negative ones; quick: 3 + 2 of 96 x 96 x 64): AP, AUROC and the PI-CAI ranking score over
-   the cases, ccmetrics (``find_candidates`` + ``match_candidates`` per case + ``detection_curves``, from the
-   probability maps) against ``picai_eval.evaluate`` (on the detection maps, made before the timing, with
+   the cases and the FROC's sensitivity at 1, 4 and 8 false positives per case (picai_eval's
+   ``lesion_TPR_at_FPR``: the last FROC point at or below the rate, read from ccmetrics' FROC by that rule),
+   ccmetrics (``find_candidates`` + ``match_candidates`` per case + ``detection_curves``, from the probability
+   maps) against ``picai_eval.evaluate`` (on the detection maps, made before the timing, with
    ``num_parallel_calls=1``).
 
 A peer that is not installed gives a row "not installed: pip install X". ``pip install -e ".[bench]"`` installs
@@ -438,6 +440,11 @@ def bench_probability(case: str, shape, n_pos: int, n_neg: int, repeats: int) ->
     add(case, "AP", "picai_eval.evaluate", curves.ap, metrics.AP, t_ours, t)
     add(case, "AUROC", "picai_eval.evaluate", curves.auroc, metrics.auroc, t_ours, t)
     add(case, "PI-CAI score", "picai_eval.evaluate", curves.picai_score, metrics.score, t_ours, t)
+    for rate in (1.0, 4.0, 8.0):  # the FROC at picai_eval's rule: the last point with at most `rate` FP per case
+        fppc, sens = curves.froc_fp_per_case, curves.froc_sensitivity
+        ours_step = float(sens[fppc <= rate][-1]) if np.any(fppc <= rate) else 0.0
+        theirs = metrics.lesion_TPR_at_FPR(rate)
+        add(case, f"FROC sensitivity at {rate:g} FP/case", "picai_eval lesion_TPR_at_FPR", ours_step, theirs, t_ours, t)
 
 
 # ----------------------------------------------------------------------------- table
