@@ -1,9 +1,11 @@
-"""Headless Chromium for the report's browser tests (tests/report/test_report.py, test_report_images.py)."""
+"""Headless Chromium for the report's browser tests (tests/report/test_report.py, test_report_images.py,
+test_viewer.py, test_viewer_large.py), and waiting for a page's script."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -37,3 +39,14 @@ def browser(tmp):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+
+
+def wait(d, script, *args, timeout=10.0):
+    """Run ``script`` in the page until it returns something true (the viewer inflates its data asynchronously);
+    its last value after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        value = d.execute_script(script, *args)
+        if value or time.monotonic() > end:
+            return value
+        time.sleep(0.05)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _browser import browser
+from _browser import browser, wait
 from scipy import ndimage
 
 from ccmetrics.formats.io import Image, save_image
@@ -323,16 +323,6 @@ def page(case, tmp_path_factory):
     d.get(out.as_uri())
     yield d, out
     d.quit()
-
-
-def wait(d, script, *args, timeout=10.0):
-    """Run ``script`` until it returns something true (the viewer inflates its data asynchronously)."""
-    end = time.monotonic() + timeout
-    while True:
-        value = d.execute_script(script, *args)
-        if value or time.monotonic() > end:
-            return value
-        time.sleep(0.05)
 
 
 def cursor(d, anchor="case-a"):

@@ -16,11 +16,10 @@ import copy
 import json
 import math
 import re
-import time
 
 import numpy as np
 import pytest
-from _browser import browser
+from _browser import browser, wait
 
 from ccmetrics.formats.io import Image, save_image
 from ccmetrics.report import build_model, render_html, viewer
@@ -176,15 +175,6 @@ def driver(pages, tmp_path_factory):
     d.set_window_size(1300, 1000)
     yield d
     d.quit()
-
-
-def wait(d, script, *args, timeout=10.0):
-    end = time.monotonic() + timeout
-    while True:
-        value = d.execute_script(script, *args)
-        if value or time.monotonic() > end:
-            return value
-        time.sleep(0.05)
 
 
 STATS = "return window.ccmetricsViewer.stats;"
