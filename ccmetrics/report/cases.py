@@ -291,6 +291,7 @@ def find_components(
     spacing: Sequence[float] | None = None,
     connectivity: int | None = None,
     false_positives: Sequence[int] | None = None,
+    rule: Any = None,
 ) -> tuple[Regions, list[Component], list[Component]]:
     """The GT components and the false-positive prediction components of one case.
 
@@ -303,8 +304,12 @@ def find_components(
         The evaluation's connectivity (26 / 8 by default), used for both masks.
     false_positives : sequence of int, optional
         The prediction components (numbered 1..M in raster order, as ``per_prediction.csv``) that are
-        false positives under the evaluation's detection rule; default: those overlapping no GT voxel
-        (the ``overlap`` rule).
+        false positives under the evaluation's detection rule; default: those that
+        :func:`ccmetrics.metrics.detection_rules.judge` finds no true positive under ``rule``.
+    rule : str, optional
+        The evaluation's detection rule when ``false_positives`` is not given (no ``per_prediction.csv``);
+        default ``"overlap"``: a component is a false positive when it overlaps no GT voxel. ``suv_max`` needs
+        the scan, which this function does not have: it raises ``ValueError``.
 
     Returns
     -------
@@ -326,7 +331,13 @@ def find_components(
 
     gt_labels, n_gt = label_components(gt, connectivity)
     pred_labels, n_pred = label_components(pred, connectivity)
-    if false_positives is None:
+    if false_positives is None and rule not in (None, "overlap"):  # the rule's one home judges them
+        from ..engine.components import find_sites
+        from ..metrics.detection_rules import judge
+
+        judged = judge(find_sites(pred, connectivity=connectivity), find_sites(gt, connectivity=connectivity), rule)
+        fp_labels = [k + 1 for k, hit in enumerate(judged.pred_tp) if not hit]
+    elif false_positives is None:
         overlapping = np.bincount(pred_labels[gt], minlength=n_pred + 1)
         fp_labels = [k for k in range(1, n_pred + 1) if overlapping[k] == 0]
     else:
@@ -370,6 +381,7 @@ def load_case(
     connectivity: int | None = None,
     ignore_label: int | None = None,
     false_positives: Sequence[int] | None = None,
+    rule: Any = None,
     reference_images: Any = None,
     tolerance_mm: float = 1e-3,
     pair: tuple[Image, np.ndarray] | None = None,
@@ -391,6 +403,8 @@ def load_case(
         The evaluation's ignore label: its GT voxels become background in both masks first.
     false_positives : sequence of int, optional
         The false-positive prediction components under the evaluation's rule (:func:`find_components`).
+    rule : str, optional
+        The evaluation's detection rule, judging the components when ``false_positives`` is not given.
     reference_images, tolerance_mm
         The evaluation's ``reference_images`` and ``tolerance_mm``: a DICOM SEG is reoriented or placed on
         the common grid by :func:`ccmetrics.formats.grids.align_pair`, as the evaluation did.
@@ -412,7 +426,7 @@ def load_case(
     gt, pred = masks_of(gt_array, class_value), masks_of(pred_array, class_value)
     header = tuple(float(s) for s in gt_image.spacing)
     metric_spacing = header if spacing == "header" else None if spacing == "voxel" else tuple(spacing)
-    regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives)
+    regions, lesions, fps = find_components(gt, pred, metric_spacing, connectivity, false_positives, rule)
     affine = np.array(gt_image.affine, dtype=float)
     return CaseImages(gt, pred, regions, header, lesions, fps, affine, gt_image.affine_3d)
 

@@ -114,6 +114,11 @@ SEGMENTED_FROM_MAP = (
     "the prediction is the probability map's segmentation (prob > 0.5), and per_case.csv names no map file "
     "(given as an array): no thumbnails, no false-positive components (the map's candidates are listed)"
 )
+#: why a case is not drawn when its false positives depend on the scan and no per_prediction table holds them
+SUV_MAX_WITHOUT_TABLE = (
+    "the false positives under the detection rule suv_max depend on the scan, and this evaluation wrote no "
+    "per_prediction.csv: no thumbnails; evaluate again with the detection metric group (--metrics ...,detection)"
+)
 #: why a case segmented from its probability map is not drawn: the map (named in the reason) cannot be read now
 MAP_UNREADABLE = (
     "could not read the probability map whose segmentation (prob > 0.5) was the prediction, so no thumbnails and "
@@ -197,7 +202,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
     try:
         labels = None if folder.binary else folder.class_labels(int(row[schema.CLASS]))
         predictions = folder.result.per_prediction
-        false_positives = None  # without per_prediction.csv: the overlap rule
+        false_positives = None  # without per_prediction.csv: judged here under the evaluation's rule
         if predictions is not None and len(predictions):
             mine = predictions[
                 (predictions[schema.CASE].astype(str) == str(row[schema.CASE]))
@@ -209,6 +214,8 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
             false_positives = []
         key = (str(gt_file), str(pred_file), str(map_file))
         options = folder.eval_options
+        if false_positives is None and options.rule().startswith("suv_max"):
+            return None, SUV_MAX_WITHOUT_TABLE
         reference, tolerance = options.reference_images, options.tolerance_mm
         if key not in pairs and map_file is not None:
             channel = options.probabilities.prob_channel if options.probabilities is not None else None
@@ -229,6 +236,7 @@ def _case_images(folder: data.ResultFolder, row: pd.Series, image_root, pairs: d
             connectivity=options.connectivity,
             ignore_label=options.ignore_label,
             false_positives=false_positives,
+            rule=options.rule(),
             reference_images=reference,
             tolerance_mm=tolerance,
             pair=pairs[key],
