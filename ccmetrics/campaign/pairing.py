@@ -173,6 +173,12 @@ def suffix_hint(tasks: Iterable[CaseTask]) -> SuffixHint | None:
     ('pred', '_pred', {'case_10_pred': 'case_10', 'case_1_pred': 'case_1'}, '--pred-suffix _pred')
     >>> suffix_hint([CaseTask("a", "ga", "pa")]) is None
     True
+
+    Never a suffix that would give two predictions one id (``case0`` and ``case0_pred`` would both be ``case0``):
+
+    >>> suffix_hint([CaseTask("case0", "g0", "p0"), CaseTask("case0_pred", None, "p0b"),
+    ...              CaseTask("case1", "g1", None), CaseTask("case1_pred", None, "p1")]) is None
+    True
     """
     tasks = list(tasks)
     lone_gt = {t.case for t in tasks if t.gt is not None and t.pred is None and not t.error}
@@ -184,7 +190,14 @@ def suffix_hint(tasks: Iterable[CaseTask]) -> SuffixHint | None:
             stem = next((case[:k] for k in range(len(case) - 1, 0, -1) if case[:k] in shorter), None)
             if stem is not None:
                 found[case] = (stem, case[len(stem) :])
-        counts = Counter(suffix for _, suffix in found.values())
+        # a suffix whose removal would give a file the id of another file on its side would break a pair that
+        # works now (``case0`` beside ``case0_pred``): never suggested
+        ids = {t.case for t in tasks if (t.pred if side == "pred" else t.gt) is not None}
+        counts = Counter(
+            suffix
+            for _, suffix in found.values()
+            if not any(i.endswith(suffix) and i[: len(i) - len(suffix)] in ids for i in ids)
+        )
         if not counts:
             continue
         suffix, n = min(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -483,7 +483,10 @@ def _check_cases(args: argparse.Namespace) -> str:
             )
             return f"no prediction in {args.pred_dir} has the case id of a GT file in {args.gt_dir}{found}"
         if hint is not None:
-            _say(f"ccmetrics: note: {hint.sentence()}; without it they are evaluated as missing predictions")
+            _say(
+                f"ccmetrics: note: {hint.sentence()}; without it those GT cases are evaluated as missing "
+                "predictions and the unpaired files are error rows"
+            )
         first_gt = next((t.gt for t in tasks if t.gt is not None), None)
     if isinstance(args.spacing, tuple):
         return _spacing_problem(args, first_gt)

@@ -169,6 +169,18 @@ def test_predictions_with_a_suffix_stop_the_run_with_the_option_that_pairs_them(
     assert code == 0 and ": 3 evaluated (0 flagged), 0 failed; 0 with an empty GT, 0 without prediction" in out
 
 
+def test_no_suffix_note_that_would_break_a_working_pair(data, capsys):
+    # c0 and c0_seg both in PRED_DIR: --pred-suffix _seg would give both the id c0 (an error row), so no note
+    clash = data / "clash"
+    clash.mkdir()
+    (clash / "c0.nii.gz").write_bytes((data / "pred" / "c0.nii.gz").read_bytes())
+    (clash / "c0_seg.nii.gz").write_bytes((data / "pred" / "c0.nii.gz").read_bytes())
+    (clash / "c1_seg.nii.gz").write_bytes((data / "pred" / "c1.nii.gz").read_bytes())
+    code, out, err = _run(capsys, data / "gt", clash, "--out-dir", data / "o2", "--metrics", "dice")
+    assert "--pred-suffix" not in err
+    assert pd.read_csv(data / "o2" / "per_case.csv").set_index("case").loc["c0", "status"] == "ok"
+
+
 def test_some_predictions_with_a_suffix_get_one_note_before_the_cases(data, capsys):
     mixed = data / "mixed"
     mixed.mkdir()
@@ -177,7 +189,7 @@ def test_some_predictions_with_a_suffix_get_one_note_before_the_cases(data, caps
     code, out, err = _run(capsys, data / "gt", mixed, "--out-dir", data / "o", "--metrics", "dice")
     note = (
         "ccmetrics: note: 1 unpaired prediction ends in '_seg' (c1_seg beside the GT c1): --pred-suffix _seg pairs "
-        "it; without it they are evaluated as missing predictions"
+        "it; without it those GT cases are evaluated as missing predictions and the unpaired files are error rows"
     )
     assert err.count(note) == 1 and err.index(note) < err.index("evaluating")  # said once, before the cases run
     assert code == 1  # c1_seg: no GT; c1, c2: missing predictions
