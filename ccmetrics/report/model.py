@@ -397,7 +397,8 @@ def _component_map(
             entry["false_positives"] or [],
             folder.eval_options.connectivity,
         )
-    except ValueError:  # more components than a map of uint16 holds: the tables and thumbnails stay
+    except ValueError as exc:  # too many components for a uint16 map, or a GT changed since: said on the page
+        entry["viewer_note"] = f"No viewer for this case: {exc}"
         return None
 
 
@@ -603,6 +604,7 @@ def _case_entry(
         "channel_note": None,
         "channels_left_out": [],
         "viewer": None,
+        "viewer_note": None,
         "metrics": metrics,
         "scores": scores,
         "lesions": lesions,

@@ -69,3 +69,18 @@ def test_suv_max_without_the_table_says_what_to_run(tmp_path):
     out = evaluate(tmp_path, "--detection-rule", "suv_max", "--images", str(tmp_path / "images"))
     (case,) = page.build_model(out, with_viewer=False)["cases"]
     assert case["problem"] == SUV_MAX_WITHOUT_TABLE and "--metrics" in case["problem"]
+
+
+def test_a_case_without_a_viewer_says_why():
+    # the viewer's map is refused (here: the tables list fewer lesions than the GT holds): the page says so
+    from types import SimpleNamespace
+
+    from ccmetrics.report import model
+
+    gt_labels = np.zeros((4, 4, 4), np.int32)
+    gt_labels[0, 0, 0], gt_labels[3, 3, 3] = 1, 2
+    images = SimpleNamespace(gt=gt_labels > 0, regions=SimpleNamespace(gt_labels=gt_labels), pred=gt_labels > 0)
+    folder = SimpleNamespace(eval_options=SimpleNamespace(connectivity=None))
+    entry = {"lesions": [{"label": 1, "detected": True, "id": "a-lesion-1"}], "false_positives": []}
+    assert model._component_map(folder, images, entry) is None
+    assert entry["viewer_note"] == "No viewer for this case: the table lists 1 lesions, the GT holds 2: was it changed?"
