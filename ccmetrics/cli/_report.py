@@ -83,9 +83,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="grey scale of the scans: auto (default: a channel with values below -500 is a CT, shown at "
         "level 40 / width 400 HU; any other from 0 to the crop's maximum), ct, a CT preset (soft, lung, bone, "
         "brain), range, LEVEL/WIDTH such as --window=-600/1500, or LOW:HIGH such as 0:10; CHANNEL= (a name, any "
-        "case, or a code such as 0001) sets one channel's; repeatable. The viewer of each case uses one fixed "
-        "scale for every case: the channel's, else pet= or ct= (--window pet=0:10 --window ct=lung), else SUV "
-        "0:10 for a PET and the soft-tissue window for a CT",
+        "case; a code such as 0001; or pet or ct, every channel of that kind: --window pet=0:10 --window ct=lung) "
+        "sets those channels' scale, in the thumbnails and the viewer; repeatable. The viewer uses one fixed "
+        "scale for every case: the one asked for, else SUV 0:10 for a PET and the soft-tissue window for a CT",
     )
     add_former(
         re_,

@@ -35,13 +35,11 @@ class Scans:
     tolerance_mm: float
     max_bytes: float | None = None  # None: evaluate's share of the memory available when a channel is read
 
-    def window(self, label: str, code: str) -> thumbnails.WindowSpec:
-        """The window asked for a channel: by its name (``PET`` or ``pet``), its code, or ``*``."""
-        for key in (label, code):
-            if key in self.windows:
-                return self.windows[key]
-        lowered = {k.lower(): v for k, v in self.windows.items()}
-        return lowered.get(label.lower(), self.windows.get("*", "auto"))
+    def window(self, label: str, code: str, minimum: float) -> thumbnails.WindowSpec:
+        """The window asked for a channel (:func:`ccmetrics.report.thumbnails.asked_window`: its name, code, kind
+        from its name or ``minimum``, or ``*``), the viewer's rule."""
+        kind = thumbnails.channel_kind(label, minimum)
+        return thumbnails.asked_window(self.windows, label, code, kind)
 
 
 @dataclass
@@ -110,7 +108,7 @@ def on_image(
             if on_channel is not None:
                 on_channel(label, file.code, channel.array, channel.minimum)
             cut = {key: geometry.with_image(g, channel.array) for key, g in geometries.items()}
-            scan.rows.append(ChannelRows(label, cut, channel.minimum, scans.window(label, file.code)))
+            scan.rows.append(ChannelRows(label, cut, channel.minimum, scans.window(label, file.code, channel.minimum)))
         channel = None  # only the slices are kept: the array goes before the next channel is read
     if not scan.rows:  # no channel on the grid: the empty background, and why
         return Scan(note="; ".join(why for _, why in scan.left_out), masks=n_masks == len(files))

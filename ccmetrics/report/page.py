@@ -233,9 +233,10 @@ def write_report(
         How a channel's values become grey (:mod:`ccmetrics.report.thumbnails`): ``"auto"`` (default: a channel
         with values below -500 is a CT, in the soft-tissue window; any other from 0 to the crop's maximum), ``"ct"``,
         ``"range"``, ``(level, width)``, ``"-600/1500"``, ``"LOW:HIGH"`` (``"0:10"``) or a CT preset (``"soft"``,
-        ``"lung"``, ``"bone"``, ``"brain"``); a mapping gives one per channel name (any case) or code
-        (``{"PET": "range", "*": "ct"}``). The viewer's window is fixed for every case: a channel's own, else its
-        kind's (``{"pet": "0:10", "ct": "lung"}``), else SUV 0-10 for a PET and the soft-tissue window for a CT
+        ``"lung"``, ``"bone"``, ``"brain"``); a mapping gives one per channel name (any case), code or kind
+        (``{"PET": "range", "*": "ct"}``, ``{"pet": "0:10", "ct": "lung"}``), one rule for the thumbnails and the
+        viewer (:func:`ccmetrics.report.thumbnails.asked_window`). The viewer's window is fixed for every case: the
+        one asked for, else SUV 0-10 for a PET and the soft-tissue window for a CT
         (:func:`ccmetrics.report.viewer.viewer_window`).
     max_image_memory : str or int, optional
         The most memory reading one channel of a scan may take (``"4G"``, bytes, as

@@ -47,8 +47,10 @@ __all__ = [
     "SOFT_TISSUE",
     "Renderer",
     "Window",
+    "asked_window",
     "background",
     "caption",
+    "channel_kind",
     "choose_window",
     "data_uri",
     "image_background",
@@ -227,6 +229,40 @@ def read_window(text: WindowSpec) -> WindowSpec:
         preset = CT_PRESETS[text.strip().lower()]
         return "ct" if preset == SOFT_TISSUE else preset
     return parse_window(text)
+
+
+def channel_kind(label: str, minimum: float) -> str:
+    """``"pet"`` or ``"ct"``: by the channel's name (a word PET or PT, or CT), else by its smallest value (air in
+    a CT, below :data:`CT_MINIMUM`).
+
+    >>> channel_kind("FDG-PET", -5.0), channel_kind("CT", 0.0), channel_kind("0001", 0.0), channel_kind("0000", -1024)
+    ('pet', 'ct', 'pet', 'ct')
+    """
+    from ..formats.scans import names_channel
+
+    if names_channel(label, "PET"):
+        return "pet"
+    if names_channel(label, "CT"):
+        return "ct"
+    return "ct" if minimum < CT_MINIMUM else "pet"
+
+
+def asked_window(windows: Mapping[str, WindowSpec], label: str, code: str, kind: str) -> WindowSpec:
+    """The window asked for one channel (:func:`window_specs`), the one rule of the thumbnails and the viewer: by
+    the channel's name (any case), its code (``0001``), its kind (``pet`` or ``ct``, :func:`channel_kind`), else
+    ``*``, else ``"auto"``.
+
+    >>> asked = window_specs({"pet": "0:10", "ct": "lung"})
+    >>> asked_window(asked, "PT", "0001", "pet"), asked_window(asked, "0000", "0000", "ct")
+    ((5.0, 10.0), (-600.0, 1500.0))
+    >>> asked_window({"PET": "range"}, "pet", "0001", "pet"), asked_window({}, "PET", "0001", "pet")
+    ('range', 'auto')
+    """
+    lowered = {str(k).lower(): v for k, v in windows.items()}
+    for key in (label.lower(), code.lower(), kind):
+        if key in lowered:
+            return lowered[key]
+    return windows.get("*", "auto")
 
 
 def window_specs(window: WindowSpec | Mapping[str, WindowSpec] | None) -> dict[str, WindowSpec]:

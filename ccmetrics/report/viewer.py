@@ -440,28 +440,15 @@ class ScanPicker:
         self.spacing = tuple(float(s) for s in spacing)
         self.picked: _Picked | None = None
 
-    def kind(self, label: str, minimum: float) -> str:
-        """``"pet"`` or ``"ct"``: by the channel's name, else by its smallest value (air in a CT)."""
-        from ..formats.scans import names_channel
-
-        if names_channel(label, "PET"):
-            return "pet"
-        if names_channel(label, "CT"):
-            return "ct"
-        return "ct" if minimum < thumbnails.CT_MINIMUM else "pet"
-
     def spec(self, label: str, code: str, kind: str) -> thumbnails.WindowSpec:
-        """The window asked for this channel: by its name (any case), its code, its kind, or ``*``."""
-        lowered = {str(k).lower(): v for k, v in self.windows.items()}
-        for key in (label.lower(), code.lower(), kind):
-            if key in lowered:
-                return thumbnails.read_window(lowered[key])
-        return thumbnails.read_window(self.windows.get("*", "auto"))
+        """The window asked for this channel (:func:`ccmetrics.report.thumbnails.asked_window`, the thumbnails'
+        rule)."""
+        return thumbnails.read_window(thumbnails.asked_window(self.windows, label, code, kind))
 
     def __call__(self, label: str, code: str, array: np.ndarray, minimum: float) -> None:
         if array.ndim != 3:
             return
-        kind = self.kind(label, minimum)
+        kind = thumbnails.channel_kind(label, minimum)
         if self.picked is not None and (self.picked.kind == "pet" or kind == "ct"):
             return  # a PET is kept; a CT only until a PET comes
         window = viewer_window(self.spec(label, code, kind), kind)

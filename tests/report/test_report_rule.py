@@ -84,3 +84,24 @@ def test_a_case_without_a_viewer_says_why():
     entry = {"lesions": [{"label": 1, "detected": True, "id": "a-lesion-1"}], "false_positives": []}
     assert model._component_map(folder, images, entry) is None
     assert entry["viewer_note"] == "No viewer for this case: the table lists 1 lesions, the GT holds 2: was it changed?"
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "minimum", "expected"),
+    [
+        ("PET", "0001", 0.0, (5.0, 10.0)),
+        ("PT", "0001", 0.0, (5.0, 10.0)),  # a word PT: the PET
+        ("0001", "0001", 0.0, (5.0, 10.0)),  # no name: a PET by its values (no air)
+        ("0000", "0000", -1024.0, (-600.0, 1500.0)),  # no name: a CT by its air
+        ("CT", "0000", -1024.0, (-600.0, 1500.0)),
+    ],
+)
+def test_thumbnails_and_viewer_read_one_window_per_channel(label, code, minimum, expected):
+    # --window pet=0:10 --window ct=lung: the thumbnails (Scans.window) and the viewer (ScanPicker.spec) agree
+    from ccmetrics.report import on_scan, thumbnails, viewer
+
+    asked = thumbnails.window_specs({"pet": "0:10", "ct": "lung"})
+    scans = on_scan.Scans(None, None, asked, 1e-3)
+    picker = viewer.ScanPicker(asked, None, (1.0, 1.0, 1.0))
+    kind = thumbnails.channel_kind(label, minimum)
+    assert scans.window(label, code, minimum) == picker.spec(label, code, kind) == expected
