@@ -109,20 +109,32 @@ def ignored_summary(names: Sequence[str], sep: str = os.sep) -> str:
     """The files (and subfolders: names ending in ``sep``) an evaluation left out, counted by kind in words, for the
     command line's one line and the report's heading of the list.
 
+    Files are counted by their extension (two for a compressed one: ``.nii.gz``), hidden files apart: a file left
+    out may be an image (hidden, or not of the data set's ``file_ending``).
+
     >>> ignored_summary(["p/a.pkl", "p/b.pkl", "p/c.json", "p/sub/", "p/d.pkl"], sep="/")
-    '4 files that are not images (3 .pkl, 1 .json) and 1 subfolder (not searched)'
-    >>> ignored_summary(["p/README"], sep="/")
-    '1 file that is not an image (1 no extension)'
+    '4 files left out (3 .pkl, 1 .json) and 1 subfolder (not searched)'
+    >>> ignored_summary(["p/README", "p/._case_1.nii.gz", "p/case_2.mha"], sep="/")
+    '3 files left out (1 .mha, 1 hidden, 1 no extension)'
     """
     folders = [n for n in names if n.endswith(sep)]
     files = [n for n in names if not n.endswith(sep)]
-    kinds = Counter(os.path.splitext(n)[1] or "no extension" for n in files)
+    kinds = Counter(_kind_of(n.rsplit(sep, 1)[-1]) for n in files)
     parts = []
     if files:
         by_kind = ", ".join(f"{k} {ext}" for ext, k in sorted(kinds.items(), key=lambda e: (-e[1], e[0])))
-        parts.append(
-            f"{count(len(files), 'file')} that {'is not an image' if len(files) == 1 else 'are not images'} ({by_kind})"
-        )
+        parts.append(f"{count(len(files), 'file')} left out ({by_kind})")
     if folders:
         parts.append(f"{count(len(folders), 'subfolder')} (not searched)")
     return " and ".join(parts)
+
+
+def _kind_of(name: str) -> str:
+    """A file's kind for :func:`ignored_summary`: ``hidden``, its extension (``.nii.gz`` for a compressed file),
+    or ``no extension``."""
+    if name.startswith("."):
+        return "hidden"
+    stem, ext = os.path.splitext(name)
+    if ext.lower() in (".gz", ".bz2", ".xz", ".zst"):
+        ext = os.path.splitext(stem)[1] + ext
+    return ext or "no extension"

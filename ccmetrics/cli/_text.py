@@ -84,17 +84,13 @@ _IGNORED_LISTED = 3
 
 def _ignored(names: list[str]) -> list[str]:
     """The files the pairing left out: one line each for up to three, else one line that counts them by kind
-    (``ignored 60 files that are not images (60 .pkl)``; all of them are in ``summary.json``'s ``ignored_files``).
+    (``ignored 60 files left out (60 .pkl)``; all of them are in ``summary.json``'s ``ignored_files``).
 
     >>> _ignored(["p/a.pkl", "p/b.pkl", "p/c.json", "p/sub/", "p/d.pkl"])  # doctest: +ELLIPSIS
-    ['  ignored  4 files that are not images (3 .pkl, 1 .json) and 1 subfolder (not searched); listed in ...']
+    ['  ignored  4 files left out (3 .pkl, 1 .json) and 1 subfolder (not searched); listed in ...']
     """
     if len(names) <= _IGNORED_LISTED:
-        return [
-            f"  ignored  {printable(name)} "
-            f"({'a subfolder: not searched' if name.endswith(os.sep) else 'not an image file'})"
-            for name in names
-        ]
+        return [f"  ignored  {printable(name)} ({_why_left_out(name)})" for name in names]
     from .._words import ignored_summary
 
     return [f"  ignored  {printable(ignored_summary(names))}; listed in summary.json (ignored_files)"]
@@ -326,3 +322,10 @@ def _calibration_report(calibration) -> str:
             f"{value(e['ece'])} (10 bins); candidate confidences' ECE {lesion}"
         )
     return "\n".join(lines)
+
+
+def _why_left_out(name: str) -> str:
+    """Why the pairing left one file or folder out, in words."""
+    if name.endswith(os.sep):
+        return "a subfolder: not searched"
+    return "a hidden file" if os.path.basename(name).startswith(".") else "not an image file"

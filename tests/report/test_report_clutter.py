@@ -246,7 +246,7 @@ def test_many_ignored_files_are_one_line_with_their_list_folded(tmp_path):
     assert main(["report", str(out), "--no-viewer"]) == 0
     html = (out / "report.html").read_text()
     text = " ".join(visible_text(html).split())
-    assert "Ignored by the evaluation: 61 files that are not images (60 .pkl, 1 .json)" in text
+    assert "Ignored by the evaluation: 61 files left out (60 .pkl, 1 .json)" in text
     folded = re.search(r'<details class="muted ignored-files">(.*?)</details>', html, re.S)
     assert folded is not None and all(folded.group(1).count(name) == 1 for name in names)
-    assert "Files ignored by the evaluation (not images)" not in text
+    assert "Files ignored by the evaluation:" not in text
