@@ -67,12 +67,7 @@ from ..results.outcomes import FALSE_POSITIVE, FOUND, MISSED, OUTCOME_LABELS, TP
 
 __all__ = [
     "COLOUR_TABLES",
-    "FALSE_POSITIVE",
-    "FOUND",
     "MAPS_FOLDER",
-    "MISSED",
-    "OUTCOME_LABELS",
-    "TP_OUTSIDE_GT",
     "map_file",
     "outcome_map",
     "outcome_map_bytes",
@@ -236,6 +231,8 @@ def _by_number(table: Any, number: str, column: str) -> np.ndarray:
     """A table's column ordered by the component numbers 1..n (``component`` or ``prediction``)."""
     numbers = np.asarray(table[number], dtype=np.int64)
     values = np.asarray(table[column])
+    if sorted(numbers.tolist()) != list(range(1, len(numbers) + 1)):  # never a value left unset
+        raise ValueError(f"the table's {number} column is not 1..{len(numbers)}: was it changed?")
     out = np.empty(len(numbers), dtype=values.dtype)
     out[numbers - 1] = values
     return out

@@ -15,8 +15,8 @@ from scipy import ndimage
 
 from ccmetrics import EvalOptions, RunOptions, evaluate_dataset
 from ccmetrics.campaign.case import estimate_bytes
-from ccmetrics.campaign.maps import OUTCOME_LABELS
 from ccmetrics.campaign.options import CaseTask
+from ccmetrics.results.outcomes import OUTCOME_LABELS
 
 SHAPE = (14, 12, 6)
 #: anisotropic and rotated (axes swapped and flipped), with an origin: the map must keep it exactly

@@ -33,6 +33,7 @@ from scipy import ndimage
 
 from ccmetrics.formats.io import Image, save_image
 from ccmetrics.report import build_model, viewer, write_report
+from ccmetrics.results import outcomes as oc
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPE = (40, 36, 24)
@@ -200,7 +201,7 @@ def test_downsampling_keeps_the_maximum_of_each_block():
 def test_a_block_keeps_its_most_telling_outcome():
     index = np.zeros((4, 1, 1), np.uint16)
     index[:, 0, 0] = [1, 2, 3, 0]  # found, missed, false positive, nothing
-    components = [{"outcome": viewer.FOUND}, {"outcome": viewer.MISSED}, {"outcome": viewer.FALSE_POSITIVE}]
+    components = [{"outcome": oc.FOUND}, {"outcome": oc.MISSED}, {"outcome": oc.FALSE_POSITIVE}]
     grid = viewer.Grid(((0, 4), (0, 1), (0, 1)), (np.array([0, 2]), np.array([0]), np.array([0])), (2.0, 1.0, 1.0))
     reduced = viewer._reduce_labels(index, components, grid)
     assert reduced.ravel().tolist() == [2, 3]  # missed over found; the false positive over nothing
@@ -228,7 +229,7 @@ def test_label_map_outcomes_equal_the_tables(case):
             centroid = np.argwhere(labels == k).mean(0)
             c = by_kind[(kind, k)]
             assert c["voxel"] == [math.floor(x + 0.5) for x in centroid]
-            fp = kind == "prediction" and c["outcome"] == viewer.FALSE_POSITIVE
+            fp = kind == "prediction" and c["outcome"] == oc.FALSE_POSITIVE
             assert c["id"] == (f"case-a-{prefix}-{k}" if kind == "lesion" or fp else None)
     assert [les["detected"] for les in entry["lesions"]] == [True, False]
     # the scan: the PET, windowed SUV 0-10 by hand
@@ -305,7 +306,7 @@ def test_a_whole_body_case_adds_at_most_2_mb(tmp_path):
     assert max(volume["shape"]) <= viewer.MAX_AXIS
     index = viewer.decode(data["labels"], data["dtype"], volume["shape"])
     outcomes = np.array([0] + [c["outcome"] for c in data["components"]])[index]
-    assert (outcomes == viewer.FOUND).any() and (outcomes == viewer.MISSED).any()
+    assert (outcomes == oc.FOUND).any() and (outcomes == oc.MISSED).any()
     assert len(base64.b64decode(volume["scan"])) + len(base64.b64decode(data["labels"])) <= viewer.BUDGET_BYTES
     assert zlib.decompress(base64.b64decode(volume["scan"]))  # deflate (zlib), as DecompressionStream reads it
 
