@@ -141,9 +141,13 @@ def parse_candidate_method(method: Any) -> tuple[str, float | None]:
 def _confidences(prob: np.ndarray, sites: Sites, rule: str) -> np.ndarray:
     if sites.n == 0:
         return np.zeros(0, np.float64)
+    if not prob.flags.c_contiguous and len(sites.flat_index) > prob.size // 32:
+        # e.g. nibabel's Fortran-ordered softmax, never 0: one copy to C order (4 bytes a voxel) costs less than
+        # gathering that many voxels across its memory; a sparse map is gathered by index, never copied
+        prob = np.ascontiguousarray(prob)
     if prob.flags.c_contiguous:
         values = prob.ravel()[sites.flat_index]
-    else:  # e.g. nibabel's Fortran-ordered arrays: gather by index, never a copy of the whole map
+    else:
         values = prob[np.unravel_index(sites.flat_index, prob.shape)]
     if rule == "max":
         return np.maximum.reduceat(values, sites.starts[:-1]).astype(np.float64)
