@@ -11,12 +11,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import Kernel, share
+from ._launch import KERNEL_OPTIONS, Kernel, share
 
 _CHUNK = 1 << 16  # list entries per slice of the work
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _mask_edges(flat_index, shape, strides, mask, out, first, stop):  # pragma: no cover (compiled)
     """out[i]: voxel flat_index[i] has a face neighbour outside the image or outside ``mask`` (uint8)."""
     ndim = shape.shape[0]
@@ -34,7 +34,7 @@ def _mask_edges(flat_index, shape, strides, mask, out, first, stop):  # pragma: 
         out[i] = edge
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _own_edges_in_span(flat_index, labels, union_edge, origin, strides, label_map, out, phase, first, stop):
     """Phase 0: the label map of the flat span (from voxel ``origin``) for entries first to stop. Phase 1:
     out[i] for those entries: voxel i is a union edge, or a face neighbour holds another label."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import Kernel, share
+from ._launch import HELPER_OPTIONS, KERNEL_OPTIONS, Kernel, share
 
 _LEAF = 32
 _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own chain of hints)
@@ -45,7 +45,7 @@ _PARALLEL_CHUNK = 4096  # queries per parallel task (each chunk starts its own c
 _STACK = 1 << 15
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _bounds(points, perm, first, stop, box, k):
     """box[k] = the lows (columns 0-3) and highs (4-7) of points[perm[first:stop]] (padding axes 0)."""
     m = points.shape[1]
@@ -62,7 +62,7 @@ def _bounds(points, perm, first, stop, box, k):
                 box[k, 4 + d] = v
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _build(points, leafsize):  # pragma: no cover (compiled)
     """Tree over ``points`` (n, m <= 4) float64: ``(pts, nodes, box, perm)``.
 
@@ -72,7 +72,9 @@ def _build(points, leafsize):  # pragma: no cover (compiled)
     ``nodes[i, 2] + 1`` (negative: a leaf); node 0 is the root. Rows past the last node are unused.
     """
     n, m = points.shape
-    perm = np.arange(n)
+    perm = np.empty(n, np.int64)  # 0, 1, ..., n - 1 (a loop: np.arange and np.zeros would each compile an overload)
+    for i in range(n):
+        perm[i] = i
     cap = 2 * (n // leafsize) + 16
     nodes = np.empty((cap, 3), np.int64)  # start, end, left
     box = np.empty((cap, 8))
@@ -130,14 +132,16 @@ def _build(points, leafsize):  # pragma: no cover (compiled)
         stack[top] = a
         stack[top + 1] = a + 1
         top += 2
-    pts = np.zeros((n, 4))
+    pts = np.empty((n, 4))
     for i in range(n):
         for d in range(m):
             pts[i, d] = points[perm[i], d]
+        for d in range(m, 4):
+            pts[i, d] = 0.0
     return pts, nodes, box, perm
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _query_range(pts, nodes, box, queries, bound2, out, index, first, stop):  # pragma: no cover (compiled)
     """:func:`query` for the queries first to stop; ``index``: the nearest point's row in ``pts`` (-1: none)."""
     m = queries.shape[1]
@@ -185,7 +189,7 @@ def _query_range(pts, nodes, box, queries, bound2, out, index, first, stop):  # 
             out[qi] = np.inf
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(**HELPER_OPTIONS, inline="always")
 def _point(pts, i, q0, q1, q2, q3):
     """Squared distance summed axis by axis from 0.0, as scipy's KD-tree sums it."""
     r = 0.0
@@ -200,13 +204,13 @@ def _point(pts, i, q0, q1, q2, q3):
     return r
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(**HELPER_OPTIONS, inline="always")
 def _side(x, lo, hi):
     a = max(lo - x, x - hi, 0.0)  # at most one of the two differences is positive
     return a * a
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(**HELPER_OPTIONS, inline="always")
 def _box(box, k, q0, q1, q2, q3):
     return (
         _side(q0, box[k, 0], box[k, 4])

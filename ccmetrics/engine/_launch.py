@@ -27,12 +27,21 @@ from typing import Any, Callable
 
 from .config import thread_count
 
-__all__ = ["MODULES", "PARALLEL", "Kernel", "share", "warm_up"]
+__all__ = ["HELPER_OPTIONS", "KERNEL_OPTIONS", "MODULES", "PARALLEL", "Kernel", "share", "warm_up"]
 
 PARALLEL = threading.Lock()
 
 #: the modules of numba kernels (``ccmetrics.engine.<name>``), each imported on first use
 MODULES = ("_edge_kernels", "_kdtree", "_nearest_label", "_order_statistics", "_sphere_kernels")
+
+#: numba's options for a kernel (a function called from Python through a :class:`Kernel`): cached, releasing the
+#: GIL, numpy's error model (no exception raised for a division by zero), and no C-callable wrapper (numba's
+#: ``cfunc`` wrapper of every function: a kernel is never called from C)
+KERNEL_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+#: numba's options for a helper called from kernels only: no Python wrapper either (the code that unboxes and
+#: boxes its arguments, compiled for each function: about a tenth less time to compile the kernels that call
+#: helpers; the machine code a kernel runs is the same)
+HELPER_OPTIONS: dict[str, Any] = {**KERNEL_OPTIONS, "no_cpython_wrapper": True}
 
 _KERNELS: list[Kernel] = []
 _COMPILING = threading.Lock()

@@ -36,14 +36,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import Kernel, share
+from ._launch import HELPER_OPTIONS, KERNEL_OPTIONS, Kernel, share
 from .config import thread_count
 
 _INF = np.inf
 _REL_MARGIN = 2e-6  # relative margin on squared distances within which another label flags the voxel
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _envelope(f, n, w, v, z):
     """Lower envelope of the parabolas q -> f[q] + w (x - q)^2 (finite f only); returns its size."""
     k = -1
@@ -68,7 +68,7 @@ def _envelope(f, n, w, v, z):
     return k + 1
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
     """One line: (f1, l1, f2) -> (g1, m1, g2). Work arrays v, z, fl, seen of length >= n + 1."""
     w = spacing * spacing
@@ -120,24 +120,7 @@ def _line(f1, l1, f2, n, spacing, g1, m1, g2, v, z, fl, seen):
             g2[x] = fl[p] + a * a
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _line_work(n):
-    """Work arrays of :func:`_line` for lines of n voxels: f1, lb, f2, g1, m1, g2, v, z, fl, seen."""
-    return (
-        np.empty(n),
-        np.empty(n, np.int32),
-        np.empty(n),
-        np.empty(n),
-        np.empty(n, np.int32),
-        np.empty(n),
-        np.empty(n + 1, np.int64),
-        np.empty(n + 1),
-        np.empty(n),
-        np.empty(n + 1, np.int32),
-    )
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _pass(spacing, d1, l1, d2, mode, first, stop):  # pragma: no cover (compiled)
     """One pass, in place, along axis 1 of the 3D views (d1, l1, d2), for the axis-0 slices first to stop.
 
@@ -146,7 +129,10 @@ def _pass(spacing, d1, l1, d2, mode, first, stop):  # pragma: no cover (compiled
     """
     n = d1.shape[1]
     n2 = d1.shape[2]
-    f1, lb, f2, g1, m1, g2, v, z, fl, seen = _line_work(n)
+    # the work arrays of _line (here, not in a helper of their own: one function less to compile)
+    f1, f2, g1, g2, fl = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    lb, m1 = np.empty(n, np.int32), np.empty(n, np.int32)
+    v, z, seen = np.empty(n + 1, np.int64), np.empty(n + 1), np.empty(n + 1, np.int32)
     for i in range(first, stop):
         for k in range(n2):
             any_site = False

@@ -21,12 +21,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._launch import Kernel
+from ._launch import HELPER_OPTIONS, KERNEL_OPTIONS, Kernel
 
 __all__ = ["order_statistics"]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _nearest(queries, gpts, gnodes, gbox, stack):  # pragma: no cover (compiled)
     """The distance from each query point to the nearest point of the GT tree (gpts, gnodes, gbox)."""
     found = np.empty(len(queries))
@@ -60,11 +60,11 @@ def _nearest(queries, gpts, gnodes, gbox, stack):  # pragma: no cover (compiled)
     return found
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _queries(pts, nodes, box, rows, leaves, n_leaf_points):  # pragma: no cover (compiled)
     """The frontier's box centres and their half diagonals, then every point of the leaves to measure."""
     n = len(rows)
-    queries = np.zeros((n + n_leaf_points, 4))
+    queries = np.empty((n + n_leaf_points, 4))  # every row written below (np.zeros would compile an overload)
     radius = np.empty(n)
     for i in range(n):
         k = rows[i]
@@ -80,10 +80,13 @@ def _queries(pts, nodes, box, rows, leaves, n_leaf_points):  # pragma: no cover 
             for d in range(4):
                 queries[q, d] = pts[j, d]
             q += 1
+    for r in range(q, n + n_leaf_points):  # none, where n_leaf_points counts the leaves' points
+        for d in range(4):
+            queries[r, d] = 0.0
     return queries, radius
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _weighted_rank(v, c, rank):  # pragma: no cover (compiled)
     """The rank-th smallest (from 0) of the values ``v``, each counted ``c`` times (a weighted quickselect that
     reorders ``v`` and ``c``); inf when there are not so many."""
@@ -133,7 +136,7 @@ def _weighted_rank(v, c, rank):  # pragma: no cover (compiled)
         first = gt + 1
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_OPTIONS)
 def _bound(bounds, count, exact, m, rank):  # pragma: no cover (compiled)
     """The rank-th smallest of the frontier's bounds (each node counted with its points) and the exact distances."""
     n = len(bounds)
@@ -146,7 +149,7 @@ def _bound(bounds, count, exact, m, rank):  # pragma: no cover (compiled)
     return _weighted_rank(v, c, rank)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**KERNEL_OPTIONS)
 def _settle(pts, nodes, box, roots, gpts, gnodes, gbox, k_lo, k_hi):  # pragma: no cover (compiled)
     """The exact distances left around the k_lo-th and k_hi-th smallest (from 0) distances from the points under
     the nodes ``roots`` of the forest (pts, nodes, box) to the GT tree (gpts, gnodes, gbox), and how many

@@ -11,18 +11,25 @@ compiled before it; the package's Python bytecode is compiled first, as an insta
 3. the first command as a user meets it (issue 31): ``ccmetrics evaluate`` of the default
    ``lesion_case((120, 120, 80))`` written as .nii.gz, every metric group, the plots, each process with a new empty
    ``NUMBA_CACHE_DIR`` (whole process timed, ``--compile-repeats`` processes); then the first run that needs
-   every kernel: a fresh process evaluates a 120×120×80 case with every metric group (GT
+   every kernel: a fresh process evaluates a 120×120×80 case (GT
    ``lesion_case((120, 120, 80), n_lesions=12, radius_range=(2, 10), seed=5)``, an all-foreground prediction
-   but 4 slices: every kernel is needed), ``import ccmetrics`` and the ``evaluate`` call timed together. Cold:
-   ``NUMBA_CACHE_DIR`` a new empty folder (every kernel it needs is compiled), ``--compile-repeats`` processes;
-   warm: ``--repeats`` processes with the last one's cache; and the same call again in the warm process;
-4. the numba kernels (the :class:`ccmetrics.engine._launch.Kernel` of ``ccmetrics/engine/_kdtree.py``,
-   ``_nearest_label.py``, ``_edge_kernels.py`` and ``_order_statistics.py``; numba caches them in ``__pycache__``
-   beside the code, or in ``NUMBA_CACHE_DIR``).
-   The calls that use them: ``evaluate`` (every metric group) on an all-foreground 3D prediction (160×160×120,
-   12 lesions: the dense partition, the edge kernels and the k-d tree) and a 2D one (600×600, 10 lesions:
-   the 2D specialisations), and ``ccmetrics.engine._kdtree.nearest_distances`` with 2 workers (the parallel
-   query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but numba:
+   but 4 slices), ``import ccmetrics`` and the ``evaluate`` call timed together, in two variants, each its own
+   row: every metric group but ``pet`` (the dense partition, the edge kernels, the k-d tree and Lesion Dice's
+   order statistics), and every metric group with ``pet`` and a float32 PET scan (the SUVpeak kernel too:
+   every kernel a case can need; ``evaluate`` reads a scan as float32). Each row names the kernels its run
+   compiled. Cold: ``NUMBA_CACHE_DIR`` a new empty folder (every kernel it needs is compiled),
+   ``--compile-repeats`` processes of each variant, alternated; warm (without ``pet``): ``--repeats`` processes
+   with the last one's cache; and the same call again in the warm process;
+4. the numba kernels (every :class:`ccmetrics.engine._launch.Kernel`, of the modules in
+   ``ccmetrics.engine._launch.MODULES``; numba caches them in ``__pycache__`` beside the code, or in
+   ``NUMBA_CACHE_DIR``).
+   The calls that use them: ``evaluate`` (every metric group but ``pet``) on an all-foreground 3D prediction
+   (160×160×120, 12 lesions: the dense partition, the edge kernels, the k-d tree and the order statistics), the
+   ``pet`` group with a float32 scan on a 160×60×60 part of it and ``ccmetrics.metrics.pet.suv_peak`` of a
+   float64 scan of the whole (the SUVpeak kernel's two specialisations), a 2D ``evaluate`` (600×600, 10
+   lesions: the 2D specialisations), and ``ccmetrics.engine._kdtree.nearest_distances`` with 2 workers (the
+   parallel query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but
+   numba:
 
    * compile: with ``NUMBA_CACHE_DIR`` set to a new empty folder, the first time compiles every kernel and
      writes the cache (the script checks that every kernel was compiled, each for one signature); the code's
@@ -70,7 +77,7 @@ pred[2:8, 2:8] = True
 pred[17:19, 2:4] = True
 t = time.perf_counter()
 from ccmetrics import evaluate
-result = evaluate(pred, gt, ["dice", "nsd", "hd95"])
+result = evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"])
 seconds = time.perf_counter() - t
 assert round(result.cc["dice"], 6) == 0.473684, result.cc
 assert "numba" not in sys.modules, "the first call imported numba"
@@ -79,7 +86,7 @@ print(json.dumps({"seconds": seconds, "loaded": [m for m in heavy if m in sys.mo
 """
 
 FIRST_RUN = """
-import json, time
+import json, sys, time
 import numpy as np
 from ccmetrics.synthetic import lesion_case
 
@@ -87,39 +94,55 @@ gt, _ = lesion_case((120, 120, 80), n_lesions=12, radius_range=(2, 10), seed=5)
 pred = np.ones_like(gt)
 pred[:4] = False
 ALL = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
+extra = {}
+if sys.argv[1] == "pet":  # a float32 PET scan (SUV 1-2 around lesions of SUV 5-6) and the pet group
+    ALL.append("pet")
+    extra["image"] = (1.0 + 4.0 * gt + np.random.default_rng(5).random(gt.shape)).astype(np.float32)
 t = time.perf_counter()
 from ccmetrics import evaluate
 
-evaluate(pred, gt, ALL, spacing=(2.0, 2.0, 3.0))
+evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
 first = time.perf_counter() - t
 t = time.perf_counter()
-evaluate(pred, gt, ALL, spacing=(2.0, 2.0, 3.0))
-print(json.dumps({"first": first, "again": time.perf_counter() - t}))
+evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
+again = time.perf_counter() - t
+from ccmetrics.engine import _launch
+
+used = [kernel.name for kernel in _launch._KERNELS if kernel.dispatcher.signatures]
+print(json.dumps({"first": first, "again": again, "kernels": used}))
 """
 
 KERNELS = """
 import importlib, json, sys, time
+import cc3d
 import numpy as np
 from ccmetrics import evaluate
+from ccmetrics.metrics.pet import suv_peak
 from ccmetrics.synthetic import lesion_case
 
 small = np.zeros((20, 20), bool)
 small[2:8, 2:8] = True
-evaluate(small, small, ["dice", "nsd", "hd95"])  # scipy, cc3d, pandas: everything but numba
+evaluate(gt=small, pred=small, metrics=["dice", "nsd", "hd95"])  # scipy, cc3d, pandas: everything but numba
 gt3, _ = lesion_case((160, 160, 120), n_lesions=12, radius_range=(2, 10), seed=5)
 pred3 = np.ones_like(gt3)
 pred3[:4] = False
 gt2, _ = lesion_case((600, 600), n_lesions=10, radius_range=(3, 20), seed=5)
 pred2 = np.ones_like(gt2)
 pred2[:8] = False
+ALL = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
 rng = np.random.default_rng(0)
 source, target = rng.normal(size=(50000, 3)), rng.normal(size=(5000, 3))
+crop = (slice(None), slice(0, 60), slice(0, 60))  # the PET group on a part of the 3D case
+scan = (1.0 + 4.0 * gt3[crop] + rng.random(gt3[crop].shape)).astype(np.float32)  # evaluate reads it as float32
+lesions, scan64 = cc3d.connected_components(gt3), 1.0 + 4.0 * gt3 + rng.random(gt3.shape)  # suv_peak: float64
 assert "numba" not in sys.modules
 
 
 def calls():
-    evaluate(pred3, gt3, ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"], spacing=(0.8, 0.8, 2.0))
-    evaluate(pred2, gt2, ["dice", "nsd", "hd95"])
+    evaluate(gt=gt3, pred=pred3, metrics=ALL, spacing=(0.8, 0.8, 2.0))
+    evaluate(gt=gt3[crop], pred=pred3[crop], metrics=["pet"], spacing=(0.8, 0.8, 2.0), image=scan)
+    suv_peak(scan64, lesions, spacing=(0.8, 0.8, 2.0))
+    evaluate(gt=gt2, pred=pred2, metrics=["dice", "nsd", "hd95"])
     from ccmetrics.engine._kdtree import nearest_distances
 
     nearest_distances(source, target, workers=2)
@@ -139,9 +162,13 @@ print(json.dumps({"first": seconds[0], "second": seconds[1], "kernels": kernels}
 """
 
 
-def measure(code: str, env: dict[str, str] | None = None) -> dict:
+def measure(code: str, env: dict[str, str] | None = None, *argv: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(done.stderr)
@@ -195,14 +222,19 @@ def main() -> None:
     first = [done["seconds"] for done in first_calls]
     first_loads = sorted({name for done in first_calls for name in done["loaded"]})
     compiled, loaded, warm = [], [], []
-    cold_runs, warm_runs, again_runs = [], [], []
+    cold_runs: dict[str, list[float]] = {"all": [], "pet": []}
+    warm_runs, again_runs, first_kernels, filled = [], [], {}, ""
     with tempfile.TemporaryDirectory() as scratch:
         for run in range(args.compile_repeats):
-            cache = os.path.join(scratch, f"first{run}")
-            os.mkdir(cache)
-            cold_runs.append(measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache})["first"])
+            for variant in cold_runs:  # alternated, so that a slower minute of the machine touches both
+                cache = os.path.join(scratch, f"first{variant}{run}")
+                os.mkdir(cache)
+                done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache}, variant)
+                cold_runs[variant].append(done["first"])
+                first_kernels[variant] = done["kernels"]
+                filled = cache if variant == "all" else filled
         for _ in range(args.repeats):
-            done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache})
+            done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": filled}, "all")
             warm_runs.append(done["first"])
             again_runs.append(done["again"])
         for run in range(args.compile_repeats):
@@ -228,11 +260,14 @@ def main() -> None:
         "| first command as a user meets it: `ccmetrics evaluate` of the default `lesion_case((120, 120, 80))` as "
         f".nii.gz, every metric group, plots included, empty numba cache (whole process) | {spread(user_runs, 2)} |"
     )
-    print(
-        "| first run: `import ccmetrics` + `evaluate` of a 120×120×80 case, every metric group, empty numba cache "
-        f"({args.compile_repeats} process(es)) | {spread(cold_runs, 2)} |"
-    )
-    print(f"| the same, numba's cache filled (a new process each) | {spread(warm_runs, 2)} |")
+    for variant, what in (("all", "every metric group but `pet`"), ("pet", "with `pet` and a float32 scan")):
+        names = sorted(name.rsplit(".", 1)[-1] for name in first_kernels[variant])
+        print(
+            f"| first run: `import ccmetrics` + `evaluate` of a 120×120×80 case, {what}, empty numba cache "
+            f"({args.compile_repeats} process(es); compiles {len(names)} kernels: {', '.join(names)}) "
+            f"| {spread(cold_runs[variant], 2)} |"
+        )
+    print(f"| the same (no `pet`), numba's cache filled (a new process each) | {spread(warm_runs, 2)} |")
     print(f"| (the same `evaluate` again in that process) | {spread(again_runs, 2)} |")
     print(
         f"| numba kernels, compiled once into an empty cache ({n_kernels} kernels, {n_compiled} specialisations, "
@@ -244,7 +279,8 @@ def main() -> None:
         f"| {spread(loaded, 2)} |"
     )
     print(
-        f"| (the calls themselves: 3D and 2D all-foreground `evaluate`, parallel k-d tree query) | {spread(warm, 2)} |"
+        "| (the calls themselves: 3D and 2D all-foreground `evaluate`, `pet` on a part of the 3D case and "
+        f"`suv_peak` of a float64 scan, parallel k-d tree query) | {spread(warm, 2)} |"
     )
     print()
     print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs")
