@@ -33,19 +33,53 @@ from typing import Any
 import cc3d
 import numpy as np
 
-from .._inputs import as_binary_mask, as_connectivity, as_label_map, as_sites_mode
+from .._inputs import SPARSE_COPY_FRACTION, as_binary_mask, as_connectivity, as_label_map, as_sites_mode
 from .config import current
 
 __all__ = [
     "ComponentCache",
     "Runs",
     "Sites",
+    "binary_mask_voxels",
     "component_labels",
     "coordinates",
     "find_sites",
     "label_components",
     "run_components",
 ]
+
+
+def binary_mask_voxels(x: Any, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """A validated binary mask as a C-contiguous boolean array, and its voxels' sorted flat (C-order) indices when
+    finding the mask's C-ordered copy found them already (else None: ``np.flatnonzero`` of the mask gives them).
+
+    A Fortran-ordered numpy array (as NIfTI files store images) is validated as its transpose, which is C-ordered
+    (the same checks and messages as ``as_binary_mask``, no copy); its non-zero voxels are found in its own memory
+    order, their flat indices turned into C order and sorted, and written into a zeroed C-ordered mask. One pass over
+    the image instead of three (count, find, and the evaluation's own ``flatnonzero`` of the copy); the sort costs
+    about as much as one pass over 1 % of the image. Masks with more than ``SPARSE_COPY_FRACTION`` of their voxels
+    set, and every other input, get ``as_binary_mask`` and None. The mask equals ``as_binary_mask(x, name)``.
+
+    Examples
+    --------
+    >>> m = np.zeros((2, 20), np.uint8, order="F"); m[0, 1] = m[1, 19] = 1  # as NIfTI gives it: Fortran order
+    >>> mask, flat = binary_mask_voxels(m, "gt")
+    >>> bool(mask.flags.c_contiguous), mask.dtype, flat.tolist(), np.flatnonzero(mask).tolist()
+    (True, dtype('bool'), [1, 39], [1, 39])
+    >>> binary_mask_voxels(np.eye(2, dtype=bool), "gt")[1] is None  # C-ordered: nothing found yet
+    True
+    """
+    if not (isinstance(x, np.ndarray) and x.ndim in (2, 3) and x.flags.f_contiguous and not x.flags.c_contiguous):
+        return as_binary_mask(x, name), None
+    flipped = as_binary_mask(x.T, name)  # C-contiguous: validated and viewed as bool, not copied
+    found = np.flatnonzero(flipped)  # the Fortran-order flat indices of x's voxels
+    if len(found) > x.size * SPARSE_COPY_FRACTION:
+        return np.ascontiguousarray(flipped.T), None
+    flat = np.ravel_multi_index(np.unravel_index(found, x.shape, order="F"), x.shape)
+    flat.sort()
+    mask = np.zeros(x.shape, dtype=bool)
+    mask.reshape(-1)[flat] = True
+    return mask, flat
 
 
 def coordinates(flat_index: np.ndarray, shape: Sequence[int]) -> np.ndarray:

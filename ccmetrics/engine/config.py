@@ -84,13 +84,18 @@ class EngineConfig:
     kernels_from : int
         Voxel lists from this many voxels find their edges with the numba kernels of
         ``ccmetrics.engine._edge_kernels`` (both cores) instead of numpy. Default 2**18.
+    loaded_kernels_from : int
+        ... and a whole mask's edges from this many voxels once numba is loaded (its load paid for
+        already; the kernel is about 4 times faster than numpy from here). Default 2**14.
     own_tree_from : int
         Points (source and target together) from which distances come from ccmetrics' own k-d tree
         (tight node boxes: fast also far from a flat edge set) instead of scipy's, once numba is
         loaded ... Default 2**15.
     own_tree_import_from : int
         ... or from this many without numba loaded yet (its first import and kernel load take about
-        0.5 s, more than scipy's tree costs below this size). Default 2**18.
+        0.5 s, more than scipy's tree costs below this size), or once the calls from ``own_tree_from``
+        points that scipy's tree served in this process reach this many points together (a process
+        evaluating many large cases pays the load once). Default 2**18.
     pad_below : int
         Arrays up to this many voxels are always padded before cc3d labels them (a cheap copy that
         avoids a cc3d failure on some small sparse arrays); larger ones only after a failure.
@@ -147,6 +152,7 @@ class EngineConfig:
     block_max_sites: int = 256
     span_map_ratio: int = 8
     kernels_from: int = 1 << 18
+    loaded_kernels_from: int = 1 << 14
     own_tree_from: int = 1 << 15
     own_tree_import_from: int = 1 << 18
     pad_below: int = 1 << 20

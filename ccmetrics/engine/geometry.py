@@ -93,8 +93,10 @@ def image_diagonal(shape: Sequence[int], spacing: Sequence[float] | None = None)
 class PredictionVoxels:
     """The prediction's voxel list: sorted flat indices, its runs and (``edges=True``) the edges of the whole mask."""
 
-    def __init__(self, pred_mask: np.ndarray, edges: bool = True):
-        self.flat = np.flatnonzero(pred_mask)
+    def __init__(self, pred_mask: np.ndarray, edges: bool = True, flat: np.ndarray | None = None):
+        """``flat``: the mask's sorted flat indices when known (:func:`~ccmetrics.engine.components.binary_mask_voxels`
+        found them); else one ``flatnonzero`` of the mask."""
+        self.flat = np.flatnonzero(pred_mask) if flat is None else flat
         self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
         self.runs = Runs(self.flat, pred_mask.shape)
 

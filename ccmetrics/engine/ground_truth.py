@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .._inputs import as_binary_mask, as_connectivity, as_label_map, as_sites_mode, as_spacing
-from .components import ComponentCache, Runs, Sites, raster_sites
+from .._inputs import as_connectivity, as_label_map, as_sites_mode, as_spacing
+from .components import ComponentCache, Runs, Sites, binary_mask_voxels, raster_sites
 from .partition import voronoi_partition
+from .surface import mask_edges
 
 __all__ = ["GroundTruth", "PreparedSites"]
 
@@ -85,7 +86,11 @@ class GroundTruth:
     def __init__(self, gt: Any, *, sites: str = "components", connectivity: int | None = None, prepare: bool = True):
         self.sites = as_sites_mode(sites)
         self.connectivity = connectivity
-        self.array = as_label_map(gt, "gt") if self.sites == "labels" else as_binary_mask(gt, "gt")
+        self._flat: np.ndarray | None = None  # the mask's sorted voxels, when validating it found them
+        if self.sites == "labels":
+            self.array = as_label_map(gt, "gt")
+        else:
+            self.array, self._flat = binary_mask_voxels(gt, "gt")
         self._conn = as_connectivity(connectivity, self.array.ndim)
         self._prepared: PreparedSites | None = None
         self._components: ComponentCache | None = None
@@ -96,13 +101,18 @@ class GroundTruth:
     def prepare(self) -> GroundTruth:
         """Find the sites, their coordinates and edges (once; later calls return at once)."""
         if self._prepared is None:
-            flat, raster_label, source, runs = raster_sites(self.array, self.sites, self._conn)
+            flat, raster_label, source, runs = raster_sites(self.array, self.sites, self._conn, self._flat)
+            self._flat = None  # kept as the prepared sites' ``flat``
             found = Sites.grouped(self.array.shape, flat, raster_label, source)
             coords = found.coords()
             # edges looked up in the GT itself: a face neighbour in the mask is in the same component (any
-            # connectivity); with instance labels, in the same site when it holds the same label value
-            own = True if self.sites == "components" else found.source_label[found.label - 1]
-            own_edge, union_edge = found.edges(self.array.ravel(), own, coords)
+            # connectivity), so a component's own edges are the mask's edges (one test, as the prediction's:
+            # mask_edges); with instance labels, a neighbour is in the same site when it holds the same label value
+            if self.sites == "components":
+                union_edge = mask_edges(found.flat_index, self.array.shape, self.array.ravel())
+                own_edge = union_edge.copy()
+            else:
+                own_edge, union_edge = found.edges(self.array.ravel(), found.source_label[found.label - 1], coords)
             self._prepared = PreparedSites(found, coords, own_edge, union_edge, runs, raster_label, flat)
         return self
 

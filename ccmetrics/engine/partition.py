@@ -285,7 +285,11 @@ def _certify_blocks(
     nearby site.
     """
     spacing_arr = np.ones(query.shape[1]) if spacing is None else np.asarray(spacing, float)
-    by_site = [surface_coords[surface_labels == lab] for lab in present]
+    if np.all(surface_labels[1:] >= surface_labels[:-1]):  # grouped by site (site_surfaces): slices, one pass
+        first, stop = np.searchsorted(surface_labels, present), np.searchsorted(surface_labels, present, "right")
+        by_site = [surface_coords[a:b] for a, b in zip(first, stop)]
+    else:
+        by_site = [surface_coords[surface_labels == lab] for lab in present]
     low = physical(np.array([c.min(axis=0) for c in by_site]), spacing)
     high = physical(np.array([c.max(axis=0) for c in by_site]), spacing)
     trees: list[Any] = [None] * len(present)
@@ -326,11 +330,18 @@ def _two_nearest_sites(
     step = max(1, (1 << 18) // n_sites)
     for at in range(0, len(centers), step):
         c = centers[at : at + step]
-        # distance bounds from each centre to each site's box: below (its nearest point), above (farthest corner)
-        gap = np.maximum(low[None] - c[:, None], 0) + np.maximum(c[:, None] - high[None], 0)
-        near = np.sqrt(np.sum(gap * gap, axis=2))
-        span = np.maximum(np.abs(c[:, None] - low[None]), np.abs(high[None] - c[:, None]))
-        reach = np.sqrt(np.sum(span * span, axis=2)).min(axis=1) * (1 + _REL_TOL) + 2 * margin + 1e-9
+        # distance bounds from each centre to each site's box: below (its nearest point), above (farthest corner);
+        # squares summed axis by axis in the order of a sum over the last axis, on (centres, sites) arrays
+        near2 = np.zeros((len(c), n_sites))
+        far2 = np.zeros((len(c), n_sites))
+        for axis in range(c.shape[1]):
+            ca, lo_a, hi_a = c[:, axis, None], low[None, :, axis], high[None, :, axis]
+            gap = np.maximum(lo_a - ca, 0) + np.maximum(ca - hi_a, 0)
+            near2 += gap * gap
+            span = np.maximum(np.abs(ca - lo_a), np.abs(hi_a - ca))
+            far2 += span * span
+        near = np.sqrt(near2)
+        reach = np.sqrt(far2).min(axis=1) * (1 + _REL_TOL) + 2 * margin + 1e-9
         dist = np.full(near.shape, np.inf)
         for k in range(n_sites):
             rows = np.flatnonzero(near[:, k] <= reach)

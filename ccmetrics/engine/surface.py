@@ -107,7 +107,9 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     The ``union_edge`` of :func:`face_edges` with the mask itself as the label map: a
     voxel is an edge when a face neighbour lies outside the image or outside the mask.
     Each axis' coordinate is derived from the flat index in turn, so the only arrays
-    are a few of N entries (no (N, ndim) coordinate array).
+    are a few of N entries (no (N, ndim) coordinate array). Boolean masks from ``kernels_from``
+    voxels, or from ``loaded_kernels_from`` once numba is loaded (:class:`ccmetrics.EngineConfig`),
+    are tested by the numba kernel of ``ccmetrics.engine._edge_kernels`` instead (same values).
 
     Parameters
     ----------
@@ -119,7 +121,9 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
         The mask (non-zero inside).
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
-    if len(flat_index) >= current().kernels_from and mask_flat.dtype == bool:
+    config = current()
+    kernel_from = config.loaded_kernels_from if "numba" in sys.modules else config.kernels_from
+    if len(flat_index) >= min(kernel_from, config.kernels_from) and mask_flat.dtype == bool:
         from . import _edge_kernels
 
         edge = np.empty(len(flat_index), dtype=bool)
@@ -299,12 +303,26 @@ def _nearest(source: np.ndarray, target: np.ndarray, with_index: bool) -> tuple[
     return distance.astype(np.float32), index.astype(np.int64, copy=False)
 
 
+#: points scipy's tree measured in this process, in calls from ``own_tree_from`` points, while numba was not loaded
+_SCIPY_SERVED = [0]
+
+
 def _own_tree(points: int) -> bool:
     """Whether ``ccmetrics.engine._kdtree`` measures ``points`` points (``own_tree_from`` and
-    ``own_tree_import_from`` of :class:`ccmetrics.EngineConfig`, and the per-process agreement probe)."""
+    ``own_tree_import_from`` of :class:`ccmetrics.EngineConfig`, and the per-process agreement probe).
+
+    Before numba is loaded, a call from ``own_tree_from`` points loads it when it has ``own_tree_import_from``
+    points, or when the calls of this process that scipy's tree served from ``own_tree_from`` points have reached
+    that many together: a process evaluating many large cases (a data set, a notebook, a benchmark's warm calls)
+    then pays the load once and measures 2-3 times faster from then on (issue 44, point 3), while one evaluation of
+    a case with few edge voxels still never loads numba. The values are the same with either tree."""
     config = current()
-    if points < config.own_tree_from or (points < config.own_tree_import_from and "numba" not in sys.modules):
+    if points < config.own_tree_from:
         return False
+    if "numba" not in sys.modules and points < config.own_tree_import_from:
+        _SCIPY_SERVED[0] += points  # a race between threads may lose a count: it only delays the load
+        if _SCIPY_SERVED[0] < config.own_tree_import_from:
+            return False
     from ._kdtree import matches_scipy  # numba: imported on first use
 
     return matches_scipy()

@@ -36,14 +36,13 @@ import numpy as np
 from .. import schema
 from .._arguments import public_arguments
 from .._inputs import (
-    as_binary_mask,
     as_label_map,
     as_non_negative,
     as_sites_mode,
     as_spacing,
     check_same_shape,
 )
-from ..engine.components import ComponentCache
+from ..engine.components import ComponentCache, binary_mask_voxels
 from ..engine.geometry import CaseRegions, CaseSurfaces, EdgeNearest, PredictionVoxels
 from ..engine.ground_truth import GroundTruth
 from ..engine.memory import MemoryGuard
@@ -292,6 +291,7 @@ class _Case:
     tolerance: float
     worst: float
     image: np.ndarray | None = None
+    pred_flat: np.ndarray | None = None  # the prediction's sorted voxels, when validating it found them
 
     @classmethod
     def checked(
@@ -304,7 +304,7 @@ class _Case:
             if isinstance(gt, GroundTruth)
             else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
         )
-        pred_mask = as_binary_mask(pred, "pred")
+        pred_mask, pred_flat = binary_mask_voxels(pred, "pred")
         check_same_shape(pred_mask, truth.array)
         spacing = as_spacing(spacing, pred_mask.ndim)
         tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
@@ -323,7 +323,7 @@ class _Case:
             raise ValueError(SUV_MAX_NEEDS_IMAGE)
         if scan is not None and not (rule.kind == "suv_max" or any(m.name == "pet" for m in case_level)):
             scan = None  # checked, but read by nothing
-        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst, scan)
+        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst, scan, pred_flat)
 
 
 def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any, EdgeNearest | None]:
@@ -334,7 +334,7 @@ def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegion
     guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
     truth, spacing = case.truth, case.spacing
     with worker_threads(truth.shape) as pool:
-        pending = submit(pool, PredictionVoxels, case.pred_mask, edges)
+        pending = submit(pool, PredictionVoxels, case.pred_mask, edges, case.pred_flat)
         truth.prepare()
         voxels = pending.result()
         pred_cc = ComponentCache(case.pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all

@@ -3,7 +3,7 @@
 What it measures, on the synthetic benchmark case ``ccmetrics.synthetic.lesion_case()``
 (400 x 400 x 300 bool volumes, 20 ellipsoidal lesions, a degraded prediction):
 
-1. wall time of ``ccmetrics.evaluate(pred, gt, ["dice", "nsd", "hd95"])``: the first
+1. wall time of ``ccmetrics.evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"])``: the first
    (cold) call of the process, which includes lazy imports and first-use overhead,
    and the median of ``--repeats`` further calls;
    and of the comparison metrics (``panoptic_quality``, ``lesion_dice``,
@@ -23,15 +23,25 @@ What it measures, on the synthetic benchmark case ``ccmetrics.synthetic.lesion_c
 5. the adversarial case of the case-level metrics (:func:`lattice_case`: 5,978 one-voxel lesions under one
    362k-voxel prediction component), ``evaluate`` with one metric at a time and with all of them;
 6. a sanity check that the per-component values of both implementations agree
-   (max abs difference per metric; components matched through a GT voxel).
+   (max abs difference per metric; components matched through a GT voxel);
+7. the speed-up on cases the engine was not tuned to (issue 44, point 3: at least 1000x on every
+   foreground fraction), each given C-ordered and Fortran-ordered (``np.asfortranarray``, as NIfTI
+   files store images; ``--orders`` picks): the benchmark case itself, a case with twice its foreground
+   (:func:`double_case`: the same seed and lesion centres, every radius 1.28 times larger; the ratios of
+   GT and predicted voxels are printed) and a case of long thin lesions (:func:`thin_case`: 40 tubes of
+   radius 1-3 voxels and length 50-200 in nine orientations, a degraded prediction). Ours: the first call on
+   the case and the median of ``--repeats`` further calls (min and max shown); CCMetrics 0.0.3: one run per
+   case (its input is the same in both orders). The other processes' share of the machine's CPU during our
+   timed calls is printed (read from ``/proc/stat``; above 10 % the timings are inflated).
 
-Finally it prints a Markdown table for the README and the machine info.
+Finally it prints the Markdown tables for the README and the machine info.
 
 Run from the repository root, with the project's virtual environment active::
 
     python tests/benchmarks/bench_engine.py                  # everything (~2 minutes)
     python tests/benchmarks/bench_engine.py --repeats 9
     python tests/benchmarks/bench_engine.py --skip-reference # ours only
+    python tests/benchmarks/bench_engine.py --skip-reference --only cases --orders C,F
 """
 
 from __future__ import annotations
@@ -74,6 +84,69 @@ def build_case() -> tuple[np.ndarray, np.ndarray]:
     return lesion_case()
 
 
+#: the lesion radii of the case with twice the foreground, relative to ``lesion_case``'s (1.5, 22) voxels (as in
+#: ``tests/benchmarks/bench_pet.py``)
+DOUBLE_RADIUS = 1.28
+#: the tubes' directions in :func:`thin_case` (each jittered by up to 0.2 per axis): the axes, face and
+#: space diagonals
+TUBE_DIRECTIONS = ((1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (1, 0, 1), (0, 1, 1), (1, 1, 1), (1, -1, 0), (1, -1, 1))
+
+
+def double_case() -> tuple[np.ndarray, np.ndarray]:
+    """``lesion_case()`` with every radius 1.28 times larger: about twice the GT's and the prediction's voxels."""
+    return lesion_case(radius_range=(1.5 * DOUBLE_RADIUS, 22.0 * DOUBLE_RADIUS))
+
+
+def draw_tube(mask: np.ndarray, start, direction, length: float, radius: float) -> None:
+    """Set to True, in place, the voxels of ``mask`` within ``radius`` of the segment from ``start`` along
+    ``direction`` (any length, normalised here) over ``length`` voxels: a capsule, clipped to the image."""
+    start = np.asarray(start, dtype=float)
+    unit = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    end = start + length * unit
+    lo = np.maximum(np.floor(np.minimum(start, end) - radius).astype(int), 0)
+    hi = np.minimum(np.ceil(np.maximum(start, end) + radius).astype(int) + 1, mask.shape)
+    if np.any(lo >= hi):
+        return
+    grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    rel = [g - c for g, c in zip(grids, start)]
+    along = np.clip(sum(r * u for r, u in zip(rel, unit)), 0.0, length)
+    inside = sum((r - along * u) ** 2 for r, u in zip(rel, unit)) <= radius**2
+    mask[tuple(slice(a, b) for a, b in zip(lo, hi))] |= inside
+
+
+def thin_case(shape=(400, 400, 300), n_lesions: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Long thin lesions (vessel- or airway-like): ``n_lesions`` tubes of radius 1-3 voxels and length 50-200 voxels
+    at random centres, in the directions of :data:`TUBE_DIRECTIONS` in turn; tubes may cross. The prediction: every
+    fifth tube missed, the others shifted by -1..1 voxel per axis, 0.6-1.1 times as long, 0.8, 1.0 or 1.3 times as
+    thick in turn, every fourth broken in two; plus 5 false-positive tubes (length 20-80, radius 1-2).
+    Deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    gt = np.zeros(shape, dtype=bool)
+    pred = np.zeros(shape, dtype=bool)
+    for i in range(n_lesions):
+        center = rng.uniform(0, shape)
+        direction = np.array(TUBE_DIRECTIONS[i % len(TUBE_DIRECTIONS)], float) + rng.uniform(-0.2, 0.2, 3)
+        length, radius = rng.uniform(50, 200), rng.uniform(1.0, 3.0)
+        draw_tube(gt, center, direction, length, radius)
+        if i % 5 == 4:
+            continue  # missed
+        start = center + rng.integers(-1, 2, 3)
+        pred_length, pred_radius = length * rng.uniform(0.6, 1.1), radius * (0.8, 1.0, 1.3)[i % 3]
+        if i % 4 == 1:  # broken in two
+            gap = direction / np.linalg.norm(direction) * pred_length * 0.55
+            draw_tube(pred, start, direction, pred_length * 0.45, pred_radius)
+            draw_tube(pred, start + gap, direction, pred_length * 0.45, pred_radius)
+        else:
+            draw_tube(pred, start, direction, pred_length, pred_radius)
+    for _ in range(5):
+        draw_tube(pred, rng.uniform(0, shape), rng.normal(size=3), rng.uniform(20, 80), rng.uniform(1, 2))
+    return gt, pred
+
+
+#: the cases of point 7 (module docstring): name -> builder of (gt, pred)
+CASES = {"benchmark (20 lesions)": build_case, "twice the foreground": double_case, "long thin lesions": thin_case}
+
+
 def tiny_case() -> tuple[np.ndarray, np.ndarray]:
     """A small case for warming up imports and first-use code paths."""
     return lesion_case((40, 40, 30), n_lesions=4, radius_range=(2.0, 5.0), seed=1)
@@ -87,7 +160,7 @@ def image_diagonal(shape) -> float:
 
 
 def run_ours(pred: np.ndarray, gt: np.ndarray):
-    return ccmetrics.evaluate(pred, gt, METRICS)
+    return ccmetrics.evaluate(gt=gt, pred=pred, metrics=METRICS)
 
 
 def time_ours(pred: np.ndarray, gt: np.ndarray, repeats: int):
@@ -106,10 +179,10 @@ def time_ours(pred: np.ndarray, gt: np.ndarray, repeats: int):
 def time_comparison_metrics(pred: np.ndarray, gt: np.ndarray, repeats: int) -> list[tuple[str, float, float]]:
     """(name, cold seconds, warm median seconds) of each comparison metric on the case."""
     calls = [
-        ("panoptic_quality", lambda: ccmetrics.panoptic_quality(pred, gt)),
-        ("lesion_dice", lambda: ccmetrics.lesion_dice(pred, gt)),
-        ("detection", lambda: ccmetrics.detection(pred, gt)),
-        ("evaluate, all metrics", lambda: ccmetrics.evaluate(pred, gt, METRICS + ["pq", "lesion_dice", "detection"])),
+        ("panoptic_quality", lambda: ccmetrics.panoptic_quality(gt=gt, pred=pred)),
+        ("lesion_dice", lambda: ccmetrics.lesion_dice(gt=gt, pred=pred)),
+        ("detection", lambda: ccmetrics.detection(gt=gt, pred=pred)),
+        ("evaluate, all metrics", lambda: ccmetrics.evaluate(gt=gt, pred=pred, metrics=METRICS + CASE_METRICS)),
     ]
     rows = []
     for name, call in calls:
@@ -298,15 +371,136 @@ def time_lattice(repeats: int) -> list[tuple[str, float, float]]:
     out = []
     for metrics in (["dice"], ["detection"], ["pq"], ["lesion_dice"], ["dice", "nsd", "hd95", *CASE_METRICS]):
         start = time.perf_counter()
-        ccmetrics.evaluate(pred, gt, metrics)
+        ccmetrics.evaluate(gt=gt, pred=pred, metrics=metrics)
         cold = time.perf_counter() - start
         warm = []
         for _ in range(max(1, repeats // 2)):
             start = time.perf_counter()
-            ccmetrics.evaluate(pred, gt, metrics)
+            ccmetrics.evaluate(gt=gt, pred=pred, metrics=metrics)
             warm.append(time.perf_counter() - start)
         out.append(("+".join(metrics), cold, statistics.median(warm)))
     return out
+
+
+# ----------------------------------------------------------------------------- other foreground fractions
+
+
+def _busy_seconds() -> float | None:
+    """Machine-wide busy CPU seconds (all CPUs) from ``/proc/stat``; None where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (fields + [0] * 7)[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def time_case(gt: np.ndarray, pred: np.ndarray, repeats: int) -> dict:
+    """Ours on one case: the first call on it, ``repeats`` further calls, the other processes' CPU share during
+    those calls (of the whole machine; NaN where ``/proc/stat`` cannot be read) and the last result."""
+    start = time.perf_counter()
+    result = run_ours(pred, gt)
+    first = time.perf_counter() - start
+    warm = []
+    busy0, own0, begin = _busy_seconds(), time.process_time(), time.perf_counter()
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run_ours(pred, gt)
+        warm.append(time.perf_counter() - start)
+    wall, own, busy1 = time.perf_counter() - begin, time.process_time() - own0, _busy_seconds()
+    others = (
+        max(0.0, busy1 - busy0 - own) / (wall * (os.cpu_count() or 1))
+        if busy0 is not None and busy1 is not None
+        else float("nan")
+    )
+    return {"first": first, "warm": warm, "others": others, "result": result}
+
+
+def foreground_cases(
+    repeats: int, orders: list[str], skip_reference: bool, known: dict[str, float] | None = None
+) -> list[dict]:
+    """Point 7 of the module docstring: every case of :data:`CASES` in each memory order, ours and (once per case)
+    CCMetrics 0.0.3; ``known``: reference seconds already measured in this run, by case name. Prints as it goes and
+    returns the table's rows."""
+    rows = []
+    base_gt = base_pred = None
+    for name, build in CASES.items():
+        gt, pred = build()
+        if base_gt is None:
+            base_gt, base_pred = int(gt.sum()), int(pred.sum())
+        n_gt = ccmetrics.label_components(gt)[1]
+        print(
+            f"\n-- {name}: shape {gt.shape}, {n_gt} GT components, foreground voxels: gt {int(gt.sum())} "
+            f"({gt.sum() / base_gt:.2f}x the benchmark case's), pred {int(pred.sum())} "
+            f"({pred.sum() / base_pred:.2f}x)"
+        )
+        ref_s = (known or {}).get(name)
+        result = None
+        timings = {}
+        for order in orders:
+            g, p = (np.asfortranarray(gt), np.asfortranarray(pred)) if order == "F" else (gt, pred)
+            t = timings[order] = time_case(g, p, repeats)
+            result = t["result"]
+            warm = t["warm"]
+            median = statistics.median(warm)
+            print(
+                f"ours, {order} order: first {t['first']:.3f} s; {repeats} runs: median {median:.3f} s "
+                f"(min {min(warm):.3f}, max {max(warm):.3f}); other processes' CPU {100 * t['others']:.0f} %"
+            )
+            del g, p
+        if ref_s is None and not skip_reference:
+            y_pred, y = one_hot(pred), one_hot(gt)
+            seconds, ref_values = run_reference(y_pred, y, gt.shape)
+            del y_pred, y
+            ref_s = sum(seconds.values())
+            print(f"CCMetrics 0.0.3: {ref_s:.2f} s (" + ", ".join(f"{m} {s:.2f} s" for m, s in seconds.items()) + ")")
+            if result is not None:
+                for line in compare(result, ref_values, gt):
+                    print("  " + line)
+        for order, t in timings.items():
+            median = statistics.median(t["warm"])
+            rows.append(
+                {
+                    "case": name,
+                    "order": order,
+                    "gt": int(gt.sum()),
+                    "pred": int(pred.sum()),
+                    "components": n_gt,
+                    "first": t["first"],
+                    "median": median,
+                    "min": min(t["warm"]),
+                    "max": max(t["warm"]),
+                    "others": t["others"],
+                    "reference": ref_s,
+                }
+            )
+            if ref_s is not None:
+                print(f"speed-up, {order} order (reference / our median): {ref_s / median:.0f}x")
+    return rows
+
+
+def cases_table(rows: list[dict]) -> str:
+    """The Markdown table of :func:`foreground_cases`' rows."""
+
+    def ref(row):
+        return "n/a" if row["reference"] is None else f"{row['reference']:.1f}"
+
+    def speed_up(row):
+        return "n/a" if row["reference"] is None else f"**{row['reference'] / row['median']:.0f}x**"
+
+    lines = [
+        "| case | order | GT / predicted voxels | GT components | ours, first call (s) | ours, median (min-max) (s) "
+        "| CCMetrics 0.0.3 (s) | speed-up | other processes' CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['order']} | {r['gt']:,} / {r['pred']:,} | {r['components']} | {r['first']:.3f} "
+            f"| {r['median']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {ref(r)} | {speed_up(r)} "
+            f"| {100 * r['others']:.0f} % |"
+        )
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- report
@@ -349,11 +543,31 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed warm calls of evaluate (default 5)")
     parser.add_argument("--skip-reference", action="store_true", help="do not run CCMetrics 0.0.3")
+    parser.add_argument(
+        "--orders",
+        default="C,F",
+        help="memory orders of the cases of other foreground fractions: C, F or C,F (default; F as NIfTI gives)",
+    )
+    parser.add_argument(
+        "--only", choices=["all", "cases"], default="all", help="cases: only the cases of other foreground fractions"
+    )
     parser.add_argument("--memory-child", choices=["ours", "reference"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    orders = [o.strip().upper() for o in args.orders.split(",") if o.strip()]
+    if not orders or any(o not in ("C", "F") for o in orders):
+        parser.error(f"--orders takes C, F or C,F, not {args.orders!r}")
     quiet_warnings()
     if args.memory_child:
         memory_child(args.memory_child)
+        return
+    if args.only == "cases":
+        print("== cases of other foreground fractions (issue 44, point 3)")
+        rows = foreground_cases(args.repeats, orders, args.skip_reference)
+        print("\n== machine")
+        for line in machine_info():
+            print(line)
+        print("\n== README table: cases of other foreground fractions\n")
+        print(cases_table(rows))
         return
 
     # memory first, in subprocesses started while this process is small
@@ -370,7 +584,7 @@ def main(argv: list[str] | None = None) -> None:
         f"foreground voxels: gt {int(gt.sum())}, pred {int(pred.sum())}"
     )
 
-    print(f"\n== ccmetrics.evaluate(pred, gt, {METRICS})")
+    print(f"\n== ccmetrics.evaluate(gt=gt, pred=pred, metrics={METRICS})")
     cold, warm, result = time_ours(pred, gt, args.repeats)
     ours_s = statistics.median(warm)
     print(f"cold (first call): {cold:.3f} s")
@@ -403,6 +617,10 @@ def main(argv: list[str] | None = None) -> None:
         for line in compare(result, ref_values, gt):
             print(line)
 
+    print("\n== cases of other foreground fractions (issue 44, point 3)")
+    known = {} if ref_s is None else {next(iter(CASES)): ref_s}  # the benchmark case's reference ran above
+    rows = foreground_cases(args.repeats, orders, args.skip_reference, known)
+
     print("\n== peak memory above the inputs (fresh subprocess, peak RSS increase)")
     if ours_mem:
         print(
@@ -423,6 +641,8 @@ def main(argv: list[str] | None = None) -> None:
         print(line)
     print("\n== README table (MB = MiB)\n")
     print(markdown_table(ours_s, ours_mem, ref_s, ref_mem))
+    print("\n== README table: cases of other foreground fractions\n")
+    print(cases_table(rows))
 
 
 if __name__ == "__main__":
