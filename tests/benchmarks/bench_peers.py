@@ -86,6 +86,10 @@ WHY_PANOPTICA_SPACING = "panoptica's per-region evaluation ignores spacing (its 
 WHY_PANOPTICA_HD95 = (
     "ties in the Voronoi partition (its Dice is the scan-order one); its per-region HD95 not checked further"
 )
+WHY_PANOPTICA_ZERO_TP = (
+    "panoptica has no HD95 for a region without a true positive (a missed lesion: NotImplementedError by default; "
+    "here its edge-case handler gives NaN and the mean over regions is NaN), ccmetrics the worst value"
+)
 WHY_EMPTY_GT = (
     "the GT label is empty: MONAI gives nan (ignore_empty), ccmetrics the worst value (definitions: Empty GT)"
 )
@@ -292,7 +296,7 @@ def bench_volume(case: str, gt, pred, spacing, repeats: int, with_ccmetrics_003:
         why = WHY_PANOPTICA_SPACING if aniso else WHY_TIES
         add(case, "CC-Dice", "panoptica per-region", res.cc["dice"], pan[0], t_ours, t, why=why)
         res = ours["hd95"][0]
-        why = WHY_PANOPTICA_SPACING if aniso else WHY_PANOPTICA_HD95
+        why = WHY_PANOPTICA_ZERO_TP if math.isnan(pan[1]) else WHY_PANOPTICA_SPACING if aniso else WHY_PANOPTICA_HD95
         add(case, "CC-HD95", "panoptica per-region", res.cc["hd95"], pan[1], t_ours, t, True, why)
     else:
         missing(case, "per-region Dice, HD95", "panoptica", "not installed: pip install panoptica")
@@ -307,7 +311,12 @@ def panoptica_regions(gt, pred, spacing) -> tuple[float, float]:
         NaiveThresholdMatching,
         Panoptica_Evaluator,
     )
+    from panoptica.utils.edge_case_handling import EdgeCaseHandler, EdgeCaseResult, MetricZeroTPEdgeCaseHandling
 
+    handling = EdgeCaseHandler().listmetric_zeroTP_handling  # its defaults, and HD95's, which it lacks: NaN
+    handling[Metric.HD95] = MetricZeroTPEdgeCaseHandling(
+        no_instances_result=EdgeCaseResult.NAN, default_result=EdgeCaseResult.NAN
+    )
     evaluator = Panoptica_Evaluator(
         expected_input=InputType.SEMANTIC,
         instance_approximator=ConnectedComponentsInstanceApproximator(),
@@ -315,6 +324,7 @@ def panoptica_regions(gt, pred, spacing) -> tuple[float, float]:
         per_region_evaluation=True,
         instance_metrics=[Metric.DSC],
         global_metrics=[Metric.DSC, Metric.HD95],
+        edge_case_handler=EdgeCaseHandler(listmetric_zeroTP_handling=handling),
     )
     result = evaluator.evaluate(pred.astype(np.uint8), gt.astype(np.uint8), voxelspacing=spacing, verbose=False)[
         "ungrouped"
