@@ -210,9 +210,7 @@ def test_many_ignored_files_are_one_line(data, capsys):
     code, out, err = _run(capsys, data / "gt", data / "pred", "--out-dir", data / "o", "--metrics", "dice")
     assert code == 0
     ignored = [line for line in out.splitlines() if line.startswith("  ignored")]
-    assert ignored == [
-        "  ignored  61 files left out (60 .pkl, 1 .json); listed in summary.json (ignored_files)"
-    ]
+    assert ignored == ["  ignored  61 files left out (60 .pkl, 1 .json); listed in summary.json (ignored_files)"]
     assert len(json.loads((data / "o" / "summary.json").read_text())["ignored_files"]) == 61  # the full list
 
 
