@@ -122,8 +122,9 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
     config = current()
-    kernel_from = config.loaded_kernels_from if "numba" in sys.modules else config.kernels_from
-    if len(flat_index) >= min(kernel_from, config.kernels_from) and mask_flat.dtype == bool:
+    loaded = "numba" in sys.modules
+    kernel_from = min(config.loaded_kernels_from, config.kernels_from) if loaded else config.kernels_from
+    if len(flat_index) >= kernel_from and mask_flat.dtype == bool:
         from . import _edge_kernels
 
         edge = np.empty(len(flat_index), dtype=bool)

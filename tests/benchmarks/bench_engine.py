@@ -64,6 +64,9 @@ import numpy as np
 # measure the working tree's package, installed or not
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+# the twice-foreground case's radii and the machine's busy CPU: one home, bench_pet.py (this script's folder)
+from bench_pet import DOUBLE_RADIUS, _busy_seconds  # noqa: E402
+
 import ccmetrics  # noqa: E402
 from ccmetrics.synthetic import lesion_case  # noqa: E402
 
@@ -84,9 +87,6 @@ def build_case() -> tuple[np.ndarray, np.ndarray]:
     return lesion_case()
 
 
-#: the lesion radii of the case with twice the foreground, relative to ``lesion_case``'s (1.5, 22) voxels (as in
-#: ``tests/benchmarks/bench_pet.py``)
-DOUBLE_RADIUS = 1.28
 #: the tubes' directions in :func:`thin_case` (each jittered by up to 0.2 per axis): the axes, face and
 #: space diagonals
 TUBE_DIRECTIONS = ((1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (1, 0, 1), (0, 1, 1), (1, 1, 1), (1, -1, 0), (1, -1, 1))
@@ -383,17 +383,6 @@ def time_lattice(repeats: int) -> list[tuple[str, float, float]]:
 
 
 # ----------------------------------------------------------------------------- other foreground fractions
-
-
-def _busy_seconds() -> float | None:
-    """Machine-wide busy CPU seconds (all CPUs) from ``/proc/stat``; None where it cannot be read."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq = (fields + [0] * 7)[:7]
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def time_case(gt: np.ndarray, pred: np.ndarray, repeats: int) -> dict:
