@@ -201,7 +201,9 @@ def differences(a, b, path="") -> list[str]:
 if __name__ == "__main__":
     mode, where = sys.argv[1], sys.argv[2]
     if len(sys.argv) > 3:  # force the shared-tree path of the lesions' HD95 (every lesion) to compare it too
-        with ccmetrics.engine_config(own_tree_from=int(sys.argv[3]), own_tree_import_from=int(sys.argv[3])):
+        with ccmetrics.engine_config(
+            own_tree_from=int(sys.argv[3]), own_tree_import_from=int(sys.argv[3]), compile_tree_from=int(sys.argv[3])
+        ):
             now = snapshot()
     else:
         now = snapshot()

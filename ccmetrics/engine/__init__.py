@@ -11,7 +11,8 @@ layers above it (metrics, formats, analysis, campaign, report, the command line)
 
 The layers above use the public modules and names only: the k-d tree (:mod:`~ccmetrics.engine.kdtree`), the
 order statistics of a lesion's distances (:mod:`~ccmetrics.engine.order_statistics`), the worker threads of an
-evaluation (:mod:`~ccmetrics.engine.threads`), the memory limit handed down to the engine
+evaluation (:mod:`~ccmetrics.engine.threads`), when a compiled kernel pays for its compile
+(:mod:`~ccmetrics.engine.kernels`), the memory limit handed down to the engine
 (:func:`~ccmetrics.engine.memory.memory_guard`, :class:`~ccmetrics.engine.memory.MemoryLimitError`) and
 ``warm_up()`` (compile every numba kernel into numba's cache: ``ccmetrics warm-up``). The modules whose names
 start with ``_`` (the kernels, their launcher, the guard's implementation) are the engine's own.

@@ -8,6 +8,19 @@ for another; the callers convert their arguments to it. A module of kernels is i
 kernels is needed, so a call compiles only what it uses. :func:`warm_up` compiles every kernel into the
 cache (``ccmetrics warm-up``).
 
+When a kernel pays. Compiling a kernel costs 0.2-3 s (its load from the cache about 0.05 s, numba's import
+0.5 s), while numpy, scipy or cc3d do the same work more slowly, with the same values. :func:`pays` tells a
+caller whether a task of some size goes to the kernels of a module, from three thresholds of
+:class:`ccmetrics.EngineConfig` by what this process has: the kernels already compiled or loaded here; numba's
+cache holding them (``import_from`` while numba is not loaded); or neither (``compile_from``: the kernels are
+compiled only for work that pays for it). Tasks that the fallback served although the kernels would have served
+them once loaded are counted per module, and once they reach the threshold together the kernels serve the next
+ones: a process that evaluates many cases pays the compile once. Whether numba's cache holds a module's kernels
+is read from a marker this module writes beside the cache (``ccmetrics-kernels.json`` in ``NUMBA_CACHE_DIR``, or in
+``__pycache__`` beside the kernels, else in the user's cache folder) whenever a kernel has been compiled or loaded,
+keyed by the module's file and its modification time and size (numba's own key) and by the numba and Python
+versions; no numba name is read. A stale marker costs time only (a compile where a load was expected).
+
 Cores. The kernels are serial and release the GIL; :func:`share` runs one on slices of its work in Python
 threads (:func:`ccmetrics.engine.config.thread_count` of them, as the engine's other work), which costs no
 compilation (numba's ``parallel=True`` doubled the compile time of a kernel) and no threading layer. One
@@ -18,16 +31,19 @@ threads: each slice is computed as a whole, by the same code.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable
 
 from .config import thread_count
 
-__all__ = ["HELPER_OPTIONS", "KERNEL_OPTIONS", "MODULES", "PARALLEL", "Kernel", "share", "warm_up"]
+__all__ = ["HELPER_OPTIONS", "KERNEL_OPTIONS", "MODULES", "PARALLEL", "Kernel", "pays", "share", "threshold", "warm_up"]
 
 PARALLEL = threading.Lock()
 
@@ -45,6 +61,15 @@ HELPER_OPTIONS: dict[str, Any] = {**KERNEL_OPTIONS, "no_cpython_wrapper": True}
 
 _KERNELS: list[Kernel] = []
 _COMPILING = threading.Lock()
+#: modules (``_kdtree``, ...) with a kernel compiled or loaded in this process
+_READY: set[str] = set()
+#: per module, the work its fallback served in this process from the kernels' loaded threshold
+_SERVED: dict[str, int] = {}
+_SERVED_LOCK = threading.Lock()
+#: the marker read once per process: module file -> its entry
+_MARKED: list[dict[str, Any]] = []
+MARKER = "ccmetrics-kernels.json"
+_KEYS: dict[str, tuple[str, list[Any]] | None] = {}
 
 
 class Kernel:
@@ -74,10 +99,118 @@ class Kernel:
                 self.dispatcher.compile(self.signature)
                 self.dispatcher.disable_compile()
                 self._ready = True
+                module = self.dispatcher.py_func.__module__
+                _READY.add(module.rsplit(".", 1)[-1])
+                _mark(module)
 
     def __call__(self, *args: Any) -> Any:
         self.compile()
         return self.dispatcher(*args)
+
+
+def threshold(module: str, loaded_from: int, import_from: int, compile_from: int) -> int:
+    """The work (voxels, points: the caller's unit) from which the kernels of ``ccmetrics.engine.<module>`` serve a
+    task: ``loaded_from`` once one of them is compiled or loaded in this process, or once numba is loaded and its
+    cache holds them; ``import_from`` when the cache holds them and numba is not loaded yet; ``compile_from``
+    otherwise; ``loaded_from`` also once the tasks from ``loaded_from`` that the fallback served in this process
+    reach that threshold together (see :func:`pays`).
+
+    >>> threshold("_no_such_module", 10, 100, 1000)
+    1000
+    """
+    if module in _READY:
+        return loaded_from
+    if _cached(module):
+        limit = loaded_from if "numba" in sys.modules else import_from
+    else:
+        limit = max(compile_from, loaded_from)
+    return loaded_from if _SERVED.get(module, 0) >= limit else limit
+
+
+def pays(module: str, work: int, loaded_from: int, import_from: int, compile_from: int) -> bool:
+    """Whether a task of ``work`` units goes to the kernels of ``ccmetrics.engine.<module>`` (:func:`threshold`).
+
+    A task from ``loaded_from`` units that stays below the threshold is counted as served by the fallback; when this
+    process's count reaches the threshold, this task and the next ones go to the kernels (compiled once).
+    Values never depend on it: the kernels and their fallbacks give the same numbers.
+
+    >>> pays("_no_such_module", 5, 10, 100, 1000), pays("_no_such_module", 2000, 10, 100, 1000)
+    (False, True)
+    """
+    limit = threshold(module, loaded_from, import_from, compile_from)
+    if work >= limit:
+        return True
+    if work < loaded_from:
+        return False
+    with _SERVED_LOCK:
+        _SERVED[module] = served = _SERVED.get(module, 0) + int(work)
+    return served >= limit
+
+
+def _marker_folders() -> list[Path]:
+    """Where the marker may live: ``NUMBA_CACHE_DIR`` (numba's cache), or ``__pycache__`` beside the kernels (numba's
+    default); then the user's cache folder, where those cannot be written."""
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccmetrics"
+    return [Path(cache) if cache else Path(__file__).with_name("__pycache__"), user]
+
+
+def _key(module: str) -> tuple[str, list[Any]] | None:
+    """The marker's key of a module of kernels (its file) and what must match: the file's modification time and
+    size, the numba and Python versions; None where the file cannot be read (found once per process)."""
+    name = module.rsplit(".", 1)[-1]
+    if name not in _KEYS:
+        path = Path(__file__).with_name(name + ".py")
+        try:
+            stat = path.stat()
+            from importlib.metadata import version
+
+            _KEYS[name] = str(path), [stat.st_mtime_ns, stat.st_size, version("numba"), list(sys.version_info[:2])]
+        except Exception:  # noqa: BLE001 (no file, no numba metadata: never marked)
+            _KEYS[name] = None
+    return _KEYS[name]
+
+
+def _read_marker() -> dict[str, Any]:
+    if not _MARKED:
+        entries: dict[str, Any] = {}
+        for folder in reversed(_marker_folders()):  # the first folder's entries win
+            try:
+                entries.update(json.loads((folder / MARKER).read_text()))
+            except (OSError, ValueError):
+                continue
+        _MARKED.append(entries)
+    return _MARKED[0]
+
+
+def _cached(module: str) -> bool:
+    """Whether the marker says numba's cache holds a kernel of ``ccmetrics.engine.<module>``."""
+    key = _key(module)
+    return key is not None and _read_marker().get(key[0]) == key[1]
+
+
+def _mark(module: str) -> None:
+    """Record that a kernel of ``module`` (its dotted name) is in numba's cache (best effort: a folder that cannot be
+    written is skipped; a lost race between processes loses an entry, which costs time only)."""
+    key = _key(module)
+    if key is None or _read_marker().get(key[0]) == key[1]:
+        return
+    _read_marker()[key[0]] = key[1]
+    for folder in _marker_folders():
+        path = folder / MARKER
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                entries = json.loads(path.read_text())
+            except (OSError, ValueError):
+                entries = {}
+            entries[key[0]] = key[1]
+            temporary = folder / f".{MARKER}.{os.getpid()}.{threading.get_ident()}"
+            temporary.write_text(json.dumps(entries, indent=1))
+            os.replace(temporary, path)
+            return
+        except OSError:
+            continue
 
 
 def share(kernel: Kernel, n: int, args: Sequence[Any], chunk: int) -> None:

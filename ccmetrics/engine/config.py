@@ -85,17 +85,33 @@ class EngineConfig:
         Voxel lists from this many voxels find their edges with the numba kernels of
         ``ccmetrics.engine._edge_kernels`` (both cores) instead of numpy. Default 2**18.
     loaded_kernels_from : int
-        ... and a whole mask's edges from this many voxels once numba is loaded (its load paid for
-        already; the kernel is about 4 times faster than numpy from here). Default 2**14.
+        ... and a whole mask's edges from this many voxels once the kernel is loaded in this process, or
+        numba is loaded and its cache holds the kernel (its load paid for already; the kernel is about 4
+        times faster than numpy from here). Default 2**14.
     own_tree_from : int
         Points (source and target together) from which distances come from ccmetrics' own k-d tree
-        (tight node boxes: fast also far from a flat edge set) instead of scipy's, once numba is
-        loaded ... Default 2**15.
+        (tight node boxes: fast also far from a flat edge set) instead of scipy's, once its kernels are
+        loaded in this process, or numba is loaded and its cache holds them ... Default 2**15.
     own_tree_import_from : int
-        ... or from this many without numba loaded yet (its first import and kernel load take about
-        0.5 s, more than scipy's tree costs below this size), or once the calls from ``own_tree_from``
-        points that scipy's tree served in this process reach this many points together (a process
-        evaluating many large cases pays the load once). Default 2**18.
+        ... or from this many while numba is not loaded yet and its cache holds them (numba's first
+        import and the kernels' load take about 0.5 s, more than scipy's tree costs below this size),
+        or once the calls from ``own_tree_from`` points that scipy's tree served in this process reach
+        this many points together (a process evaluating many large cases pays the load once).
+        Default 2**18.
+    compile_edges_from, compile_tree_from, compile_partition_from, compile_peak_from : int
+        Where numba's cache does not hold a module's kernels yet (an empty cache: the first run after
+        an install), the work from which they are compiled for a task instead of ``kernels_from``,
+        ``own_tree_import_from`` (also for Lesion Dice's order statistics), ``dense_min_queries`` and
+        ``peak_kernel_from``: voxels of a mask's edge test, points of a distance query, query voxels of the
+        dense partition, lesion voxels of SUVpeak; or once the tasks that numpy, scipy or cc3d served
+        in this process from the loaded threshold reach it together (:func:`ccmetrics.engine._launch.pays`).
+        Compiling costs about 0.9 s (edges), 5 s (trees and order statistics), 1.5 s (partition) and
+        2.6 s (SUVpeak), numba's import 0.5 s more, while the fallback loses about 30 ns a voxel, 0.5 µs
+        a point, 0.2 µs a query voxel and 90 ns a lesion voxel: below these sizes it loses less than the
+        compile costs (a 120x120x80 case with an all-foreground prediction: 1.2 s a call against 10 s of
+        compiling), and a process compiles once its fallbacks have lost about as much as the compile
+        costs. ``ccmetrics warm-up`` compiles every kernel into the cache. Defaults 2**25, 2**23,
+        2**23, 2**25.
     pad_below : int
         Arrays up to this many voxels are always padded before cc3d labels them (a cheap copy that
         avoids a cc3d failure on some small sparse arrays); larger ones only after a failure.
@@ -132,8 +148,9 @@ class EngineConfig:
         once; a sparser lesion per voxel (the same values). Default 16.
     peak_kernel_from : int
         SUVpeak: lesion voxels (of one mask's compact lesions) from which the sphere sums are taken by the compiled
-        kernel (:mod:`ccmetrics.engine.sphere_means`) when numba is not loaded yet (its first import and load cost
-        about a second; once loaded it is always used). The same values either way. Default 2**15.
+        kernel (:mod:`ccmetrics.engine.sphere_means`) when its cache holds it and numba is not loaded yet (their
+        import and load cost about a second; once loaded it is always used). The same values either way.
+        Default 2**15.
     region_map_from : int
         Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
         partition is computed once and read by each (one nearest-label transform of the image, against a
@@ -155,6 +172,10 @@ class EngineConfig:
     loaded_kernels_from: int = 1 << 14
     own_tree_from: int = 1 << 15
     own_tree_import_from: int = 1 << 18
+    compile_edges_from: int = 1 << 25
+    compile_tree_from: int = 1 << 23
+    compile_partition_from: int = 1 << 23
+    compile_peak_from: int = 1 << 25
     pad_below: int = 1 << 20
     dense_runs: int = 256
     pair_batch_entries: int = 1 << 22

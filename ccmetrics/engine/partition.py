@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._inputs import as_spacing
+from ._launch import pays
 from .components import Sites, coordinates, find_sites
-from .config import current, thread_count
+from .config import EngineConfig, current, thread_count
 from .surface import physical
 
 if TYPE_CHECKING:
@@ -149,12 +150,21 @@ def assign_nearest(
     lo = np.array([min(query[:, k].min(), surface_coords[:, k].min()) for k in range(query.shape[1])])
     hi = np.array([max(query[:, k].max(), surface_coords[:, k].max()) for k in range(query.shape[1])]) + 1
     config = current()
-    if len(query) >= config.dense_min_queries and int(np.prod(hi - lo)) <= config.dense_max_ratio * len(query):
+    if int(np.prod(hi - lo)) <= config.dense_max_ratio * len(query) and _dense_pays(len(query), config):
         todo = _assign_dense(query, surface_coords, surface_labels, spacing, lo, hi, out)
     elif len(query) >= config.block_min_queries and len(present) <= config.block_max_sites:
         todo = _certify_blocks(query, surface_coords, surface_labels, present, spacing, out)
     _assign_exact(query, todo, surface_coords, surface_labels, spacing, out)
     return out
+
+
+def _dense_pays(queries: int, config: EngineConfig) -> bool:
+    """Whether the nearest-label kernel labels a box for ``queries`` query voxels: from ``dense_min_queries`` once it
+    is loaded or numba's cache holds it, from ``compile_partition_from`` before (:func:`ccmetrics.engine._launch.pays`:
+    its compile costs about 1.5 s, the KD-tree path about 0.4 µs more a query voxel)."""
+    return pays(
+        "_nearest_label", queries, config.dense_min_queries, config.dense_min_queries, config.compile_partition_from
+    )
 
 
 def assign_nearest_flat(
@@ -186,7 +196,7 @@ def assign_nearest_flat(
     if len(flat_index) >= config.dense_min_queries and len(present) > 1:
         lo = min(int(flat_index.min()) // plane, int(surface_coords[:, 0].min()))
         hi = max(int(flat_index.max()) // plane, int(surface_coords[:, 0].max())) + 1
-        if (hi - lo) * plane <= config.dense_max_ratio * len(flat_index):
+        if (hi - lo) * plane <= config.dense_max_ratio * len(flat_index) and _dense_pays(len(flat_index), config):
             out = np.empty(len(flat_index), dtype=np.int32)
             origin = np.zeros(len(shape), dtype=np.int64)
             origin[0] = lo

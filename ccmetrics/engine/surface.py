@@ -26,7 +26,6 @@ or ccmetrics' own k-d tree, numpy or numba edge tests) follows the thresholds of
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
@@ -35,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._deprecation import deprecated
+from ._launch import pays
 from .config import current
 from .torch_emulation import quantile_rank, torch_lerp
 
@@ -107,9 +107,10 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     The ``union_edge`` of :func:`face_edges` with the mask itself as the label map: a
     voxel is an edge when a face neighbour lies outside the image or outside the mask.
     Each axis' coordinate is derived from the flat index in turn, so the only arrays
-    are a few of N entries (no (N, ndim) coordinate array). Boolean masks from ``kernels_from``
-    voxels, or from ``loaded_kernels_from`` once numba is loaded (:class:`ccmetrics.EngineConfig`),
-    are tested by the numba kernel of ``ccmetrics.engine._edge_kernels`` instead (same values).
+    are a few of N entries (no (N, ndim) coordinate array). Boolean masks from ``loaded_kernels_from``
+    voxels once the kernel is loaded (``kernels_from`` before, ``compile_edges_from`` before numba's cache
+    holds it: :class:`ccmetrics.EngineConfig`, :func:`ccmetrics.engine._launch.pays`) are tested by the numba
+    kernel of ``ccmetrics.engine._edge_kernels`` instead (same values).
 
     Parameters
     ----------
@@ -122,9 +123,10 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     """
     strides = np.cumprod((1,) + tuple(shape[::-1]))[:-1][::-1]
     config = current()
-    loaded = "numba" in sys.modules
-    kernel_from = min(config.loaded_kernels_from, config.kernels_from) if loaded else config.kernels_from
-    if len(flat_index) >= kernel_from and mask_flat.dtype == bool:
+    loaded_from = min(config.loaded_kernels_from, config.kernels_from)
+    if mask_flat.dtype == bool and pays(
+        "_edge_kernels", len(flat_index), loaded_from, config.kernels_from, config.compile_edges_from
+    ):
         from . import _edge_kernels
 
         edge = np.empty(len(flat_index), dtype=bool)
@@ -191,7 +193,9 @@ def own_face_edges(
     config = current()
     if len(flat_index):
         first, span = int(flat_index[0]), int(flat_index[-1] - flat_index[0]) + 1
-        if len(flat_index) >= config.kernels_from and span <= config.span_map_ratio * len(flat_index):
+        if span <= config.span_map_ratio * len(flat_index) and pays(
+            "_edge_kernels", len(flat_index), config.kernels_from, config.kernels_from, config.compile_edges_from
+        ):
             from . import _edge_kernels
 
             own_edge = np.empty(len(flat_index), dtype=bool)
@@ -304,26 +308,20 @@ def _nearest(source: np.ndarray, target: np.ndarray, with_index: bool) -> tuple[
     return distance.astype(np.float32), index.astype(np.int64, copy=False)
 
 
-#: points scipy's tree measured in this process, in calls from ``own_tree_from`` points, while numba was not loaded
-_SCIPY_SERVED = [0]
-
-
 def _own_tree(points: int) -> bool:
-    """Whether ``ccmetrics.engine._kdtree`` measures ``points`` points (``own_tree_from`` and
-    ``own_tree_import_from`` of :class:`ccmetrics.EngineConfig`, and the per-process agreement probe).
+    """Whether ``ccmetrics.engine._kdtree`` measures ``points`` points (``own_tree_from``,
+    ``own_tree_import_from`` and ``compile_tree_from`` of :class:`ccmetrics.EngineConfig` through
+    :func:`ccmetrics.engine._launch.pays`, and the per-process agreement probe).
 
-    Before numba is loaded, a call from ``own_tree_from`` points loads it when it has ``own_tree_import_from``
-    points, or when the calls of this process that scipy's tree served from ``own_tree_from`` points have reached
-    that many together: a process evaluating many large cases (a data set, a notebook, a benchmark's warm calls)
-    then pays the load once and measures 2-3 times faster from then on (issue 44, point 3), while one evaluation of
-    a case with few edge voxels still never loads numba. The values are the same with either tree."""
+    Before the tree's kernels are loaded, a call from ``own_tree_from`` points loads them when it has
+    ``own_tree_import_from`` points (``compile_tree_from`` while numba's cache does not hold them), or when the
+    calls of this process that scipy's tree served from ``own_tree_from`` points have reached that many together:
+    a process evaluating many large cases (a data set, a notebook, a benchmark's warm calls) then pays the load once
+    and measures 2-3 times faster from then on (issue 44, point 3), while one evaluation of a case with few edge
+    voxels still never loads numba. The values are the same with either tree."""
     config = current()
-    if points < config.own_tree_from:
+    if not pays("_kdtree", points, config.own_tree_from, config.own_tree_import_from, config.compile_tree_from):
         return False
-    if "numba" not in sys.modules and points < config.own_tree_import_from:
-        _SCIPY_SERVED[0] += points  # a race between threads may lose a count: it only delays the load
-        if _SCIPY_SERVED[0] < config.own_tree_import_from:
-            return False
     from ._kdtree import matches_scipy  # numba: imported on first use
 
     return matches_scipy()

@@ -24,7 +24,6 @@ A 617x979 lattice of 5,978 one-voxel lesions under one 362k-voxel prediction com
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from .._inputs import as_binary_mask, as_connectivity, as_non_negative, as_spaci
 from ..columns import Columns, table_fields
 from ..engine.components import ComponentCache, Sites, run_components
 from ..engine.config import current
+from ..engine.kernels import pays
 from ..engine.surface import SURFACE_REDUCTIONS, directed_distances, physical
 from ..engine.torch_emulation import quantile_rank, torch_lerp
 from .detection_rules import LesionDetections, judge
@@ -742,24 +742,24 @@ def _lesion_hd95(
     below_p, above_p, _ = quantile_rank(n_p, 0.95)
     below_g, above_g, _ = quantile_rank(n_g, 0.95)
     # the shared trees serve a lesion when the distances it needs, or those of a component it shares with
-    # other lesions over all of them, reach ccmetrics' own k-d tree threshold (``own_tree_from``, or
-    # ``own_tree_import_from`` before numba is loaded): then no lesion costs the size of a shared component
+    # other lesions over all of them, reach ccmetrics' own k-d tree threshold (``own_tree_from`` once the order
+    # statistics' kernel is loaded, ``own_tree_import_from`` or ``compile_tree_from`` before: ``pays`` of
+    # ccmetrics.engine._launch, which counts the work the fallback served): then no lesion costs the size of a
+    # shared component
     config = current()
-    tree_from = config.own_tree_from if "numba" in sys.modules else config.own_tree_import_from
+    need = np.zeros(len(touching), dtype=np.int64)  # a lesion's work: its distances, or its largest shared component's
+    touched = np.array([len(t) > 0 for t in touching], dtype=bool)
     if len(touching):
         pairs_comp = np.concatenate(touching) if any(len(t) for t in touching) else np.zeros(0, np.int64)
         served = np.bincount(pairs_comp, minlength=pred_sites.n + 1)  # lesions served by each component
-        big = np.array(
-            [
-                n_p[i] + n_g[i] >= tree_from or bool((p_count[t - 1] * served[t] >= tree_from).any())
-                if len(t)
-                else False
-                for i, t in enumerate(touching)
-            ],
-            dtype=bool,
-        )
-    else:
-        big = np.zeros(0, dtype=bool)
+        for i, t in enumerate(touching):
+            if len(t):
+                need[i] = max(int(n_p[i] + n_g[i]), int((p_count[t - 1] * served[t]).max()))
+    largest = int(need.max()) if len(need) else 0
+    trees_pay = pays(
+        "_order_statistics", largest, config.own_tree_from, config.own_tree_import_from, config.compile_tree_from
+    )
+    big = touched & (need >= config.own_tree_from) if trees_pay else np.zeros(len(touching), dtype=bool)
     trees, tree_of = None, np.zeros(0, dtype=np.int64)
     if big.any():
         from ..engine.kdtree import matches_scipy

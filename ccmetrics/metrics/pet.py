@@ -32,7 +32,6 @@ Examples
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +40,7 @@ import numpy as np
 from .._inputs import as_spacing, check_ndim, to_numpy
 from ..engine.components import Sites, coordinates
 from ..engine.config import current as current_engine
+from ..engine.kernels import pays
 
 __all__ = [
     "PERCIST_RADIUS_MM",
@@ -588,15 +588,16 @@ def _compiled_peaks(
     order as :func:`_sphere_sums_box` and counts the sphere's voxels inside the image as :func:`_lesion_peak` does,
     so its peaks are theirs, bit for bit; it leaves out (status 2) the sparse lesions, measured per voxel with
     running sums, and marks (status 1) a non-finite sum, which :func:`_lesion_peak` then refuses. Used for a
-    float32 or float64 image once numba is loaded, or from ``EngineConfig.peak_kernel_from`` lesion voxels (its
-    first import and load take about a second); ``(None, None)`` otherwise.
+    float32 or float64 image once the kernel is loaded (or numba is loaded and its cache holds it), or from
+    ``EngineConfig.peak_kernel_from`` lesion voxels (numba's first import and the load take about a second;
+    ``compile_peak_from`` while the cache does not hold it: :func:`ccmetrics.engine.kernels.pays`); ``(None, None)``
+    otherwise.
     """
     if not len(lesions) or arr.dtype not in (np.float32, np.float64):
         return None, None
-    if (
-        "numba" not in sys.modules
-        and int((starts[lesions + 1] - starts[lesions]).sum()) < current_engine().peak_kernel_from
-    ):
+    config = current_engine()
+    voxels = int((starts[lesions + 1] - starts[lesions]).sum())
+    if not pays("_sphere_kernels", voxels, 0, config.peak_kernel_from, config.compile_peak_from):
         return None, None
     from ..engine.sphere_means import sphere_mean_peaks
 

@@ -953,6 +953,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--read-baseline", choices=["prob", "npz"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    from ccmetrics.engine import warm_up
+
+    warm_up()  # every kernel in numba's cache and loaded, as after `ccmetrics warm-up`: warm timings
     if args.quick:
         args.pair_cases, args.pair_shape, args.repeats, args.whole_cases, args.bootstrap = 3, (96, 96, 48), 2, 2, 200
         args.negatives = 2

@@ -542,6 +542,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--memory-child", choices=["ours", "reference"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    from ccmetrics.engine import warm_up
+
+    warm_up()  # every kernel in numba's cache and loaded, as after `ccmetrics warm-up`: warm timings
     orders = [o.strip().upper() for o in args.orders.split(",") if o.strip()]
     if not orders or any(o not in ("C", "F") for o in orders):
         parser.error(f"--orders takes C, F or C,F, not {args.orders!r}")

@@ -515,6 +515,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement (median; default 3)")
     parser.add_argument("--skip-ccmetrics-003", action="store_true", help="do not run the slow CCMetrics 0.0.3")
     args = parser.parse_args(argv)
+    from ccmetrics.engine import warm_up
+
+    warm_up()  # every kernel in numba's cache and loaded, as after `ccmetrics warm-up`: warm timings
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
 

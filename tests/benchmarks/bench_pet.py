@@ -225,6 +225,9 @@ def main() -> None:
     parser.add_argument("--shape", type=int, nargs=3, default=(400, 400, 300))
     parser.add_argument("--only", choices=("kernels", "end-to-end"), help="run one of the two parts")
     args = parser.parse_args()
+    from ccmetrics.engine import warm_up
+
+    warm_up()  # every kernel in numba's cache and loaded, as after `ccmetrics warm-up`: warm timings
     if args.only != "end-to-end":
         kernel_table(tuple(args.shape), args.repeats)
     if args.only != "kernels":

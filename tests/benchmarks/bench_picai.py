@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="workers of ccmetrics evaluate (default 2)")
     parser.add_argument("--data", default=DEFAULT_DATA, help=f"data folder (default {DEFAULT_DATA}/MIX)")
     args = parser.parse_args(argv)
+    # numba's cache as a user's after the first runs (every kernel, and the marker that says so)
+    subprocess.run([sys.executable, "-m", "ccmetrics", "warm-up"], cwd=REPO, check=True, capture_output=True)
     mixes = ["sparse", "dense"] if args.mix == "both" else [args.mix]
     for mix in mixes:
         ensure_data(Path(args.data) / mix, mix, args.cases, tuple(args.shape))

@@ -10,16 +10,20 @@ compiled before it; the package's Python bytecode is compiled first, as an insta
    and the process checks that it did not import numba. ``--repeats`` processes;
 3. the first command as a user meets it (issue 31): ``ccmetrics evaluate`` of the default
    ``lesion_case((120, 120, 80))`` written as .nii.gz, every metric group, the plots, each process with a new empty
-   ``NUMBA_CACHE_DIR`` (whole process timed, ``--compile-repeats`` processes); then the first run that needs
-   every kernel: a fresh process evaluates a 120×120×80 case (GT
+   ``NUMBA_CACHE_DIR`` (whole process timed, ``--compile-repeats`` processes); then the first run of a case whose
+   work reaches every kernel's threshold once cached: a fresh process evaluates a 120×120×80 case (GT
    ``lesion_case((120, 120, 80), n_lesions=12, radius_range=(2, 10), seed=5)``, an all-foreground prediction
-   but 4 slices), ``import ccmetrics`` and the ``evaluate`` call timed together, in two variants, each its own
-   row: every metric group but ``pet`` (the dense partition, the edge kernels, the k-d tree and Lesion Dice's
-   order statistics), and every metric group with ``pet`` and a float32 PET scan (the SUVpeak kernel too:
-   every kernel a case can need; ``evaluate`` reads a scan as float32). Each row names the kernels its run
-   compiled. Cold: ``NUMBA_CACHE_DIR`` a new empty folder (every kernel it needs is compiled),
-   ``--compile-repeats`` processes of each variant, alternated; warm (without ``pet``): ``--repeats`` processes
-   with the last one's cache; and the same call again in the warm process;
+   but 4 slices), ``import ccmetrics`` and the ``evaluate`` call timed together, in three variants, each its
+   own row: every metric group but ``pet`` (work for the dense partition, the edge kernels, the k-d tree and
+   Lesion Dice's order statistics); every metric group with ``pet`` and a float32 PET scan (the SUVpeak kernel's
+   work too; ``evaluate`` reads a scan as float32); and the same with every kernel compiled for this case
+   (``compile_*_from`` of :class:`ccmetrics.EngineConfig` set to the thresholds used once the cache holds the
+   kernels: what a first run cost before those thresholds). Each row names the kernels its run compiled (none,
+   where numpy, scipy and cc3d serve because no kernel pays for its compile in one call), and the next row the
+   same ``evaluate`` again in that process. Cold: ``NUMBA_CACHE_DIR`` a new empty folder, ``--compile-repeats``
+   processes of each variant, alternated; warm (without ``pet``): ``--repeats`` processes with a cache filled by
+   ``ccmetrics warm-up`` (every kernel, and the marker that tells ccmetrics so), and the same call again in the
+   warm process;
 4. the numba kernels (every :class:`ccmetrics.engine._launch.Kernel`, of the modules in
    ``ccmetrics.engine._launch.MODULES``; numba caches them in ``__pycache__`` beside the code, or in
    ``NUMBA_CACHE_DIR``).
@@ -28,8 +32,9 @@ compiled before it; the package's Python bytecode is compiled first, as an insta
    ``pet`` group with a float32 scan on a 160×60×60 part of it and ``ccmetrics.metrics.pet.suv_peak`` of a
    float64 scan of the whole (the SUVpeak kernel's two specialisations), a 2D ``evaluate`` (600×600, 10
    lesions: the 2D specialisations), and ``ccmetrics.engine._kdtree.nearest_distances`` with 2 workers (the
-   parallel query). A process times these calls twice, after a warm-up ``evaluate`` that loads everything but
-   numba:
+   parallel query), with ``compile_*_from`` set to the thresholds of a filled cache (so that an empty cache
+   compiles every kernel they need). A process times these calls twice, after a warm-up ``evaluate`` that loads
+   everything but numba:
 
    * compile: with ``NUMBA_CACHE_DIR`` set to a new empty folder, the first time compiles every kernel and
      writes the cache (the script checks that every kernel was compiled, each for one signature); the code's
@@ -95,17 +100,25 @@ pred = np.ones_like(gt)
 pred[:4] = False
 ALL = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
 extra = {}
-if sys.argv[1] == "pet":  # a float32 PET scan (SUV 1-2 around lesions of SUV 5-6) and the pet group
+if sys.argv[1] in ("pet", "forced"):  # a float32 PET scan (SUV 1-2 around lesions of SUV 5-6) and the pet group
     ALL.append("pet")
     extra["image"] = (1.0 + 4.0 * gt + np.random.default_rng(5).random(gt.shape)).astype(np.float32)
 t = time.perf_counter()
-from ccmetrics import evaluate
+from ccmetrics import engine_config, evaluate, EngineConfig
 
-evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
-first = time.perf_counter() - t
-t = time.perf_counter()
-evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
-again = time.perf_counter() - t
+c = EngineConfig()
+forced = {  # "forced": every kernel compiled for this case, as before the compile thresholds (issue 44, point 4)
+    "compile_edges_from": c.kernels_from,
+    "compile_tree_from": c.own_tree_import_from,
+    "compile_partition_from": c.dense_min_queries,
+    "compile_peak_from": c.peak_kernel_from,
+} if sys.argv[1] == "forced" else {}
+with engine_config(**forced):
+    evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
+    again = time.perf_counter() - t
 from ccmetrics.engine import _launch
 
 used = [kernel.name for kernel in _launch._KERNELS if kernel.dispatcher.signatures]
@@ -116,7 +129,7 @@ KERNELS = """
 import importlib, json, sys, time
 import cc3d
 import numpy as np
-from ccmetrics import evaluate
+from ccmetrics import EngineConfig, engine_config, evaluate
 from ccmetrics.metrics.pet import suv_peak
 from ccmetrics.synthetic import lesion_case
 
@@ -149,9 +162,16 @@ def calls():
 
 
 seconds = []
+c = EngineConfig()
 for _ in range(2):
     t = time.perf_counter()
-    calls()
+    with engine_config(  # every kernel these calls need, compiled even into an empty cache
+        compile_edges_from=c.kernels_from,
+        compile_tree_from=c.own_tree_import_from,
+        compile_partition_from=c.dense_min_queries,
+        compile_peak_from=c.peak_kernel_from,
+    ):
+        calls()
     seconds.append(time.perf_counter() - t)
 from ccmetrics.engine import _launch
 
@@ -222,17 +242,26 @@ def main() -> None:
     first = [done["seconds"] for done in first_calls]
     first_loads = sorted({name for done in first_calls for name in done["loaded"]})
     compiled, loaded, warm = [], [], []
-    cold_runs: dict[str, list[float]] = {"all": [], "pet": []}
-    warm_runs, again_runs, first_kernels, filled = [], [], {}, ""
+    cold_runs: dict[str, list[float]] = {"all": [], "pet": [], "forced": []}
+    cold_again: dict[str, list[float]] = {"all": [], "pet": [], "forced": []}
+    warm_runs, again_runs, first_kernels = [], [], {}
     with tempfile.TemporaryDirectory() as scratch:
         for run in range(args.compile_repeats):
-            for variant in cold_runs:  # alternated, so that a slower minute of the machine touches both
+            for variant in cold_runs:  # alternated, so that a slower minute of the machine touches each
                 cache = os.path.join(scratch, f"first{variant}{run}")
                 os.mkdir(cache)
                 done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": cache}, variant)
                 cold_runs[variant].append(done["first"])
+                cold_again[variant].append(done["again"])
                 first_kernels[variant] = done["kernels"]
-                filled = cache if variant == "all" else filled
+        filled = os.path.join(scratch, "warmed")
+        os.mkdir(filled)
+        subprocess.run(  # the cache as `ccmetrics warm-up` leaves it (every kernel, and the marker that says so)
+            [sys.executable, "-m", "ccmetrics", "warm-up"],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "NUMBA_CACHE_DIR": filled},
+        )
         for _ in range(args.repeats):
             done = measure(FIRST_RUN, {"NUMBA_CACHE_DIR": filled}, "all")
             warm_runs.append(done["first"])
@@ -260,14 +289,23 @@ def main() -> None:
         "| first command as a user meets it: `ccmetrics evaluate` of the default `lesion_case((120, 120, 80))` as "
         f".nii.gz, every metric group, plots included, empty numba cache (whole process) | {spread(user_runs, 2)} |"
     )
-    for variant, what in (("all", "every metric group but `pet`"), ("pet", "with `pet` and a float32 scan")):
+    variants = (
+        ("all", "every metric group but `pet`"),
+        ("pet", "with `pet` and a float32 scan"),
+        ("forced", "with `pet`, every kernel compiled as before the `compile_*_from` thresholds"),
+    )
+    for variant, what in variants:
         names = sorted(name.rsplit(".", 1)[-1] for name in first_kernels[variant])
+        compiles = f"compiles {len(names)} kernels: {', '.join(names)}" if names else "compiles no kernel"
         print(
             f"| first run: `import ccmetrics` + `evaluate` of a 120×120×80 case, {what}, empty numba cache "
-            f"({args.compile_repeats} process(es); compiles {len(names)} kernels: {', '.join(names)}) "
-            f"| {spread(cold_runs[variant], 2)} |"
+            f"({args.compile_repeats} process(es); {compiles}) | {spread(cold_runs[variant], 2)} |"
         )
-    print(f"| the same (no `pet`), numba's cache filled (a new process each) | {spread(warm_runs, 2)} |")
+        print(f"| (the same `evaluate` again in that process) | {spread(cold_again[variant], 2)} |")
+    print(
+        "| the same (no `pet`), numba's cache filled by `ccmetrics warm-up` (a new process each) "
+        f"| {spread(warm_runs, 2)} |"
+    )
     print(f"| (the same `evaluate` again in that process) | {spread(again_runs, 2)} |")
     print(
         f"| numba kernels, compiled once into an empty cache ({n_kernels} kernels, {n_compiled} specialisations, "

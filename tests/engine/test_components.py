@@ -66,7 +66,7 @@ def test_runs_locate():
 @pytest.mark.parametrize("span_map_ratio,kernels_from", [(0, 1 << 60), (1 << 30, 1 << 60), (1 << 30, 0)])
 def test_own_face_edges_equal_the_label_map_rule(rng, ndim, span_map_ratio, kernels_from):
     """Neighbours found in the voxel list, in a span label map with numpy, and with the numba kernel."""
-    with engine_config(span_map_ratio=span_map_ratio, kernels_from=kernels_from):
+    with engine_config(span_map_ratio=span_map_ratio, kernels_from=kernels_from, compile_edges_from=kernels_from):
         _own_edges_equal_label_map_rule(rng, ndim)
 
 
@@ -146,7 +146,7 @@ def test_mask_edges_equal_face_edges(rng, ndim, kernels_from):
         flat = np.flatnonzero(mask)
         coords = np.stack(np.unravel_index(flat, mask.shape), axis=1).reshape(-1, ndim)
         _, union = face_edges(flat, coords, mask.shape, mask.ravel(), True)
-        with engine_config(kernels_from=kernels_from):
+        with engine_config(kernels_from=kernels_from, compile_edges_from=kernels_from):
             np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), union)
 
 

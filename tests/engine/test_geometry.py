@@ -74,7 +74,10 @@ def test_reuse_equals_regions_measured_anew(seed):
 
 def test_reuse_with_the_own_tree_and_threads():
     rng = np.random.default_rng(7)
-    with engine_config(own_tree_from=0, own_tree_import_from=0), worker_threads((400, 400, 400)) as pool:
+    with (
+        engine_config(own_tree_from=0, own_tree_import_from=0, compile_tree_from=0),
+        worker_threads((400, 400, 400)) as pool,
+    ):
         for _ in range(25):
             pred, gt, spacing = _random_case(rng)
             _assert_same(pred, gt, spacing, pool=pool)

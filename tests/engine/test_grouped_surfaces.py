@@ -39,7 +39,9 @@ def test_gt_edges_are_monai_edges_of_the_mask(rng, kernels_from, connectivity):
     neighbour in the mask is in the same component at any connectivity)."""
     for mask in _gt_cases(rng):
         conn = None if connectivity is None else (6 if mask.ndim == 3 else 4)
-        with engine_config(kernels_from=kernels_from, loaded_kernels_from=kernels_from):
+        with engine_config(
+            kernels_from=kernels_from, compile_edges_from=kernels_from, loaded_kernels_from=kernels_from
+        ):
             geometry = GroundTruth(mask, connectivity=conn).geometry
         flat = geometry.found.flat_index
         expected = _monai_edges(mask).ravel()[flat]
@@ -79,7 +81,7 @@ def test_block_certification_with_grouped_or_shuffled_surfaces(seed, grouped):
         order = np.random.default_rng(seed).permutation(len(labels))
         coords, labels = coords[order], labels[order]
         assert np.any(np.diff(labels) < 0)
-    with engine_config(block_min_queries=1, dense_min_queries=1 << 40):
+    with engine_config(block_min_queries=1, dense_min_queries=1 << 40, compile_partition_from=1 << 40):
         got = assign_nearest(query, coords, labels, spacing)
     np.testing.assert_array_equal(got, expected[~gt])
     if seed >= 3:
@@ -163,7 +165,7 @@ from ccmetrics.engine.surface import directed_distances
 p = np.random.default_rng(0).normal(size=(40000, 3)) * 20
 expected = cKDTree(p[20000:]).query(p[:20000])[0].astype(np.float32)
 loaded = []
-with engine_config(own_tree_from=30000, own_tree_import_from=150000):
+with engine_config(own_tree_from=30000, own_tree_import_from=150000, compile_tree_from=150000):
     for _ in range(5):
         assert np.array_equal(directed_distances(p[:20000], p[20000:]), expected)
         loaded.append('numba' in sys.modules)
@@ -190,6 +192,6 @@ def test_mask_edges_use_the_kernel_once_numba_is_loaded(monkeypatch):
     assert "numba" in sys.modules  # imported with _edge_kernels
     for loaded_from, used in ((len(flat), True), (len(flat) + 1, False)):
         calls.clear()
-        with engine_config(kernels_from=1 << 40, loaded_kernels_from=loaded_from):
+        with engine_config(kernels_from=1 << 40, compile_edges_from=1 << 40, loaded_kernels_from=loaded_from):
             np.testing.assert_array_equal(mask_edges(flat, mask.shape, mask.ravel()), _monai_edges(mask).ravel()[flat])
         assert bool(calls) is used

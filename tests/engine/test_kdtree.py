@@ -43,7 +43,7 @@ def test_surface_nearest_points_name_a_nearest_point_on_both_trees():
     and a target point at that distance, from scipy's tree and from this module's."""
     rng = np.random.default_rng(5)
     source, target = rng.integers(0, 60, (3000, 3)) * 0.7, rng.integers(0, 60, (2000, 3)) * 0.7
-    for config in ({"own_tree_from": 1 << 40}, {"own_tree_from": 0, "own_tree_import_from": 0}):
+    for config in ({"own_tree_from": 1 << 40}, {"own_tree_from": 0, "own_tree_import_from": 0, "compile_tree_from": 0}):
         with engine_config(**config):
             distance, index = surface.nearest_points(source, target)
             np.testing.assert_array_equal(distance, surface.directed_distances(source, target))
@@ -184,7 +184,7 @@ def test_evaluate_is_the_same_with_either_tree(monkeypatch, spacing, grouped_fro
     calls = []
     original = _kdtree.nearest_distances
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: calls.append(1) or original(*a))
-    with engine_config(grouped_from=grouped_from, own_tree_from=0, own_tree_import_from=0):
+    with engine_config(grouped_from=grouped_from, own_tree_from=0, own_tree_import_from=0, compile_tree_from=0):
         _same(evaluate(pred, gt, ALL_METRICS, spacing=spacing), reference)
         _same(evaluate(pred, GroundTruth(gt), ALL_METRICS, spacing=spacing), reference)
     assert calls
@@ -213,7 +213,14 @@ def test_evaluate_from_several_threads(monkeypatch):
     gt, pred = lesion_case((40, 36, 30), n_lesions=70, radius_range=(1.0, 3.0), seed=5)
     pred = pred.copy()
     pred[25:] = True
-    forced = EngineConfig(own_tree_from=0, own_tree_import_from=0, kernels_from=0, threads_from=0)
+    forced = EngineConfig(
+        own_tree_from=0,
+        own_tree_import_from=0,
+        compile_tree_from=0,
+        kernels_from=0,
+        compile_edges_from=0,
+        threads_from=0,
+    )
     with engine_config(forced):
         reference = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
     held = []
@@ -252,6 +259,6 @@ def test_scipy_serves_machines_that_sum_otherwise(monkeypatch):
     monkeypatch.setattr(_kdtree, "_MATCHES", [False])  # the probe's verdict (a fact of the machine, not a threshold)
     monkeypatch.setattr(_kdtree, "nearest_distances", lambda *a: pytest.fail("own tree used"))
     points = np.random.default_rng(2).normal(size=(100, 3))
-    with engine_config(own_tree_from=0, own_tree_import_from=0):
+    with engine_config(own_tree_from=0, own_tree_import_from=0, compile_tree_from=0):
         got = surface.directed_distances(points[:40], points[40:])
     np.testing.assert_array_equal(got, _scipy(points[:40], points[40:]).astype(np.float32))

@@ -16,7 +16,15 @@ from ccmetrics.synthetic import lesion_case
 
 ALL_METRICS = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
 #: every kernel on a small case: the dense partition, the edge kernels, the k-d trees and their order statistics
-FORCED = {"own_tree_from": 0, "own_tree_import_from": 0, "kernels_from": 0, "dense_min_queries": 0}
+FORCED = {
+    "own_tree_from": 0,
+    "own_tree_import_from": 0,
+    "compile_tree_from": 0,
+    "kernels_from": 0,
+    "compile_edges_from": 0,
+    "dense_min_queries": 0,
+    "compile_partition_from": 0,
+}
 
 
 def _case():
@@ -128,7 +136,9 @@ def test_a_call_compiles_only_the_kernels_it_needs(tmp_path):
     only_trees = {
         "own_tree_from": 0,
         "own_tree_import_from": 0,
+        "compile_tree_from": 0,
         "dense_min_queries": 1 << 40,
+        "compile_partition_from": 1 << 40,
         "loaded_kernels_from": 1 << 40,  # numba loaded for the tree: the edges stay in numpy all the same
     }
     out = subprocess.run(

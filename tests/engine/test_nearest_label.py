@@ -104,7 +104,7 @@ def test_dense_assignment_equals_brute_force(monkeypatch, seed):
     monkeypatch.setattr(
         partition, "_assign_exact", lambda q, todo, *a: (calls.append(len(todo)), original(q, todo, *a))
     )
-    with engine_config(dense_min_queries=1):
+    with engine_config(dense_min_queries=1, compile_partition_from=1):
         np.testing.assert_array_equal(assign_nearest(query, coords, labels, spacing), expected[~gt])
     assert calls and calls[0] < len(query)  # the transform labelled the voxels; only flagged ones went on
     if seed >= 3:

@@ -241,7 +241,9 @@ def test_block_certification_skips_far_sites_and_keeps_the_labels(rng):
     for spacing in (None, (3.0, 0.8, 0.8)):
         with engine_config(block_min_queries=1):
             got = assign_nearest(query, surface_coords, surface_labels, spacing)
-        with engine_config(block_min_queries=1 << 40, dense_min_queries=1 << 40):  # the exact rule for every voxel
+        with engine_config(
+            block_min_queries=1 << 40, dense_min_queries=1 << 40, compile_partition_from=1 << 40
+        ):  # the exact rule for every voxel
             expected = assign_nearest(query, surface_coords, surface_labels, spacing)
         np.testing.assert_array_equal(got, expected)
 

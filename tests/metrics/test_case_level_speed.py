@@ -84,7 +84,7 @@ def test_lesion_dice_equals_brute_force_bit_for_bit(case, tree_from):
     if tree_from is None:
         r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
     else:  # every lesion on the shared prediction trees
-        with engine_config(own_tree_from=tree_from, own_tree_import_from=tree_from):
+        with engine_config(own_tree_from=tree_from, own_tree_import_from=tree_from, compile_tree_from=tree_from):
             r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
     t = r.per_lesion
     assert t["volume"].tolist() == [row[0] for row in rows]
@@ -138,7 +138,7 @@ def test_a_lesion_touching_many_prediction_components():
     assert len(range(4, 36, 3)) >= EngineConfig().union_tree_from
     for spacing in (None, (0.8, 1.1, 2.5)):
         rows, dice, hd95 = brute_lesion_dice(pred, gt, spacing, min_volume=2.0)
-        with engine_config(own_tree_from=1, own_tree_import_from=1):
+        with engine_config(own_tree_from=1, own_tree_import_from=1, compile_tree_from=1):
             r = lesion_dice(pred=pred, gt=gt, spacing=spacing, min_volume=2.0)
         assert [len(c) for c in r.per_lesion["pred_components"]] == [11]
         assert r.per_lesion["hd95"].tolist() == [row[3] for row in rows]
