@@ -3,6 +3,9 @@
 numba keeps its compiled kernels in ``__pycache__`` beside the code, or in ``NUMBA_CACHE_DIR`` when it is set
 (e.g. a folder on storage every worker of a cluster reads: one warm-up serves them all, as long as they run
 the same ccmetrics, numba and CPU kind). A process that finds a kernel there loads it instead of compiling it.
+Without a warm-up a kernel is compiled only for work that pays for its compile (``EngineConfig.compile_*_from``),
+numpy, scipy and cc3d serving smaller tasks with the same values, more slowly; once the cache holds the kernels (a
+marker, ``ccmetrics-kernels.json``, written beside the cache says so), every task that gains from them uses them.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "warm-up",
         help="compile every numba kernel into numba's cache (NUMBA_CACHE_DIR, or __pycache__)",
         description="Compile every numba kernel of ccmetrics, or load it from numba's cache, so that later runs "
-        "(also other processes and machines sharing the cache folder) compile nothing. The cache is "
-        "NUMBA_CACHE_DIR when set, else __pycache__ beside the installed code.",
+        "(also other processes and machines sharing the cache folder) compile nothing and use the kernels "
+        "wherever they are faster (without it, a kernel is compiled only for work that pays for its compile). "
+        "The cache is NUMBA_CACHE_DIR when set, else __pycache__ beside the installed code.",
     )
 
 
