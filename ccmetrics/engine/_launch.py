@@ -30,10 +30,12 @@ threads: each slice is computed as a whole, by the same code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -66,7 +68,7 @@ _READY: set[str] = set()
 #: per module, the work its fallback served in this process from the kernels' loaded threshold
 _SERVED: dict[str, int] = {}
 _SERVED_LOCK = threading.Lock()
-#: the marker read once per process: module file -> its entry
+#: the marker of each folder of :func:`_marker_folders`, read once per process: module file -> its entry
 _MARKED: list[dict[str, Any]] = []
 MARKER = "ccmetrics-kernels.json"
 _KEYS: dict[str, tuple[str, list[Any]] | None] = {}
@@ -84,6 +86,7 @@ class Kernel:
     def __init__(self, dispatcher: Any, signature: str, variant: str = ""):
         self.dispatcher = dispatcher
         self.signature = signature
+        self.variant = variant
         self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}" + (
             f"[{variant}]" if variant else ""
         )
@@ -99,8 +102,9 @@ class Kernel:
                 self.dispatcher.compile(self.signature)
                 self.dispatcher.disable_compile()
                 self._ready = True
-                module = self.dispatcher.py_func.__module__
-                _READY.add(module.rsplit(".", 1)[-1])
+                module = self.dispatcher.py_func.__module__.rsplit(".", 1)[-1]
+                module += f"[{self.variant}]" if self.variant else ""
+                _READY.add(module)
                 _mark(module)
 
     def __call__(self, *args: Any) -> Any:
@@ -110,10 +114,11 @@ class Kernel:
 
 def threshold(module: str, loaded_from: int, import_from: int, compile_from: int) -> int:
     """The work (voxels, points: the caller's unit) from which the kernels of ``ccmetrics.engine.<module>`` serve a
-    task: ``loaded_from`` once one of them is compiled or loaded in this process, or once numba is loaded and its
-    cache holds them; ``import_from`` when the cache holds them and numba is not loaded yet; ``compile_from``
-    otherwise; ``loaded_from`` also once the tasks from ``loaded_from`` that the fallback served in this process
-    reach that threshold together (see :func:`pays`).
+    task (``module[variant]`` for a kernel compiled once per image dtype, e.g. ``_sphere_kernels[float64]``):
+    ``loaded_from`` once one of them is compiled or loaded in this process, or once numba is loaded and its cache
+    holds them; ``import_from`` when the cache holds them and numba is not loaded yet; ``compile_from`` otherwise
+    (neither below ``loaded_from``); ``loaded_from`` also once the tasks from ``loaded_from`` that the fallback
+    served in this process reach that threshold together (see :func:`pays`).
 
     >>> threshold("_no_such_module", 10, 100, 1000)
     1000
@@ -121,7 +126,7 @@ def threshold(module: str, loaded_from: int, import_from: int, compile_from: int
     if module in _READY:
         return loaded_from
     if _cached(module):
-        limit = loaded_from if "numba" in sys.modules else import_from
+        limit = loaded_from if "numba" in sys.modules else max(import_from, loaded_from)
     else:
         limit = max(compile_from, loaded_from)
     return loaded_from if _SERVED.get(module, 0) >= limit else limit
@@ -149,68 +154,80 @@ def pays(module: str, work: int, loaded_from: int, import_from: int, compile_fro
 
 def _marker_folders() -> list[Path]:
     """Where the marker may live: ``NUMBA_CACHE_DIR`` (numba's cache), or ``__pycache__`` beside the kernels (numba's
-    default); then the user's cache folder, where those cannot be written."""
+    default); then the user's cache folder (``XDG_CACHE_HOME``, or ``~/.cache``: left out where no home folder is
+    known), where those cannot be written."""
     cache = os.environ.get("NUMBA_CACHE_DIR")
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccmetrics"
-    return [Path(cache) if cache else Path(__file__).with_name("__pycache__"), user]
+    folders = [Path(cache) if cache else Path(__file__).with_name("__pycache__")]
+    try:
+        folders.append(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccmetrics")
+    except (KeyError, RuntimeError, OSError):  # no HOME and no passwd entry (a container's anonymous user)
+        pass
+    return folders
 
 
 def _key(module: str) -> tuple[str, list[Any]] | None:
-    """The marker's key of a module of kernels (its file) and what must match: the file's modification time and
-    size, the numba and Python versions; None where the file cannot be read (found once per process)."""
-    name = module.rsplit(".", 1)[-1]
-    if name not in _KEYS:
+    """The marker's key of a module of kernels (its file, and ``[variant]`` for a kernel compiled once per dtype) and
+    what must match: the file's modification time and size, the numba and Python versions; None where the file
+    cannot be read (found once per process)."""
+    if module not in _KEYS:
+        name, bracket, variant = module.rsplit(".", 1)[-1].partition("[")
         path = Path(__file__).with_name(name + ".py")
         try:
             stat = path.stat()
             from importlib.metadata import version
 
-            _KEYS[name] = str(path), [stat.st_mtime_ns, stat.st_size, version("numba"), list(sys.version_info[:2])]
+            value = [stat.st_mtime_ns, stat.st_size, version("numba"), list(sys.version_info[:2])]
+            _KEYS[module] = str(path) + bracket + variant, value
         except Exception:  # noqa: BLE001 (no file, no numba metadata: never marked)
-            _KEYS[name] = None
-    return _KEYS[name]
+            _KEYS[module] = None
+    return _KEYS[module]
 
 
-def _read_marker() -> dict[str, Any]:
+def _read_marker() -> list[dict[str, Any]]:
+    """The marker's entries in each folder (read once per process; an unreadable marker has none)."""
     if not _MARKED:
-        entries: dict[str, Any] = {}
-        for folder in reversed(_marker_folders()):  # the first folder's entries win
+        for folder in _marker_folders():
             try:
-                entries.update(json.loads((folder / MARKER).read_text()))
-            except (OSError, ValueError):
-                continue
-        _MARKED.append(entries)
-    return _MARKED[0]
+                entries = json.loads((folder / MARKER).read_text())
+                _MARKED.append(entries if isinstance(entries, dict) else {})
+            except Exception:  # noqa: BLE001 (missing, unreadable or not JSON: no entries)
+                _MARKED.append({})
+    return _MARKED
 
 
 def _cached(module: str) -> bool:
-    """Whether the marker says numba's cache holds a kernel of ``ccmetrics.engine.<module>``."""
+    """Whether a marker says numba's cache holds the kernels of ``ccmetrics.engine.<module>`` (any folder's)."""
     key = _key(module)
-    return key is not None and _read_marker().get(key[0]) == key[1]
+    return key is not None and any(entries.get(key[0]) == key[1] for entries in _read_marker())
 
 
 def _mark(module: str) -> None:
-    """Record that a kernel of ``module`` (its dotted name) is in numba's cache (best effort: a folder that cannot be
-    written is skipped; a lost race between processes loses an entry, which costs time only)."""
+    """Record that the kernels of ``module`` are in numba's cache, in the first folder that can be written (best
+    effort: a lost race between processes loses an entry, which costs time only; the file is replaced whole, from a
+    temporary file of a unique name)."""
     key = _key(module)
-    if key is None or _read_marker().get(key[0]) == key[1]:
+    if key is None or _cached(module):
         return
-    _read_marker()[key[0]] = key[1]
-    for folder in _marker_folders():
-        path = folder / MARKER
+    for folder, known in zip(_marker_folders(), _read_marker()):
+        known[key[0]] = key[1]
+        temporary = None
         try:
             folder.mkdir(parents=True, exist_ok=True)
             try:
-                entries = json.loads(path.read_text())
-            except (OSError, ValueError):
+                entries = json.loads((folder / MARKER).read_text())
+                entries = entries if isinstance(entries, dict) else {}
+            except Exception:  # noqa: BLE001 (none yet, or unreadable: written anew)
                 entries = {}
             entries[key[0]] = key[1]
-            temporary = folder / f".{MARKER}.{os.getpid()}.{threading.get_ident()}"
-            temporary.write_text(json.dumps(entries, indent=1))
-            os.replace(temporary, path)
+            handle, temporary = tempfile.mkstemp(prefix=f".{MARKER}.", dir=folder)
+            with os.fdopen(handle, "w") as out:
+                json.dump(entries, out, indent=1)
+            os.replace(temporary, folder / MARKER)
             return
-        except OSError:
-            continue
+        except Exception:  # noqa: BLE001 (a folder that cannot be written: the next one)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
 
 
 def share(kernel: Kernel, n: int, args: Sequence[Any], chunk: int) -> None:

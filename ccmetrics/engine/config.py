@@ -148,9 +148,9 @@ class EngineConfig:
         once; a sparser lesion per voxel (the same values). Default 16.
     peak_kernel_from : int
         SUVpeak: lesion voxels (of one mask's compact lesions) from which the sphere sums are taken by the compiled
-        kernel (:mod:`ccmetrics.engine.sphere_means`) when its cache holds it and numba is not loaded yet (their
-        import and load cost about a second; once loaded it is always used). The same values either way.
-        Default 2**15.
+        kernel (:mod:`ccmetrics.engine.sphere_means`) when numba's cache holds it and numba is not loaded yet
+        (their import and load cost about a second); once the kernel is loaded in the process, or numba is loaded
+        and its cache holds the kernel, it is always used. The same values either way. Default 2**15.
     region_map_from : int
         Evaluations of one prepared GT (the thresholds of a probability map) from which its dense Voronoi
         partition is computed once and read by each (one nearest-label transform of the image, against a

@@ -253,7 +253,8 @@ def directed_distances(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 
     Both arguments are float64 point arrays of shape (N, ndim).  Like MONAI, an
     empty target gives ``inf`` for every source point.  From ``own_tree_from``
-    points in all (:class:`ccmetrics.EngineConfig`), the k-d tree of ``ccmetrics.engine._kdtree`` (tight node boxes:
+    points in all once its kernels are loaded (``own_tree_import_from`` or ``compile_tree_from`` before:
+    :class:`ccmetrics.EngineConfig`), the k-d tree of ``ccmetrics.engine._kdtree`` (tight node boxes:
     fast also for points far from a flat edge set, and both kernels release
     the GIL) gives the same float64 distances as scipy's tree, which serves
     smaller inputs and machines where the two do not agree bit for bit.

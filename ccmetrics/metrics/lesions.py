@@ -10,7 +10,8 @@ list) is labelled on its runs to merge components into lesions; the prediction c
 lesion are looked up at its dilation's voxels (:meth:`~ccmetrics.engine.components.Sites.labels_at`). Dice
 comes from counts. HD95 needs the edge voxels of both masks (face-neighbour look-ups in the masks) and,
 per lesion, the two directed 95th percentiles: from all distances while the lesion's edge voxels stay
-below ccmetrics' own k-d tree threshold (``own_tree_from`` of :class:`ccmetrics.EngineConfig`) and no
+below ccmetrics' own k-d tree threshold (``own_tree_from`` of :class:`ccmetrics.EngineConfig` once the kernels
+are loaded; ``own_tree_import_from`` or ``compile_tree_from`` before, for the largest lesion of the call) and no
 component it shares with other lesions reaches it over all of them; otherwise from one k-d tree per
 prediction component, built once and shared by every lesion it touches (GT -> prediction: one query
 per GT edge voxel), and for
@@ -745,7 +746,9 @@ def _lesion_hd95(
     # other lesions over all of them, reach ccmetrics' own k-d tree threshold (``own_tree_from`` once the order
     # statistics' kernel is loaded, ``own_tree_import_from`` or ``compile_tree_from`` before: ``pays`` of
     # ccmetrics.engine._launch, which counts the work the fallback served): then no lesion costs the size of a
-    # shared component
+    # shared component. Before the kernels are loaded, the largest lesion's work decides for the call: once it pays
+    # for their load, every lesion from ``own_tree_from`` uses them, as every later call would (speed only: both
+    # ways give the same values)
     config = current()
     need = np.zeros(len(touching), dtype=np.int64)  # a lesion's work: its distances, or its largest shared component's
     touched = np.array([len(t) > 0 for t in touching], dtype=bool)

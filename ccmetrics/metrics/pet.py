@@ -534,8 +534,9 @@ def suv_peak(
     sphere voxel around each of its voxels, all small lesions together, O(V × sphere voxels); both in
     blocks of bounded memory. Nothing is ever filtered over the whole volume. The compact lesions of a float
     image go to the engine's compiled kernel (:func:`ccmetrics.engine.sphere_means.sphere_mean_peaks`: the same
-    sums in the same order, so the same values, in about a third of the time) once numba is loaded or from 32,768
-    voxels of such lesions. The sums are float64 sums
+    sums in the same order, so the same values, in about a third of the time) where it pays for its load or
+    compile (``peak_kernel_from``, ``compile_peak_from`` of :class:`ccmetrics.EngineConfig`: always once loaded).
+    The sums are float64 sums
     of the SUVs (the sparse path: differences of running sums, relative error about 1e-15 times the box
     width).
 
@@ -597,7 +598,7 @@ def _compiled_peaks(
         return None, None
     config = current_engine()
     voxels = int((starts[lesions + 1] - starts[lesions]).sum())
-    if not pays("_sphere_kernels", voxels, 0, config.peak_kernel_from, config.compile_peak_from):
+    if not pays(f"_sphere_kernels[{arr.dtype}]", voxels, 0, config.peak_kernel_from, config.compile_peak_from):
         return None, None
     from ..engine.sphere_means import sphere_mean_peaks
 

@@ -176,20 +176,19 @@ print(loaded)
     assert out.strip() == "[False, False, False, True, True]"  # 4 x 40000 points reach 150000
 
 
-def test_mask_edges_use_the_kernel_once_numba_is_loaded(monkeypatch):
-    """From ``loaded_kernels_from`` voxels the edge kernel serves once numba is loaded (below ``kernels_from``), and
-    its edges are MONAI's (scipy's erosion)."""
-    import sys
-
-    from ccmetrics.engine import _edge_kernels
+def test_mask_edges_use_the_kernel_once_it_is_loaded(monkeypatch):
+    """From ``loaded_kernels_from`` voxels the edge kernel serves once it is loaded in the process (below
+    ``kernels_from`` and ``compile_edges_from``), and its edges are MONAI's (scipy's erosion)."""
+    from ccmetrics.engine import _edge_kernels, _launch
     from ccmetrics.engine.surface import mask_edges
 
+    _edge_kernels._MASK_EDGES.compile()  # loaded here, whatever ran before (compiled if numba's cache lacks it)
+    assert "_edge_kernels" in _launch._READY
     calls = []
     original = _edge_kernels.mask_edges
     monkeypatch.setattr(_edge_kernels, "mask_edges", lambda *a: calls.append(len(a[0])) or original(*a))
     mask = np.random.default_rng(3).random((20, 30, 25)) < 0.4
     flat = np.flatnonzero(mask)
-    assert "numba" in sys.modules  # imported with _edge_kernels
     for loaded_from, used in ((len(flat), True), (len(flat) + 1, False)):
         calls.clear()
         with engine_config(kernels_from=1 << 40, compile_edges_from=1 << 40, loaded_kernels_from=loaded_from):

@@ -105,3 +105,28 @@ def test_fallback_work_adds_up_to_the_threshold(monkeypatch):
     assert [pays("_fake", 400, *args) for _ in range(3)] == [False, False, True]  # 400, 800, 1200
     assert threshold("_fake", *args) == 10  # the fallback has lost as much as the compile costs
     assert pays("_other", 1000, *args) and not pays("_other", 999, *args)
+
+
+def test_a_loaded_threshold_above_the_others_still_holds(monkeypatch):
+    """``own_tree_from=1 << 40`` means scipy always: no state of the cache lowers a threshold below ``loaded_from``."""
+    monkeypatch.setattr(_launch, "_SERVED", {})
+    monkeypatch.setattr(_launch, "_cached", lambda module: True)
+    for numba_loaded in (True, False):
+        if not numba_loaded:
+            monkeypatch.delitem(sys.modules, "numba", raising=False)
+        assert threshold("_fake", 1 << 40, 100, 1000) == 1 << 40
+        assert not pays("_fake", 1 << 20, 1 << 40, 100, 1000)
+
+
+def test_a_marker_names_each_variant_of_a_kernel(tmp_path, monkeypatch):
+    """SUVpeak compiles once per image dtype: a float32 kernel in the cache says nothing of the float64 one."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_launch, "_MARKED", [])
+    _launch._mark("_sphere_kernels[float32]")
+    assert _launch._cached("_sphere_kernels[float32]")
+    assert not _launch._cached("_sphere_kernels[float64]")
+    entries = json.loads((tmp_path / _launch.MARKER).read_text())
+    assert [os.path.basename(name) for name in entries] == ["_sphere_kernels.py[float32]"]
+    monkeypatch.setattr(_launch, "_MARKED", [])  # a new process reads the file
+    assert _launch._cached("_sphere_kernels[float32]") and not _launch._cached("_sphere_kernels[float64]")
+    assert not list(tmp_path.glob(f".{_launch.MARKER}.*"))  # no temporary file left

@@ -158,13 +158,21 @@ def brute_force_peak(image, labels, n, spacing, radius):
     return np.array(out)
 
 
-@pytest.fixture(params=["as chosen", "box sums", "per voxel"])
+@pytest.fixture(params=["as chosen", "box sums", "per voxel", "compiled kernel", "numpy box sums"])
 def peak_path(request, monkeypatch):
-    """SUVpeak sums a compact lesion's box whole and a sparse lesion voxel by voxel: test each way."""
+    """SUVpeak sums a compact lesion's box whole and a sparse lesion voxel by voxel: test each way; a compact lesion
+    of a float image in the compiled kernel (compiled here if numba's cache lacks it) or in numpy, whatever this
+    process has loaded."""
     if request.param == "as chosen":
         yield request.param
         return
-    with engine_config(peak_box_ratio=10**12 if request.param == "box sums" else 0):
+    config = {
+        "box sums": {"peak_box_ratio": 10**12},
+        "per voxel": {"peak_box_ratio": 0},
+        "compiled kernel": {"peak_box_ratio": 10**12, "peak_kernel_from": 0, "compile_peak_from": 0},
+        "numpy box sums": {"peak_box_ratio": 10**12, "peak_kernel_from": 1 << 62, "compile_peak_from": 1 << 62},
+    }[request.param]
+    with engine_config(**config):
         yield request.param
 
 
