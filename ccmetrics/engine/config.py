@@ -104,7 +104,7 @@ class EngineConfig:
         ``own_tree_import_from`` (also for Lesion Dice's order statistics), ``dense_min_queries`` and
         ``peak_kernel_from``: voxels of a mask's edge test, points of a distance query, query voxels of the
         dense partition, lesion voxels of SUVpeak; or once the tasks that numpy, scipy or cc3d served
-        in this process from the loaded threshold reach it together (:func:`ccmetrics.engine._launch.pays`).
+        in this process from the loaded threshold reach it together (:func:`ccmetrics.engine.kernels.pays`).
         Compiling costs about 0.9 s (edges), 5 s (trees and order statistics), 1.5 s (partition) and
         2.6 s (SUVpeak), numba's import 0.5 s more, while the fallback loses about 30 ns a voxel, 0.5 µs
         a point, 0.2 µs a query voxel and 90 ns a lesion voxel: below these sizes it loses less than the

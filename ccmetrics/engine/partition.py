@@ -160,7 +160,7 @@ def assign_nearest(
 
 def _dense_pays(queries: int, config: EngineConfig) -> bool:
     """Whether the nearest-label kernel labels a box for ``queries`` query voxels: from ``dense_min_queries`` once it
-    is loaded or numba's cache holds it, from ``compile_partition_from`` before (:func:`ccmetrics.engine._launch.pays`:
+    is loaded or numba's cache holds it, from ``compile_partition_from`` before (:func:`ccmetrics.engine.kernels.pays`:
     its compile costs about 1.5 s, the KD-tree path about 0.4 µs more a query voxel)."""
     return pays(
         "_nearest_label", queries, config.dense_min_queries, config.dense_min_queries, config.compile_partition_from

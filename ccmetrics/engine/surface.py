@@ -109,7 +109,7 @@ def mask_edges(flat_index: np.ndarray, shape: Sequence[int], mask_flat: np.ndarr
     Each axis' coordinate is derived from the flat index in turn, so the only arrays
     are a few of N entries (no (N, ndim) coordinate array). Boolean masks from ``loaded_kernels_from``
     voxels once the kernel is loaded (``kernels_from`` before, ``compile_edges_from`` before numba's cache
-    holds it: :class:`ccmetrics.EngineConfig`, :func:`ccmetrics.engine._launch.pays`) are tested by the numba
+    holds it: :class:`ccmetrics.EngineConfig`, :func:`ccmetrics.engine.kernels.pays`) are tested by the numba
     kernel of ``ccmetrics.engine._edge_kernels`` instead (same values).
 
     Parameters
@@ -312,7 +312,7 @@ def _nearest(source: np.ndarray, target: np.ndarray, with_index: bool) -> tuple[
 def _own_tree(points: int) -> bool:
     """Whether ``ccmetrics.engine._kdtree`` measures ``points`` points (``own_tree_from``,
     ``own_tree_import_from`` and ``compile_tree_from`` of :class:`ccmetrics.EngineConfig` through
-    :func:`ccmetrics.engine._launch.pays`, and the per-process agreement probe).
+    :func:`ccmetrics.engine.kernels.pays`, and the per-process agreement probe).
 
     Before the tree's kernels are loaded, a call from ``own_tree_from`` points loads them when it has
     ``own_tree_import_from`` points (``compile_tree_from`` while numba's cache does not hold them), or when the
