@@ -470,8 +470,8 @@ def voronoi_partition(
     any rounding.  Cost: about 0.07 s for 160x160x120 with 20 sites (the
     per-site EDT loop: 1.9 s) and 0.7 s for 400x400x300 on 2 cores
     (``tests/benchmarks/bench_scale.py``); the first call in a process loads the
-    compiled kernel (0.3-0.9 s; it compiles once after install in about 1 s, all
-    six of ccmetrics' kernels in about 5 s: ``tests/benchmarks/bench_startup.py``).
+    compiled kernel (0.3-0.9 s), or compiles it where numba's cache does not hold
+    it yet (about 1.5 s: ``tests/benchmarks/bench_startup.py``).
     Memory: about 16 bytes per voxel.  :func:`ccmetrics.evaluate` never builds
     this map by itself: it labels only the prediction voxels outside the GT,
     unless the caller kept the map with :meth:`ccmetrics.GroundTruth.region_map`

@@ -490,6 +490,32 @@ def fp_phantom():
     return gt
 
 
+@pytest.mark.parametrize("spacing", [None, (0.8, 0.8, 2.5)])
+def test_false_positives_from_the_partition_equal_those_of_the_searches(spacing, monkeypatch):
+    """Reading the whole Voronoi partition (computed once the nearest-site searches cost as much) places the same
+    false positives as searching every candidate: the crowded two-lesion case, where most balls do not fit, and the
+    phantom; the paths checked as they are taken."""
+    import simulations.degrade as degrade
+
+    crowded = np.zeros((32, 32, 20), bool)
+    crowded[4:12, 4:12, 4:10] = crowded[18:26, 18:26, 10:16] = True
+    calls = []
+    import ccmetrics.engine.partition as partition
+
+    whole = partition.voronoi_partition
+    monkeypatch.setattr(partition, "voronoi_partition", lambda *a, **k: calls.append(1) or whole(*a, **k))
+    for gt, volumes in ((crowded, (None, 40)), (fp_phantom(), (None, 7))):
+        for volume in volumes:
+            for seed in range(3):
+                runs = {}
+                for ratio in (0, 10**12):  # never the partition; the partition after the first search
+                    monkeypatch.setattr(degrade, "PARTITION_RATIO", ratio)
+                    calls.clear()
+                    runs[ratio] = add_false_positives(gt, 2, "all", seed=seed, volume=volume, spacing=spacing)
+                    assert bool(calls) is (ratio > 0)
+                assert np.array_equal(runs[0], runs[10**12]), (volume, seed)
+
+
 @pytest.mark.parametrize("spacing", [None, (1.0, 1.0, 1.0), (0.8, 0.8, 2.5), (2.0, 2.0, 3.0)])
 def test_add_false_positives(spacing):
     gt = fp_phantom()
