@@ -15,8 +15,8 @@ valid file too large for the memory left.
 
 Cost: a size check is one ``stat`` (raw data), plus one seek for a gzip trailer that agrees; a disagreeing trailer
 costs one pass of inflating, a MiB at a time (at most two MiB held), stopped at the header's size.
-``_gunzip_array`` is one pass over the file, memory of the compressed file plus the array (CRC-32 from python-isal
-where it is installed, about 8x faster than zlib's).  Private to :mod:`ccmetrics.formats`; its reader is
+``_gunzip_array`` is one pass over the file, memory of the compressed file plus the array (CRC-32 and inflate from
+python-isal where it is installed, about 8x and 2x faster than zlib's).  Private to :mod:`ccmetrics.formats`; its reader is
 :mod:`ccmetrics.formats.io`.
 """
 
@@ -35,10 +35,13 @@ import numpy as np
 from .._inputs import SPARSE_COPY_FRACTION, scatter_c_order
 from .image import _HINT, ImageMemoryError, ImageReadError
 
-try:  # python-isal's CRC-32 (the same numbers, about 8x faster than zlib's: a third of a .nii.gz read)
+try:  # python-isal's CRC-32 (the same numbers, about 8x faster than zlib's: a third of a .nii.gz read) and inflate
+    # (the same bytes, about 2x faster than zlib's)
     from isal.isal_zlib import crc32 as _crc32
+    from isal.isal_zlib import decompressobj as _inflater
 except ImportError:  # pragma: no cover (isal is optional)
     from zlib import crc32 as _crc32
+    from zlib import decompressobj as _inflater
 
 
 _WINDOW = 1 << 16  # compressed bytes given to zlib at a time (what it keeps back is copied on each call)
@@ -78,7 +81,9 @@ def _gunzip_array(
     the Fortran-ordered one, as without.
 
     Cost: one pass over the file, memory of the compressed file plus the array. Of a 400 x 400 x 300 mask's
-    0.015 s, zlib's CRC-32 takes 0.011 s; with ``isal`` (python-isal) installed its CRC-32 is used (0.0015 s).
+    0.015 s, zlib's CRC-32 takes 0.011 s; with ``isal`` (python-isal) installed its CRC-32 is used (0.0015 s), and its
+    inflate (the same bytes; on a 256 x 256 x 128 float32 map 5 ms instead of 10 ms; a damaged stream's message is
+    ISA-L's then, e.g. "Invalid deflate block found").
     With ``c_order``, a mask's read in C order takes about what its Fortran-ordered read takes without (its
     C-ordered copy took another 0.011 s).
     """
@@ -107,7 +112,7 @@ def _gunzip_array(
                 f"the file decompresses to {inflated:,} bytes, {need:,} needed: byte {found.start():,} "
                 f"starts no gzip member (nor zero padding between members); the file is corrupt"
             )
-        member, crc, size = zlib.decompressobj(-zlib.MAX_WBITS), 0, 0  # raw deflate: the trailer checked here
+        member, crc, size = _inflater(-zlib.MAX_WBITS), 0, 0  # raw deflate: the trailer checked here
         while pos < nbytes and not member.eof:
             window = view[at : at + _WINDOW]
             piece = memoryview(member.decompress(window, _CHUNK))

@@ -48,6 +48,24 @@ def test_round_trip_of_an_image_file(tmp_path, gt, ext):
     assert out.path == os.fspath(tmp_path / f"case{ext}")
 
 
+def test_a_plain_nifti_map_is_read_without_nibabel_and_as_nibabel_reads_it(tmp_path, gt):
+    """A worker reading maps of plain headers never imports nibabel (0.5 s a process); the map is nibabel's."""
+    import subprocess
+    import sys
+
+    p = ramp()
+    nib.save(nib.Nifti1Image(p, gt.affine), tmp_path / "case.nii.gz")
+    want = np.asanyarray(nib.load(tmp_path / "case.nii.gz").dataobj)
+    script = (
+        "import sys, numpy as np; from ccmetrics.formats.probabilities import read_probabilities; "
+        f"m = read_probabilities({os.fspath(tmp_path / 'case.nii.gz')!r}); "
+        f"np.save({os.fspath(tmp_path / 'got.npy')!r}, m.array); print('nibabel' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    np.testing.assert_array_equal(np.load(tmp_path / "got.npy"), want)
+
+
 def test_without_like_the_file_is_read_unchecked(tmp_path):
     p = ramp((3, 4))
     save_image(tmp_path / "case.mha", p, spacing=(0.5, 0.7))
