@@ -15,9 +15,9 @@ valid file too large for the memory left.
 
 Cost: a size check is one ``stat`` (raw data), plus one seek for a gzip trailer that agrees; a disagreeing trailer
 costs one pass of inflating, a MiB at a time (at most two MiB held), stopped at the header's size.
-``_gunzip_array`` is one pass over the file, memory of the compressed file plus the array (CRC-32 and inflate from
-python-isal where it is installed, about 8x and 2x faster than zlib's).  Private to :mod:`ccmetrics.formats`; its reader is
-:mod:`ccmetrics.formats.io`.
+``_gunzip_array`` is one pass over the file, memory of the compressed file plus the array (CRC-32 and inflate
+from python-isal where it is installed, about 8x and 2x faster than zlib's).  Private to :mod:`ccmetrics.formats`;
+its reader is :mod:`ccmetrics.formats.io`.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def _gunzip_array(
     the Fortran-ordered one, as without.
 
     Cost: one pass over the file, memory of the compressed file plus the array. Of a 400 x 400 x 300 mask's
-    0.015 s, zlib's CRC-32 takes 0.011 s; with ``isal`` (python-isal) installed its CRC-32 is used (0.0015 s), and its
-    inflate (the same bytes; on a 256 x 256 x 128 float32 map 5 ms instead of 10 ms; a damaged stream's message is
-    ISA-L's then, e.g. "Invalid deflate block found").
+    0.015 s, zlib's CRC-32 takes 0.011 s; with ``isal`` (python-isal) installed its CRC-32 is used (0.0015 s), and
+    its inflate: the same bytes, 10 ms instead of 25 ms a 256 x 256 x 128 float32 map of
+    ``tests/benchmarks/bench_picai.py``; a damaged stream's message is ISA-L's then ("Invalid deflate block found").
     With ``c_order``, a mask's read in C order takes about what its Fortran-ordered read takes without (its
     C-ordered copy took another 0.011 s).
     """
