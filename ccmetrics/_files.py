@@ -17,7 +17,14 @@ from typing import Any
 
 from ._interrupts import critical
 
-__all__ = ["OutputWriteError", "atomic_write", "dangling_link", "fsync_folder", "refuse_dangling_link"]
+__all__ = [
+    "OutputWriteError",
+    "atomic_write",
+    "dangling_link",
+    "fsync_folder",
+    "refuse_dangling_link",
+    "temporary_path",
+]
 
 
 class OutputWriteError(OSError):
@@ -55,8 +62,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], extensio
     ['a,b', '1,2']
     """
     final = Path(path)
-    suffix = final.suffix if extension is None else extension
-    tmp = final.with_name(f".{final.name[: len(final.name) - len(suffix)]}.{os.getpid()}.tmp{suffix}")
+    tmp = temporary_path(final, os.getpid(), extension)
     with critical():  # a stop signal waits until the file is replaced (or its temporary file gone)
         try:
             write(tmp)
@@ -71,6 +77,18 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], extensio
                     tmp.unlink()
         fsync_folder(final.parent)
     return final
+
+
+def temporary_path(path: str | os.PathLike, pid: int, extension: str | None = None) -> Path:
+    """The temporary file beside ``path`` that :func:`atomic_write` in process ``pid`` writes first (the same
+    extension: ``extension`` where it has two dots): what to remove after that process was killed.
+
+    >>> temporary_path("out/plots/roc.png", 42).as_posix()
+    'out/plots/.roc.42.tmp.png'
+    """
+    final = Path(path)
+    suffix = final.suffix if extension is None else extension
+    return final.with_name(f".{final.name[: len(final.name) - len(suffix)]}.{pid}.tmp{suffix}")
 
 
 def fsync_folder(folder: Path) -> None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import pathlib
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
-from .._files import atomic_write
 from .._words import count
 from ..metrics.detection_curves import CPM_RATES, DetectionCurves
+from ._drawing import FigureJob, write_figures
 from .plots import _figure, _legend
 
 __all__ = [
@@ -138,23 +139,27 @@ def plot_roc(curves: DetectionCurves, *, ax=None):
     return ax
 
 
-def _save(fig, path: pathlib.Path) -> pathlib.Path:
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120))
-
-
 def write_detection_plots(curves: Mapping[int, DetectionCurves], out_dir) -> list[pathlib.Path]:
     """Write ``froc.png``, ``pr.png`` and ``roc.png`` (120 dpi) of each class's curves into ``out_dir``.
 
     One class: no suffix; several: ``_class<k>``. Returns the paths written.
     """
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    return write_figures(_detection_jobs(curves), out_dir)
+
+
+def _figure_of(draw, *args, **kwargs):
+    """The figure of the axes ``draw(*args, **kwargs)`` returns."""
+    return draw(*args, **kwargs).figure
+
+
+def _detection_jobs(curves: Mapping[int, DetectionCurves]) -> list[FigureJob]:
+    """The figures of :func:`write_detection_plots`, as jobs of :func:`ccmetrics.analysis._drawing.write_figures`."""
+    jobs: list[FigureJob] = []
     for k, curve in curves.items():
         sfx = "" if len(curves) == 1 else f"_class{k}"
         for name, draw in (("froc", plot_froc), ("pr", plot_pr), ("roc", plot_roc)):
-            paths.append(_save(draw(curve).figure, out / f"{name}{sfx}.png"))
-    return paths
+            jobs.append((f"{name}{sfx}.png", partial(_figure_of, draw, curve)))
+    return jobs
 
 
 def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, columns=None):
@@ -193,21 +198,30 @@ def plot_thresholds(means, best, metric: str, *, class_value: int = 1, ax=None, 
 
 def write_threshold_plots(means, best, out_dir, columns=None) -> list[pathlib.Path]:
     """Write ``thresholds.png`` (``_class<k>`` for each class of several): one panel per swept metric."""
-    from ..schema import CLASS, cc
+    return write_figures(_threshold_jobs(means, best, columns), out_dir)
 
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+
+def _threshold_figure(means, best, metrics, k, columns):
+    from ..schema import cc
+
+    axes = _figure((5 * len(metrics), 4), ncols=len(metrics))
+    for ax, m in zip(axes, metrics):
+        if m in means.columns or cc(m) in means.columns:
+            plot_thresholds(means, best, m, class_value=int(k), ax=ax, columns=columns)
+    return axes[0].figure
+
+
+def _threshold_jobs(means, best, columns=None) -> list[FigureJob]:
+    """The figures of :func:`write_threshold_plots`, as jobs of :func:`ccmetrics.analysis._drawing.write_figures`."""
+    from ..schema import CLASS
+
     classes = sorted(means[CLASS].unique())
     metrics = sorted({key.split("/", 1)[1] for key in best}, key=lambda m: list(means.columns).index(m))
-    paths = []
+    jobs: list[FigureJob] = []
     for k in classes:
-        axes = _figure((5 * len(metrics), 4), ncols=len(metrics))
-        for ax, m in zip(axes, metrics):
-            if m in means.columns or cc(m) in means.columns:
-                plot_thresholds(means, best, m, class_value=int(k), ax=ax, columns=columns)
         sfx = "" if len(classes) == 1 else f"_class{k}"
-        paths.append(_save(axes[0].figure, out / f"thresholds{sfx}.png"))
-    return paths
+        jobs.append((f"thresholds{sfx}.png", partial(_threshold_figure, means, best, metrics, k, columns)))
+    return jobs
 
 
 def plot_reliability(table, *, ax=None, title: str = "Reliability of candidate confidences"):
@@ -255,10 +269,13 @@ def plot_reliability(table, *, ax=None, title: str = "Reliability of candidate c
 
 def write_reliability_plots(tables, out_dir) -> list[pathlib.Path]:
     """Write ``reliability.png`` (``_class<k>`` for each class of several) from each class's reliability table."""
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    return write_figures(_reliability_jobs(tables), out_dir)
+
+
+def _reliability_jobs(tables) -> list[FigureJob]:
+    """The figures of :func:`write_reliability_plots`, as jobs of :func:`ccmetrics.analysis._drawing.write_figures`."""
+    jobs: list[FigureJob] = []
     for k, table in tables.items():
         sfx = "" if len(tables) == 1 else f"_class{k}"
-        paths.append(_save(plot_reliability(table).figure, out / f"reliability{sfx}.png"))
-    return paths
+        jobs.append((f"reliability{sfx}.png", partial(_figure_of, plot_reliability, table)))
+    return jobs

@@ -21,15 +21,16 @@ from __future__ import annotations
 import math
 import pathlib
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._files import atomic_write
 from .._words import count
 from ..metrics.pet_agreement import bland_altman
 from ..schema import CLASS, DETECTED, FAILED, STATUS
+from ._drawing import FigureJob, write_figures
 from .plots import CC_COLOR, MISSED_COLOR, STANDARD_COLOR, _detection_bars, _figure, _legend
 from .sizes import suv_table
 
@@ -183,29 +184,29 @@ def plot_detection_by_suv(
 def write_pet_plots(result: Any, out_dir: Any, *, suv_bins: Sequence[float] | None = None) -> list[pathlib.Path]:
     """Write the PET figures of a result (:class:`~ccmetrics.results.DatasetResult`) into ``out_dir``; none without
     the ``pet`` metric's columns. Returns the paths written."""
-    out = pathlib.Path(out_dir)
+    jobs = _pet_jobs(result, suv_bins)
+    return write_figures(jobs, out_dir) if jobs else []  # (no folder made for no figure)
+
+
+def _pet_jobs(result: Any, suv_bins: Sequence[float] | None = None) -> list[FigureJob]:
+    """The figures of :func:`write_pet_plots`, as jobs of :func:`ccmetrics.analysis._drawing.write_figures`."""
     per_case, per_component = result.per_case, result.per_component
     if "gt_tmtv_ml" not in per_case:
         return []
-    out.mkdir(parents=True, exist_ok=True)
     classes: list[Any] = sorted(per_case[CLASS].dropna().unique()) if CLASS in per_case else [None]
     several = len(classes) > 1 and None not in classes
-    paths = []
-
-    def save(figure: Any, name: str) -> None:
-        paths.append(atomic_write(out / name, lambda tmp: figure.savefig(tmp, dpi=120)))
-
+    jobs: list[FigureJob] = []
     for c in classes:
         value = c if several else None
         sfx = f"_class{int(c)}" if value is not None else ""
         rows = per_case if value is None else per_case[per_case[CLASS] == value]
         for measure in PET_PLOT_MEASURES:
             if len(_pairs(rows, measure, None)[0]):
-                save(plot_bland_altman(rows, measure), f"bland_altman_{measure}{sfx}.png")
-                save(plot_pred_vs_ref(rows, measure), f"pred_vs_ref_{measure}{sfx}.png")
+                jobs.append((f"bland_altman_{measure}{sfx}.png", partial(plot_bland_altman, rows, measure)))
+                jobs.append((f"pred_vs_ref_{measure}{sfx}.png", partial(plot_pred_vs_ref, rows, measure)))
         comps = per_component if value is None else per_component[per_component[CLASS] == value]
         evaluated = per_case.loc[per_case[STATUS] != FAILED, "case"].unique()
         comps = comps[comps["case"].isin(evaluated)] if len(comps) else comps
         if len(comps) and "suv_max" in comps and DETECTED in comps:
-            save(plot_detection_by_suv(comps, bins=suv_bins), f"detection_by_suv{sfx}.png")
-    return paths
+            jobs.append((f"detection_by_suv{sfx}.png", partial(plot_detection_by_suv, comps, bins=suv_bins)))
+    return jobs

@@ -21,16 +21,16 @@ nor covering a point (checked for every figure by ``tests/analysis/test_figures_
 from __future__ import annotations
 
 import math
-import pathlib
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from .._files import atomic_write
 from .._words import count
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, SPACING, STATUS, WORST_DISTANCE, base, cc
+from ._drawing import FigureJob, write_figures
 from .sizes import lesion_volumes, size_table
 
 __all__ = [
@@ -611,18 +611,17 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None,
     ['metric_vs_volume_dice.png', 'detection_by_size.png', 'standard_vs_cc_dice.png',
      'case_distribution.png']
     """
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    return write_figures(_plot_jobs(per_component, per_case, metrics, columns, size_bins), out_dir)
+
+
+def _plot_jobs(per_component, per_case, metrics=None, columns=None, size_bins=None) -> list[FigureJob]:
+    """The figures of :func:`write_plots`, as jobs of :func:`ccmetrics.analysis._drawing.write_figures`."""
     pcomp = per_component if per_component is not None else pd.DataFrame()
     pcase = per_case if per_case is not None else pd.DataFrame()
     names = list(metrics) if metrics is not None else _per_region_metrics(columns)
     classes = sorted({k for t in (pcomp, pcase) if CLASS in t.columns for k in t[CLASS].dropna().unique()})
     overlap = [m for m in _per_region_metrics(columns) if not registry.is_distance(m, columns)]
-    paths = []
-
-    def save(fig, name):  # never a half-written figure in place of a good one
-        paths.append(atomic_write(out / name, lambda tmp: fig.savefig(tmp, dpi=120)))
-
+    jobs: list[FigureJob] = []
     for k in classes if len(classes) > 1 else [None]:
         sfx = "" if k is None else f"_class{k}"
         comp = pcomp if k is None or CLASS not in pcomp.columns else pcomp[pcomp[CLASS] == k]
@@ -632,17 +631,22 @@ def write_plots(per_component, per_case, out_dir, *, metrics=None, columns=None,
         if len(comp):
             m = next((m for m in overlap if m in names and m in comp.columns), None)
             if m is not None:
-                save(plot_metric_vs_volume(comp, m, columns=columns, **kc), f"metric_vs_volume_{m}{sfx}.png")
+                make = partial(plot_metric_vs_volume, comp, m, columns=columns, **kc)
+                jobs.append((f"metric_vs_volume_{m}{sfx}.png", make))
             if DETECTED in comp.columns:
-                save(plot_detection_by_size(comp, bins=size_bins, **kc), f"detection_by_size{sfx}.png")
+                jobs.append(
+                    (f"detection_by_size{sfx}.png", partial(plot_detection_by_size, comp, bins=size_bins, **kc))
+                )
         if len(case):
             for m in names:
                 if m in case.columns and cc(m) in case.columns:
-                    save(plot_standard_vs_cc(case, m, columns=columns, **ks), f"standard_vs_cc_{m}{sfx}.png")
+                    make = partial(plot_standard_vs_cc, case, m, columns=columns, **ks)
+                    jobs.append((f"standard_vs_cc_{m}{sfx}.png", make))
             present = [m for m in names if m in case.columns or cc(m) in case.columns]
             if present:
-                save(plot_case_distribution(case, present, columns=columns, **ks), f"case_distribution{sfx}.png")
-    return paths
+                make = partial(plot_case_distribution, case, present, columns=columns, **ks)
+                jobs.append((f"case_distribution{sfx}.png", make))
+    return jobs
 
 
 def write_result_plots(
@@ -678,37 +682,23 @@ def write_result_plots(
     list of pathlib.Path
         The files written.
     """
-    out = pathlib.Path(out_dir)
-    paths = write_plots(
-        result.per_component,
-        result.per_case,
-        out,
-        metrics=result.options.get("metrics"),
-        columns=result.columns,
-        size_bins=size_bins,
-    )
-    from .pet_plots import write_pet_plots
+    from .detection_plots import _detection_jobs, _reliability_jobs, _threshold_jobs
+    from .pet_plots import _pet_jobs
 
-    paths += write_pet_plots(result, out, suv_bins=suv_bins)
+    jobs = _plot_jobs(result.per_component, result.per_case, result.options.get("metrics"), result.columns, size_bins)
+    jobs += _pet_jobs(result, suv_bins)
     if curves:
-        from .detection_plots import write_detection_plots
-
-        paths += write_detection_plots(curves, out)
+        jobs += _detection_jobs(curves)
     if calibration:
-        from .detection_plots import write_reliability_plots
-
-        tables = {c: e["lesion_reliability"] for c, e in calibration.items()}
-        paths += write_reliability_plots(tables, out)
+        jobs += _reliability_jobs({c: e["lesion_reliability"] for c, e in calibration.items()})
     if swept is not None and len(swept[0]):
-        from .detection_plots import write_threshold_plots
-
-        paths += write_threshold_plots(swept[0], swept[1], out, result.columns)
+        jobs += _threshold_jobs(swept[0], swept[1], result.columns)
     if groups is not None and result.cc_metrics:
         m = result.cc_metrics[0]
-        name = f"by_group_{cc(m)}.png"
-        figure = plot_by_group(result.per_case, groups[2], cc(m), " / ".join(groups[0]))
-        paths.append(atomic_write(out / name, lambda tmp: figure.savefig(tmp, dpi=120)))
-    return paths
+        jobs.append(
+            (f"by_group_{cc(m)}.png", partial(plot_by_group, result.per_case, groups[2], cc(m), " / ".join(groups[0])))
+        )
+    return write_figures(jobs, out_dir)
 
 
 def __getattr__(name: str):  # names this module held before the registry: deprecated, computed from it

@@ -32,6 +32,7 @@ tables do not depend on which cases were resumed, on the scheduler or on the wor
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import uuid
@@ -110,6 +111,19 @@ def _note(text: str) -> None:
 
     with critical():  # tqdm creates its lock on first use: a stop signal there would leave it half-made
         tqdm.write(printable(f"ccmetrics: {text}", newlines=True), file=sys.stderr)  # ids: no control character
+
+
+@functools.cache
+def _bar_class() -> Any:
+    """tqdm's bar (``tqdm.auto``) without tqdm's monitor thread, which would stay running after the run (the figures
+    are drawn on two cores only in a process of one thread: :mod:`ccmetrics.analysis._drawing`); the bar is redrawn
+    at each case (``miniters=1``), the monitor's job."""
+    from tqdm.auto import tqdm
+
+    class Bar(tqdm):
+        monitor_interval = 0  # (tqdm's documented switch: no monitor thread)
+
+    return Bar
 
 
 def _silent(text: str) -> None:
@@ -194,8 +208,6 @@ def run_cases(
     ``meanwhile()`` is called once the cases run elsewhere (worker processes started, or Dask), for the caller's
     own work while this process waits for them (it must return at once: start a thread).
     """
-    from tqdm.auto import tqdm
-
     info = RunInfo()
     store = RecordStore(out_dir) if out_dir is not None else None
     kept = _Kept(store, {t.case: fingerprint(t) for t in tasks}, failure, info)
@@ -213,8 +225,13 @@ def run_cases(
             started = start_workers(_evaluate_encoded, shared, workers, len(todo))
             if meanwhile is not None:
                 meanwhile()
-        kept.bar = tqdm(
-            total=len(tasks), initial=len(kept.outputs), unit="case", desc="evaluating", disable=not progress
+        kept.bar = _bar_class()(
+            total=len(tasks),
+            initial=len(kept.outputs),
+            unit="case",
+            desc="evaluating",
+            disable=not progress,
+            miniters=1,
         )
         runnable = _estimated(todo, estimate, max_memory, kept)
         if client is not None:

@@ -399,7 +399,10 @@ def _run(args: argparse.Namespace) -> int:
         _say(f"ccmetrics evaluate: error: {refused}")
         return EXIT_USAGE
     start = time.perf_counter()
-    with locked(args.out, command=_command(args)):  # the whole run, tables included: one writer
+    from ..analysis._drawing import drawing_ahead
+
+    # the figures' helper process warms matplotlib up on whatever core the cases leave idle; forked before the lock
+    with drawing_ahead(enabled=not args.no_plots), locked(args.out, command=_command(args)):
         try:
             result = evaluate_dataset(
                 args.gt_dir, args.pred_dir, probabilities=args.probabilities, images=args.images, **_options(args)

@@ -41,7 +41,7 @@ try:  # python-isal's CRC-32 (the same numbers, about 8x faster than zlib's: a t
     from isal.isal_zlib import decompressobj as _inflater
 except ImportError:  # pragma: no cover (isal is optional)
     from zlib import crc32 as _crc32
-    from zlib import decompressobj as _inflater
+    from zlib import decompressobj as _inflater  # type: ignore[assignment]
 
 
 _WINDOW = 1 << 16  # compressed bytes given to zlib at a time (what it keeps back is copied on each call)

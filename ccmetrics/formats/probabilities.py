@@ -247,7 +247,10 @@ def _read_image(
     if lower.endswith((".nii", ".nii.gz")):
         try:  # a plain header (most maps) is read without nibabel: its import and load cost a worker 0.5 s
             plain = _plain_nifti(path, warn=False, count=False)  # (load_image warns about disagreeing transforms)
-            hdr, lazy = _check_nifti(path, warn=True, count=False) if plain is None else (None, None)
+            hdr: Any = None
+            lazy: Any = None
+            if plain is None:
+                hdr, lazy = _check_nifti(path, warn=True, count=False)
             shape = tuple(int(s) for s in (plain.shape if plain is not None else hdr.get_data_shape()))
             while len(shape) > 3 and shape[-1] == 1:
                 shape = shape[:-1]
