@@ -143,11 +143,25 @@ def write_figures(jobs: Sequence[FigureJob], out_dir: Any, *, fork: bool | None 
 
 @contextlib.contextmanager
 def drawing_ahead(enabled: bool = True, *, fork: bool | None = None) -> Iterator[None]:
-    """Within the block, a helper process (forked now, where :func:`can_fork`) imports matplotlib and draws a tiny
-    figure (about 1 s of one core here) while this process computes what the figures show; the block's
-    :func:`write_figures` shares its jobs with it (pickled: any job that cannot be is drawn here). The helper
-    ends with the block, used or not. ``ccmetrics evaluate`` draws its figures within one. ``fork``: as for
-    :func:`write_figures` (None: where :func:`can_fork`).
+    """Within the block, a helper process forked now imports matplotlib and draws a tiny figure (about 0.8 s of
+    one core here), at the lowest priority, while this process computes what the figures show; the figures that
+    :func:`ccmetrics.analysis.plots.write_result_plots` (and the other ``write_*`` functions) then write are shared
+    with it, one at a time. The helper ends with the block, used or not. ``ccmetrics evaluate`` runs within one.
+
+    Only on Linux with two cores or more, in a process of one thread (``fork=None``; True forks wherever ``os.fork``
+    exists, False never); elsewhere the block does nothing. Jobs that cannot be pickled are drawn in this process.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> from ccmetrics.analysis.plots import drawing_ahead, write_plots
+    >>> per_case = pd.DataFrame({"case": ["a", "b"], "class": 1, "status": "ok", "empty_gt": False,
+    ...     "dice": [0.87, 0.7], "cc_dice": [0.45, 0.7]})
+    >>> with drawing_ahead():
+    ...     paths = write_plots(None, per_case, tempfile.mkdtemp())
+    >>> [p.name for p in paths]
+    ['standard_vs_cc_dice.png', 'case_distribution.png']
     """
     global _ahead
     if not enabled or not (can_fork() if fork is None else fork and hasattr(os, "fork")):

@@ -30,10 +30,11 @@ from .._words import count
 from ..metrics import registry
 from ..metrics.aggregation import cc_values
 from ..schema import CASE, CLASS, DETECTED, EMPTY_GT, FAILED, SPACING, STATUS, WORST_DISTANCE, base, cc
-from ._drawing import FigureJob, write_figures
+from ._drawing import FigureJob, drawing_ahead, write_figures
 from .sizes import lesion_volumes, size_table
 
 __all__ = [
+    "drawing_ahead",
     "plot_case_distribution",
     "plot_comparison",
     "plot_detection_by_size",

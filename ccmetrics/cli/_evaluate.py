@@ -399,7 +399,7 @@ def _run(args: argparse.Namespace) -> int:
         _say(f"ccmetrics evaluate: error: {refused}")
         return EXIT_USAGE
     start = time.perf_counter()
-    from ..analysis._drawing import drawing_ahead
+    from ..analysis.plots import drawing_ahead
 
     # the figures' helper process warms matplotlib up on whatever core the cases leave idle; forked before the lock
     with drawing_ahead(enabled=not args.no_plots), locked(args.out, command=_command(args)):

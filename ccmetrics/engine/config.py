@@ -38,7 +38,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EngineConfig", "available_cpus", "current", "engine_config", "thread_count"]
+__all__ = [
+    "COMPILE_TWINS",
+    "KERNEL_THRESHOLDS",
+    "EngineConfig",
+    "available_cpus",
+    "current",
+    "engine_config",
+    "thread_count",
+]
 
 
 @dataclass(frozen=True)
@@ -200,6 +208,29 @@ class EngineConfig:
             if getattr(self, name) < low:
                 raise ValueError(f"EngineConfig.{name} must be at least {low}, got {getattr(self, name)!r}")
 
+    def with_kernels(self, always: bool) -> EngineConfig:
+        """A copy where every numba kernel runs from the first voxel, point or lesion (``always``: compiled at once
+        where numba's cache lacks it) or never (numpy, scipy and cc3d): each threshold of :data:`KERNEL_THRESHOLDS`
+        set together with its compile twin, so that no kernel is left to the default by a forgotten name.
+
+        >>> forced = EngineConfig().with_kernels(True)
+        >>> forced.kernels_from, forced.compile_tree_from, forced.peak_kernel_from, forced.compile_peak_from
+        (0, 0, 0, 0)
+        >>> EngineConfig().with_kernels(False).compile_edges_from == 1 << 40
+        True
+        """
+        return self.replace(**dict.fromkeys(KERNEL_THRESHOLDS, 0 if always else 1 << 40))
+
+    def compiling_as_cached(self) -> EngineConfig:
+        """A copy that compiles a kernel missing from numba's cache from the size at which a cached one is loaded
+        (each ``compile_*_from`` set to its twin of :data:`COMPILE_TWINS`): the behaviour before the compile
+        thresholds, for benchmarks of the first run.
+
+        >>> EngineConfig().compiling_as_cached().compile_tree_from == EngineConfig().own_tree_import_from
+        True
+        """
+        return self.replace(**{name: getattr(self, twin) for name, twin in COMPILE_TWINS.items()})
+
     def replace(self, **changes: Any) -> EngineConfig:
         """A copy with some fields changed; an unknown name is an error that lists the fields.
 
@@ -212,6 +243,29 @@ class EngineConfig:
             raise TypeError(f"EngineConfig has no field {unknown[0]!r}; the fields are {sorted(names)}")
         return dataclasses.replace(self, **changes)
 
+
+#: the thresholds from which a numba kernel replaces numpy, scipy or cc3d (the loaded and import thresholds, and
+#: their compile twins): what :meth:`EngineConfig.with_kernels` sets
+KERNEL_THRESHOLDS = (
+    "kernels_from",
+    "loaded_kernels_from",
+    "compile_edges_from",
+    "own_tree_from",
+    "own_tree_import_from",
+    "compile_tree_from",
+    "dense_min_queries",
+    "compile_partition_from",
+    "peak_kernel_from",
+    "compile_peak_from",
+)
+
+#: each compile threshold (numba's cache lacks the kernel) and the threshold it stands in for when the cache holds it
+COMPILE_TWINS = {
+    "compile_edges_from": "kernels_from",
+    "compile_tree_from": "own_tree_import_from",
+    "compile_partition_from": "dense_min_queries",
+    "compile_peak_from": "peak_kernel_from",
+}
 
 _CURRENT: contextvars.ContextVar[EngineConfig] = contextvars.ContextVar(
     "ccmetrics_engine_config",

@@ -145,7 +145,7 @@ def test_files_per_class_their_names_and_captions(tmp_path):
 
 
 def test_one_class_no_suffix_and_the_failed_case_lesions_left_out(tmp_path, monkeypatch):
-    from ccmetrics.analysis import pet_plots
+    from ccmetrics.analysis import _drawing, pet_plots
 
     drawn = []
 
@@ -155,6 +155,7 @@ def test_one_class_no_suffix_and_the_failed_case_lesions_left_out(tmp_path, monk
         return figure
 
     monkeypatch.setattr(pet_plots, "plot_detection_by_suv", spy)
+    monkeypatch.setattr(_drawing, "can_fork", lambda: False)  # the spy sees the figures drawn in this process
     cases = _hand_cases()[lambda d: d["class"] == 1]
     lesions = _hand_lesions()[lambda d: d["class"] == 1]
     paths = write_pet_plots(_result(cases, lesions), tmp_path, suv_bins=[4.0])

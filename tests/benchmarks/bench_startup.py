@@ -106,14 +106,8 @@ if sys.argv[1] in ("pet", "forced"):  # a float32 PET scan (SUV 1-2 around lesio
 t = time.perf_counter()
 from ccmetrics import engine_config, evaluate, EngineConfig
 
-c = EngineConfig()
-forced = {  # "forced": every kernel compiled for this case, as before the compile thresholds (issue 44, point 4)
-    "compile_edges_from": c.kernels_from,
-    "compile_tree_from": c.own_tree_import_from,
-    "compile_partition_from": c.dense_min_queries,
-    "compile_peak_from": c.peak_kernel_from,
-} if sys.argv[1] == "forced" else {}
-with engine_config(**forced):
+# "forced": every kernel compiled for this case, as before the compile thresholds (issue 44, point 4)
+with engine_config(EngineConfig().compiling_as_cached() if sys.argv[1] == "forced" else None):
     evaluate(gt=gt, pred=pred, metrics=ALL, spacing=(2.0, 2.0, 3.0), **extra)
     first = time.perf_counter() - t
     t = time.perf_counter()
@@ -162,15 +156,9 @@ def calls():
 
 
 seconds = []
-c = EngineConfig()
 for _ in range(2):
     t = time.perf_counter()
-    with engine_config(  # every kernel these calls need, compiled even into an empty cache
-        compile_edges_from=c.kernels_from,
-        compile_tree_from=c.own_tree_import_from,
-        compile_partition_from=c.dense_min_queries,
-        compile_peak_from=c.peak_kernel_from,
-    ):
+    with engine_config(EngineConfig().compiling_as_cached()):  # every kernel these calls need, even uncached
         calls()
     seconds.append(time.perf_counter() - t)
 from ccmetrics.engine import _launch

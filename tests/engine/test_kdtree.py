@@ -213,14 +213,7 @@ def test_evaluate_from_several_threads(monkeypatch):
     gt, pred = lesion_case((40, 36, 30), n_lesions=70, radius_range=(1.0, 3.0), seed=5)
     pred = pred.copy()
     pred[25:] = True
-    forced = EngineConfig(
-        own_tree_from=0,
-        own_tree_import_from=0,
-        compile_tree_from=0,
-        kernels_from=0,
-        compile_edges_from=0,
-        threads_from=0,
-    )
+    forced = EngineConfig(threads_from=0).with_kernels(True)
     with engine_config(forced):
         reference = evaluate(pred, gt, ["dice", "nsd", "hd95"], spacing=(0.8, 0.8, 2.0))
     held = []

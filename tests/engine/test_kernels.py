@@ -12,19 +12,12 @@ import pytest
 
 from ccmetrics import engine_config, evaluate
 from ccmetrics.engine import _launch
+from ccmetrics.engine.config import KERNEL_THRESHOLDS
 from ccmetrics.synthetic import lesion_case
 
 ALL_METRICS = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
 #: every kernel on a small case: the dense partition, the edge kernels, the k-d trees and their order statistics
-FORCED = {
-    "own_tree_from": 0,
-    "own_tree_import_from": 0,
-    "compile_tree_from": 0,
-    "kernels_from": 0,
-    "compile_edges_from": 0,
-    "dense_min_queries": 0,
-    "compile_partition_from": 0,
-}
+FORCED = dict.fromkeys(KERNEL_THRESHOLDS, 0)  # (EngineConfig.with_kernels(True), as keywords a subprocess can read)
 
 
 def _case():

@@ -263,39 +263,23 @@ def test_every_engine_path_gives_the_same_numbers():
     never = EngineConfig(
         threads=1,
         grouped_from=1 << 40,
-        dense_min_queries=1 << 40,
-        compile_partition_from=1 << 40,
         block_min_queries=1 << 40,
         span_map_ratio=0,
-        kernels_from=1 << 40,
-        compile_edges_from=1 << 40,
-        loaded_kernels_from=1 << 40,
-        own_tree_from=1 << 40,
-        own_tree_import_from=1 << 40,
-        compile_tree_from=1 << 40,
         dense_runs=0,
         pad_below=0,
-    )
+    ).with_kernels(False)
     always = EngineConfig(
         threads_from=0,
         threads=2,
         thread_batch_points=0,
         grouped_from=1,
         global_after=0,
-        dense_min_queries=1,
-        compile_partition_from=1,
         dense_max_ratio=1 << 20,
         block_min_queries=1,
         span_map_ratio=1 << 20,
-        kernels_from=0,
-        compile_edges_from=0,
-        loaded_kernels_from=0,
-        own_tree_from=0,
-        own_tree_import_from=0,
-        compile_tree_from=0,
         dense_runs=1 << 40,
         pad_below=1 << 40,
-    )
+    ).with_kernels(True)
     blocks = dataclasses.replace(always, dense_min_queries=1 << 40, compile_partition_from=1 << 40)
     with engine_config(never):
         a = evaluate(pred=pred, gt=gt, metrics=metrics, spacing=(0.8, 0.9, 2.1))
