@@ -87,6 +87,7 @@ def test_a_fork_killed_by_sigkill_loses_no_figure_and_leaves_no_temporary_file(t
 
 def test_a_hanging_fork_is_killed_and_its_figures_drawn_here(tmp_path, expected, monkeypatch):
     monkeypatch.setattr(_drawing, "_WAIT_AT_LEAST_S", 2.0)
+    monkeypatch.setattr(_drawing, "_WAIT_FACTOR", 1.0)
     made = jobs(**{f"_{k}": (lambda k=k: in_fork_only(lambda: time.sleep(600), k)) for k in range(6)})
     start = time.monotonic()
     write_figures(made, tmp_path / "out", fork=True)
