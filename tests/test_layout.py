@@ -98,6 +98,7 @@ FOUNDATIONS = frozenset(
         "_lazy",
         "_memory",
         "_moved",
+        "_processes",
         "_words",
     }
 )
@@ -198,7 +199,7 @@ def test_no_private_name_or_module_crosses_a_package():
     names only: no module whose path has a part starting with ``_`` (``__init__`` aside), no ``_name``. Inside one
     package private names are shared freely. The package root's private modules (``ccmetrics._files``,
     ``_inputs``, ``_escaping``, ``_interrupts``, ``_lazy``, ``_moved``, ``_words``, ``_deprecation``, ``_memory``,
-    ``_arguments``) are the
+    ``_arguments``, ``_processes``) are the
     house's shared foundations: every ccmetrics package may import them (their public names). ``simulations/``
     uses ccmetrics' public API only: not the foundations either."""
     found = _crossings()

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write, temporary_path
+from .._processes import die_with_parent
 
 __all__ = ["FigureJob", "can_fork", "drawing_ahead", "save_png", "write_figures"]
 
@@ -128,17 +129,20 @@ def write_figures(jobs: Sequence[FigureJob], out_dir: Any, *, fork: bool | None 
         try:
             blob = pickle.dumps((out, jobs), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 (a job that cannot travel: drawn without the helper)
-            helper.close(signal.SIGKILL)
+            helper.release(signal.SIGTERM)
         else:
             return _share(helper, jobs, out, blob)
     elif helper is not None:
-        helper.close(signal.SIGKILL)
+        helper.release(signal.SIGTERM)
     if fork is None:
         fork = len(jobs) >= 2 and can_fork()
     if not fork or len(jobs) < 2 or not hasattr(os, "fork"):
         return [_write(job, out) for job in jobs]
     _warm_up()  # (once, here: the fork inherits it)
-    return _share(_Helper.start(jobs, out), jobs, out, None)
+    helper = _Helper.start(jobs, out)
+    if helper is None:  # no pipe, no fork (a limit of the system): every figure here
+        return [_write(job, out) for job in jobs]
+    return _share(helper, jobs, out, None)
 
 
 @contextlib.contextmanager
@@ -167,43 +171,63 @@ def drawing_ahead(enabled: bool = True, *, fork: bool | None = None) -> Iterator
     if not enabled or not (can_fork() if fork is None else fork and hasattr(os, "fork")):
         yield
         return
-    helper = _Helper.start(None, None)
+    outer, helper = _ahead, _Helper.start(None, None)  # (None: no fork possible here; the figures are drawn alone)
     _ahead = helper
     try:
         yield
     finally:
-        _ahead = None
-        helper.close(signal.SIGKILL)  # (unused, or closed already: it holds no file of the output)
+        _ahead = outer
+        if helper is not None:
+            helper.release(signal.SIGTERM)  # (unused, or released already: it holds no file of the output)
 
 
 class _Helper:
     """A forked process that draws jobs: those it inherits (``jobs``), or, started ahead, those pickled into its
-    ``shared`` file once ``go`` is written. Both processes take job indices from the ``todo`` pipe; the helper
-    reports each written through ``done``."""
+    ``shared`` file once ``go`` is written. Both processes take job indices from the ``todo`` pipe, all written
+    before either reads (its read end non-blocking: empty means done); the helper reports each written through
+    ``done``. ``fds``: this process's descriptors still open (each closed once, never a number reused since)."""
 
     def __init__(self, pid: int, todo_r: int, todo_w: int, done_r: int, go_w: int, shared: Any) -> None:
-        self.pid, self.todo_r, self.todo_w, self.done_r, self.go_w, self.shared = (
-            pid,
-            todo_r,
-            todo_w,
-            done_r,
-            go_w,
-            shared,
-        )
+        self.pid, self.todo_r, self.todo_w, self.done_r, self.go_w = pid, todo_r, todo_w, done_r, go_w
+        self.shared = shared
+        self.fds = {todo_r, todo_w, done_r, go_w}
         self.closed = False
 
+    def close_fd(self, fd: int) -> None:
+        if fd in self.fds:
+            self.fds.discard(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
     @classmethod
-    def start(cls, jobs: list[FigureJob] | None, out: Path | None = None) -> _Helper:
-        todo_r, todo_w = os.pipe()
-        done_r, done_w = os.pipe()
-        go_r, go_w = os.pipe()
-        shared = tempfile.TemporaryFile() if jobs is None else None  # (no name: gone with its last descriptor)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
+    def start(cls, jobs: list[FigureJob] | None, out: Path | None = None) -> _Helper | None:
+        """Fork the helper (``jobs``: inherited, their indices queued now); None where the system refuses a pipe,
+        the temporary file or the fork (the caller draws alone)."""
+        made: list[int] = []
+        shared = None
+        try:
+            for _ in range(3):
+                made += os.pipe()
+            todo_r, todo_w, done_r, done_w, go_r, go_w = made
+            os.set_blocking(todo_r, False)
+            if jobs is not None:
+                _queue(todo_w, len(jobs))
+            shared = tempfile.TemporaryFile() if jobs is None else None  # (no name: gone with its last descriptor)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            parent = os.getpid()
+            pid = os.fork()
+        except OSError:
+            for fd in made:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if shared is not None:
+                shared.close()
+            return None
         if pid == 0:  # the helper: never returns
             code = 1
             try:
+                die_with_parent(parent)
                 for fd in (todo_w, done_r, go_w):
                     os.close(fd)
                 if jobs is None:
@@ -229,19 +253,28 @@ class _Helper:
         return cls(pid, todo_r, todo_w, done_r, go_w, shared)
 
     def close(self, signum: int | None = None) -> None:
-        """End the helper (``signum``: signal it first; then SIGKILL after a grace time) and close the pipes."""
-        if self.closed:
-            return
-        self.closed = True
-        for fd in (self.todo_w, self.go_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        _end(self.pid, signum, grace_s=1.0 if signum is None else 5.0)
-        for fd in (self.todo_r, self.done_r):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """End the helper (``signum``: signal it first; SIGKILL after a grace time) and reap it; the write ends of
+        the pipes closed (the read ends stay for :meth:`release`)."""
+        self.close_fd(self.todo_w)
+        self.close_fd(self.go_w)
+        if not self.closed:
+            _end(self.pid, signum, grace_s=1.0)
+            self.closed = True
+
+    def release(self, signum: int | None = None) -> None:
+        """:meth:`close`, then every descriptor and the shared file closed."""
+        self.close(signum)
+        for fd in list(self.fds):
+            self.close_fd(fd)
         if self.shared is not None:
             self.shared.close()
+
+
+def _queue(fd: int, n: int) -> None:
+    """Write the job indices 0 to ``n - 1`` into the pipe ``fd`` (whole, however the writes are cut)."""
+    data = memoryview(b"".join(_INDEX.pack(i) for i in range(n)))
+    while len(data):
+        data = data[os.write(fd, data) :]
 
 
 def _share(helper: _Helper, jobs: list[FigureJob], out: Path, blob: bytes | None) -> list[Path]:
@@ -250,24 +283,29 @@ def _share(helper: _Helper, jobs: list[FigureJob], out: Path, blob: bytes | None
     drawn: set[int] = set()
     ended = False
     try:
-        os.write(helper.todo_w, b"".join(_INDEX.pack(i) for i in range(len(jobs))))  # (within the pipe's buffer)
-        os.close(helper.todo_w)
         if blob is not None:
-            assert helper.shared is not None
-            helper.shared.write(blob)
-            helper.shared.flush()
-            with contextlib.suppress(OSError):  # (a helper that has died: every job is drawn here)
+            try:
+                assert helper.shared is not None
+                _queue(helper.todo_w, len(jobs))  # (in the pipe before the helper reads it)
+                helper.shared.write(blob)
+                helper.shared.flush()
+                del blob
                 os.write(helper.go_w, b"1")
+            except OSError:  # a full temporary folder, a helper that has died: every job drawn here
+                helper.close(signal.SIGKILL)
+        helper.close_fd(helper.todo_w)
         start = time.perf_counter()
         for i in _take(helper.todo_r):
             paths[i] = _write(jobs[i], out)
         own_s = time.perf_counter() - start
-        drawn = _reports(helper.done_r, deadline=time.monotonic() + max(_WAIT_AT_LEAST_S, _WAIT_FACTOR * own_s))
+        if not helper.closed:
+            drawn = _reports(helper.done_r, deadline=time.monotonic() + max(_WAIT_AT_LEAST_S, _WAIT_FACTOR * own_s))
         helper.close()  # (its pipe is closed: it is exiting)
         ended = True
     finally:
         if not ended:  # a stop or an error here: the helper is stopped as this process would be, then killed
             helper.close(signal.SIGTERM)
+        helper.release()
         for i, (name, _) in enumerate(jobs):  # what a killed helper left half-written
             if i not in drawn:
                 with contextlib.suppress(OSError):
@@ -298,22 +336,28 @@ def _warm_up() -> None:
 
 
 def _take(fd: int):
-    """Job indices read one at a time from the shared pipe ``fd`` until it is empty."""
+    """Job indices read one at a time from the shared pipe ``fd`` (non-blocking, every index written before) until
+    it is empty."""
     while True:
-        raw = os.read(fd, _INDEX.size)
-        if len(raw) < _INDEX.size:  # empty (the write end is closed): no job left
+        try:
+            raw = os.read(fd, _INDEX.size)
+        except BlockingIOError:  # empty: no job left
+            return
+        if len(raw) < _INDEX.size:  # (end of file, or a cut read: never with writes of whole indices)
             return
         yield _INDEX.unpack(raw)[0]
 
 
 def _reports(fd: int, deadline: float) -> set[int]:
-    """The indices the fork reported written, read until it closes its end (it ended) or the deadline passes."""
+    """The indices the helper reported written, read until it closes its end (it ended) or the deadline passes."""
     drawn: set[int] = set()
     pending = b""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     while True:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return drawn  # too late: the fork is killed, its unreported jobs drawn here
+        if left <= 0 or not poller.poll(left * 1000):
+            return drawn  # too late: the helper is killed, its unreported jobs drawn here
         raw = os.read(fd, 4096)
         if not raw:
             return drawn
@@ -323,15 +367,21 @@ def _reports(fd: int, deadline: float) -> set[int]:
         pending = pending[whole:]
 
 
-def _end(pid: int, first: int | None, grace_s: float) -> bool:
-    """Send the fork signal ``first`` (None: none), wait up to ``grace_s`` for it to end, then kill it; True."""
-    with contextlib.suppress(ChildProcessError, ProcessLookupError):  # (already ended and reaped)
+def _end(pid: int, first: int | None, grace_s: float) -> None:
+    """Send the helper signal ``first`` (None: none), wait up to ``grace_s`` for it to end, then kill and reap it,
+    whatever interrupts the wait (a second stop signal)."""
+    try:
         if first is not None:
-            os.kill(pid, first)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, first)
         for _ in range(max(1, int(grace_s / 0.01))):
             if os.waitpid(pid, os.WNOHANG)[0]:
-                return True
+                return
             time.sleep(0.01)
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    return True
+    except ChildProcessError:  # (already reaped)
+        return
+    finally:
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            if not os.waitpid(pid, os.WNOHANG)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)

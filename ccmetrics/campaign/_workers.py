@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from .._processes import die_with_parent
 from ..engine.config import available_cpus
 from ..engine.memory import format_bytes
 
@@ -134,23 +135,6 @@ class _Raised:
     message: str
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: ask the kernel to kill this process when its parent dies (``PR_SET_PDEATHSIG``), so that a parent
-    killed by SIGKILL leaves no worker computing (or hanging) on; elsewhere a worker notices at its next send or
-    receive. Best effort: nothing changes where ``prctl`` cannot be called."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the request: nobody is waiting for this process
-        os._exit(0)
-
-
 def worker_threads() -> int | None:
     """In a worker process of :func:`run_jobs`: the threads it may use (its share of the CPUs); None elsewhere."""
     value = os.environ.get(THREADS_VARIABLE, "")
@@ -190,7 +174,7 @@ def _worker_main(
         _share_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent:
-        _die_with_parent(parent)
+        die_with_parent(parent)
     while True:
         try:
             payload = conn.recv()

@@ -246,7 +246,7 @@ def _read_image(
     lower = os.path.basename(path).lower()
     if lower.endswith((".nii", ".nii.gz")):
         try:  # a plain header (most maps) is read without nibabel: its import and load cost a worker 0.5 s
-            plain = _plain_nifti(path, warn=False, count=False)  # (load_image warns about disagreeing transforms)
+            plain = _plain_nifti(path, warn=True, count=False)  # (warned before the grid check that it may explain)
             hdr: Any = None
             lazy: Any = None
             if plain is None:

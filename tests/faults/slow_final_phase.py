@@ -42,14 +42,14 @@ def _wait(variable: str) -> None:
         time.sleep(seconds)
 
 
-if os.environ.get("CCM_SLOW_PLOTS"):
-    _write_plots = ccmetrics.analysis.plots.write_plots
+if os.environ.get("CCM_SLOW_PLOTS"):  # (the figures' helper process is warming up meanwhile)
+    _write_result_plots = ccmetrics.analysis.plots.write_result_plots
 
-    def slow_write_plots(*args, **kwargs):
+    def slow_write_result_plots(*args, **kwargs):
         _wait("CCM_SLOW_PLOTS")
-        return _write_plots(*args, **kwargs)
+        return _write_result_plots(*args, **kwargs)
 
-    ccmetrics.analysis.plots.write_plots = slow_write_plots
+    ccmetrics.analysis.plots.write_result_plots = slow_write_result_plots
 
 if os.environ.get("CCM_SLOW_WRITE"):
     _write = ccmetrics.campaign.dataset.DatasetResult.write
