@@ -5,7 +5,9 @@ the tables, laid out, drawn and written as a PNG, about 0.1-0.4 s each, all of i
 (one core). :func:`write_figures` takes them as *jobs*, a file name and a function that returns the figure, and
 where it can (Linux, two cores or more, two jobs or more, no other Python thread running) forks once: the two
 processes take the jobs one at a time from a shared pipe (the larger figures first, as given), so neither waits
-while the other has work. The fork inherits matplotlib and the tables: nothing is pickled, nothing imported again.
+while the other has work. A fork made here inherits matplotlib and the tables: nothing is pickled, nothing imported
+again. Within :func:`drawing_ahead` (``ccmetrics evaluate``) the helper was forked when the run began, at the
+lowest priority, and has imported matplotlib meanwhile; the jobs reach it pickled, in an unnamed temporary file.
 
 Nothing is lost and nothing is written twice:
 
@@ -14,8 +16,11 @@ Nothing is lost and nothing is written twice:
 * a job the fork did not report (it failed, was killed, or did not end within ``max(60 s, 10 x`` this process's
   own drawing time ``)``, when it is killed) is drawn again here, so that its error, if any, is raised here as
   without the fork, and any temporary file the fork left is removed;
-* a stop signal or an error here stops the fork too (SIGTERM, SIGKILL after 5 s) before it goes on; Ctrl-C reaches
-  both processes, and ``ccmetrics evaluate``'s handlers let each finish the file it is writing.
+* a stop signal or an error here stops the fork too (SIGTERM, SIGKILL after 1 s) before it goes on; Ctrl-C reaches
+  both processes, and ``ccmetrics evaluate``'s handlers let each finish the file it is writing; a fork whose parent
+  dies is killed by the kernel (``PR_SET_PDEATHSIG``);
+* a system that refuses a pipe, the temporary file or the fork, or jobs that cannot be pickled: every figure is
+  drawn here, one after another.
 
 Cost: one ``fork`` (a few ms: the page tables; memory is shared until written) and two pipes. On the 30 maps of
 ``tests/benchmarks/bench_picai.py`` (eight figures) the figures took about 2.1 s on one core.
@@ -320,7 +325,8 @@ def _share(helper: _Helper, jobs: list[FigureJob], out: Path, blob: bytes | None
 
 def _warm_up() -> None:
     """What every first figure of a process pays (matplotlib's and PIL's imports, the font file, the text layout
-    caches: about 0.5 s here), paid once before the fork, which inherits it: a tiny figure drawn into memory."""
+    caches: about 0.8 s of one core here), paid once before the fork, which inherits it, or by the helper of
+    :func:`drawing_ahead`: a tiny figure drawn into memory."""
     import io
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
