@@ -194,7 +194,8 @@ def as_label_map(x: Any, name: str) -> np.ndarray:
     return c_contiguous(arr)
 
 
-def check_same_shape(pred: np.ndarray, gt: np.ndarray) -> None:
+def check_same_shape(pred: Any, gt: Any) -> None:
+    """Refuse a prediction and a GT (arrays, or anything with a ``shape``) of different shapes."""
     if pred.shape != gt.shape:
         raise ValueError(f"pred and gt must have the same shape, got {pred.shape} and {gt.shape}")
 

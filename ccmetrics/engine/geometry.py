@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._threads import submit
-from .components import Runs, coordinates
+from .components import Runs, coordinates, sorted_voxels
 from .config import current, thread_count
 from .ground_truth import GroundTruth
 from .partition import assign_nearest_flat
@@ -96,7 +96,7 @@ class PredictionVoxels:
     def __init__(self, pred_mask: np.ndarray, edges: bool = True, flat: np.ndarray | None = None):
         """``flat``: the mask's sorted flat indices when known (:func:`~ccmetrics.engine.components.binary_mask_voxels`
         found them); else one ``flatnonzero`` of the mask."""
-        self.flat = np.flatnonzero(pred_mask) if flat is None else flat
+        self.flat = sorted_voxels(pred_mask) if flat is None else flat
         self.union_edge = mask_edges(self.flat, pred_mask.shape, pred_mask.ravel()) if edges else None
         self.runs = Runs(self.flat, pred_mask.shape)
 

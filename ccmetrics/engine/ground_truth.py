@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import as_connectivity, as_label_map, as_sites_mode, as_spacing
-from .components import ComponentCache, Runs, Sites, binary_mask_voxels, raster_sites
+from .components import CheckedMask, ComponentCache, Runs, Sites, raster_sites
 from .partition import voronoi_partition
 from .surface import mask_edges
 
@@ -86,33 +86,47 @@ class GroundTruth:
     def __init__(self, gt: Any, *, sites: str = "components", connectivity: int | None = None, prepare: bool = True):
         self.sites = as_sites_mode(sites)
         self.connectivity = connectivity
-        self._flat: np.ndarray | None = None  # the mask's sorted voxels, when validating it found them
+        self._flat: np.ndarray | None = None  # the mask's sorted voxels, when making it C-ordered found them
+        # validated now; a Fortran-ordered mask is made C-ordered in prepare (beside the prediction's own work)
+        self._checked: CheckedMask | None = None
+        self._array: np.ndarray | None = None
         if self.sites == "labels":
-            self.array = as_label_map(gt, "gt")
+            self._array = as_label_map(gt, "gt")
+            self.shape: tuple[int, ...] = tuple(self._array.shape)
         else:
-            self.array, self._flat = binary_mask_voxels(gt, "gt")
-        self._conn = as_connectivity(connectivity, self.array.ndim)
+            self._checked = CheckedMask(gt, "gt")
+            self.shape = self._checked.shape
+        self._conn = as_connectivity(connectivity, len(self.shape))
         self._prepared: PreparedSites | None = None
         self._components: ComponentCache | None = None
         self._region_maps: dict[tuple[float, ...] | None, np.ndarray] = {}
         if prepare:
             self.prepare()
 
+    @property
+    def array(self) -> np.ndarray:
+        """The validated GT: a C-contiguous boolean mask (``sites="components"``) or the label map."""
+        if self._array is None:
+            assert self._checked is not None
+            self._array, self._flat = self._checked.arrays()  # done once, whichever thread asks first
+        return self._array
+
     def prepare(self) -> GroundTruth:
         """Find the sites, their coordinates and edges (once; later calls return at once)."""
         if self._prepared is None:
-            flat, raster_label, source, runs = raster_sites(self.array, self.sites, self._conn, self._flat)
+            array = self.array  # a Fortran-ordered mask is made C-ordered here, when it is not yet
+            flat, raster_label, source, runs = raster_sites(array, self.sites, self._conn, self._flat)
             self._flat = None  # kept as the prepared sites' ``flat``
-            found = Sites.grouped(self.array.shape, flat, raster_label, source)
+            found = Sites.grouped(array.shape, flat, raster_label, source)
             coords = found.coords()
             # edges looked up in the GT itself: a face neighbour in the mask is in the same component (any
             # connectivity), so a component's own edges are the mask's edges (one test, as the prediction's:
             # mask_edges); with instance labels, a neighbour is in the same site when it holds the same label value
             if self.sites == "components":
-                union_edge = mask_edges(found.flat_index, self.array.shape, self.array.ravel())
+                union_edge = mask_edges(found.flat_index, array.shape, array.ravel())
                 own_edge = union_edge.copy()
             else:
-                own_edge, union_edge = found.edges(self.array.ravel(), found.source_label[found.label - 1], coords)
+                own_edge, union_edge = found.edges(array.ravel(), found.source_label[found.label - 1], coords)
             self._prepared = PreparedSites(found, coords, own_edge, union_edge, runs, raster_label, flat)
         return self
 
@@ -130,10 +144,6 @@ class GroundTruth:
     def found(self) -> Sites:
         """The sites."""
         return self.geometry.found
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.array.shape
 
     def components(self) -> ComponentCache:
         """The GT mask's :class:`~ccmetrics.engine.components.ComponentCache` (shared by PQ, Lesion Dice, detection)."""
@@ -183,7 +193,7 @@ class GroundTruth:
         >>> plain.equals(evaluate(gt=truth, pred=pred, metrics=["dice"]).per_component)
         True
         """
-        key = as_spacing(spacing, self.array.ndim)
+        key = as_spacing(spacing, len(self.shape))
         if key not in self._region_maps:
             partition = np.ascontiguousarray(voronoi_partition(self.found, key))
             # kept in an immutable bytes object: no array on the way to it (``.base``) can be made writeable

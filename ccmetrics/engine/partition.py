@@ -132,7 +132,9 @@ def assign_nearest(
     nearest-label transform instead (about 30-50 ns per box voxel, 16 bytes of
     memory per box voxel) and only the voxels it flags as possibly tied get the
     per-voxel rule.  Many query voxels scattered in a large box are first
-    labelled block by block where no tie is possible (``_certify_blocks``).
+    labelled block by block where no tie is possible, then voxel by voxel
+    from each site's own tree (``_certify_blocks``): only tied voxels reach
+    the per-voxel rule, over the surfaces of the sites they are tied between.
 
     Examples
     --------
@@ -153,7 +155,10 @@ def assign_nearest(
     if int(np.prod(hi - lo)) <= config.dense_max_ratio * len(query) and _dense_pays(len(query), config):
         todo = _assign_dense(query, surface_coords, surface_labels, spacing, lo, hi, out)
     elif len(query) >= config.block_min_queries and len(present) <= config.block_max_sites:
-        todo = _certify_blocks(query, surface_coords, surface_labels, present, spacing, out)
+        todo, tied = _certify_blocks(query, surface_coords, surface_labels, present, spacing, out)
+        if len(todo) and len(tied) < len(present):  # the surfaces of the sites that may tie are all the rule needs
+            keep = np.isin(surface_labels, tied)
+            surface_coords, surface_labels = surface_coords[keep], surface_labels[keep]
     _assign_exact(query, todo, surface_coords, surface_labels, spacing, out)
     return out
 
@@ -278,15 +283,21 @@ def _certify_blocks(
     present: np.ndarray,
     spacing: Sequence[float] | None,
     out: np.ndarray,
-) -> np.ndarray:
-    """Label whole blocks of query voxels at once where their nearest site is certain; return the rest.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Label whole blocks of query voxels at once where their nearest site is certain, then single voxels; return
+    the voxels left, which may be tied, and the labels of the sites they may be tied with.
 
     For a block of side b voxels with centre c, every voxel v of it lies within r = half the block's
     diagonal (physical) of c. With d1 and d2 the distances from c to the nearest and the second
     nearest site, dist(v, site 1) <= d1 + r and dist(v, other) >= d2 - r, so when d2 - d1 > 2 r (plus a
     rounding margin) site 1 is strictly the nearest for every voxel of the block: no tie is possible
-    there. Blocks of 8, 4, then 2 voxels are tried; the voxels left (near region borders) get the exact
-    per-voxel rule.
+    there. Blocks of 8, 4, then 2 voxels are tried. Then each voxel left is its own block (r = 0): with d1
+    and d2 measured from the voxel by the site trees, d2 beyond :func:`_assign_chunk`'s tie margin of d1
+    (``d1 * (1 + 1e-9) + 1e-12``) means that no surface voxel of another site is within it, so the exact rule
+    would take site 1: it is taken here. The voxels left (ties and near-ties, at region borders) get the exact
+    per-voxel rule, whose candidates within that margin all belong to the sites returned (the nearest site of
+    each voxel left and every site within the margin of it): a tree over their surfaces gives the same labels as
+    one over all the surfaces.
 
     Only sites that may matter are measured. With m the certainty margin (2 r plus rounding) and u the
     smallest distance from the centre to the farthest corner of any site's box (the nearest site is no
@@ -312,12 +323,20 @@ def _certify_blocks(
         centers = physical(blocks * side + (side - 1) / 2.0, spacing)
         radius = 0.5 * float(np.sqrt(np.sum(((side - 1) * spacing_arr) ** 2)))
         margin = 2 * radius * (1 + _REL_TOL) + 1e-9
-        nearest, first, second = _two_nearest_sites(centers, by_site, trees, low, high, margin, spacing)
+        nearest, first, second, _ = _two_nearest_sites(centers, by_site, trees, low, high, margin, spacing)
         certain = (second - first) > margin
         voxel_certain = certain[inverse]
         out[todo[voxel_certain]] = present[nearest[inverse[voxel_certain]]]
         todo = todo[~voxel_certain]
-    return todo
+    if len(todo) == 0:
+        return todo, present[:0]
+    # single voxels: the site trees (built above, where the blocks needed them) against _assign_chunk's tie margin
+    nearest, first, second, tied = _two_nearest_sites(
+        physical(query[todo], spacing), by_site, trees, low, high, 1e-9, spacing, ties=True
+    )
+    certain = second > first * (1 + _REL_TOL) + 1e-12
+    out[todo[certain]] = present[nearest[certain]]
+    return todo[~certain], present[tied]
 
 
 def _two_nearest_sites(
@@ -328,15 +347,18 @@ def _two_nearest_sites(
     high: np.ndarray,
     margin: float,
     spacing: Sequence[float] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ties: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For each centre: the position of its nearest site, the distance to it and to the second nearest (inf for
     none) among the sites whose boxes are within ``u + 2 margin`` (``_certify_blocks``); ``trees`` are built on
-    first need. Centres are taken in chunks of 2**18 centre-site pairs (memory: about 150 bytes per pair in 3D,
-    some 40 MB at most)."""
+    first need. ``ties``: also the positions of the sites within :func:`_assign_chunk`'s tie margin of the nearest
+    one (``d1 * (1 + 1e-9) + 1e-12``) from a centre whose second nearest site is within it (else none). Centres are
+    taken in chunks of 2**18 centre-site pairs (memory: about 150 bytes per pair in 3D, some 40 MB at most)."""
     n_sites = len(by_site)
     nearest = np.zeros(len(centers), dtype=np.int64)
     first = np.full(len(centers), np.inf)
     second = np.full(len(centers), np.inf)
+    tied = np.zeros(n_sites, dtype=bool)
     step = max(1, (1 << 18) // n_sites)
     for at in range(0, len(centers), step):
         c = centers[at : at + step]
@@ -366,9 +388,12 @@ def _two_nearest_sites(
         if n_sites > 1:
             two = np.partition(dist, 1, axis=1)
             first[at : at + step], second[at : at + step] = two[:, 0], two[:, 1]
+            if ties:
+                bound = two[:, 0] * (1 + _REL_TOL) + 1e-12
+                tied |= (dist[two[:, 1] <= bound] <= bound[two[:, 1] <= bound, None]).any(axis=0)
         else:
             first[at : at + step] = dist[:, 0]
-    return nearest, first, second
+    return nearest, first, second, np.flatnonzero(tied)
 
 
 def _blocks(points: np.ndarray, side: int) -> tuple[np.ndarray, np.ndarray]:

@@ -42,7 +42,7 @@ from .._inputs import (
     as_spacing,
     check_same_shape,
 )
-from ..engine.components import ComponentCache, binary_mask_voxels
+from ..engine.components import CheckedMask, ComponentCache
 from ..engine.geometry import CaseRegions, CaseSurfaces, EdgeNearest, PredictionVoxels
 from ..engine.ground_truth import GroundTruth
 from ..engine.memory import MemoryGuard
@@ -286,12 +286,16 @@ class _Case:
     chosen: list[registry.Metric]
     rule: DetectionRule
     truth: GroundTruth
-    pred_mask: Any
+    pred: CheckedMask  # validated; made C-ordered (when it is not) beside the GT's preparation
     spacing: Any
     tolerance: float
     worst: float
     image: np.ndarray | None = None
-    pred_flat: np.ndarray | None = None  # the prediction's sorted voxels, when validating it found them
+
+    @property
+    def pred_mask(self) -> np.ndarray:
+        """The prediction as a C-contiguous boolean mask."""
+        return self.pred.arrays()[0]
 
     @classmethod
     def checked(
@@ -304,9 +308,9 @@ class _Case:
             if isinstance(gt, GroundTruth)
             else GroundTruth(gt, sites=sites, connectivity=connectivity, prepare=False)
         )
-        pred_mask, pred_flat = binary_mask_voxels(pred, "pred")
-        check_same_shape(pred_mask, truth.array)
-        spacing = as_spacing(spacing, pred_mask.ndim)
+        pred_checked = CheckedMask(pred, "pred")
+        check_same_shape(pred_checked, truth)
+        spacing = as_spacing(spacing, pred_checked.ndim)
         tolerance = as_non_negative(nsd_tolerance, "nsd_tolerance")
         worst = (
             image_diagonal(truth.shape, spacing)
@@ -323,7 +327,7 @@ class _Case:
             raise ValueError(SUV_MAX_NEEDS_IMAGE)
         if scan is not None and not (rule.kind == "suv_max" or any(m.name == "pet" for m in case_level)):
             scan = None  # checked, but read by nothing
-        return cls(per_region, case_level, chosen, rule, truth, pred_mask, spacing, tolerance, worst, scan, pred_flat)
+        return cls(per_region, case_level, chosen, rule, truth, pred_checked, spacing, tolerance, worst, scan)
 
 
 def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegions, Any, EdgeNearest | None]:
@@ -334,7 +338,7 @@ def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegion
     guard = memory_guard_in_force()  # one context-variable look-up: None unless a data-set run set --max-memory
     truth, spacing = case.truth, case.spacing
     with worker_threads(truth.shape) as pool:
-        pending = submit(pool, PredictionVoxels, case.pred_mask, edges, case.pred_flat)
+        pending = submit(pool, _prediction_voxels, case.pred, edges)
         truth.prepare()
         voxels = pending.result()
         pred_cc = ComponentCache(case.pred_mask, flat=voxels.flat, runs=voxels.runs)  # labelled once, if at all
@@ -349,6 +353,12 @@ def _geometry(case: _Case) -> tuple[PredictionVoxels, ComponentCache, CaseRegion
             distances = (surfaces.per_region(pool), surfaces.whole_image())
             nearest = surfaces.nearest()
     return voxels, pred_cc, regions, distances, nearest
+
+
+def _prediction_voxels(pred: CheckedMask, edges: bool) -> PredictionVoxels:
+    """The prediction's voxel lists (a Fortran-ordered prediction made C-ordered first, on this thread)."""
+    mask, flat = pred.arrays()
+    return PredictionVoxels(mask, edges, flat)
 
 
 def _detections(

@@ -187,3 +187,46 @@ def test_the_gt_labelled_at_another_connectivity_reuses_its_voxel_list(rng, monk
         np.testing.assert_array_equal(got.flat_index, want.flat_index)
         np.testing.assert_array_equal(got.label, want.label)
     assert gt.size not in scans  # no pass over the whole image
+
+
+def _scan_cases(rng):
+    """Masks for the voxel scan: every one-voxel mask of shapes whose sizes are not whole 8-byte words (a voxel in the
+    first byte of a word, the last, and the bytes after the last whole word), then random masks of any density."""
+    for shape in [(1, 1, 9), (3, 5, 7), (7, 3), (2, 8), (1, 17), (4, 4, 4)]:
+        for at in range(int(np.prod(shape))):
+            mask = np.zeros(shape, bool)
+            mask.reshape(-1)[at] = True
+            yield mask
+    for _ in range(40):
+        ndim = int(rng.integers(2, 4))
+        yield _random_mask(rng, ndim, 19, rng.choice([0.0, 0.01, 0.1, 0.5, 1.0]))
+
+
+def test_the_voxel_scan_kernel_equals_flatnonzero(rng):
+    """The kernel lists a mask's voxels as numpy's ``flatnonzero`` of its C-ordered copy, from C- and Fortran-ordered
+    memory (sorted there, as the callers sort it), and stops at its room: one voxel more than ``limit`` gives None."""
+    from ccmetrics.engine._edge_kernels import mask_voxels
+
+    for mask in _scan_cases(rng):
+        expected = np.flatnonzero(mask)
+        fortran = np.asfortranarray(mask)
+        n = len(expected)
+        for memory, is_fortran in ((mask.reshape(-1), False), (fortran.T.reshape(-1), True)):
+            got = mask_voxels(memory, mask.shape, is_fortran, n)  # exactly the room it needs
+            np.testing.assert_array_equal(np.sort(got) if is_fortran else got, expected)
+            np.testing.assert_array_equal(mask_voxels(memory.view(np.uint8), mask.shape, is_fortran, n + 3), got)
+            if n:
+                assert mask_voxels(memory, mask.shape, is_fortran, n - 1) is None
+
+
+def test_sorted_voxels_by_kernel_and_numpy(rng):
+    """``sorted_voxels`` equals ``flatnonzero`` with the kernel forced, never used, and for masks it cannot scan (not
+    C-contiguous, or denser than its room: numpy after the kernel gave up)."""
+    from ccmetrics.engine.components import sorted_voxels
+
+    for mask in _scan_cases(rng):
+        for start in (0, 1 << 40):
+            with engine_config(scan_kernel_from=start):
+                np.testing.assert_array_equal(sorted_voxels(mask), np.flatnonzero(mask))
+                view = mask[..., ::-1]  # not C-contiguous
+                np.testing.assert_array_equal(sorted_voxels(view), np.flatnonzero(view))

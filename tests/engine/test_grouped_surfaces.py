@@ -97,16 +97,19 @@ def _fortran_cases(rng):
     yield two_d, np.roll(two_d, 2, axis=1)
 
 
+@pytest.mark.parametrize("scan_kernel_from", [0, 1 << 40])  # the numba kernel's scan, numpy's
 @pytest.mark.parametrize("dtype", [bool, np.uint8, np.int16, np.float32])
-def test_binary_mask_voxels_of_fortran_masks(rng, dtype):
+def test_binary_mask_voxels_of_fortran_masks(rng, dtype, scan_kernel_from):
     """A Fortran-ordered mask (as NIfTI stores images) becomes numpy's C-ordered copy, with its voxels' C-order flat
     indices (numpy's ``flatnonzero`` of that copy) when they were found on the way."""
+    from ccmetrics import engine_config
     from ccmetrics.engine.components import binary_mask_voxels
 
     for gt, pred in _fortran_cases(rng):
         for mask in (gt, pred):
             fortran = np.asfortranarray(mask.astype(dtype))
-            got, flat = binary_mask_voxels(fortran, "pred")
+            with engine_config(scan_kernel_from=scan_kernel_from):
+                got, flat = binary_mask_voxels(fortran, "pred")
             assert got.dtype == bool and got.flags.c_contiguous
             np.testing.assert_array_equal(got, np.ascontiguousarray(mask))
             if mask.mean() <= 1 / 16:
@@ -129,19 +132,22 @@ def test_binary_mask_voxels_keeps_the_checks():
         binary_mask_voxels(nan, "pred")
 
 
+@pytest.mark.parametrize("scan_kernel_from", [0, 1 << 40])  # the numba kernel's scans, numpy's
 @pytest.mark.parametrize("spacing", [None, (1.0, 1.0, 2.5)])
-def test_fortran_ordered_inputs_give_the_same_numbers(rng, spacing):
+def test_fortran_ordered_inputs_give_the_same_numbers(rng, spacing, scan_kernel_from):
     """evaluate on Fortran-ordered masks equals evaluate on their C-ordered copies, every column and score, and the
     Dice of each region equals the count by hand (2 |P & G| / (|P| + |G|) over the region's voxels)."""
-    from ccmetrics import evaluate, voronoi_partition
+    from ccmetrics import engine_config, evaluate, voronoi_partition
 
     metrics = ["dice", "nsd", "hd95", "pq", "lesion_dice", "detection"]
     for gt, pred in _fortran_cases(rng):
         sp = None if spacing is None else spacing[: gt.ndim]
-        c = evaluate(gt=gt, pred=pred, metrics=metrics, spacing=sp)
-        f = evaluate(
-            gt=np.asfortranarray(gt), pred=np.asfortranarray(pred.astype(np.uint8)), metrics=metrics, spacing=sp
-        )
+        with engine_config(scan_kernel_from=1 << 40):
+            c = evaluate(gt=gt, pred=pred, metrics=metrics, spacing=sp)
+        with engine_config(scan_kernel_from=scan_kernel_from):
+            f = evaluate(
+                gt=np.asfortranarray(gt), pred=np.asfortranarray(pred.astype(np.uint8)), metrics=metrics, spacing=sp
+            )
         assert c.per_component.equals(f.per_component)
         assert c.cc == f.cc and c.standard == f.standard and c.case_scores == f.case_scores
         if gt.any():

@@ -203,17 +203,23 @@ def test_lattice_circles_of_equidistant_sites(rng, radius_sq):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_block_certification_equals_brute_force(seed):
-    """Whole blocks labelled at once (many query voxels) give the per-voxel rule's labels, ties included."""
+    """Whole blocks, then single voxels labelled at once (many query voxels) give the per-voxel rule's labels, ties
+    included; only the tied voxels are left to the exact rule, with the labels of the sites they are tied between."""
     import ccmetrics.engine.partition as partition
 
     gt, spacing, coords, labels, query, expected, tie = many_query_case(seed)
     with engine_config(block_min_queries=1):  # certify blocks even on these small images
         got = assign_nearest(query, coords, labels, spacing)
-        left = partition._certify_blocks(
+        left, tied = partition._certify_blocks(
             query, coords, labels, np.unique(labels), spacing, np.empty(len(query), np.int32)
         )
     np.testing.assert_array_equal(got, expected[~gt])
-    assert 0 < len(left) < len(query)  # blocks did label most voxels; the border voxels went to the exact rule
+    np.testing.assert_array_equal(np.sort(left), np.flatnonzero(tie[~gt]))  # the ties, and nothing else, are left
+    site_map = label_components(gt)[0]
+    distance = np.stack([ndimage.distance_transform_edt(site_map != c, sampling=spacing) for c in np.unique(labels)])
+    at_left = distance[:, ~gt][:, left]  # (sites, voxels left): the sites at the minimum of each voxel left
+    at_minimum = at_left <= at_left.min(axis=0) * (1 + 1e-9) + 1e-12
+    np.testing.assert_array_equal(tied, np.unique(labels)[at_minimum.any(axis=1)])
     if seed >= 3:
         assert tie.any()  # the case does exercise ties
 
