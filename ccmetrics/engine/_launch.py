@@ -83,9 +83,12 @@ class Kernel:
     function and a ``variant`` that tells their names apart.
     """
 
-    def __init__(self, dispatcher: Any, signature: str, variant: str = ""):
+    def __init__(self, dispatcher: Any, signature: Any, variant: str = "", text: str | None = None):
+        """``signature``: numba's signature, as text (``"void(int64[:])"``) or as numba types (what text cannot say:
+        a read-only array), then ``text`` says it for people."""
         self.dispatcher = dispatcher
         self.signature = signature
+        self.text = signature if text is None else text
         self.variant = variant
         self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}" + (
             f"[{variant}]" if variant else ""

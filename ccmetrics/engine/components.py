@@ -91,6 +91,15 @@ class CheckedMask:
         self.ndim = len(self.shape)
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:  # pickled without its lock (a lock cannot be pickled)
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def done(self) -> bool:
         """True once the C-ordered mask exists."""
@@ -128,7 +137,8 @@ class CheckedMask:
 def _scan_pays(size: int) -> bool:
     """Whether a mask of ``size`` voxels is listed by the kernel of ``ccmetrics.engine._edge_kernels``: from
     ``scan_kernel_from`` voxels, once that module's kernels are loaded in this process (or numba is loaded and its
-    cache holds them); a scan alone never pays for numba's import or a compile. Always where the threshold is 0."""
+    cache holds them); a scan alone never pays for numba's import (its own kernel is compiled once where the cache
+    lacks it, about 0.3 s). Always where the threshold is 0."""
     start = current().scan_kernel_from
     never = 1 << 62 if start else 0
     return size >= threshold("_edge_kernels", start, never, never)
@@ -151,7 +161,7 @@ def sorted_voxels(mask: np.ndarray) -> np.ndarray:
     Large masks (``scan_kernel_from`` voxels, :class:`ccmetrics.EngineConfig`, once the edge kernels are loaded) are
     listed by a numba kernel in one pass over their memory that skips zero 8-byte words (about 2 ms for 400 x 400 x
     300, against 4.7 ms for numpy's count and list); masks with more than ``SPARSE_COPY_FRACTION`` of their voxels
-    set, where its list would not fit the room it takes, by numpy.
+    set, whose list would not fit the room it takes, by numpy after the kernel stopped there (up to one pass more).
 
     Examples
     --------

@@ -101,7 +101,7 @@ class EngineConfig:
         ``ccmetrics.engine._edge_kernels`` (one pass over the memory, in C order also from a Fortran-ordered
         mask: about 2 ms for 400x400x300 against numpy's 4.7 ms, 3.8 ms against 6.9 ms from Fortran order) once
         that module's kernels are loaded in this process, or numba is loaded and its cache holds them (the
-        scan alone never pays for numba's import or a compile); 0: always. Default 2**22.
+        scan alone never pays for numba's import); 0: always. Default 2**22.
     own_tree_from : int
         Points (source and target together) from which distances come from ccmetrics' own k-d tree
         (tight node boxes: fast also far from a flat edge set) instead of scipy's, once its kernels are

@@ -106,9 +106,12 @@ class GroundTruth:
     @property
     def array(self) -> np.ndarray:
         """The validated GT: a C-contiguous boolean mask (``sites="components"``) or the label map."""
-        if self._array is None:
-            assert self._checked is not None
-            self._array, self._flat = self._checked.arrays()  # done once, whichever thread asks first
+        checked = self._checked
+        if self._array is None and checked is not None:
+            array, flat = checked.arrays()  # done once, whichever thread asks first
+            self._array, self._flat = array, flat
+            self._checked = None  # (after the array is set: a thread that finds neither finds the array)
+        assert self._array is not None
         return self._array
 
     def prepare(self) -> GroundTruth:

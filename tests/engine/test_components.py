@@ -5,7 +5,7 @@ import pytest
 from conftest import ALL_METRICS, scipy_components
 
 import ccmetrics.engine.components as components
-from ccmetrics import GroundTruth, engine_config, evaluate
+from ccmetrics import EngineConfig, GroundTruth, engine_config, evaluate
 from ccmetrics.engine.components import Runs, component_labels, run_components
 from ccmetrics.engine.surface import face_edges, own_face_edges
 from ccmetrics.metrics.aggregation import image_diagonal
@@ -230,3 +230,36 @@ def test_sorted_voxels_by_kernel_and_numpy(rng):
                 np.testing.assert_array_equal(sorted_voxels(mask), np.flatnonzero(mask))
                 view = mask[..., ::-1]  # not C-contiguous
                 np.testing.assert_array_equal(sorted_voxels(view), np.flatnonzero(view))
+
+
+def test_read_only_and_pickled_masks(tmp_path):
+    """Read-only masks (a memory-mapped .npy file, C- and Fortran-ordered) are scanned and edge-tested by the kernels
+    as writeable ones; a GroundTruth of a Fortran-ordered mask pickles before and after it is prepared, with the
+    same numbers."""
+    import pickle
+
+    from ccmetrics.engine.components import CheckedMask, sorted_voxels
+
+    gt, pred = lesion_case((40, 44, 36), n_lesions=5, radius_range=(2, 6), seed=2)
+    for order in ("C", "F"):
+        path = tmp_path / f"gt_{order}.npy"
+        np.save(path, np.asarray(gt, order=order))
+        mapped = np.load(path, mmap_mode="r")
+        assert not mapped.flags.writeable
+        with engine_config(EngineConfig().with_kernels(True)):
+            mask, flat = CheckedMask(mapped, "gt").arrays()
+            np.testing.assert_array_equal(mask, gt)
+            if order == "C":
+                np.testing.assert_array_equal(sorted_voxels(mapped), np.flatnonzero(gt))
+            else:
+                np.testing.assert_array_equal(flat, np.flatnonzero(gt))
+            got = evaluate(gt=mapped, pred=pred, metrics=["dice", "nsd", "hd95"])
+        expected = evaluate(gt=gt, pred=pred, metrics=["dice", "nsd", "hd95"])
+        assert got.per_component.equals(expected.per_component)
+    for prepare in (False, True):
+        truth = GroundTruth(np.asfortranarray(gt), prepare=prepare)
+        again = pickle.loads(pickle.dumps(truth))
+        assert again.shape == gt.shape
+        assert evaluate(gt=again, pred=pred, metrics=["dice"]).per_component.equals(
+            evaluate(gt=gt, pred=pred, metrics=["dice"]).per_component
+        )

@@ -108,18 +108,18 @@ def test_warm_up_then_a_fresh_process_compiles_nothing(tmp_path):
         [sys.executable, "-m", "ccmetrics", "warm-up"], capture_output=True, text=True, env=env, check=True
     )
     lines = done.stdout.strip().splitlines()
-    assert lines[-1].startswith("8 kernels ready") and "8 compiled" in lines[-1], done.stdout
+    assert lines[-1].startswith("9 kernels ready") and "9 compiled" in lines[-1], done.stdout
     assert all(line.startswith("compiled") for line in lines[:-1]), done.stdout
     assert len(list((tmp_path / "cache").rglob("*.nbi"))) >= 7  # numba's cache index files
     out = subprocess.run(
         [sys.executable, "-c", EVALUATE, json.dumps(FORCED)], capture_output=True, text=True, env=env, check=True
     )
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert len(report["used"]) == 6 and report["compiled"] == [], report
+    assert len(report["used"]) == 7 and report["compiled"] == [], report  # the voxel scan among them
     again = subprocess.run(
         [sys.executable, "-m", "ccmetrics", "warm-up"], capture_output=True, text=True, env=env, check=True
     )
-    assert "0 compiled, 8 from the cache" in again.stdout, again.stdout
+    assert "0 compiled, 9 from the cache" in again.stdout, again.stdout
 
 
 @pytest.mark.slow
@@ -133,6 +133,7 @@ def test_a_call_compiles_only_the_kernels_it_needs(tmp_path):
         "dense_min_queries": 1 << 40,
         "compile_partition_from": 1 << 40,
         "loaded_kernels_from": 1 << 40,  # numba loaded for the tree: the edges stay in numpy all the same
+        "scan_kernel_from": 1 << 40,  # and so does the voxel scan
     }
     out = subprocess.run(
         [sys.executable, "-c", EVALUATE, json.dumps(only_trees)], capture_output=True, text=True, env=env, check=True
