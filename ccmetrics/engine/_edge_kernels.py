@@ -103,31 +103,16 @@ def _mask_voxels(words, memory, shape, fortran, out):  # pragma: no cover (compi
     return found
 
 
-# the masks are read only: typed read-only, so that a read-only array (np.load's memory map, np.frombuffer) is taken
-# too (a writeable one converts to it; numba refuses the other way)
-_INT64, _BOOL = numba.types.int64, numba.types.boolean
-_READ_BYTES = numba.types.Array(numba.types.uint8, 1, "A", readonly=True)
+# the masks are only read: typed read-only (np.load's memory maps, np.frombuffer)
 _MASK_EDGES = Kernel(
-    _mask_edges,
-    numba.types.void(_INT64[:], _INT64[:], _INT64[:], _READ_BYTES, _BOOL[:], _INT64, _INT64),
-    text="void(int64[:], int64[:], int64[:], readonly uint8[:], boolean[:], int64, int64)",
+    _mask_edges, "void(int64[:], int64[:], int64[:], uint8[:], boolean[:], int64, int64)", read_only=(3,)
 )
 _OWN_EDGES = Kernel(
     _own_edges_in_span,
     "void(int64[:], int32[:], boolean[:], int64, int64[:], int32[:], boolean[:], int64, int64, int64)",
 )
 
-_MASK_VOXELS = Kernel(
-    _mask_voxels,
-    _INT64(
-        numba.types.Array(numba.types.uint64, 1, "C", readonly=True),
-        numba.types.Array(numba.types.uint8, 1, "C", readonly=True),
-        _INT64[:],
-        _BOOL,
-        _INT64[::1],
-    ),
-    text="int64(readonly uint64[::1], readonly uint8[::1], int64[:], boolean, int64[::1])",
-)
+_MASK_VOXELS = Kernel(_mask_voxels, "int64(uint64[::1], uint8[::1], int64[:], boolean, int64[::1])", read_only=(0, 1))
 
 
 def mask_voxels(memory: np.ndarray, shape, fortran: bool, limit: int) -> np.ndarray | None:

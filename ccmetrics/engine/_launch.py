@@ -83,12 +83,13 @@ class Kernel:
     function and a ``variant`` that tells their names apart.
     """
 
-    def __init__(self, dispatcher: Any, signature: Any, variant: str = "", text: str | None = None):
-        """``signature``: numba's signature, as text (``"void(int64[:])"``) or as numba types (what text cannot say:
-        a read-only array), then ``text`` says it for people."""
+    def __init__(self, dispatcher: Any, signature: str, variant: str = "", read_only: Sequence[int] = ()):
+        """``signature``: numba's signature as text (``"void(int64[:], float64[:])"``); ``read_only``: the positions
+        of the array arguments the kernel only reads, typed read-only (what the text cannot say), so that a read-only
+        array (``np.load``'s memory map, ``np.frombuffer``) is taken as well as a writeable one."""
         self.dispatcher = dispatcher
-        self.signature = signature
-        self.text = signature if text is None else text
+        self.text = signature
+        self.signature: Any = _read_only(signature, read_only) if read_only else signature
         self.variant = variant
         self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}" + (
             f"[{variant}]" if variant else ""
@@ -113,6 +114,16 @@ class Kernel:
     def __call__(self, *args: Any) -> Any:
         self.compile()
         return self.dispatcher(*args)
+
+
+def _read_only(signature: str, positions: Sequence[int]) -> Any:
+    """numba's signature of ``signature`` with the array arguments at ``positions`` read-only (a writeable array
+    converts to one; numba refuses the other way)."""
+    from numba.core import sigutils  # a kernel's module has imported numba already
+
+    args, result = sigutils.normalize_signature(signature)
+    typed = tuple(arg.copy(readonly=True) if i in positions else arg for i, arg in enumerate(args))
+    return typed if result is None else result(*typed)  # no result type given: numba infers it, as from the text
 
 
 def threshold(module: str, loaded_from: int, import_from: int, compile_from: int) -> int:

@@ -205,7 +205,7 @@ def _sphere_mean_peaks(
 def _compiled(image: str) -> Kernel:
     """The kernel for images of one dtype: its own dispatcher (numba's cache holds both in one index)."""
     dispatcher = numba.njit(**KERNEL_OPTIONS)(_sphere_mean_peaks)
-    return Kernel(dispatcher, _SIGNATURE.format(image=image), variant=image)
+    return Kernel(dispatcher, _SIGNATURE.format(image=image), variant=image, read_only=(0,))  # the scan: only read
 
 
 _PEAKS = {np.dtype(np.float32): _compiled("float32"), np.dtype(np.float64): _compiled("float64")}

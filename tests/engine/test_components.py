@@ -263,3 +263,27 @@ def test_read_only_and_pickled_masks(tmp_path):
         assert evaluate(gt=again, pred=pred, metrics=["dice"]).per_component.equals(
             evaluate(gt=gt, pred=pred, metrics=["dice"]).per_component
         )
+
+
+def test_a_read_only_scan_is_taken_by_the_peak_kernel(tmp_path):
+    """The SUVpeak kernel takes a read-only scan (a memory-mapped .npy, float32 through evaluate and float64 through
+    suv_peak) with the values of a writeable copy: it failed with numba's "No matching definition" before."""
+    import cc3d
+
+    from ccmetrics.metrics.pet import suv_peak
+
+    gt, pred = lesion_case((60, 60, 40), n_lesions=4, radius_range=(3, 8), seed=1)
+    scan = (1 + 4 * gt + np.random.default_rng(0).random(gt.shape)).astype(np.float32)
+    np.save(tmp_path / "scan.npy", scan)
+    mapped = np.load(tmp_path / "scan.npy", mmap_mode="r")
+    lesions = cc3d.connected_components(gt)
+    read_only64 = scan.astype(np.float64)
+    read_only64.flags.writeable = False
+    with engine_config(EngineConfig().with_kernels(True)):
+        got = evaluate(gt=gt, pred=pred, metrics=["pet"], image=mapped, spacing=(2.0, 2.0, 3.0))
+        expected = evaluate(gt=gt, pred=pred, metrics=["pet"], image=scan.copy(), spacing=(2.0, 2.0, 3.0))
+        assert got.per_component.equals(expected.per_component)
+        np.testing.assert_array_equal(
+            suv_peak(read_only64, lesions, spacing=(2.0, 2.0, 3.0)),
+            suv_peak(read_only64.copy(), lesions, spacing=(2.0, 2.0, 3.0)),
+        )
