@@ -287,3 +287,32 @@ def test_a_read_only_scan_is_taken_by_the_peak_kernel(tmp_path):
             suv_peak(read_only64, lesions, spacing=(2.0, 2.0, 3.0)),
             suv_peak(read_only64.copy(), lesions, spacing=(2.0, 2.0, 3.0)),
         )
+
+
+def test_a_checked_mask_is_made_c_ordered_once_whichever_thread_asks():
+    """Eight threads ask a Fortran-ordered mask's CheckedMask for its arrays at once: one conversion, the same arrays
+    for all, equal to numpy's C-ordered copy and its voxels; a GroundTruth left unprepared knows its shape before."""
+    import threading
+
+    from ccmetrics.engine.components import CheckedMask
+
+    gt, _ = lesion_case((50, 40, 30), n_lesions=4, radius_range=(2, 6), seed=4)
+    fortran = np.asfortranarray(gt)
+    checked = CheckedMask(fortran, "gt")
+    start, got = threading.Barrier(8), []
+
+    def ask():
+        start.wait()
+        got.append(checked.arrays())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(mask is got[0][0] and flat is got[0][1] for mask, flat in got)
+    np.testing.assert_array_equal(got[0][0], gt)
+    np.testing.assert_array_equal(got[0][1], np.flatnonzero(gt))
+    truth = GroundTruth(fortran, prepare=False)
+    assert truth.shape == gt.shape and truth._array is None  # validated, not yet converted
+    assert truth.array.flags.c_contiguous and truth.found.n == scipy_components(gt, 26)[1]
