@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,17 @@ class OutputWriteError(OSError):
     def __str__(self) -> str:
         errno = f" (errno {self.errno})" if self.errno else ""
         return f"cannot {self.action} {self.path}: {self.strerror}{errno}"
+
+
+def file_stem(text: str) -> str:
+    """``text`` (a case id) made safe as a file name's stem: characters other than ASCII letters, digits, ``.``, ``_``
+    and ``-`` become ``_``, at most 80 of them, and a leading ``.`` becomes ``_`` (never a hidden file). Callers add
+    a hash of ``text`` wherever two texts could give one name (the case's record; an outcome map).
+
+    >>> file_stem("a/b"), file_stem(".hidden"), file_stem("Case 1")
+    ('a_b', '_hidden', 'Case_1')
+    """
+    return re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", text)[:80])
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], extension: str | None = None) -> Path:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from .._files import file_stem
 from .._inputs import as_binary_mask
 from ..engine.components import find_sites
 from ..formats.image import Image
@@ -132,17 +132,20 @@ def outcome_map(gt: Any, pred: Any, detected: Any, pred_tp: Any, connectivity: i
 
 def map_file(case: str, class_value: int | None = None, *, dicom: bool = False) -> str:
     """A map's path relative to the output folder (``/``-separated, as the per-case table names it): the case id
-    made safe for file names (characters other than letters, digits, ``.``, ``_``, ``-`` become ``_``, a leading
-    ``.`` too, at most 80; when anything changed, the id's hash keeps cases apart), ``_class<value>`` with classes;
-    ``.nii.gz``, or ``.dcm`` for a DICOM SEG.
+    made safe for file names (:func:`ccmetrics._files.file_stem`), ``_class<value>`` with classes; ``.nii.gz``, or
+    ``.dcm`` for a DICOM SEG. When the stem is not the id itself, or holds a capital letter, the id's hash follows it:
+    two ids never share a map, also on a file system that ignores case (macOS, Windows), where ``Case1`` and
+    ``case1`` would name one file.
 
     Examples
     --------
     >>> map_file("case_001"), map_file("case_001", 2), map_file("a/b")
     ('maps/case_001.nii.gz', 'maps/case_001_class2.nii.gz', 'maps/a_b-3ec69c85a4.nii.gz')
+    >>> map_file("Case1"), map_file("case1")
+    ('maps/Case1-7692af5599.nii.gz', 'maps/case1.nii.gz')
     """
-    safe = re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", case)[:80])
-    if safe != case:
+    safe = file_stem(case)
+    if safe != case or safe != safe.lower():
         safe += "-" + hashlib.sha1(case.encode()).hexdigest()[:10]
     suffix = "" if class_value is None else f"_class{int(class_value)}"
     return f"{MAPS_FOLDER}/{safe}{suffix}{'.dcm' if dicom else '.nii.gz'}"

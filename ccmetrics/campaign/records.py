@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _lazy
-from .._files import OutputWriteError, atomic_write, fsync_folder
+from .._files import OutputWriteError, atomic_write, file_stem, fsync_folder
 from .._interrupts import critical
 from ..columns import Columns
 from ..results.tables import RECORDS_FOLDER  # the sub-folder of the output folder: one record per finished case
@@ -341,8 +341,7 @@ class RecordStore:
         >>> store.path(".hidden").name, store.path("_hidden").name
         ('_hidden-92f73832be.json', '_hidden-fdbf8b02d0.json')
         """
-        safe = re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", case)[:80])
-        return self.folder / f"{safe}-{_id_hash(case)}.json"
+        return self.folder / f"{file_stem(case)}-{_id_hash(case)}.json"
 
     def _paths(self, case: str) -> list[Path]:
         """Where a case's record may be: its name, and the hidden name that ccmetrics gave an id with a leading

@@ -468,3 +468,25 @@ def test_the_command_line_writes_the_maps_and_says_where(tmp_path, capsys):
         np.testing.assert_array_equal(_read_map(out, f"maps/{case}.nii.gz")[0], reference_map(gt, pred)[0])
     per_case = pd.read_csv(out / "per_case.csv")
     assert per_case["outcome_map_file"].tolist() == ["maps/mixed.nii.gz", "maps/split.nii.gz"]
+
+
+def test_case_ids_that_differ_only_in_case_get_maps_apart(tmp_path):
+    """``Case1`` and ``case1`` are one file name on macOS' and Windows' file systems: their maps' names differ also
+    when case is ignored, and each map is its own case's (none written over the other)."""
+    gt = np.zeros(SHAPE, bool)
+    gt[2:5, 2:5, 1:3] = True
+    gt[9:12, 7:10, 3:5] = True
+    found_one, found_both = gt.copy(), gt.copy()
+    found_one[9:12, 7:10, 3:5] = False  # the second lesion missed
+    found_both[0, 0, 0] = True  # both found, one false positive
+    out = tmp_path / "out"
+    result = evaluate_dataset(
+        {"Case1": (gt, found_one), "case1": (gt, found_both)},
+        options=EvalOptions(write_maps=True),
+        run=RunOptions(out_dir=out, progress=False),
+    )
+    files = dict(zip(result.per_case["case"], result.per_case["outcome_map_file"]))
+    assert files["case1"] == "maps/case1.nii.gz" and files["Case1"].startswith("maps/Case1-")
+    assert files["Case1"].lower() != files["case1"].lower()
+    for case, pred in (("Case1", found_one), ("case1", found_both)):
+        np.testing.assert_array_equal(_read_map(out, files[case])[0], reference_map(gt, pred)[0])
