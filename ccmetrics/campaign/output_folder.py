@@ -171,7 +171,19 @@ def locked(out_dir: str | os.PathLike, command: str | None = None) -> Iterator[P
             with contextlib.suppress(OSError):
                 if _listing(path) - {LOCK_NAME} <= before:  # nothing added (its own temporaries may be gone)
                     os.unlink(os.path.join(path, LOCK_NAME))
-        os.close(fd)  # releases the lock
+        _release(fd)
+
+
+def _release(fd: int) -> None:
+    """Release the folder's lock and close its descriptor. The lock is released outright (``LOCK_UN``), not by the
+    close: a process forked while it was held (the figures' helper, a worker) shares the lock through its copy of the
+    descriptor, and a close alone would leave the folder locked until that process ends."""
+    try:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _listing(path: str) -> set[str]:
@@ -235,7 +247,7 @@ def _acquire(out_dir: str | os.PathLike, path: str, command: str | None) -> int:
     for _ in range(100):
         try:
             os.makedirs(path, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by exec'd processes (forks do)
         except FileNotFoundError:  # the folder was removed meanwhile by a run that created it and wrote nothing
             continue
         except OSError as exc:  # a read-only file system, no permission: before anything was done

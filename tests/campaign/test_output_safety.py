@@ -368,3 +368,49 @@ def test_compare_and_report_refuse_an_out_through_a_dangling_link(tmp_path, caps
     assert main(["report", str(out), "--out", str(link / "r.html")]) == 2
     assert f"goes through the symbolic link {link}, whose target" in capsys.readouterr().err
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_process_forked_under_the_lock_does_not_keep_the_folder_locked(tmp_path):
+    """A real fork while the output folder is locked (as the figures' helper and the workers are) holds a copy of the
+    lock's descriptor; when the run's ``with locked(...)`` ends, the folder is free at once, for another process too,
+    although the forked process still lives."""
+    import os
+    import signal
+    import time
+
+    from ccmetrics.campaign.output_folder import FolderInUse, locked
+
+    out = tmp_path / "out"
+    with locked(out):
+        (out / "per_case.csv").write_text("case\n")  # a run that wrote something: its lock file stays
+        child = os.fork()
+        if child == 0:  # the forked process: keeps its copy of the descriptor for a while, then ends
+            time.sleep(30)
+            os._exit(0)
+        with pytest.raises(FolderInUse):  # held: another process is refused
+            _lock_elsewhere(out)
+    try:
+        assert os.waitpid(child, os.WNOHANG) == (0, 0)  # still alive, its descriptor still open
+        _lock_elsewhere(out)  # another process takes the lock at once
+        with locked(out):  # and so does this one again
+            pass
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+
+
+def _lock_elsewhere(out):
+    """Take the folder's lock in another process; raise FolderInUse when that process was refused."""
+    import subprocess
+    import sys
+
+    from ccmetrics.campaign.output_folder import FolderInUse
+
+    code = (
+        "import sys\nfrom ccmetrics.campaign.output_folder import FolderInUse, locked\n"
+        f"try:\n    with locked({str(out)!r}): pass\nexcept FolderInUse:\n    sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode == 3:
+        raise FolderInUse("refused")
+    assert done.returncode == 0, done.stderr
