@@ -132,7 +132,7 @@ def outcome_map(gt: Any, pred: Any, detected: Any, pred_tp: Any, connectivity: i
 
 def map_file(case: str, class_value: int | None = None, *, dicom: bool = False) -> str:
     """A map's path relative to the output folder (``/``-separated, as the per-case table names it): the case id
-    made safe for file names (:func:`ccmetrics._files.file_stem`), ``_class<value>`` with classes; ``.nii.gz``, or
+    made safe for file names (``ccmetrics._files.file_stem``), ``_class<value>`` with classes; ``.nii.gz``, or
     ``.dcm`` for a DICOM SEG. When the stem is not the id itself, or holds a capital letter, the id's hash follows it:
     two ids never share a map, also on a file system that ignores case (macOS, Windows), where ``Case1`` and
     ``case1`` would name one file.
