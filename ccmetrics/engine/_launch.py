@@ -88,7 +88,6 @@ class Kernel:
         of the array arguments the kernel only reads, typed read-only (what the text cannot say), so that a read-only
         array (``np.load``'s memory map, ``np.frombuffer``) is taken as well as a writeable one."""
         self.dispatcher = dispatcher
-        self.text = signature
         self.signature: Any = _read_only(signature, read_only) if read_only else signature
         self.variant = variant
         self.name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}" + (
